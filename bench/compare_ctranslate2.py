@@ -1,0 +1,417 @@
+#!/usr/bin/env python3
+"""CPU throughput benchmark: xlate against CTranslate2 on the very same weights.
+
+    python3 bench/compare_ctranslate2.py --model_dir D [--sentences 500] [--batch_size 32]
+        [--beam_size 4] [--threads 2] [--xlate_bench build/bench/xlate_translate_bench]
+        [--work_dir W] [--json_out results.json]
+
+Steps:
+  1. Tokenize the source and reference files with the model's spm.model.
+  2. Sort the first N sentences by source token count and cut them into batches of batch_size.
+  3. A model with random (or weak) weights decodes to arbitrary lengths, so every batch is
+     decoded for a FIXED number of steps: L_b = max over the batch of the reference token count
+     (each capped at that sentence's source token count + 50, and at max_position_embeddings).
+     Every hypothesis then has exactly L_b target tokens and no EOS, and both systems do the
+     same amount of work.
+  4. Write the plan file (TSV, one line per sentence: batch_index, L_b, source text), which
+     xlate's bench binary reads:  xlate_translate_bench --model_dir D --plan PLAN
+     --beam_size B --threads T; it prints one JSON line (sentences, target_tokens, seconds,
+     tokens_per_second, sentences_per_second, peak_rss_mb, matmul_share).
+  5. Convert the model with bench/convert_to_ctranslate2.py and run CTranslate2 (float32, CPU,
+     intra_threads=T, inter_threads=1) on the same batches in a subprocess of its own, timing
+     only the translate_batch calls.
+  6. Run xlate's binary in another subprocess, if it exists.
+  7. Print a table (sentences/s, target tokens/s, peak RSS) and the xlate/CT2 tokens/s ratio;
+     optionally write everything as JSON.
+
+Each system runs alone in its own child process; its peak RSS is the child's ru_maxrss as
+returned by wait4(), so the two systems' memory is measured separately and the same way.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(HERE)
+DEFAULT_SOURCE = os.path.join(REPO_ROOT, "..", "shared", "data", "wmt14", "newstest2014.en")
+DEFAULT_REFERENCE = os.path.join(REPO_ROOT, "..", "shared", "data", "wmt14", "newstest2014.de")
+DEFAULT_XLATE_BENCH = os.path.join(REPO_ROOT, "build", "bench", "xlate_translate_bench")
+CONVERTER = os.path.join(HERE, "convert_to_ctranslate2.py")
+WORKER_FLAG = "--ct2_worker"
+
+
+# --------------------------------------------------------------------------------------------
+# CTranslate2 worker (runs in its own process: python3 compare_ctranslate2.py --ct2_worker JOB OUT)
+
+
+def ct2_worker(job_path, out_path):
+    import resource
+
+    with open(job_path, encoding="utf-8") as f:
+        job = json.load(f)
+    import ctranslate2  # noqa: imported after reading the job so the baseline below includes it
+
+    rss_before_model_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    translator = ctranslate2.Translator(
+        job["ct2_dir"], device="cpu", compute_type="float32",
+        intra_threads=job["threads"], inter_threads=1)
+    load_seconds = time.perf_counter() - t0
+    eos = job["eos_token"]
+
+    # What we found about CTranslate2's length options (checked with ctranslate2 4.8.5, greedy
+    # and beam search, on a model whose final_logits_bias made EOS by far the likeliest token):
+    #  * max_decoding_length counts an EOS as one of the generated tokens when EOS is produced
+    #    (min 1 / max 5 gave ['x', '</s>']), but when the limit is reached the hypothesis is
+    #    simply cut: no extra decoder step is spent on a forced EOS (max 1 gave ['x']).
+    #  * min_decoding_length=L masks EOS for the first L steps.
+    #  So min_decoding_length = max_decoding_length = L_b yields exactly L_b non-EOS tokens from
+    #  exactly L_b decoder steps (a greedy step callback fires L_b times), the same work as
+    #  xlate's fixed L_b steps. No +1 adjustment is needed; each hypothesis is checked below.
+    warmup = job.get("warmup_batches", 0)
+    for batch in job["batches"][:warmup]:
+        translator.translate_batch(
+            batch["source"], beam_size=job["beam_size"], length_penalty=job["length_penalty"],
+            min_decoding_length=batch["length"], max_decoding_length=batch["length"],
+            max_input_length=0, return_scores=False)
+
+    seconds = 0.0
+    sentences = 0
+    target_tokens = 0
+    bad = []
+    for bi, batch in enumerate(job["batches"]):
+        L = batch["length"]
+        t0 = time.perf_counter()
+        results = translator.translate_batch(
+            batch["source"], beam_size=job["beam_size"], length_penalty=job["length_penalty"],
+            min_decoding_length=L, max_decoding_length=L, max_input_length=0,
+            return_scores=False)
+        seconds += time.perf_counter() - t0
+        for si, res in enumerate(results):
+            hyp = res.hypotheses[0]
+            if len(hyp) != L or eos in hyp:
+                bad.append({"batch": bi, "sentence": si, "expected": L, "got": len(hyp),
+                            "has_eos": eos in hyp})
+            sentences += 1
+            target_tokens += len(hyp)
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = {
+        "system": "ctranslate2",
+        "version": ctranslate2.__version__,
+        "sentences": sentences,
+        "target_tokens": target_tokens,
+        "seconds": seconds,
+        "tokens_per_second": target_tokens / seconds if seconds > 0 else 0.0,
+        "sentences_per_second": sentences / seconds if seconds > 0 else 0.0,
+        "load_seconds": load_seconds,
+        "warmup_batches": warmup,
+        "self_peak_rss_mb": peak_kb / 1024.0,
+        "rss_before_model_mb": rss_before_model_kb / 1024.0,
+        "length_mismatches": bad[:20],
+        "length_mismatch_count": len(bad),
+    }
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(out, f)
+    return 0 if not bad else 3
+
+
+# --------------------------------------------------------------------------------------------
+# driver
+
+
+def run_measured(cmd, stdout_path, env=None):
+    """Runs cmd in a child process; returns (exit status, elapsed s, child's peak RSS in MB)."""
+    with open(stdout_path, "wb") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, env=env)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            proc.kill()
+            raise
+        elapsed = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, tell Popen
+    return proc.returncode, elapsed, usage.ru_maxrss / 1024.0  # ru_maxrss is in KiB on Linux
+
+
+def read_lines(path, n):
+    with open(path, encoding="utf-8") as f:
+        lines = [line.rstrip("\r\n") for line in f]
+    return lines if n <= 0 else lines[:n]
+
+
+def make_plan(sp, sources, references, batch_size, max_extra, max_positions):
+    """Returns a list of batches {indices, length, source (pieces), text}."""
+    src_pieces = sp.encode(sources, out_type=str)
+    ref_counts = [len(ids) for ids in sp.encode(references)]
+    order = sorted(range(len(sources)), key=lambda i: (len(src_pieces[i]), i))
+    batches = []
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        length = max(min(ref_counts[i], len(src_pieces[i]) + max_extra) for i in idx)
+        length = max(1, min(length, max_positions))
+        batches.append({
+            "indices": idx,
+            "length": length,
+            "source": [src_pieces[i] for i in idx],
+            "text": [sources[i] for i in idx],
+        })
+    return batches
+
+
+def write_plan(path, batches):
+    with open(path, "w", encoding="utf-8") as f:
+        for bi, batch in enumerate(batches):
+            for text in batch["text"]:
+                clean = text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+                f.write("%d\t%d\t%s\n" % (bi, batch["length"], clean))
+
+
+def last_json_line(text):
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return None
+
+
+def best_of(runs):
+    """The fastest run (most tokens/s), with the peak RSS of all runs and every run's speed."""
+    best = dict(max(runs, key=lambda r: r.get("tokens_per_second") or 0.0))
+    best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+    best["runs"] = len(runs)
+    best["tokens_per_second_all_runs"] = [r.get("tokens_per_second") for r in runs]
+    return best
+
+
+def fmt(v, spec="%.1f"):
+    return "n/a" if v is None else spec % v
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == WORKER_FLAG:
+        if len(sys.argv) != 4:
+            print("usage: %s %s JOB OUT" % (sys.argv[0], WORKER_FLAG), file=sys.stderr)
+            return 2
+        return ct2_worker(sys.argv[2], sys.argv[3])
+
+    ap = argparse.ArgumentParser(description="Benchmark xlate against CTranslate2 on the CPU.")
+    ap.add_argument("--model_dir", required=True, help="xlate model directory")
+    ap.add_argument("--source", default=DEFAULT_SOURCE)
+    ap.add_argument("--reference", default=DEFAULT_REFERENCE)
+    ap.add_argument("--sentences", type=int, default=500, help="first N sentences (0 = all)")
+    ap.add_argument("--batch_size", type=int, default=32)
+    ap.add_argument("--beam_size", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--length_penalty", type=float, default=0.6)
+    ap.add_argument("--max_extra", type=int, default=50,
+                    help="cap each sentence's target length at source tokens + this")
+    ap.add_argument("--xlate_bench", default=DEFAULT_XLATE_BENCH)
+    ap.add_argument("--work_dir", default=None,
+                    help="where the plan, the CTranslate2 model and logs go (default: a temporary "
+                         "directory removed at the end)")
+    ap.add_argument("--ct2_dir", default=None,
+                    help="reuse this converted CTranslate2 model instead of converting")
+    ap.add_argument("--add_source_eos", action="store_true",
+                    help="CTranslate2 appends EOS to each source sentence (use if xlate does)")
+    ap.add_argument("--ct2_warmup_batches", type=int, default=0,
+                    help="untimed CTranslate2 batches run before the timed pass")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="run each system this many times (each in a fresh process) and keep the "
+                         "fastest run; peak RSS is the largest seen")
+    ap.add_argument("--skip_ct2", action="store_true")
+    ap.add_argument("--skip_xlate", action="store_true")
+    ap.add_argument("--json_out", default=None)
+    args = ap.parse_args()
+
+    import sentencepiece
+
+    model_dir = os.path.abspath(args.model_dir)
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(model_dir, "spm.model"))
+
+    temp_work = args.work_dir is None
+    work_dir = tempfile.mkdtemp(prefix="xlate_ct2_") if temp_work else os.path.abspath(args.work_dir)
+    os.makedirs(work_dir, exist_ok=True)
+    try:
+        return run(args, cfg, sp, model_dir, work_dir)
+    finally:
+        if temp_work:
+            shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def run(args, cfg, sp, model_dir, work_dir):
+    sources = read_lines(args.source, args.sentences)
+    references = read_lines(args.reference, args.sentences)
+    if len(sources) != len(references):
+        print("error: %d source lines but %d reference lines" % (len(sources), len(references)),
+              file=sys.stderr)
+        return 1
+    batches = make_plan(sp, sources, references, args.batch_size, args.max_extra,
+                        int(cfg.get("max_position_embeddings", 1024)))
+    n_sent = len(sources)
+    expected_tokens = sum(b["length"] * len(b["indices"]) for b in batches)
+    src_tokens = sum(len(p) for b in batches for p in b["source"])
+    plan_path = os.path.join(work_dir, "plan.tsv")
+    write_plan(plan_path, batches)
+    print("plan: %d sentences, %d batches of <= %d, %d source tokens, %d target tokens -> %s"
+          % (n_sent, len(batches), args.batch_size, src_tokens, expected_tokens, plan_path),
+          file=sys.stderr)
+
+    eos_token = sp.id_to_piece(int(cfg["eos_token_id"]))
+    results = {
+        "model_dir": model_dir,
+        "source": os.path.abspath(args.source),
+        "sentences": n_sent,
+        "batches": len(batches),
+        "batch_size": args.batch_size,
+        "beam_size": args.beam_size,
+        "threads": args.threads,
+        "length_penalty": args.length_penalty,
+        "source_tokens": src_tokens,
+        "target_tokens": expected_tokens,
+        "machine": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "plan": plan_path,
+        "ctranslate2": None,
+        "xlate": None,
+    }
+
+    # ---- CTranslate2
+    if not args.skip_ct2:
+        ct2_dir = args.ct2_dir
+        if ct2_dir is None:
+            ct2_dir = os.path.join(work_dir, "ct2_model")
+            cmd = [sys.executable, CONVERTER, "--model_dir", model_dir, "--out", ct2_dir, "--force"]
+            if args.add_source_eos:
+                cmd.append("--add_source_eos")
+            subprocess.run(cmd, check=True)
+        job = {
+            "ct2_dir": os.path.abspath(ct2_dir),
+            "threads": args.threads,
+            "beam_size": args.beam_size,
+            "length_penalty": args.length_penalty,
+            "eos_token": eos_token,
+            "warmup_batches": args.ct2_warmup_batches,
+            "batches": [{"length": b["length"], "source": b["source"]} for b in batches],
+        }
+        job_path = os.path.join(work_dir, "ct2_job.json")
+        out_path = os.path.join(work_dir, "ct2_result.json")
+        with open(job_path, "w", encoding="utf-8") as f:
+            json.dump(job, f)
+        if os.path.exists(out_path):
+            os.remove(out_path)
+        runs = []
+        for rep in range(max(1, args.repeats)):
+            print("running CTranslate2 (%d threads, beam %d), run %d/%d ..."
+                  % (args.threads, args.beam_size, rep + 1, max(1, args.repeats)), file=sys.stderr)
+            if os.path.exists(out_path):
+                os.remove(out_path)
+            status, elapsed, rss = run_measured(
+                [sys.executable, os.path.abspath(__file__), WORKER_FLAG, job_path, out_path],
+                os.path.join(work_dir, "ct2_stdout.txt"))
+            if not os.path.exists(out_path):
+                print("error: CTranslate2 worker failed (exit status %d)" % status, file=sys.stderr)
+                return 1
+            with open(out_path, encoding="utf-8") as f:
+                run_result = json.load(f)
+            run_result["peak_rss_mb"] = rss
+            run_result["process_seconds"] = elapsed
+            runs.append(run_result)
+        ct2 = best_of(runs)
+        results["ctranslate2"] = ct2
+        if ct2["length_mismatch_count"]:
+            print("error: %d CTranslate2 hypotheses do not have L_b tokens, e.g. %s"
+                  % (ct2["length_mismatch_count"], ct2["length_mismatches"][:3]), file=sys.stderr)
+            return 1
+        if ct2["target_tokens"] != expected_tokens:
+            print("error: CTranslate2 produced %d target tokens, the plan asks for %d"
+                  % (ct2["target_tokens"], expected_tokens), file=sys.stderr)
+            return 1
+
+    # ---- xlate
+    xlate_bench = os.path.abspath(args.xlate_bench)
+    xlate_note = None
+    if args.skip_xlate:
+        xlate_note = "skipped (--skip_xlate)"
+    elif not (os.path.isfile(xlate_bench) and os.access(xlate_bench, os.X_OK)):
+        xlate_note = "xlate bench binary not found at %s (build it first); CTranslate2 only" % xlate_bench
+    else:
+        cmd = [xlate_bench, "--model_dir", model_dir, "--plan", plan_path,
+               "--beam_size", str(args.beam_size), "--threads", str(args.threads)]
+        stdout_path = os.path.join(work_dir, "xlate_stdout.txt")
+        runs = []
+        for rep in range(max(1, args.repeats)):
+            print("running xlate, run %d/%d: %s" % (rep + 1, max(1, args.repeats), " ".join(cmd)),
+                  file=sys.stderr)
+            status, elapsed, rss = run_measured(cmd, stdout_path)
+            with open(stdout_path, encoding="utf-8", errors="replace") as f:
+                xlate_stdout = f.read()
+            xl = last_json_line(xlate_stdout)
+            if status != 0 or xl is None:
+                sys.stderr.write(xlate_stdout[-2000:])
+                xlate_note = "xlate bench failed (exit status %d, %s; stdout in %s)" % (
+                    status, "no JSON line on stdout" if xl is None else "JSON printed",
+                    stdout_path)
+                print("error: " + xlate_note, file=sys.stderr)
+                runs = []
+                break
+            xl["system"] = "xlate"
+            xl["self_peak_rss_mb"] = xl.get("peak_rss_mb")
+            xl["peak_rss_mb"] = rss
+            xl["process_seconds"] = elapsed
+            runs.append(xl)
+        if runs:
+            xl = best_of(runs)
+            if xl.get("target_tokens") != expected_tokens:
+                print("warning: xlate reports %s target tokens, the plan asks for %d"
+                      % (xl.get("target_tokens"), expected_tokens), file=sys.stderr)
+            results["xlate"] = xl
+    results["xlate_note"] = xlate_note
+
+    # ---- report
+    rows = [r for r in (results["xlate"], results["ctranslate2"]) if r]
+    print()
+    print("%d sentences (newstest order sorted by source length), %d batches of %d, beam %d, "
+          "%d threads, %d target tokens" % (n_sent, len(batches), args.batch_size,
+                                            args.beam_size, args.threads, expected_tokens))
+    print("%-12s %12s %15s %12s %10s" % ("system", "sentences/s", "target tok/s", "peak RSS MB",
+                                         "seconds"))
+    for r in rows:
+        print("%-12s %12s %15s %12s %10s" % (
+            r["system"], fmt(r.get("sentences_per_second"), "%.2f"),
+            fmt(r.get("tokens_per_second"), "%.1f"), fmt(r.get("peak_rss_mb"), "%.0f"),
+            fmt(r.get("seconds"), "%.2f")))
+    ratio = None
+    if results["xlate"] and results["ctranslate2"]:
+        ct2_tps = results["ctranslate2"]["tokens_per_second"]
+        xl_tps = results["xlate"].get("tokens_per_second")
+        if ct2_tps and xl_tps is not None:
+            ratio = xl_tps / ct2_tps
+            print("ratio xlate/CT2 target tokens/s: %.3f" % ratio)
+        if results["xlate"].get("matmul_share") is not None:
+            print("xlate matmul share of time: %.2f" % results["xlate"]["matmul_share"])
+    if xlate_note:
+        print("note: %s" % xlate_note)
+    results["ratio_xlate_over_ct2_tokens_per_second"] = ratio
+
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

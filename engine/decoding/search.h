@@ -1,0 +1,59 @@
+// Search over an incremental decoder, apart from any model: beam search with the GNMT length
+// penalty (the paper's section 6.1) and greedy search implement one interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace xlate {
+
+// What a search needs of a model. Rows are laid out sentence by sentence; a search starts with
+// one row per sentence.
+class IncrementalDecoder {
+ public:
+  virtual ~IncrementalDecoder() = default;
+  // Feeds one token per live row; returns log-probabilities float32 [rows, V] of the next token.
+  virtual Tensor step(const std::vector<int32_t>& tokens) = 0;
+  // Keeps rows: new row r continues old row source_rows[r] (reorders, replicates, shrinks).
+  virtual void select_rows(const std::vector<int32_t>& source_rows) = 0;
+};
+
+struct SearchOptions {
+  int beam_size = 4;
+  float length_penalty = 0.6f;  // α of lp(Y) = ((5 + |Y|) / 6)^α; 0 disables
+  int n_best = 1;
+  int min_length = 0;  // EOS is forbidden before this many tokens
+  int start_token = 2;
+  int end_token = 3;
+};
+
+struct Hypothesis {
+  std::vector<int32_t> tokens;  // without the end token
+  float score = 0.f;            // log P(Y|X) / lp(|Y|); |Y| counts the end token when present
+  float log_prob = 0.f;         // log P(Y|X)
+};
+
+// ((5 + length) / 6)^alpha
+float length_penalty(int length, float alpha);
+
+class Search {
+ public:
+  virtual ~Search() = default;
+  // max_lengths[s]: most tokens sentence s may produce, the end token included.
+  // Returns, per sentence, up to n_best hypotheses, best first.
+  virtual std::vector<std::vector<Hypothesis>> search(IncrementalDecoder& decoder,
+                                                      const std::vector<int>& max_lengths,
+                                                      const SearchOptions& options) const = 0;
+};
+
+// Beam search: a sentence stops when beam_size hypotheses have finished, or when n_best have and
+// no live hypothesis can beat the n_best-th (its score can only fall: log P only decreases and,
+// for α >= 0, dividing by lp(max_length) is the best it can hope for), or at its max length.
+std::unique_ptr<Search> make_beam_search();
+// Greedy search: the most probable token at each step (beam size 1, n_best 1).
+std::unique_ptr<Search> make_greedy_search();
+
+}  // namespace xlate

@@ -1,0 +1,89 @@
+#include "engine/model_weights.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace xlate {
+namespace {
+
+class ParameterList {
+ public:
+  void add(std::string name, std::vector<int64_t> shape, ParameterKind kind, Tensor* tensor) {
+    list_.push_back({std::move(name), std::move(shape), kind, tensor});
+  }
+  void linear(const std::string& prefix, LinearWeights& linear, int64_t out, int64_t in) {
+    add(prefix + ".weight", {out, in}, ParameterKind::kMatrix, &linear.weight);
+    add(prefix + ".bias", {out}, ParameterKind::kBias, &linear.bias);
+  }
+  void norm(const std::string& prefix, LayerNormWeights& norm, int64_t channels) {
+    add(prefix + ".weight", {channels}, ParameterKind::kNormGain, &norm.gamma);
+    add(prefix + ".bias", {channels}, ParameterKind::kNormBias, &norm.beta);
+  }
+  void attention(const std::string& prefix, AttentionWeights& attention, int64_t channels) {
+    linear(prefix + ".q_proj", attention.query, channels, channels);
+    linear(prefix + ".k_proj", attention.key, channels, channels);
+    linear(prefix + ".v_proj", attention.value, channels, channels);
+    linear(prefix + ".out_proj", attention.output, channels, channels);
+  }
+  std::vector<NamedParameter> take() { return std::move(list_); }
+
+ private:
+  std::vector<NamedParameter> list_;
+};
+
+}  // namespace
+
+std::vector<NamedParameter> named_parameters(TransformerWeights& weights,
+                                             const ModelConfig& config) {
+  const int64_t channels = config.d_model;
+  ParameterList list;
+  list.add("model.shared.weight", {config.vocab_size, channels}, ParameterKind::kEmbedding,
+           &weights.shared_embedding);
+  list.add("final_logits_bias", {1, config.vocab_size}, ParameterKind::kBias,
+           &weights.logits_bias);
+  list.add("model.encoder.embed_positions.weight", {config.max_positions, channels},
+           ParameterKind::kPositions, &weights.encoder_positions);
+  list.add("model.decoder.embed_positions.weight", {config.max_positions, channels},
+           ParameterKind::kPositions, &weights.decoder_positions);
+  weights.encoder.resize(static_cast<size_t>(config.encoder_layers));
+  for (size_t i = 0; i < weights.encoder.size(); ++i) {
+    const std::string prefix = absl::StrCat("model.encoder.layers.", i);
+    EncoderLayerWeights& layer = weights.encoder[i];
+    list.attention(prefix + ".self_attn", layer.self_attention, channels);
+    list.norm(prefix + ".self_attn_layer_norm", layer.self_attention_norm, channels);
+    list.linear(prefix + ".fc1", layer.ffn_inner, config.encoder_ffn_dim, channels);
+    list.linear(prefix + ".fc2", layer.ffn_outer, channels, config.encoder_ffn_dim);
+    list.norm(prefix + ".final_layer_norm", layer.ffn_norm, channels);
+  }
+  weights.decoder.resize(static_cast<size_t>(config.decoder_layers));
+  for (size_t i = 0; i < weights.decoder.size(); ++i) {
+    const std::string prefix = absl::StrCat("model.decoder.layers.", i);
+    DecoderLayerWeights& layer = weights.decoder[i];
+    list.attention(prefix + ".self_attn", layer.self_attention, channels);
+    list.norm(prefix + ".self_attn_layer_norm", layer.self_attention_norm, channels);
+    list.attention(prefix + ".encoder_attn", layer.cross_attention, channels);
+    list.norm(prefix + ".encoder_attn_layer_norm", layer.cross_attention_norm, channels);
+    list.linear(prefix + ".fc1", layer.ffn_inner, config.decoder_ffn_dim, channels);
+    list.linear(prefix + ".fc2", layer.ffn_outer, channels, config.decoder_ffn_dim);
+    list.norm(prefix + ".final_layer_norm", layer.ffn_norm, channels);
+  }
+  return list.take();
+}
+
+Tensor sinusoidal_positions(int64_t rows, int64_t channels) {
+  Tensor table = Tensor::empty({rows, channels}, DType::kFloat32);
+  float* values = table.data<float>();
+  for (int64_t pos = 0; pos < rows; ++pos) {
+    for (int64_t i = 0; i < channels; ++i) {
+      const int64_t pair = i / 2;  // dimensions 2i and 2i+1 share a frequency
+      const double angle =
+          static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(pair) /
+                                                           static_cast<double>(channels));
+      values[pos * channels + i] = static_cast<float>(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+  }
+  return table;
+}
+
+}  // namespace xlate

@@ -1,0 +1,72 @@
+// The Transformer's parameters as typed structs, and the one list that names them
+// (docs/model-format.md). Loading, saving, random initialisation and (in the trainer) gradients
+// all walk named_parameters(), so a tensor's name and shape are written down exactly once.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/tensor.h"
+
+namespace xlate {
+
+struct LinearWeights {
+  Tensor weight;  // [out, in]
+  Tensor bias;    // [out]
+};
+
+struct LayerNormWeights {
+  Tensor gamma;  // [C]
+  Tensor beta;   // [C]
+};
+
+struct AttentionWeights {
+  LinearWeights query, key, value, output;  // each [C, C]
+};
+
+struct EncoderLayerWeights {
+  AttentionWeights self_attention;
+  LayerNormWeights self_attention_norm;
+  LinearWeights ffn_inner;  // [F, C]
+  LinearWeights ffn_outer;  // [C, F]
+  LayerNormWeights ffn_norm;
+};
+
+struct DecoderLayerWeights {
+  AttentionWeights self_attention;
+  LayerNormWeights self_attention_norm;
+  AttentionWeights cross_attention;
+  LayerNormWeights cross_attention_norm;
+  LinearWeights ffn_inner;
+  LinearWeights ffn_outer;
+  LayerNormWeights ffn_norm;
+};
+
+struct TransformerWeights {
+  Tensor shared_embedding;   // [V, C]: source and target embeddings and the output projection
+  Tensor logits_bias;        // [1, V]
+  Tensor encoder_positions;  // [P, C]
+  Tensor decoder_positions;  // [P, C]
+  std::vector<EncoderLayerWeights> encoder;
+  std::vector<DecoderLayerWeights> decoder;
+};
+
+enum class ParameterKind { kEmbedding, kPositions, kMatrix, kBias, kNormGain, kNormBias };
+
+struct NamedParameter {
+  std::string name;
+  std::vector<int64_t> shape;
+  ParameterKind kind;
+  Tensor* tensor;
+};
+
+// Every parameter with its file name and expected shape. Resizes the layer vectors of `weights`
+// to the config's layer counts; the returned pointers point into `weights`.
+std::vector<NamedParameter> named_parameters(TransformerWeights& weights,
+                                             const ModelConfig& config);
+
+// The paper's interleaved sinusoid, [rows, channels] float32.
+Tensor sinusoidal_positions(int64_t rows, int64_t channels);
+
+}  // namespace xlate

@@ -1,0 +1,20 @@
+// CPU implementations of the ops declared in engine/ops/ops.h; arguments are already checked.
+#pragma once
+
+#include "engine/ops/ops.h"
+
+namespace xlate::cpu {
+
+void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
+                       const Tensor& positions, float scale, int64_t position_offset);
+void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                    Activation activation);
+void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
+                            const Tensor& gamma, const Tensor& beta, float eps);
+void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
+                       const Tensor& key_index, const Tensor& key_lengths, int heads, bool causal);
+void log_softmax_forward(Tensor& out, const Tensor& inp);
+void gather_cache_rows(Tensor& cache, const std::vector<int32_t>& source_rows,
+                       int64_t valid_positions);
+
+}  // namespace xlate::cpu

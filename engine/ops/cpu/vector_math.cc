@@ -1,0 +1,74 @@
+#include "engine/ops/cpu/vector_math.h"
+
+#include <cmath>
+
+#define XLATE_VECTORIZED __attribute__((target_clones("arch=haswell", "default")))
+
+namespace xlate::cpu {
+
+XLATE_VECTORIZED float dot(const float* a, const float* b, int64_t n) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+XLATE_VECTORIZED void axpy(float* y, float a, const float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+XLATE_VECTORIZED void scale_add(float* y, float a, const float* x, const float* b, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = a * x[i] + b[i];
+}
+
+XLATE_VECTORIZED float max_of(const float* x, int64_t n) {
+  float best = -INFINITY;
+#pragma omp simd reduction(max : best)
+  for (int64_t i = 0; i < n; ++i) best = x[i] > best ? x[i] : best;
+  return best;
+}
+
+XLATE_VECTORIZED float exp_shifted_sum(float* y, const float* x, float shift, int64_t n) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = expf(x[i] - shift);
+    sum += y[i];
+  }
+  return sum;
+}
+
+XLATE_VECTORIZED void subtract(float* y, const float* x, float shift, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+}
+
+XLATE_VECTORIZED void scale(float* y, float a, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] *= a;
+}
+
+XLATE_VECTORIZED void add_layer_norm_row(float* y, const float* a, const float* b,
+                                         const float* gamma, const float* beta, float eps,
+                                         int64_t n) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = a[i] + b[i];
+    sum += y[i];
+  }
+  const float mean = sum / static_cast<float>(n);
+  float squares = 0.f;
+#pragma omp simd reduction(+ : squares)
+  for (int64_t i = 0; i < n; ++i) {
+    const float centered = y[i] - mean;
+    squares += centered * centered;
+  }
+  const float rstd = 1.f / std::sqrt(squares / static_cast<float>(n) + eps);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = (y[i] - mean) * rstd * gamma[i] + beta[i];
+}
+
+}  // namespace xlate::cpu

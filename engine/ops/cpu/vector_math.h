@@ -1,0 +1,25 @@
+// Row primitives of the CPU backend, compiled for AVX2+FMA with a portable fallback chosen at
+// load time (GCC target_clones). n is a count of floats.
+#pragma once
+
+#include <cstdint>
+
+namespace xlate::cpu {
+
+float dot(const float* a, const float* b, int64_t n);
+// y[i] += a * x[i]
+void axpy(float* y, float a, const float* x, int64_t n);
+// y[i] = a * x[i] + b[i]
+void scale_add(float* y, float a, const float* x, const float* b, int64_t n);
+float max_of(const float* x, int64_t n);
+// y[i] = exp(x[i] - shift); returns the sum of y. y may alias x.
+float exp_shifted_sum(float* y, const float* x, float shift, int64_t n);
+// y[i] = x[i] - shift; y may alias x.
+void subtract(float* y, const float* x, float shift, int64_t n);
+// y[i] *= a
+void scale(float* y, float a, int64_t n);
+// y = LayerNorm(a + b) * gamma + beta over one row of n; y may alias a or b.
+void add_layer_norm_row(float* y, const float* a, const float* b, const float* gamma,
+                        const float* beta, float eps, int64_t n);
+
+}  // namespace xlate::cpu

@@ -1,0 +1,50 @@
+// The engine's operations, device-free. Each op checks its arguments, then dispatches on the
+// tensors' device to its backend implementation (ops/cpu/*_cpu.cc; the CUDA backend adds
+// kernels/*.cu behind the same functions). Arguments are ordered outputs -> inputs -> sizes.
+//
+// Dimension legend: N rows of a batch (sentences, or sentences x beams), T query positions,
+// S key positions, C = d_model, V = vocabulary size, M = N*T flattened rows, K input features.
+// Outputs must be allocated by the caller with the documented shapes; a mismatch is a
+// programming error and throws std::logic_error.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace xlate {
+
+// out[N, T, C] = table[tokens[n, t]] * scale + positions[position_offset + t]
+// tokens: int32 [N, T]; table: [V, C]; positions: [P, C].
+void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
+                       const Tensor& positions, float scale, int64_t position_offset);
+
+enum class Activation { kNone, kRelu };
+
+// out[M, N] = act(inp[M, K] · weight[N, K]ᵀ + bias[N]); bias may be undefined (no bias).
+void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                    Activation activation);
+
+// out[M, C] = LayerNorm(inp[M, C] + residual[M, C]) * gamma[C] + beta[C], eps inside the sqrt.
+// `out` may alias `inp` or `residual`.
+void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
+                            const Tensor& gamma, const Tensor& beta, float eps);
+
+// Multi-head scaled dot-product attention, heads = C / d_k, scale 1/sqrt(d_k).
+// out[N, T, C]; query[N, T, C]; keys, values: [B, S_capacity, C] of which the first
+// key_lengths[b] positions are valid; query row n attends key batch key_index[n] (int32 [N]);
+// key_lengths: int32 [B]. When causal, query t may see keys s <= key_lengths[b] - T + t (the
+// queries are the last T positions of the keys), otherwise all valid keys.
+void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
+                       const Tensor& key_index, const Tensor& key_lengths, int heads, bool causal);
+
+// out[M, V] = log_softmax(inp[M, V]) along the last axis; may alias.
+void log_softmax_forward(Tensor& out, const Tensor& inp);
+
+// Beam reordering of a cache [R, S, C] in place: row r takes the old row source_rows[r], for
+// r < source_rows.size(); only the first `valid_positions` positions of each row are copied.
+void gather_cache_rows(Tensor& cache, const std::vector<int32_t>& source_rows,
+                       int64_t valid_positions);
+
+}  // namespace xlate

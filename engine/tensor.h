@@ -1,0 +1,69 @@
+// A dense, row-major tensor: shape, element type, device, and shared storage.
+// Copies share storage (like a handle); reshape() views the same bytes under another shape.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/dtype.h"
+
+namespace xlate {
+
+// Where a tensor's bytes live. Only kCPU storage exists in a CPU-only build; the CUDA backend
+// adds device storage behind the same handle.
+enum class Device { kCPU, kCUDA };
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // Uninitialised storage (64-byte aligned on the CPU).
+  static Tensor empty(std::vector<int64_t> shape, DType dtype, Device device = Device::kCPU);
+  static Tensor zeros(std::vector<int64_t> shape, DType dtype, Device device = Device::kCPU);
+  static Tensor from_vector(const std::vector<float>& values, std::vector<int64_t> shape);
+  static Tensor from_vector(const std::vector<int32_t>& values, std::vector<int64_t> shape);
+
+  bool defined() const { return storage_ != nullptr; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  // Negative axes count from the end.
+  int64_t dim(int axis) const;
+  int64_t numel() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(storage_.get());
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(storage_.get());
+  }
+  void* raw_data() { return storage_.get(); }
+  const void* raw_data() const { return storage_.get(); }
+
+  // Same storage, new shape with the same or a smaller element count (a prefix view).
+  Tensor reshape(std::vector<int64_t> shape) const;
+  // Deep copy.
+  Tensor clone() const;
+  // A float32 copy of a float tensor of any float dtype (a handle to *this when already f32).
+  Tensor to_float32() const;
+  // A copy converted to a 16-bit float type or float32.
+  Tensor to_dtype(DType dtype) const;
+
+  std::string shape_string() const;  // "[2, 3, 4]"
+
+ private:
+  std::shared_ptr<void> storage_;
+  std::vector<int64_t> shape_;
+  DType dtype_ = DType::kFloat32;
+  Device device_ = Device::kCPU;
+};
+
+std::string shape_string(const std::vector<int64_t>& shape);
+
+}  // namespace xlate

@@ -1,0 +1,133 @@
+#include <omp.h>
+
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/tools/commands.h"
+#include "engine/translator.h"
+
+ABSL_FLAG(std::string, model_dir, "", "model directory (config.json, model.safetensors, spm.model)");
+ABSL_FLAG(std::string, input, "", "file of source sentences, one per line (default: stdin)");
+ABSL_FLAG(std::string, output, "", "file for the translations (default: stdout)");
+ABSL_FLAG(int, beam_size, 4, "beam size; 1 = greedy search");
+ABSL_FLAG(double, length_penalty, 0.6, "length penalty alpha of ((5+|Y|)/6)^alpha");
+ABSL_FLAG(int, max_extra_length, 50, "output tokens <= input tokens + this");
+ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text ||| score`");
+ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
+ABSL_FLAG(int, batch_size, 32, "sentences per batch");
+ABSL_FLAG(int, threads, 0, "CPU threads (0 = all cores)");
+
+namespace xlate::tools {
+namespace {
+
+// Lines are translated in chunks so that output streams out and memory stays bounded.
+constexpr size_t kChunkLines = 512;
+
+absl::StatusOr<TranslationOptions> options_from_flags() {
+  TranslationOptions options;
+  options.beam_size = absl::GetFlag(FLAGS_beam_size);
+  options.length_penalty = static_cast<float>(absl::GetFlag(FLAGS_length_penalty));
+  options.max_extra_length = absl::GetFlag(FLAGS_max_extra_length);
+  options.n_best = absl::GetFlag(FLAGS_n_best);
+  options.max_batch_size = absl::GetFlag(FLAGS_batch_size);
+  if (auto status = options.Validate(); !status.ok()) return status;
+  return options;
+}
+
+void write_translations(std::ostream& out, const std::vector<Translation>& translations,
+                        size_t first_index) {
+  const bool n_best = absl::GetFlag(FLAGS_n_best) > 1;
+  for (size_t i = 0; i < translations.size(); ++i) {
+    const Translation& translation = translations[i];
+    for (size_t k = 0; k < translation.hypotheses.size(); ++k) {
+      if (n_best) {
+        out << first_index + i << " ||| " << translation.hypotheses[k] << " ||| "
+            << translation.scores[k] << "\n";
+      } else {
+        if (absl::GetFlag(FLAGS_scores)) out << translation.scores[k] << "\t";
+        out << translation.hypotheses[k] << "\n";
+      }
+    }
+  }
+  out.flush();
+}
+
+}  // namespace
+
+int run_translate() {
+  if (absl::GetFlag(FLAGS_threads) < 0) {
+    std::cerr << "xlate translate: --threads must be >= 0\n";
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_threads) > 0) omp_set_num_threads(absl::GetFlag(FLAGS_threads));
+  auto options = options_from_flags();
+  if (!options.ok()) {
+    std::cerr << "xlate translate: " << options.status().message() << "\n";
+    return 2;
+  }
+  const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
+  if (model_dir.empty()) {
+    std::cerr << "xlate translate: --model_dir is required\n";
+    return 2;
+  }
+  auto translator = Translator::Load(model_dir);
+  if (!translator.ok()) {
+    std::cerr << "xlate translate: " << translator.status().message() << "\n";
+    return 1;
+  }
+  std::ifstream input_file;
+  const bool from_file = !absl::GetFlag(FLAGS_input).empty();
+  if (from_file) {
+    input_file.open(absl::GetFlag(FLAGS_input));
+    if (!input_file) {
+      std::cerr << "xlate translate: cannot open --input " << absl::GetFlag(FLAGS_input) << "\n";
+      return 1;
+    }
+  }
+  std::ofstream output_file;
+  if (!absl::GetFlag(FLAGS_output).empty()) {
+    output_file.open(absl::GetFlag(FLAGS_output));
+    if (!output_file) {
+      std::cerr << "xlate translate: cannot write --output " << absl::GetFlag(FLAGS_output)
+                << "\n";
+      return 1;
+    }
+  }
+  std::istream& in = from_file ? input_file : std::cin;
+  std::ostream& out = output_file.is_open() ? output_file : std::cout;
+  options->return_scores = true;
+
+  const absl::Time start = absl::Now();
+  size_t done = 0;
+  std::vector<std::string> chunk;
+  std::string line;
+  bool more = true;
+  while (more) {
+    more = static_cast<bool>(std::getline(in, line));
+    if (more) chunk.push_back(line);
+    if (chunk.size() < kChunkLines && more) continue;
+    if (chunk.empty()) break;
+    auto translations = (*translator)->Translate(chunk, *options);
+    if (!translations.ok()) {
+      std::cerr << "xlate translate: input lines " << done + 1 << "-" << done + chunk.size()
+                << ": " << translations.status().message() << "\n";
+      return 1;
+    }
+    write_translations(out, *translations, done);
+    done += chunk.size();
+    chunk.clear();
+    if (from_file) {
+      const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+      std::cerr << "xlate translate: " << done << " sentences, " << seconds << " s, "
+                << (seconds > 0 ? done / seconds : 0.0) << " sentences/s\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace xlate::tools

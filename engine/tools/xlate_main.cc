@@ -1,0 +1,39 @@
+// xlate: the command-line tool of the engine.
+//   xlate translate --model_dir D [--input F] [--output F] [--beam_size 4] ...
+//   xlate init-model --preset tiny|base|big --spm_from TEXT[,TEXT] --vocab_size V --out D
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "engine/tools/commands.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: xlate <command> [flags]\n"
+    "commands:\n"
+    "  translate   translate sentences (one per line) from --input or stdin\n"
+    "  init-model  write a randomly initialised model directory with a trained SentencePiece\n"
+    "              vocabulary (for tests and benchmarks)\n"
+    "Run `xlate <command> --help` for the flags.";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  if (argc < 2 || argv[1][0] == '-') {
+    std::cerr << kUsage << "\n";
+    return 2;
+  }
+  const std::string command = argv[1];
+  std::vector<char*> rest{argv[0]};
+  for (int i = 2; i < argc; ++i) rest.push_back(argv[i]);
+  absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
+  if (command == "translate") return xlate::tools::run_translate();
+  if (command == "init-model") return xlate::tools::run_init_model();
+  std::cerr << "xlate: unknown command \"" << command << "\"\n" << kUsage << "\n";
+  return 2;
+}

@@ -1,0 +1,165 @@
+#include "engine/transformer.h"
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "engine/model_directory.h"
+#include "engine/ops/ops.h"
+
+namespace xlate {
+namespace {
+
+constexpr float kLayerNormEps = 1e-5f;
+
+// [rows..., in] -> [rows..., out]
+Tensor linear(const Tensor& x, const LinearWeights& w, Activation activation = Activation::kNone) {
+  std::vector<int64_t> shape = x.shape();
+  shape.back() = w.weight.dim(0);
+  Tensor out = Tensor::empty(shape, DType::kFloat32);
+  linear_forward(out, x, w.weight, w.bias, activation);
+  return out;
+}
+
+// x = LN(x + sublayer_out), in place on x's storage.
+void residual_norm(Tensor& x, const Tensor& sublayer_out, const LayerNormWeights& norm) {
+  add_layer_norm_forward(x, sublayer_out, x, norm.gamma, norm.beta, kLayerNormEps);
+}
+
+Tensor iota(int64_t count) {
+  std::vector<int32_t> values(static_cast<size_t>(count));
+  std::iota(values.begin(), values.end(), 0);
+  return Tensor::from_vector(values, {count});
+}
+
+// Writes new keys/values [R, T, C] into the cache [R_capacity, S_max, C] at position `offset`.
+void append_to_cache(Tensor& cache, const Tensor& fresh, int64_t offset) {
+  const int64_t rows = fresh.dim(0), steps = fresh.dim(1), channels = fresh.dim(2);
+  const int64_t capacity = cache.dim(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(cache.data<float>() + (r * capacity + offset) * channels,
+                fresh.data<float>() + r * steps * channels,
+                static_cast<size_t>(steps * channels) * sizeof(float));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const TransformerModel>> TransformerModel::Load(
+    const std::string& dir) {
+  auto loaded = load_model_directory(dir);
+  if (!loaded.ok()) return loaded.status();
+  return std::make_shared<const TransformerModel>(loaded->config, std::move(loaded->weights));
+}
+
+TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights)
+    : config_(std::move(config)), weights_(std::move(weights)) {}
+
+Tensor TransformerModel::feed_forward(const LinearWeights& inner, const LinearWeights& outer,
+                                      const LayerNormWeights& norm, const Tensor& x) const {
+  Tensor hidden = linear(x, inner, Activation::kRelu);
+  Tensor out = linear(hidden, outer);
+  Tensor result = x;
+  residual_norm(result, out, norm);
+  return result;
+}
+
+Tensor TransformerModel::encoder_layer(const EncoderLayerWeights& layer, const Tensor& x,
+                                       const Tensor& identity, const Tensor& lengths) const {
+  const AttentionWeights& attention = layer.self_attention;
+  Tensor query = linear(x, attention.query);
+  Tensor keys = linear(x, attention.key);
+  Tensor values = linear(x, attention.value);
+  Tensor context = Tensor::empty(x.shape(), DType::kFloat32);
+  attention_forward(context, query, keys, values, identity, lengths, config_.encoder_heads,
+                    /*causal=*/false);
+  Tensor hidden = x;
+  residual_norm(hidden, linear(context, attention.output), layer.self_attention_norm);
+  return feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, hidden);
+}
+
+Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengths) const {
+  const int64_t batch = source.dim(0), steps = source.dim(1);
+  Tensor x = Tensor::empty({batch, steps, config_.d_model}, DType::kFloat32);
+  embedding_forward(x, source, weights_.shared_embedding, weights_.encoder_positions,
+                    std::sqrt(static_cast<float>(config_.d_model)), 0);
+  const Tensor identity = iota(batch);
+  for (const EncoderLayerWeights& layer : weights_.encoder) {
+    x = encoder_layer(layer, x, identity, source_lengths);
+  }
+  return x;
+}
+
+DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
+                                              const Tensor& source_lengths, int64_t max_rows,
+                                              int64_t max_positions) const {
+  DecoderState state;
+  state.rows = encoder_output.dim(0);
+  state.row_sentence = iota(max_rows).reshape({state.rows});
+  state.source_lengths = source_lengths;
+  for (const DecoderLayerWeights& layer : weights_.decoder) {
+    DecoderLayerCache cache;
+    cache.self_keys = Tensor::empty({max_rows, max_positions, config_.d_model}, DType::kFloat32);
+    cache.self_values = Tensor::empty(cache.self_keys.shape(), DType::kFloat32);
+    cache.cross_keys = linear(encoder_output, layer.cross_attention.key);
+    cache.cross_values = linear(encoder_output, layer.cross_attention.value);
+    state.layers.push_back(std::move(cache));
+  }
+  return state;
+}
+
+Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
+                                       const DecoderState& state, const Tensor& x) const {
+  const int64_t rows = x.dim(0), steps = x.dim(1);
+  const AttentionWeights& self = layer.self_attention;
+  Tensor query = linear(x, self.query);
+  append_to_cache(cache.self_keys, linear(x, self.key), state.length);
+  append_to_cache(cache.self_values, linear(x, self.value), state.length);
+  const Tensor self_lengths =
+      Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(rows),
+                                               static_cast<int32_t>(state.length + steps)),
+                          {rows});
+  Tensor context = Tensor::empty(x.shape(), DType::kFloat32);
+  attention_forward(context, query, cache.self_keys, cache.self_values, iota(rows), self_lengths,
+                    config_.decoder_heads, /*causal=*/true);
+  Tensor hidden = x;
+  residual_norm(hidden, linear(context, self.output), layer.self_attention_norm);
+
+  const AttentionWeights& cross = layer.cross_attention;
+  query = linear(hidden, cross.query);
+  attention_forward(context, query, cache.cross_keys, cache.cross_values, state.row_sentence,
+                    state.source_lengths, config_.decoder_heads, /*causal=*/false);
+  residual_norm(hidden, linear(context, cross.output), layer.cross_attention_norm);
+  return feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, hidden);
+}
+
+Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const {
+  const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
+  Tensor x = Tensor::empty({rows, steps, config_.d_model}, DType::kFloat32);
+  embedding_forward(x, tokens, weights_.shared_embedding, weights_.decoder_positions,
+                    std::sqrt(static_cast<float>(config_.d_model)), state.length);
+  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
+    x = decoder_layer(weights_.decoder[i], state.layers[i], state, x);
+  }
+  state.length += steps;
+  Tensor logits = Tensor::empty({rows, steps, config_.vocab_size}, DType::kFloat32);
+  linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
+  return logits;
+}
+
+void TransformerModel::select_rows(DecoderState& state,
+                                   const std::vector<int32_t>& source_rows) const {
+  for (DecoderLayerCache& cache : state.layers) {
+    gather_cache_rows(cache.self_keys, source_rows, state.length);
+    gather_cache_rows(cache.self_values, source_rows, state.length);
+  }
+  const int64_t rows = static_cast<int64_t>(source_rows.size());
+  std::vector<int32_t> sentences(source_rows.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    sentences[r] = state.row_sentence.data<int32_t>()[source_rows[r]];
+  }
+  state.row_sentence = Tensor::from_vector(sentences, {rows});
+  state.rows = rows;
+}
+
+}  // namespace xlate

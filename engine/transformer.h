@@ -1,0 +1,54 @@
+// The paper's Transformer for inference: an encoder pass and an incremental decoder over a
+// per-layer KV cache. Written once against the op interface (engine/ops/ops.h), so every backend
+// runs the same code. Dimension legend as in kv_cache.h; T new target positions per call.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/kv_cache.h"
+#include "engine/model_config.h"
+#include "engine/model_weights.h"
+
+namespace xlate {
+
+class TransformerModel {
+ public:
+  static absl::StatusOr<std::shared_ptr<const TransformerModel>> Load(const std::string& dir);
+  TransformerModel(ModelConfig config, TransformerWeights weights);
+
+  const ModelConfig& config() const { return config_; }
+  const TransformerWeights& weights() const { return weights_; }
+
+  // source: int32 [B, S_src] padded at the end; source_lengths: int32 [B].
+  // Returns the encoder output [B, S_src, C].
+  Tensor encode(const Tensor& source, const Tensor& source_lengths) const;
+
+  // A decoding state with one row per source sentence, room for `max_rows` rows and
+  // `max_positions` target positions; computes the cross-attention keys/values once.
+  DecoderState start_decoding(const Tensor& encoder_output, const Tensor& source_lengths,
+                              int64_t max_rows, int64_t max_positions) const;
+
+  // Appends target tokens int32 [R, T] at positions state.length.. and returns the logits
+  // [R, T, V] of the next token at each of them. T = 1 is one incremental step; T > 1 with an
+  // empty cache is the whole-prefix (teacher-forced) pass.
+  Tensor decode(DecoderState& state, const Tensor& tokens) const;
+
+  // Keeps rows: new row r continues old row source_rows[r] (beam reordering and shrinking).
+  void select_rows(DecoderState& state, const std::vector<int32_t>& source_rows) const;
+
+ private:
+  Tensor encoder_layer(const EncoderLayerWeights& layer, const Tensor& x, const Tensor& identity,
+                       const Tensor& lengths) const;
+  Tensor decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
+                       const DecoderState& state, const Tensor& x) const;
+  Tensor feed_forward(const LinearWeights& inner, const LinearWeights& outer,
+                      const LayerNormWeights& norm, const Tensor& x) const;
+
+  ModelConfig config_;
+  TransformerWeights weights_;
+};
+
+}  // namespace xlate

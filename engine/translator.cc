@@ -1,0 +1,157 @@
+#include "engine/translator.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "engine/transformer_decoder.h"
+#include "engine/utf8.h"
+
+namespace xlate {
+namespace {
+
+absl::Status out_of_range(const char* option, double value, const std::string& limit) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("option ", option, " = ", value, " is out of range: it must be ", limit));
+}
+
+}  // namespace
+
+absl::Status TranslationOptions::Validate() const {
+  if (beam_size < 1 || beam_size > 256) return out_of_range("beam_size", beam_size, "in [1, 256]");
+  if (!(length_penalty >= 0.f && length_penalty <= 10.f)) {
+    return out_of_range("length_penalty", length_penalty, "in [0, 10]");
+  }
+  if (max_extra_length < 0 || max_extra_length > 4096) {
+    return out_of_range("max_extra_length", max_extra_length, "in [0, 4096]");
+  }
+  if (max_output_length < 0) return out_of_range("max_output_length", max_output_length, ">= 0");
+  if (min_output_length < 0) return out_of_range("min_output_length", min_output_length, ">= 0");
+  if (n_best < 1 || n_best > beam_size) {
+    return out_of_range("n_best", n_best, absl::StrCat("in [1, beam_size = ", beam_size, "]"));
+  }
+  if (max_batch_size < 1 || max_batch_size > 4096) {
+    return out_of_range("max_batch_size", max_batch_size, "in [1, 4096]");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Translator>> Translator::Load(const std::string& model_dir) {
+  auto model = TransformerModel::Load(model_dir);
+  if (!model.ok()) return model.status();
+  auto tokenizer = Tokenizer::Load((std::filesystem::path(model_dir) / "spm.model").string());
+  if (!tokenizer.ok()) return tokenizer.status();
+  if ((*tokenizer)->vocab_size() != (*model)->config().vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model_dir, ": spm.model has ", (*tokenizer)->vocab_size(),
+        " pieces but config.json says vocab_size = ", (*model)->config().vocab_size));
+  }
+  return std::make_unique<Translator>(*std::move(model), *std::move(tokenizer));
+}
+
+Translator::Translator(std::shared_ptr<const TransformerModel> model,
+                       std::unique_ptr<Tokenizer> tokenizer)
+    : model_(std::move(model)), tokenizer_(std::move(tokenizer)) {}
+
+absl::StatusOr<std::vector<Translation>> Translator::Translate(
+    const std::vector<std::string>& sentences, const TranslationOptions& options) const {
+  std::vector<std::vector<int32_t>> sources;
+  sources.reserve(sentences.size());
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    size_t offset = 0;
+    if (!is_valid_utf8(sentences[i], &offset)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sentence ", i, " is not valid UTF-8 (bad byte at offset ", offset, ")"));
+    }
+    auto ids = tokenizer_->encode(sentences[i]);
+    if (!ids.ok()) return ids.status();
+    sources.push_back(*std::move(ids));
+  }
+  auto hypotheses = TranslateTokens(sources, options);
+  if (!hypotheses.ok()) return hypotheses.status();
+  std::vector<Translation> translations(sentences.size());
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    for (const Hypothesis& hypothesis : (*hypotheses)[i]) {
+      auto text = tokenizer_->decode(hypothesis.tokens);
+      if (!text.ok()) return text.status();
+      translations[i].hypotheses.push_back(*std::move(text));
+      if (options.return_scores) translations[i].scores.push_back(hypothesis.score);
+    }
+  }
+  return translations;
+}
+
+absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens(
+    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const {
+  if (auto status = options.Validate(); !status.ok()) return status;
+  const ModelConfig& config = model_->config();
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (static_cast<int64_t>(sources[i].size()) + 1 > max_input_tokens()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sentence ", i, " has ", sources[i].size() + 1, " tokens (with the end token); the "
+          "limit is ", max_input_tokens(), " (max_position_embeddings of the model)"));
+    }
+    for (int32_t id : sources[i]) {
+      if (id < 0 || id >= config.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("sentence ", i, " has token id ", id,
+                                                       " outside [0, ", config.vocab_size, ")"));
+      }
+    }
+  }
+  std::vector<size_t> order(sources.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return sources[a].size() < sources[b].size();
+  });
+  std::vector<std::vector<Hypothesis>> results(sources.size());
+  for (size_t begin = 0; begin < order.size(); begin += options.max_batch_size) {
+    const size_t end = std::min(order.size(), begin + options.max_batch_size);
+    std::vector<const std::vector<int32_t>*> batch;
+    for (size_t k = begin; k < end; ++k) batch.push_back(&sources[order[k]]);
+    std::vector<std::vector<Hypothesis>> translated = translate_batch(batch, options);
+    for (size_t k = begin; k < end; ++k) results[order[k]] = std::move(translated[k - begin]);
+  }
+  return results;
+}
+
+std::vector<std::vector<Hypothesis>> Translator::translate_batch(
+    const std::vector<const std::vector<int32_t>*>& sources,
+    const TranslationOptions& options) const {
+  const ModelConfig& config = model_->config();
+  const int64_t batch = static_cast<int64_t>(sources.size());
+  int64_t padded = 0;
+  for (const auto* source : sources) padded = std::max<int64_t>(padded, source->size() + 1);
+  std::vector<int32_t> tokens(static_cast<size_t>(batch * padded), config.pad_id);
+  std::vector<int32_t> lengths(static_cast<size_t>(batch));
+  std::vector<int> max_lengths(static_cast<size_t>(batch));
+  int longest_output = 1;
+  for (int64_t b = 0; b < batch; ++b) {
+    const std::vector<int32_t>& source = *sources[b];
+    std::copy(source.begin(), source.end(), tokens.begin() + b * padded);
+    tokens[b * padded + source.size()] = config.eos_id;
+    lengths[b] = static_cast<int32_t>(source.size() + 1);
+    int limit = static_cast<int>(source.size()) + options.max_extra_length;
+    if (options.max_output_length > 0) limit = std::min(limit, options.max_output_length);
+    limit = std::max(1, std::min(limit, config.max_positions));
+    max_lengths[b] = limit;
+    longest_output = std::max(longest_output, limit);
+  }
+  const Tensor source_lengths = Tensor::from_vector(lengths, {batch});
+  const Tensor encoded =
+      model_->encode(Tensor::from_vector(tokens, {batch, padded}), source_lengths);
+  TransformerDecoder decoder(*model_, encoded, source_lengths, batch * options.beam_size,
+                             longest_output);
+  SearchOptions search_options;
+  search_options.beam_size = options.beam_size;
+  search_options.length_penalty = options.length_penalty;
+  search_options.n_best = options.n_best;
+  search_options.min_length = options.min_output_length;
+  search_options.start_token = config.decoder_start_id;
+  search_options.end_token = config.eos_id;
+  const std::unique_ptr<Search> search =
+      options.beam_size == 1 ? make_greedy_search() : make_beam_search();
+  return search->search(decoder, max_lengths, search_options);
+}
+
+}  // namespace xlate

@@ -1,0 +1,63 @@
+// The batch translation API: sentences (UTF-8 strings) + options -> translations in input
+// order. Sentences are sorted by length and cut into sub-batches to cut padding. Translate() is
+// const and keeps all per-call state on its own stack, so any number of threads may call it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/decoding/search.h"
+#include "engine/tokenizer.h"
+#include "engine/transformer.h"
+
+namespace xlate {
+
+struct TranslationOptions {
+  int beam_size = 4;             // 1 = greedy search
+  float length_penalty = 0.6f;   // α
+  int max_extra_length = 50;     // output tokens <= input tokens + this (the paper's +50)
+  int max_output_length = 0;     // when > 0, a hard cap on output tokens as well
+  int min_output_length = 0;     // no end token before this many tokens
+  int n_best = 1;                // hypotheses returned per sentence (<= beam_size)
+  int max_batch_size = 32;       // sentences per sub-batch
+  bool return_scores = true;
+
+  // Names the option and its limit when out of range.
+  absl::Status Validate() const;
+};
+
+struct Translation {
+  std::vector<std::string> hypotheses;  // n_best, best first
+  std::vector<float> scores;            // log P / lp, when asked for
+};
+
+class Translator {
+ public:
+  // Loads config.json, model.safetensors and spm.model from `model_dir`.
+  static absl::StatusOr<std::unique_ptr<Translator>> Load(const std::string& model_dir);
+  Translator(std::shared_ptr<const TransformerModel> model, std::unique_ptr<Tokenizer> tokenizer);
+
+  absl::StatusOr<std::vector<Translation>> Translate(const std::vector<std::string>& sentences,
+                                                     const TranslationOptions& options) const;
+
+  // The same on token ids (no end token; it is appended): hypotheses per sentence.
+  absl::StatusOr<std::vector<std::vector<Hypothesis>>> TranslateTokens(
+      const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const;
+
+  const TransformerModel& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // Most source tokens a sentence may have, the end token included.
+  int max_input_tokens() const { return model_->config().max_positions; }
+
+ private:
+  std::vector<std::vector<Hypothesis>> translate_batch(
+      const std::vector<const std::vector<int32_t>*>& sources,
+      const TranslationOptions& options) const;
+
+  std::shared_ptr<const TransformerModel> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+}  // namespace xlate
