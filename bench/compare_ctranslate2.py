@@ -86,6 +86,7 @@ def ct2_worker(job_path, out_path):
     sentences = 0
     target_tokens = 0
     bad = []
+    batch_seconds = []
     for bi, batch in enumerate(job["batches"]):
         L = batch["length"]
         t0 = time.perf_counter()
@@ -93,7 +94,8 @@ def ct2_worker(job_path, out_path):
             batch["source"], beam_size=job["beam_size"], length_penalty=job["length_penalty"],
             min_decoding_length=L, max_decoding_length=L, max_input_length=0,
             return_scores=False)
-        seconds += time.perf_counter() - t0
+        batch_seconds.append(time.perf_counter() - t0)
+        seconds += batch_seconds[-1]
         for si, res in enumerate(results):
             hyp = res.hypotheses[0]
             if len(hyp) != L or eos in hyp:
@@ -112,6 +114,7 @@ def ct2_worker(job_path, out_path):
         "sentences_per_second": sentences / seconds if seconds > 0 else 0.0,
         "load_seconds": load_seconds,
         "warmup_batches": warmup,
+        "batch_seconds": batch_seconds,
         "self_peak_rss_mb": peak_kb / 1024.0,
         "rss_before_model_mb": rss_before_model_kb / 1024.0,
         "length_mismatches": bad[:20],
@@ -126,8 +129,26 @@ def ct2_worker(job_path, out_path):
 # driver
 
 
+def cpu_ticks():
+    """(busy, steal) seconds of all CPUs from /proc/stat, or None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        hz = os.sysconf("SC_CLK_TCK")
+        v = [int(x) for x in fields[1:9]]  # user nice system idle iowait irq softirq steal
+        return (v[0] + v[1] + v[2] + v[5] + v[6]) / hz, v[7] / hz
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run_measured(cmd, stdout_path, env=None):
-    """Runs cmd in a child process; returns (exit status, elapsed s, child's peak RSS in MB)."""
+    """Runs cmd in a child process; returns (exit status, facts about the run).
+
+    facts: elapsed seconds, the child's peak RSS in MB (wait4's ru_maxrss, KiB on Linux), the
+    child's CPU seconds, and the share of the machine's CPU time that OTHER processes used while
+    it ran (plus hypervisor steal): a timing taken while that share is large is not reliable,
+    above all with OpenMP threads that spin-wait for a core another process holds."""
+    before = cpu_ticks()
     with open(stdout_path, "wb") as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, env=env)
@@ -137,8 +158,24 @@ def run_measured(cmd, stdout_path, env=None):
             proc.kill()
             raise
         elapsed = time.perf_counter() - t0
+    after = cpu_ticks()
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, tell Popen
-    return proc.returncode, elapsed, usage.ru_maxrss / 1024.0  # ru_maxrss is in KiB on Linux
+    child_cpu = usage.ru_utime + usage.ru_stime
+    facts = {"process_seconds": elapsed, "peak_rss_mb": usage.ru_maxrss / 1024.0,
+             "process_cpu_seconds": child_cpu}
+    if before and after and elapsed > 0:
+        capacity = elapsed * (os.cpu_count() or 1)
+        facts["other_cpu_share"] = max(0.0, (after[0] - before[0]) - child_cpu) / capacity
+        facts["steal_share"] = (after[1] - before[1]) / capacity
+    return proc.returncode, facts
+
+
+def warn_if_busy(name, facts):
+    other = facts.get("other_cpu_share", 0.0) + facts.get("steal_share", 0.0)
+    if other > 0.05:
+        print("warning: while %s ran, other processes/steal used %.0f%% of the CPUs: its timing is "
+              "not reliable (run on an idle machine, or use --repeats)" % (name, 100 * other),
+              file=sys.stderr)
 
 
 def read_lines(path, n):
@@ -318,7 +355,7 @@ def run(args, cfg, sp, model_dir, work_dir):
                   % (args.threads, args.beam_size, rep + 1, max(1, args.repeats)), file=sys.stderr)
             if os.path.exists(out_path):
                 os.remove(out_path)
-            status, elapsed, rss = run_measured(
+            status, facts = run_measured(
                 [sys.executable, os.path.abspath(__file__), WORKER_FLAG, job_path, out_path],
                 os.path.join(work_dir, "ct2_stdout.txt"))
             if not os.path.exists(out_path):
@@ -326,8 +363,8 @@ def run(args, cfg, sp, model_dir, work_dir):
                 return 1
             with open(out_path, encoding="utf-8") as f:
                 run_result = json.load(f)
-            run_result["peak_rss_mb"] = rss
-            run_result["process_seconds"] = elapsed
+            run_result.update(facts)
+            warn_if_busy("CTranslate2", facts)
             runs.append(run_result)
         ct2 = best_of(runs)
         results["ctranslate2"] = ct2
@@ -355,7 +392,7 @@ def run(args, cfg, sp, model_dir, work_dir):
         for rep in range(max(1, args.repeats)):
             print("running xlate, run %d/%d: %s" % (rep + 1, max(1, args.repeats), " ".join(cmd)),
                   file=sys.stderr)
-            status, elapsed, rss = run_measured(cmd, stdout_path)
+            status, facts = run_measured(cmd, stdout_path)
             with open(stdout_path, encoding="utf-8", errors="replace") as f:
                 xlate_stdout = f.read()
             xl = last_json_line(xlate_stdout)
@@ -369,8 +406,8 @@ def run(args, cfg, sp, model_dir, work_dir):
                 break
             xl["system"] = "xlate"
             xl["self_peak_rss_mb"] = xl.get("peak_rss_mb")
-            xl["peak_rss_mb"] = rss
-            xl["process_seconds"] = elapsed
+            xl.update(facts)
+            warn_if_busy("xlate", facts)
             runs.append(xl)
         if runs:
             xl = best_of(runs)

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every dependency of xlate: Debian packages (build tools, libraries) and the Python
+# packages the tests and benchmarks use. Idempotent and non-interactive; run as root.
+set -euo pipefail
+
+debian_packages=(
+  build-essential cmake pkg-config git ca-certificates
+  libabsl-dev libdnnl-dev libsentencepiece-dev sentencepiece nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3
+)
+python_packages=(numpy sentencepiece ctranslate2)
+
+missing=()
+for package in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$package")
+done
+if (( ${#missing[@]} )); then
+  sudo_cmd=""
+  [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" > /dev/null
+fi
+
+# The python3 on PATH (it may not be Debian's) runs the reference tests and benchmark scripts.
+python3 -m pip --version > /dev/null 2>&1 || { echo "setup: python3 has no pip" >&2; exit 1; }
+python3 - "${python_packages[@]}" <<'PY' || python3 -m pip install -q --disable-pip-version-check "${python_packages[@]}"
+import importlib, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+PY
+echo "setup: dependencies present"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The `xlate` command line: file and stdin input agree line by line, errors are clear.
+# usage: cli_test.sh XLATE_BINARY FIXTURE_DIR
+set -uo pipefail
+xlate=$1 fixtures=$2
+model=$fixtures/tiny
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0 passes=0
+check() {  # check NAME COMMAND...
+  local name=$1; shift
+  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $name"; failures=$((failures + 1)); fi
+}
+
+head -n 20 "$fixtures/test_2016_flickr.en" > "$work/in.txt"
+"$xlate" translate --model_dir "$model" --input "$work/in.txt" --output "$work/out_file.txt" \
+  --batch_size 8 2> "$work/progress.txt"
+check "translate from a file exits 0" test $? -eq 0
+check "one output line per input line" test "$(wc -l < "$work/out_file.txt")" -eq 20
+check "progress goes to stderr" grep -q "20 sentences" "$work/progress.txt"
+"$xlate" translate --model_dir "$model" --batch_size 3 < "$work/in.txt" > "$work/out_stdin.txt"
+check "stdin and file input give the same translations" cmp -s "$work/out_file.txt" "$work/out_stdin.txt"
+
+"$xlate" translate --model_dir "$model" --n_best 2 --input "$work/in.txt" > "$work/nbest.txt" 2>/dev/null
+check "n-best writes two lines per sentence" test "$(wc -l < "$work/nbest.txt")" -eq 40
+check "n-best lines carry the sentence index" grep -q "^19 ||| " "$work/nbest.txt"
+
+"$xlate" translate --model_dir "$model" --beam_size 0 < "$work/in.txt" > /dev/null 2> "$work/err.txt"
+check "beam 0 exits 2" test $? -eq 2
+check "beam 0 names the option" grep -q "beam_size = 0 is out of range" "$work/err.txt"
+
+"$xlate" translate --model_dir "$work/nowhere" < "$work/in.txt" > /dev/null 2> "$work/err.txt"
+check "missing model exits 1" test $? -eq 1
+check "missing model names config.json" grep -q "config.json" "$work/err.txt"
+
+printf 'good line\nbad \xff line\n' | "$xlate" translate --model_dir "$model" > /dev/null 2> "$work/err.txt"
+check "invalid UTF-8 exits 1" test $? -eq 1
+check "invalid UTF-8 is reported" grep -q "not valid UTF-8" "$work/err.txt"
+
+"$xlate" init-model --preset huge --spm_from "$work/in.txt" --out "$work/m" 2> "$work/err.txt"
+check "unknown preset exits 2" test $? -eq 2
+check "unknown preset is named" grep -q 'unknown preset "huge"' "$work/err.txt"
+
+echo "$passes passed, $failures failed"
+test "$failures" -eq 0

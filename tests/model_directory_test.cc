@@ -1,0 +1,185 @@
+// Model directories: save/load round trips in every dtype, and one clear error per kind of
+// broken file, naming the file, the tensor and what was expected.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/model_directory.h"
+#include "engine/safetensors.h"
+#include "tests/test_paths.h"
+
+namespace xlate {
+namespace {
+namespace fs = std::filesystem;
+
+std::string read_all(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+void write_all(const fs::path& path, const std::string& contents) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << contents;
+}
+
+class BrokenModelDirectory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::path(testing::scratch_dir()) /
+                 ("broken_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(directory_);
+    fs::create_directories(directory_);
+    for (const char* name : {"config.json", "model.safetensors"}) {
+      fs::copy_file(fs::path(testing::golden_model_dir()) / name, directory_ / name);
+    }
+  }
+  std::string load_error() {
+    auto loaded = load_model_directory(directory_.string());
+    EXPECT_FALSE(loaded.ok());
+    return loaded.ok() ? "" : std::string(loaded.status().message());
+  }
+  fs::path weights() const { return directory_ / "model.safetensors"; }
+  fs::path directory_;
+};
+
+TEST_F(BrokenModelDirectory, IntactCopyLoads) {
+  auto loaded = load_model_directory(directory_.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->config.vocab_size, 40);
+  EXPECT_EQ(loaded->weights.encoder.size(), 2u);
+}
+
+TEST_F(BrokenModelDirectory, MissingConfig) {
+  fs::remove(directory_ / "config.json");
+  EXPECT_NE(load_error().find("config.json"), std::string::npos);
+}
+
+TEST_F(BrokenModelDirectory, ConfigNotJson) {
+  write_all(directory_ / "config.json", "{ not json");
+  const std::string error = load_error();
+  EXPECT_NE(error.find("config.json"), std::string::npos) << error;
+  EXPECT_NE(error.find("JSON"), std::string::npos) << error;
+}
+
+TEST_F(BrokenModelDirectory, ConfigHeadsDoNotDivideModelWidth) {
+  std::string config = read_all(directory_ / "config.json");
+  const size_t at = config.find("\"encoder_attention_heads\": 4");
+  ASSERT_NE(at, std::string::npos);
+  config.replace(at, 28, "\"encoder_attention_heads\": 5");
+  write_all(directory_ / "config.json", config);
+  const std::string error = load_error();
+  EXPECT_NE(error.find("encoder_attention_heads"), std::string::npos) << error;
+  EXPECT_NE(error.find("divisor of d_model"), std::string::npos) << error;
+}
+
+TEST_F(BrokenModelDirectory, MissingWeightsFile) {
+  fs::remove(weights());
+  EXPECT_NE(load_error().find("model.safetensors"), std::string::npos);
+}
+
+TEST_F(BrokenModelDirectory, MissingTensor) {
+  auto tensors = read_safetensors(weights().string());
+  ASSERT_TRUE(tensors.ok());
+  tensors->erase("model.decoder.layers.1.fc2.weight");
+  ASSERT_TRUE(write_safetensors(weights().string(), *tensors).ok());
+  const std::string error = load_error();
+  EXPECT_NE(error.find("model.decoder.layers.1.fc2.weight"), std::string::npos) << error;
+  EXPECT_NE(error.find("missing"), std::string::npos) << error;
+  EXPECT_NE(error.find("[16, 32]"), std::string::npos) << error;
+}
+
+TEST_F(BrokenModelDirectory, MisShapedTensor) {
+  auto tensors = read_safetensors(weights().string());
+  ASSERT_TRUE(tensors.ok());
+  (*tensors)["model.encoder.layers.0.fc1.weight"] = Tensor::zeros({31, 16}, DType::kFloat32);
+  ASSERT_TRUE(write_safetensors(weights().string(), *tensors).ok());
+  const std::string error = load_error();
+  EXPECT_NE(error.find("model.encoder.layers.0.fc1.weight"), std::string::npos) << error;
+  EXPECT_NE(error.find("[31, 16]"), std::string::npos) << error;
+  EXPECT_NE(error.find("[32, 16]"), std::string::npos) << error;
+}
+
+TEST_F(BrokenModelDirectory, UnknownDtype) {
+  std::string bytes = read_all(weights());
+  const size_t at = bytes.find("\"F32\"");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 5, "\"F64\"");
+  write_all(weights(), bytes);
+  const std::string error = load_error();
+  EXPECT_NE(error.find("unsupported dtype \"F64\""), std::string::npos) << error;
+  EXPECT_NE(error.find("model.safetensors"), std::string::npos) << error;
+}
+
+TEST_F(BrokenModelDirectory, TruncatedFile) {
+  std::string bytes = read_all(weights());
+  write_all(weights(), bytes.substr(0, bytes.size() - 100));
+  const std::string error = load_error();
+  EXPECT_NE(error.find("truncated"), std::string::npos) << error;
+  EXPECT_NE(error.find("tensor \""), std::string::npos) << error;
+}
+
+TEST_F(BrokenModelDirectory, ShorterThanHeaderLength) {
+  write_all(weights(), "abc");
+  EXPECT_NE(load_error().find("shorter than the 8-byte header length"), std::string::npos);
+}
+
+TEST_F(BrokenModelDirectory, HeaderLengthBeyondFile) {
+  std::string bytes = read_all(weights());
+  bytes[5] = '\x7f';  // header length ~ 2^46
+  write_all(weights(), bytes);
+  EXPECT_NE(load_error().find("header length"), std::string::npos);
+}
+
+TEST_F(BrokenModelDirectory, HeaderNotJson) {
+  std::string bytes = read_all(weights());
+  bytes[8] = '[';
+  bytes[9] = '[';
+  write_all(weights(), bytes);
+  EXPECT_NE(load_error().find("header is not a JSON object"), std::string::npos);
+}
+
+TEST_F(BrokenModelDirectory, WrongDataSizeForShape) {
+  std::string bytes = read_all(weights());
+  const size_t at = bytes.find("\"shape\":[40,16]");
+  ASSERT_NE(at, std::string::npos) << "writer layout changed";
+  bytes.replace(at, 15, "\"shape\":[40,15]");
+  write_all(weights(), bytes);
+  const std::string error = load_error();
+  EXPECT_NE(error.find("bytes stored"), std::string::npos) << error;
+}
+
+class SaveAndLoad : public ::testing::TestWithParam<DType> {};
+
+TEST_P(SaveAndLoad, RoundTripKeepsWeightsWithinDtypePrecision) {
+  auto original = load_model_directory(testing::golden_model_dir());
+  ASSERT_TRUE(original.ok());
+  const fs::path directory = fs::path(testing::scratch_dir()) / ("saved_" + dtype_name(GetParam()));
+  ASSERT_TRUE(save_model_directory(directory.string(), original->config, original->weights,
+                                   GetParam()).ok());
+  auto reloaded = load_model_directory(directory.string());
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  auto stored = read_safetensors((directory / "model.safetensors").string());
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->at("model.shared.weight").dtype(), GetParam());
+  const float tolerance = GetParam() == DType::kFloat32 ? 0.f : GetParam() == DType::kFloat16 ? 2e-3f : 2e-2f;
+  const Tensor& before = original->weights.decoder[1].cross_attention.value.weight;
+  const Tensor& after = reloaded->weights.decoder[1].cross_attention.value.weight;
+  ASSERT_EQ(before.shape(), after.shape());
+  for (int64_t i = 0; i < before.numel(); ++i) {
+    EXPECT_NEAR(after.data<float>()[i], before.data<float>()[i],
+                tolerance * std::max(1.f, std::fabs(before.data<float>()[i])));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, SaveAndLoad,
+                         ::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return dtype_name(info.param);
+                         });
+
+}  // namespace
+}  // namespace xlate

@@ -1,0 +1,138 @@
+// The model's forward pass against golden logits from the independent numpy reference
+// (tests/reference/make_golden.py), and incremental decoding against whole-prefix recomputation.
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/transformer.h"
+#include "engine/transformer_decoder.h"
+#include "tests/test_paths.h"
+
+namespace xlate {
+namespace {
+
+struct Batch {
+  std::vector<std::vector<int32_t>> source, target;
+};
+
+Tensor padded(const std::vector<std::vector<int32_t>>& rows, int32_t pad, Tensor* lengths) {
+  size_t width = 0;
+  for (const auto& row : rows) width = std::max(width, row.size());
+  std::vector<int32_t> values(rows.size() * width, pad), counts;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::copy(rows[r].begin(), rows[r].end(), values.begin() + r * width);
+    counts.push_back(static_cast<int32_t>(rows[r].size()));
+  }
+  if (lengths) *lengths = Tensor::from_vector(counts, {int64_t(rows.size())});
+  return Tensor::from_vector(values, {int64_t(rows.size()), int64_t(width)});
+}
+
+// Teacher-forced logits [B, T, V] of a batch.
+Tensor forward_logits(const TransformerModel& model, const Batch& batch) {
+  Tensor source_lengths;
+  const Tensor source = padded(batch.source, model.config().pad_id, &source_lengths);
+  const Tensor target = padded(batch.target, model.config().pad_id, nullptr);
+  TransformerDecoder decoder(model, model.encode(source, source_lengths), source_lengths,
+                             source.dim(0), target.dim(1));
+  return decoder.logits(target);
+}
+
+class GoldenModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto model = TransformerModel::Load(testing::golden_model_dir());
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = *model;
+    std::ifstream file(testing::golden_model_dir() + "/golden.json");
+    ASSERT_TRUE(file) << "golden.json missing";
+    golden_ = nlohmann::json::parse(file);
+    batch_.source = golden_["src"].get<std::vector<std::vector<int32_t>>>();
+    batch_.target = golden_["tgt"].get<std::vector<std::vector<int32_t>>>();
+  }
+  std::shared_ptr<const TransformerModel> model_;
+  nlohmann::json golden_;
+  Batch batch_;
+};
+
+// Tolerance: the reference computes in float64, we in float32; logits are O(1) and pass
+// through 2+2 layers, so 1e-4 absolute (stored in golden.json) leaves ~100x headroom.
+TEST_F(GoldenModel, LogitsMatchIndependentReference) {
+  const Tensor logits = forward_logits(*model_, batch_);
+  const float tolerance = golden_["tolerance"].get<float>();
+  const int64_t steps = logits.dim(1), vocabulary = logits.dim(2);
+  for (size_t b = 0; b < batch_.target.size(); ++b) {
+    const auto& expected = golden_["logits"][b];
+    ASSERT_EQ(expected.size(), batch_.target[b].size());
+    for (size_t t = 0; t < expected.size(); ++t) {
+      for (int64_t v = 0; v < vocabulary; ++v) {
+        ASSERT_NEAR(logits.data<float>()[(b * steps + t) * vocabulary + v],
+                    expected[t][v].get<float>(), tolerance)
+            << "sentence " << b << " position " << t << " token " << v;
+      }
+    }
+  }
+}
+
+// Each sentence alone gives the logits it gets inside the padded batch.
+TEST_F(GoldenModel, LogitsArePaddingInvariant) {
+  const Tensor together = forward_logits(*model_, batch_);
+  const int64_t steps = together.dim(1), vocabulary = together.dim(2);
+  for (size_t b = 0; b < batch_.source.size(); ++b) {
+    const Tensor alone = forward_logits(*model_, {{batch_.source[b]}, {batch_.target[b]}});
+    for (size_t t = 0; t < batch_.target[b].size(); ++t) {
+      for (int64_t v = 0; v < vocabulary; ++v) {
+        ASSERT_NEAR(alone.data<float>()[t * vocabulary + v],
+                    together.data<float>()[(b * steps + t) * vocabulary + v], 1e-5);
+      }
+    }
+  }
+}
+
+// Step-by-step decoding with the KV cache, with a beam reorder in the middle, gives at every
+// step the logits of recomputing the whole prefix from scratch.
+TEST_F(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
+  const TransformerModel& model = *model_;
+  const std::vector<std::vector<int32_t>> sources = {batch_.source[0], batch_.source[1]};
+  Tensor source_lengths;
+  const Tensor source = padded(sources, model.config().pad_id, &source_lengths);
+  const Tensor encoded = model.encode(source, source_lengths);
+  const int64_t vocabulary = model.config().vocab_size;
+  // Rows: sentence 0 twice, sentence 1 twice (a beam of 2), with different continuations.
+  std::vector<std::vector<int32_t>> prefixes = {{2}, {2}, {2}, {2}};
+  const std::vector<int32_t> row_source = {0, 0, 1, 1};
+  TransformerDecoder incremental(model, encoded, source_lengths, 4, 8);
+  incremental.select_rows({0, 0, 1, 1});
+  const std::vector<std::vector<int32_t>> next_tokens = {
+      {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}, {17, 18, 19, 20}, {21, 22, 23, 24}};
+  for (size_t step = 0; step <= next_tokens.size(); ++step) {
+    std::vector<int32_t> last;
+    for (const auto& prefix : prefixes) last.push_back(prefix.back());
+    const Tensor log_probs = incremental.step(last);
+    for (size_t r = 0; r < prefixes.size(); ++r) {
+      Batch alone{{sources[row_source[r]]}, {prefixes[r]}};
+      const Tensor full = forward_logits(model, alone);
+      // log_softmax of the full pass's last position.
+      const float* logits = full.data<float>() + (prefixes[r].size() - 1) * vocabulary;
+      double best = -1e30, total = 0;
+      for (int64_t v = 0; v < vocabulary; ++v) best = std::max(best, double(logits[v]));
+      for (int64_t v = 0; v < vocabulary; ++v) total += std::exp(logits[v] - best);
+      for (int64_t v = 0; v < vocabulary; ++v) {
+        ASSERT_NEAR(log_probs.data<float>()[r * vocabulary + v],
+                    logits[v] - best - std::log(total), 1e-4)
+            << "step " << step << " row " << r << " token " << v;
+      }
+    }
+    if (step == next_tokens.size()) break;
+    for (size_t r = 0; r < prefixes.size(); ++r) prefixes[r].push_back(next_tokens[step][r]);
+    if (step == 2) {
+      // Beam reorder: both rows of sentence 0 continue row 1, sentence 1's rows swap.
+      incremental.select_rows({1, 1, 3, 2});
+      prefixes = {prefixes[1], prefixes[1], prefixes[3], prefixes[2]};
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xlate

@@ -1,0 +1,208 @@
+// Each CPU op against a naive loop written straight from its definition in engine/ops/ops.h.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/ops/ops.h"
+
+namespace xlate {
+namespace {
+
+Tensor random_tensor(std::vector<int64_t> shape, std::mt19937& generator, float scale = 1.f) {
+  Tensor tensor = Tensor::empty(std::move(shape), DType::kFloat32);
+  std::normal_distribution<float> normal(0.f, scale);
+  for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] = normal(generator);
+  return tensor;
+}
+
+void expect_near_all(const Tensor& actual, const std::vector<double>& expected, double tolerance) {
+  ASSERT_EQ(actual.numel(), static_cast<int64_t>(expected.size()));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_NEAR(actual.data<float>()[i], expected[i], tolerance) << "at flat index " << i;
+  }
+}
+
+TEST(OpsCpu, LinearWithBiasAndReluMatchesNaiveProduct) {
+  std::mt19937 generator(1);
+  const int64_t rows = 7, inputs = 33, outputs = 19;
+  Tensor x = random_tensor({rows, inputs}, generator);
+  Tensor weight = random_tensor({outputs, inputs}, generator);
+  Tensor bias = random_tensor({outputs}, generator);
+  for (Activation activation : {Activation::kNone, Activation::kRelu}) {
+    Tensor out = Tensor::empty({rows, outputs}, DType::kFloat32);
+    linear_forward(out, x, weight, bias, activation);
+    std::vector<double> expected;
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t n = 0; n < outputs; ++n) {
+        double sum = bias.data<float>()[n];
+        for (int64_t k = 0; k < inputs; ++k) {
+          sum += double(x.data<float>()[m * inputs + k]) * weight.data<float>()[n * inputs + k];
+        }
+        expected.push_back(activation == Activation::kRelu ? std::max(sum, 0.0) : sum);
+      }
+    }
+    expect_near_all(out, expected, 1e-4);
+  }
+}
+
+TEST(OpsCpu, LinearWithoutBias) {
+  std::mt19937 generator(2);
+  Tensor x = random_tensor({3, 5}, generator);
+  Tensor weight = random_tensor({4, 5}, generator);
+  Tensor out = Tensor::empty({3, 4}, DType::kFloat32);
+  linear_forward(out, x, weight, Tensor(), Activation::kNone);
+  std::vector<double> expected;
+  for (int m = 0; m < 3; ++m)
+    for (int n = 0; n < 4; ++n) {
+      double sum = 0;
+      for (int k = 0; k < 5; ++k) sum += double(x.data<float>()[m * 5 + k]) * weight.data<float>()[n * 5 + k];
+      expected.push_back(sum);
+    }
+  expect_near_all(out, expected, 1e-5);
+}
+
+TEST(OpsCpu, AddLayerNormMatchesDefinition) {
+  std::mt19937 generator(3);
+  const int64_t rows = 5, channels = 24;
+  Tensor a = random_tensor({rows, channels}, generator);
+  Tensor b = random_tensor({rows, channels}, generator);
+  Tensor gamma = random_tensor({channels}, generator);
+  Tensor beta = random_tensor({channels}, generator);
+  Tensor out = Tensor::empty({rows, channels}, DType::kFloat32);
+  add_layer_norm_forward(out, a, b, gamma, beta, 1e-5f);
+  std::vector<double> expected;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, variance = 0;
+    for (int64_t c = 0; c < channels; ++c) mean += a.data<float>()[r * channels + c] + b.data<float>()[r * channels + c];
+    mean /= channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      const double v = a.data<float>()[r * channels + c] + b.data<float>()[r * channels + c] - mean;
+      variance += v * v;
+    }
+    variance /= channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      const double v = a.data<float>()[r * channels + c] + b.data<float>()[r * channels + c];
+      expected.push_back((v - mean) / std::sqrt(variance + 1e-5) * gamma.data<float>()[c] + beta.data<float>()[c]);
+    }
+  }
+  expect_near_all(out, expected, 1e-4);
+  // In place on the first input, as the model uses it.
+  add_layer_norm_forward(a, a, b, gamma, beta, 1e-5f);
+  expect_near_all(a, expected, 1e-4);
+}
+
+// Attention with a key batch map, per-batch lengths and both mask kinds.
+TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
+  std::mt19937 generator(4);
+  const int64_t rows = 3, steps = 4, channels = 12, capacity = 7;
+  const int heads = 3;
+  const int64_t head_dim = channels / heads;
+  Tensor query = random_tensor({rows, steps, channels}, generator);
+  Tensor keys = random_tensor({2, capacity, channels}, generator);
+  Tensor values = random_tensor({2, capacity, channels}, generator);
+  const std::vector<int32_t> batch_of_row = {1, 0, 1};
+  const std::vector<int32_t> lengths = {5, 6};
+  for (bool causal : {false, true}) {
+    Tensor out = Tensor::empty({rows, steps, channels}, DType::kFloat32);
+    attention_forward(out, query, keys, values, Tensor::from_vector(batch_of_row, {rows}),
+                      Tensor::from_vector(lengths, {2}), heads, causal);
+    std::vector<double> expected;
+    for (int64_t n = 0; n < rows; ++n) {
+      const int64_t b = batch_of_row[n], length = lengths[b];
+      for (int64_t t = 0; t < steps; ++t) {
+        const int64_t visible = causal ? length - steps + t + 1 : length;
+        for (int64_t h = 0; h < heads; ++h) {
+          std::vector<double> weights;
+          double total = 0, best = -1e300;
+          for (int64_t s = 0; s < visible; ++s) {
+            double score = 0;
+            for (int64_t d = 0; d < head_dim; ++d) {
+              score += double(query.data<float>()[(n * steps + t) * channels + h * head_dim + d]) *
+                       keys.data<float>()[(b * capacity + s) * channels + h * head_dim + d];
+            }
+            weights.push_back(score / std::sqrt(double(head_dim)));
+            best = std::max(best, weights.back());
+          }
+          for (double& w : weights) total += (w = std::exp(w - best));
+          for (int64_t d = 0; d < head_dim; ++d) {
+            double sum = 0;
+            for (int64_t s = 0; s < visible; ++s) {
+              sum += weights[s] / total * values.data<float>()[(b * capacity + s) * channels + h * head_dim + d];
+            }
+            expected.push_back(sum);
+          }
+        }
+      }
+    }
+    expect_near_all(out, expected, 1e-5);
+  }
+}
+
+TEST(OpsCpu, LogSoftmaxRowsSumToOneAndMatchDefinition) {
+  std::mt19937 generator(5);
+  Tensor x = random_tensor({3, 1000}, generator, 5.f);
+  Tensor out = Tensor::empty({3, 1000}, DType::kFloat32);
+  log_softmax_forward(out, x);
+  std::vector<double> expected;
+  for (int r = 0; r < 3; ++r) {
+    double best = -1e300, total = 0;
+    for (int i = 0; i < 1000; ++i) best = std::max(best, double(x.data<float>()[r * 1000 + i]));
+    for (int i = 0; i < 1000; ++i) total += std::exp(x.data<float>()[r * 1000 + i] - best);
+    for (int i = 0; i < 1000; ++i) expected.push_back(x.data<float>()[r * 1000 + i] - best - std::log(total));
+  }
+  expect_near_all(out, expected, 1e-4);
+}
+
+TEST(OpsCpu, EmbeddingScalesAndAddsPositionsFromOffset) {
+  std::mt19937 generator(6);
+  Tensor table = random_tensor({10, 4}, generator);
+  Tensor positions = random_tensor({8, 4}, generator);
+  const std::vector<int32_t> ids = {3, 9, 0, 1, 1, 7};
+  Tensor out = Tensor::empty({2, 3, 4}, DType::kFloat32);
+  embedding_forward(out, Tensor::from_vector(ids, {2, 3}), table, positions, 2.f, 2);
+  std::vector<double> expected;
+  for (int n = 0; n < 2; ++n)
+    for (int t = 0; t < 3; ++t)
+      for (int c = 0; c < 4; ++c)
+        expected.push_back(2.0 * table.data<float>()[ids[n * 3 + t] * 4 + c] + positions.data<float>()[(2 + t) * 4 + c]);
+  expect_near_all(out, expected, 1e-6);
+}
+
+TEST(OpsCpu, GatherCacheRowsHandlesOverlappingSourcesAndShrinking) {
+  Tensor cache = Tensor::empty({4, 3, 2}, DType::kFloat32);
+  for (int64_t i = 0; i < cache.numel(); ++i) cache.data<float>()[i] = float(i);
+  const Tensor before = cache.clone();
+  // New row 0 <- old 2, row 1 <- old 0, row 2 <- old 0; only 2 positions valid.
+  gather_cache_rows(cache, {2, 0, 0}, 2);
+  const int sources[] = {2, 0, 0};
+  for (int r = 0; r < 3; ++r) {
+    for (int i = 0; i < 2 * 2; ++i) {
+      EXPECT_EQ(cache.data<float>()[r * 6 + i], before.data<float>()[sources[r] * 6 + i]) << r;
+    }
+  }
+}
+
+TEST(OpsCpu, ShapeMismatchIsALogicError) {
+  Tensor x = Tensor::zeros({2, 3}, DType::kFloat32);
+  Tensor weight = Tensor::zeros({4, 5}, DType::kFloat32);
+  Tensor out = Tensor::zeros({2, 4}, DType::kFloat32);
+  EXPECT_THROW(linear_forward(out, x, weight, Tensor(), Activation::kNone), std::logic_error);
+}
+
+TEST(DType, HalfAndBfloat16ConversionsRoundTrip) {
+  for (float value : {0.f, 1.f, -2.f, 0.5f, 65504.f, 6.1035156e-05f, 5.9604645e-08f, 3.140625f}) {
+    EXPECT_EQ(half_to_float(float_to_half(value)), value) << value;
+    EXPECT_EQ(bfloat16_to_float(float_to_bfloat16(value)), bfloat16_to_float(float_to_bfloat16(value)));
+  }
+  EXPECT_EQ(float_to_half(1.f), 0x3c00);
+  EXPECT_EQ(float_to_half(-2.f), 0xc000);
+  EXPECT_EQ(float_to_bfloat16(1.f), 0x3f80);
+  EXPECT_EQ(bfloat16_to_float(0x4049), 3.140625f);
+  EXPECT_TRUE(std::isinf(half_to_float(float_to_half(1e6f))));
+  EXPECT_NEAR(half_to_float(float_to_half(0.1f)), 0.1f, 1e-4);
+}
+
+}  // namespace
+}  // namespace xlate

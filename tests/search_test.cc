@@ -1,0 +1,217 @@
+// Beam search and greedy search: exhaustive optimality against brute-force enumeration on a
+// tiny model, beam 1 == greedy, length limits and early stopping on scripted decoders.
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "engine/decoding/search.h"
+#include "engine/model_directory.h"
+#include "engine/transformer.h"
+#include "engine/transformer_decoder.h"
+
+namespace xlate {
+namespace {
+
+constexpr int kStart = 2, kEnd = 3;
+
+// A tiny model with a 6-token vocabulary and random logit biases, so that the end token has
+// a real chance at every step.
+std::shared_ptr<TransformerModel> tiny_model(uint64_t seed) {
+  ModelConfig config;
+  config.vocab_size = 6;
+  config.d_model = 8;
+  config.encoder_layers = config.decoder_layers = 1;
+  config.encoder_heads = config.decoder_heads = 2;
+  config.encoder_ffn_dim = config.decoder_ffn_dim = 16;
+  config.max_positions = 16;
+  TransformerWeights weights = random_weights(config, seed);
+  std::mt19937 generator(static_cast<unsigned>(seed));
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int v = 0; v < config.vocab_size; ++v) weights.logits_bias.data<float>()[v] = normal(generator);
+  return std::make_shared<TransformerModel>(config, weights);
+}
+
+struct Encoded {
+  Tensor output, lengths;
+};
+
+Encoded encode(const TransformerModel& model, const std::vector<int32_t>& source) {
+  Encoded encoded;
+  encoded.lengths = Tensor::from_vector(std::vector<int32_t>{int32_t(source.size())}, {1});
+  encoded.output = model.encode(Tensor::from_vector(source, {1, int64_t(source.size())}),
+                                encoded.lengths);
+  return encoded;
+}
+
+// Every complete output of at most max_length tokens (end token included), scored by
+// log P / lp(|Y|) from teacher-forced passes; best first.
+std::vector<Hypothesis> enumerate_all(const TransformerModel& model, const Encoded& encoded,
+                                      int max_length, float alpha) {
+  std::vector<Hypothesis> all;
+  std::function<void(std::vector<int32_t>, double)> expand = [&](std::vector<int32_t> prefix,
+                                                                 double log_prob) {
+    std::vector<int32_t> input = {kStart};
+    input.insert(input.end(), prefix.begin(), prefix.end());
+    TransformerDecoder decoder(model, encoded.output, encoded.lengths, 1, int64_t(input.size()));
+    const Tensor logits = decoder.logits(Tensor::from_vector(input, {1, int64_t(input.size())}));
+    const int64_t vocabulary = logits.dim(2);
+    const float* last = logits.data<float>() + (input.size() - 1) * vocabulary;
+    double best = -1e30, total = 0;
+    for (int64_t v = 0; v < vocabulary; ++v) best = std::max(best, double(last[v]));
+    for (int64_t v = 0; v < vocabulary; ++v) total += std::exp(last[v] - best);
+    const int length = int(prefix.size()) + 1;
+    for (int32_t token = 0; token < vocabulary; ++token) {
+      const double next = log_prob + last[token] - best - std::log(total);
+      std::vector<int32_t> extended = prefix;
+      if (token != kEnd) extended.push_back(token);
+      if (token == kEnd || length == max_length) {
+        all.push_back({extended, float(next / length_penalty(length, alpha)), float(next)});
+      } else {
+        expand(extended, next);
+      }
+    }
+  };
+  expand({}, 0.0);
+  std::sort(all.begin(), all.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  return all;
+}
+
+class TinyModelSearch : public ::testing::TestWithParam<float> {};
+
+TEST_P(TinyModelSearch, ExhaustiveBeamFindsTheBruteForceBest) {
+  const float alpha = GetParam();
+  for (uint64_t seed : {11u, 12u, 13u}) {
+    auto model = tiny_model(seed);
+    const Encoded encoded = encode(*model, {4, 5, 4, kEnd});
+    const int max_length = 4;
+    const std::vector<Hypothesis> truth = enumerate_all(*model, encoded, max_length, alpha);
+    SearchOptions options;
+    options.beam_size = 300;  // more than the 5^3 live prefixes: nothing is pruned
+    options.length_penalty = alpha;
+    options.n_best = 3;
+    TransformerDecoder decoder(*model, encoded.output, encoded.lengths, options.beam_size, max_length);
+    const auto found = make_beam_search()->search(decoder, {max_length}, options);
+    ASSERT_EQ(found[0].size(), 3u);
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(found[0][k].tokens, truth[k].tokens) << "seed " << seed << " rank " << k;
+      EXPECT_NEAR(found[0][k].score, truth[k].score, 1e-4);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LengthPenalties, TinyModelSearch, ::testing::Values(0.f, 0.6f, 1.5f));
+
+TEST(Search, BeamOfOneIsGreedy) {
+  for (uint64_t seed : {21u, 22u, 23u, 24u}) {
+    auto model = tiny_model(seed);
+    const Encoded encoded = encode(*model, {5, 4, kEnd});
+    SearchOptions options;
+    options.beam_size = 1;
+    TransformerDecoder beam_decoder(*model, encoded.output, encoded.lengths, 1, 12);
+    TransformerDecoder greedy_decoder(*model, encoded.output, encoded.lengths, 1, 12);
+    const auto beam = make_beam_search()->search(beam_decoder, {12}, options);
+    const auto greedy = make_greedy_search()->search(greedy_decoder, {12}, options);
+    EXPECT_EQ(beam[0][0].tokens, greedy[0][0].tokens) << "seed " << seed;
+    EXPECT_NEAR(beam[0][0].score, greedy[0][0].score, 1e-5);
+  }
+}
+
+// A decoder whose next-token distribution is a fixed function of (row's history length,
+// token); counts its steps and checks that the search keeps rows and tokens consistent.
+class ScriptedDecoder : public IncrementalDecoder {
+ public:
+  ScriptedDecoder(int vocabulary, std::function<float(int step, int token)> log_prob)
+      : vocabulary_(vocabulary), log_prob_(std::move(log_prob)) {}
+  Tensor step(const std::vector<int32_t>& tokens) override {
+    EXPECT_EQ(int64_t(tokens.size()), rows_);
+    Tensor out = Tensor::empty({rows_, vocabulary_}, DType::kFloat32);
+    for (int64_t r = 0; r < rows_; ++r)
+      for (int v = 0; v < vocabulary_; ++v) out.data<float>()[r * vocabulary_ + v] = log_prob_(steps_, v);
+    ++steps_;
+    return out;
+  }
+  void select_rows(const std::vector<int32_t>& rows) override {
+    for (int32_t row : rows) EXPECT_LT(row, rows_);
+    rows_ = int64_t(rows.size());
+  }
+  void set_rows(int64_t rows) { rows_ = rows; }
+  int steps() const { return steps_; }
+
+ private:
+  int vocabulary_;
+  std::function<float(int, int)> log_prob_;
+  int64_t rows_ = 1;
+  int steps_ = 0;
+};
+
+TEST(Search, OutputNeverExceedsMaxLength) {
+  // The end token is never likely: every hypothesis runs to the limit.
+  auto never_end = [](int, int token) { return token == kEnd ? -50.f : std::log(0.2f); };
+  for (int max_length : {1, 3, 7}) {
+    for (auto* make : {&make_beam_search, &make_greedy_search}) {
+      ScriptedDecoder decoder(6, never_end);
+      SearchOptions options;
+      const auto result = (*make)()->search(decoder, {max_length}, options);
+      ASSERT_FALSE(result[0].empty());
+      EXPECT_EQ(int(result[0][0].tokens.size()), max_length);
+      EXPECT_EQ(decoder.steps(), max_length);
+    }
+  }
+}
+
+TEST(Search, StopsEarlyWhenNoLiveHypothesisCanWin) {
+  // Step 0: the end token has probability 0.9; everything else is very unlikely at every step,
+  // so after one step no continuation can beat "end now" even with the best length penalty.
+  auto script = [](int step, int token) {
+    if (step == 0) return token == kEnd ? std::log(0.9f) : std::log(0.02f);
+    return token == kEnd ? std::log(0.5f) : std::log(0.1f);
+  };
+  ScriptedDecoder decoder(6, script);
+  SearchOptions options;
+  const auto result = make_beam_search()->search(decoder, {40}, options);
+  EXPECT_TRUE(result[0][0].tokens.empty());
+  EXPECT_EQ(decoder.steps(), 1) << "the search should stop after the first step";
+}
+
+TEST(Search, KeepsSearchingWhileALiveHypothesisCanStillWin) {
+  // Ending now is possible but weak, and continuations are nearly free: the search must not
+  // stop after the first finished hypothesis.
+  auto script = [](int step, int token) {
+    if (token == kEnd) return step == 3 ? -0.01f : -3.f;
+    return token == 4 ? -0.01f : -8.f;
+  };
+  ScriptedDecoder decoder(6, script);
+  SearchOptions options;
+  const auto result = make_beam_search()->search(decoder, {10}, options);
+  EXPECT_EQ(result[0][0].tokens, (std::vector<int32_t>{4, 4, 4}));
+  EXPECT_GT(decoder.steps(), 1);
+}
+
+TEST(Search, MinLengthForbidsEarlyEnd) {
+  auto always_end = [](int, int token) { return token == kEnd ? std::log(0.9f) : std::log(0.02f); };
+  for (auto* make : {&make_beam_search, &make_greedy_search}) {
+    ScriptedDecoder decoder(6, always_end);
+    SearchOptions options;
+    options.min_length = 3;
+    const auto result = (*make)()->search(decoder, {10}, options);
+    EXPECT_EQ(result[0][0].tokens.size(), 3u);
+  }
+}
+
+TEST(Search, NBestListIsSortedAndSized) {
+  auto model = tiny_model(31);
+  const Encoded encoded = encode(*model, {4, 4, 5, kEnd});
+  SearchOptions options;
+  options.beam_size = 4;
+  options.n_best = 4;
+  TransformerDecoder decoder(*model, encoded.output, encoded.lengths, 4, 10);
+  const auto result = make_beam_search()->search(decoder, {10}, options);
+  ASSERT_EQ(result[0].size(), 4u);
+  for (size_t k = 1; k < 4; ++k) EXPECT_GE(result[0][k - 1].score, result[0][k].score);
+}
+
+}  // namespace
+}  // namespace xlate

@@ -1,0 +1,176 @@
+// The Translator API on a tiny model with a real SentencePiece vocabulary (the CTest fixture
+// made by `xlate init-model`), on real sentences from ../shared/data.
+#include <fstream>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "engine/translator.h"
+#include "tests/test_paths.h"
+
+namespace xlate {
+namespace {
+
+std::vector<std::string> real_sentences(size_t count) {
+  const std::string path = testing::sample_text();
+  std::ifstream file(path);
+  std::vector<std::string> lines;
+  for (std::string line; lines.size() < count && std::getline(file, line);) lines.push_back(line);
+  EXPECT_EQ(lines.size(), count) << "sample text " << path;
+  return lines;
+}
+
+// Loaded once per process; a load failure fails every test (SetUp), never skips it.
+const Translator* shared_translator() {
+  static const std::unique_ptr<Translator> translator = [] {
+    auto loaded = Translator::Load(testing::tiny_model_dir());
+    if (!loaded.ok()) ADD_FAILURE() << loaded.status();
+    return loaded.ok() ? *std::move(loaded) : nullptr;
+  }();
+  return translator.get();
+}
+
+class TranslatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    translator_ = shared_translator();
+    ASSERT_NE(translator_, nullptr);
+  }
+  const Translator* translator_ = nullptr;
+};
+
+// A batch of mixed-length sentences translates exactly as each sentence alone, in order.
+TEST_F(TranslatorTest, BatchEqualsEachSentenceAlone) {
+  const std::vector<std::string> sentences = real_sentences(10);
+  TranslationOptions options;
+  options.max_batch_size = 4;  // several sub-batches, each padded differently
+  auto together = translator_->Translate(sentences, options);
+  ASSERT_TRUE(together.ok()) << together.status();
+  ASSERT_EQ(together->size(), sentences.size());
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    auto alone = translator_->Translate({sentences[i]}, options);
+    ASSERT_TRUE(alone.ok());
+    EXPECT_EQ((*alone)[0].hypotheses, (*together)[i].hypotheses) << "sentence " << i;
+    EXPECT_NEAR((*alone)[0].scores[0], (*together)[i].scores[0], 1e-4) << "sentence " << i;
+  }
+}
+
+TEST_F(TranslatorTest, ConcurrentCallersGetTheSerialResults) {
+  const std::vector<std::string> sentences = real_sentences(6);
+  TranslationOptions options;
+  auto serial = translator_->Translate(sentences, options);
+  ASSERT_TRUE(serial.ok());
+  std::vector<std::vector<Translation>> parallel(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < parallel.size(); ++t) {
+    threads.emplace_back([&, t] {
+      auto result = translator_->Translate(sentences, options);
+      if (result.ok()) parallel[t] = *std::move(result);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& result : parallel) {
+    ASSERT_EQ(result.size(), serial->size());
+    for (size_t i = 0; i < result.size(); ++i) {
+      EXPECT_EQ(result[i].hypotheses, (*serial)[i].hypotheses);
+    }
+  }
+}
+
+TEST_F(TranslatorTest, NBestReturnsSortedHypotheses) {
+  TranslationOptions options;
+  options.n_best = 3;
+  auto result = translator_->Translate(real_sentences(2), options);
+  ASSERT_TRUE(result.ok());
+  for (const Translation& translation : *result) {
+    ASSERT_EQ(translation.hypotheses.size(), 3u);
+    ASSERT_EQ(translation.scores.size(), 3u);
+    EXPECT_GE(translation.scores[0], translation.scores[1]);
+    EXPECT_GE(translation.scores[1], translation.scores[2]);
+  }
+}
+
+TEST_F(TranslatorTest, OutputLengthRespectsTheLimits) {
+  TranslationOptions options;
+  options.max_extra_length = 3;
+  const std::vector<std::string> sentences = real_sentences(3);
+  auto result = translator_->TranslateTokens({{10, 11}, {12}}, options);
+  ASSERT_TRUE(result.ok());
+  EXPECT_LE((*result)[0][0].tokens.size(), 2u + 3u);
+  EXPECT_LE((*result)[1][0].tokens.size(), 1u + 3u);
+  options.min_output_length = 4;
+  options.max_output_length = 4;
+  result = translator_->TranslateTokens({{10, 11}, {12}}, options);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ((*result)[0][0].tokens.size(), 4u);
+  EXPECT_EQ((*result)[1][0].tokens.size(), 4u);
+}
+
+TEST_F(TranslatorTest, InvalidUtf8IsRejectedWithItsPosition) {
+  auto result = translator_->Translate({"fine", "bad \xc3\x28 byte"}, TranslationOptions());
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("sentence 1 is not valid UTF-8"), std::string::npos)
+      << result.status();
+  EXPECT_NE(result.status().message().find("offset 4"), std::string::npos);
+}
+
+TEST_F(TranslatorTest, OverLongInputNamesTheLimit) {
+  std::string long_sentence;
+  for (int i = 0; i < 400; ++i) long_sentence += "dog ";
+  auto result = translator_->Translate({long_sentence}, TranslationOptions());
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("the limit is 256"), std::string::npos)
+      << result.status();
+}
+
+TEST_F(TranslatorTest, OutOfRangeOptionsNameTheOption) {
+  TranslationOptions options;
+  options.beam_size = 0;
+  auto result = translator_->Translate({"a dog"}, options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("beam_size"), std::string::npos);
+  options.beam_size = 2;
+  options.n_best = 3;
+  result = translator_->Translate({"a dog"}, options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("n_best = 3"), std::string::npos);
+  options.n_best = 1;
+  options.length_penalty = -1.f;
+  EXPECT_FALSE(translator_->Translate({"a dog"}, options).ok());
+}
+
+TEST_F(TranslatorTest, EmptyBatchAndEmptySentence) {
+  auto empty = translator_->Translate({}, TranslationOptions());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+  auto blank = translator_->Translate({""}, TranslationOptions());
+  ASSERT_TRUE(blank.ok());
+  EXPECT_EQ(blank->size(), 1u);
+}
+
+TEST(TranslatorLoad, VocabularyMismatchIsReported) {
+  // The golden model has 40 tokens; pairing it with the fixture's spm.model must fail clearly.
+  namespace fs = std::filesystem;
+  const fs::path directory = fs::path(testing::scratch_dir()) / "mismatched_vocab";
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  for (const char* name : {"config.json", "model.safetensors"}) {
+    fs::copy_file(fs::path(testing::golden_model_dir()) / name, directory / name);
+  }
+  fs::copy_file(fs::path(testing::tiny_model_dir()) / "spm.model", directory / "spm.model");
+  auto loaded = Translator::Load(directory.string());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("vocab_size = 40"), std::string::npos)
+      << loaded.status();
+}
+
+TEST(TranslatorLoad, MissingTokenizerIsReported) {
+  auto loaded = Translator::Load(testing::golden_model_dir());  // has no spm.model
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("spm.model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xlate
