@@ -1,6 +1,6 @@
 // Incremental-decoding state: one typed cache per decoder layer.
-// Legend: R rows being decoded (sentences x beams), B source sentences, S_max the decoding
-// capacity in positions, S_src the padded source length, C = d_model.
+// Legend: R live rows (sentences x beams), R_cap the row capacity, B source sentences,
+// S_max the decoding capacity in positions, S_src the padded source length, C = d_model.
 #pragma once
 
 #include <cstdint>
@@ -11,18 +11,26 @@
 namespace xlate {
 
 struct DecoderLayerCache {
-  Tensor self_keys;     // [R_capacity, S_max, C], grows by one position per step
-  Tensor self_values;   // [R_capacity, S_max, C]
+  // Time-major: entry [s, p] holds position s of whichever row occupied physical slot p when
+  // position s was decoded. Each position is written once and never moved.
+  Tensor self_keys;     // [S_max, R_cap, C]
+  Tensor self_values;   // [S_max, R_cap, C]
   Tensor cross_keys;    // [B, S_src, C], computed once from the encoder output
   Tensor cross_values;  // [B, S_src, C]
 };
 
 struct DecoderState {
   std::vector<DecoderLayerCache> layers;
-  Tensor row_sentence;    // int32 [R]: the source sentence each row belongs to
-  Tensor source_lengths;  // int32 [B]
-  int64_t rows = 0;       // R, live rows (<= R_capacity)
-  int64_t length = 0;     // positions already in the self-attention caches
+  // ancestry[s * R_cap + r]: the physical slot that holds position s of live row r. Beam
+  // reordering gathers this table (S x R integers, shared by every layer), not the cached
+  // keys and values.
+  std::vector<int32_t> ancestry;
+  std::vector<int32_t> row_sentence;    // [R]: the source sentence of each live row
+  std::vector<int32_t> source_lengths;  // [B]
+  int64_t source_steps = 0;             // S_src
+  int64_t row_capacity = 0;             // R_cap
+  int64_t rows = 0;                     // R
+  int64_t length = 0;                   // positions decoded so far
 };
 
 }  // namespace xlate

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <numeric>
 
 #include "engine/model_directory.h"
 #include "engine/ops/ops.h"
@@ -26,24 +25,44 @@ void residual_norm(Tensor& x, const Tensor& sublayer_out, const LayerNormWeights
   add_layer_norm_forward(x, sublayer_out, x, norm.gamma, norm.beta, kLayerNormEps);
 }
 
-Tensor iota(int64_t count) {
-  std::vector<int32_t> values(static_cast<size_t>(count));
-  std::iota(values.begin(), values.end(), 0);
-  return Tensor::from_vector(values, {count});
+// key_rows [R, S] for batch-major keys [B, S, C]: row r reads batch batch_of_row[r].
+Tensor batch_major_rows(const std::vector<int32_t>& batch_of_row, int64_t steps) {
+  const int64_t rows = static_cast<int64_t>(batch_of_row.size());
+  std::vector<int32_t> table(static_cast<size_t>(rows * steps));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t s = 0; s < steps; ++s) {
+      table[r * steps + s] = static_cast<int32_t>(batch_of_row[r] * steps + s);
+    }
+  }
+  return Tensor::from_vector(table, {rows, steps});
 }
 
-// Writes new keys/values [R, T, C] into the cache [R_capacity, S_max, C] at position `offset`.
+std::vector<int32_t> identity(int64_t count) {
+  std::vector<int32_t> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) values[i] = static_cast<int32_t>(i);
+  return values;
+}
+
+// Writes fresh keys/values [R, T, C] into the time-major cache [S_max, R_cap, C] at positions
+// offset.. of physical slots 0..R-1.
 void append_to_cache(Tensor& cache, const Tensor& fresh, int64_t offset) {
   const int64_t rows = fresh.dim(0), steps = fresh.dim(1), channels = fresh.dim(2);
-  const int64_t capacity = cache.dim(1);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(cache.data<float>() + (r * capacity + offset) * channels,
-                fresh.data<float>() + r * steps * channels,
-                static_cast<size_t>(steps * channels) * sizeof(float));
+  const int64_t slots = cache.dim(1);
+  for (int64_t t = 0; t < steps; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(cache.data<float>() + ((offset + t) * slots + r) * channels,
+                  fresh.data<float>() + (r * steps + t) * channels,
+                  static_cast<size_t>(channels) * sizeof(float));
+    }
   }
 }
 
 }  // namespace
+
+struct TransformerModel::KeyTables {
+  Tensor self_rows, self_lengths;    // [R, length + T], [R]
+  Tensor cross_rows, cross_lengths;  // [R, S_src], [R]
+};
 
 absl::StatusOr<std::shared_ptr<const TransformerModel>> TransformerModel::Load(
     const std::string& dir) {
@@ -65,13 +84,13 @@ Tensor TransformerModel::feed_forward(const LinearWeights& inner, const LinearWe
 }
 
 Tensor TransformerModel::encoder_layer(const EncoderLayerWeights& layer, const Tensor& x,
-                                       const Tensor& identity, const Tensor& lengths) const {
+                                       const Tensor& key_rows, const Tensor& lengths) const {
   const AttentionWeights& attention = layer.self_attention;
   Tensor query = linear(x, attention.query);
   Tensor keys = linear(x, attention.key);
   Tensor values = linear(x, attention.value);
   Tensor context = Tensor::empty(x.shape(), DType::kFloat32);
-  attention_forward(context, query, keys, values, identity, lengths, config_.encoder_heads,
+  attention_forward(context, query, keys, values, key_rows, lengths, config_.encoder_heads,
                     /*causal=*/false);
   Tensor hidden = x;
   residual_norm(hidden, linear(context, attention.output), layer.self_attention_norm);
@@ -83,9 +102,9 @@ Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengt
   Tensor x = Tensor::empty({batch, steps, config_.d_model}, DType::kFloat32);
   embedding_forward(x, source, weights_.shared_embedding, weights_.encoder_positions,
                     std::sqrt(static_cast<float>(config_.d_model)), 0);
-  const Tensor identity = iota(batch);
+  const Tensor key_rows = batch_major_rows(identity(batch), steps);
   for (const EncoderLayerWeights& layer : weights_.encoder) {
-    x = encoder_layer(layer, x, identity, source_lengths);
+    x = encoder_layer(layer, x, key_rows, source_lengths);
   }
   return x;
 }
@@ -95,11 +114,16 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
                                               int64_t max_positions) const {
   DecoderState state;
   state.rows = encoder_output.dim(0);
-  state.row_sentence = iota(max_rows).reshape({state.rows});
-  state.source_lengths = source_lengths;
+  state.row_capacity = std::max(max_rows, state.rows);
+  state.source_steps = encoder_output.dim(1);
+  state.row_sentence = identity(state.rows);
+  state.source_lengths.assign(source_lengths.data<int32_t>(),
+                              source_lengths.data<int32_t>() + source_lengths.numel());
+  state.ancestry.assign(static_cast<size_t>(max_positions * state.row_capacity), 0);
   for (const DecoderLayerWeights& layer : weights_.decoder) {
     DecoderLayerCache cache;
-    cache.self_keys = Tensor::empty({max_rows, max_positions, config_.d_model}, DType::kFloat32);
+    cache.self_keys =
+        Tensor::empty({max_positions, state.row_capacity, config_.d_model}, DType::kFloat32);
     cache.self_values = Tensor::empty(cache.self_keys.shape(), DType::kFloat32);
     cache.cross_keys = linear(encoder_output, layer.cross_attention.key);
     cache.cross_values = linear(encoder_output, layer.cross_attention.value);
@@ -109,39 +133,58 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
 }
 
 Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
-                                       const DecoderState& state, const Tensor& x) const {
-  const int64_t rows = x.dim(0), steps = x.dim(1);
+                                       const DecoderState& state, const KeyTables& tables,
+                                       const Tensor& x) const {
   const AttentionWeights& self = layer.self_attention;
   Tensor query = linear(x, self.query);
   append_to_cache(cache.self_keys, linear(x, self.key), state.length);
   append_to_cache(cache.self_values, linear(x, self.value), state.length);
-  const Tensor self_lengths =
-      Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(rows),
-                                               static_cast<int32_t>(state.length + steps)),
-                          {rows});
   Tensor context = Tensor::empty(x.shape(), DType::kFloat32);
-  attention_forward(context, query, cache.self_keys, cache.self_values, iota(rows), self_lengths,
-                    config_.decoder_heads, /*causal=*/true);
+  attention_forward(context, query, cache.self_keys, cache.self_values, tables.self_rows,
+                    tables.self_lengths, config_.decoder_heads, /*causal=*/true);
   Tensor hidden = x;
   residual_norm(hidden, linear(context, self.output), layer.self_attention_norm);
 
   const AttentionWeights& cross = layer.cross_attention;
   query = linear(hidden, cross.query);
-  attention_forward(context, query, cache.cross_keys, cache.cross_values, state.row_sentence,
-                    state.source_lengths, config_.decoder_heads, /*causal=*/false);
+  attention_forward(context, query, cache.cross_keys, cache.cross_values, tables.cross_rows,
+                    tables.cross_lengths, config_.decoder_heads, /*causal=*/false);
   residual_norm(hidden, linear(context, cross.output), layer.cross_attention_norm);
   return feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, hidden);
 }
 
 Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const {
   const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
+  const int64_t total = state.length + steps;
+  // New positions are written by each row into its own slot.
+  for (int64_t s = state.length; s < total; ++s) {
+    for (int64_t r = 0; r < rows; ++r) {
+      state.ancestry[s * state.row_capacity + r] = static_cast<int32_t>(r);
+    }
+  }
+  KeyTables tables;
+  std::vector<int32_t> self_rows(static_cast<size_t>(rows * total));
+  std::vector<int32_t> cross_lengths(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t s = 0; s < total; ++s) {
+      self_rows[r * total + s] =
+          static_cast<int32_t>(s * state.row_capacity + state.ancestry[s * state.row_capacity + r]);
+    }
+    cross_lengths[r] = state.source_lengths[state.row_sentence[r]];
+  }
+  tables.self_rows = Tensor::from_vector(self_rows, {rows, total});
+  tables.self_lengths =
+      Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(rows), int32_t(total)), {rows});
+  tables.cross_rows = batch_major_rows(state.row_sentence, state.source_steps);
+  tables.cross_lengths = Tensor::from_vector(cross_lengths, {rows});
+
   Tensor x = Tensor::empty({rows, steps, config_.d_model}, DType::kFloat32);
   embedding_forward(x, tokens, weights_.shared_embedding, weights_.decoder_positions,
                     std::sqrt(static_cast<float>(config_.d_model)), state.length);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    x = decoder_layer(weights_.decoder[i], state.layers[i], state, x);
+    x = decoder_layer(weights_.decoder[i], state.layers[i], state, tables, x);
   }
-  state.length += steps;
+  state.length = total;
   Tensor logits = Tensor::empty({rows, steps, config_.vocab_size}, DType::kFloat32);
   linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
   return logits;
@@ -149,16 +192,16 @@ Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const
 
 void TransformerModel::select_rows(DecoderState& state,
                                    const std::vector<int32_t>& source_rows) const {
-  for (DecoderLayerCache& cache : state.layers) {
-    gather_cache_rows(cache.self_keys, source_rows, state.length);
-    gather_cache_rows(cache.self_values, source_rows, state.length);
-  }
   const int64_t rows = static_cast<int64_t>(source_rows.size());
-  std::vector<int32_t> sentences(source_rows.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    sentences[r] = state.row_sentence.data<int32_t>()[source_rows[r]];
+  std::vector<int32_t> reordered(static_cast<size_t>(rows));
+  for (int64_t s = 0; s < state.length; ++s) {
+    int32_t* slots = state.ancestry.data() + s * state.row_capacity;
+    for (int64_t r = 0; r < rows; ++r) reordered[r] = slots[source_rows[r]];
+    std::copy(reordered.begin(), reordered.end(), slots);
   }
-  state.row_sentence = Tensor::from_vector(sentences, {rows});
+  std::vector<int32_t> sentences(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) sentences[r] = state.row_sentence[source_rows[r]];
+  state.row_sentence = std::move(sentences);
   state.rows = rows;
 }
 

@@ -40,10 +40,12 @@ class TransformerModel {
   void select_rows(DecoderState& state, const std::vector<int32_t>& source_rows) const;
 
  private:
-  Tensor encoder_layer(const EncoderLayerWeights& layer, const Tensor& x, const Tensor& identity,
+  struct KeyTables;  // the attention key_rows/key_lengths of one decoding call
+  Tensor encoder_layer(const EncoderLayerWeights& layer, const Tensor& x, const Tensor& key_rows,
                        const Tensor& lengths) const;
   Tensor decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
-                       const DecoderState& state, const Tensor& x) const;
+                       const DecoderState& state, const KeyTables& tables,
+                       const Tensor& x) const;
   Tensor feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                       const LayerNormWeights& norm, const Tensor& x) const;
 

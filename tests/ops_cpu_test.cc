@@ -93,7 +93,8 @@ TEST(OpsCpu, AddLayerNormMatchesDefinition) {
   expect_near_all(a, expected, 1e-4);
 }
 
-// Attention with a key batch map, per-batch lengths and both mask kinds.
+// Attention through a key_rows table (keys of one query row scattered over the key tensor),
+// per-row lengths and both mask kinds.
 TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
   std::mt19937 generator(4);
   const int64_t rows = 3, steps = 4, channels = 12, capacity = 7;
@@ -106,8 +107,17 @@ TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
   const std::vector<int32_t> lengths = {5, 6};
   for (bool causal : {false, true}) {
     Tensor out = Tensor::empty({rows, steps, channels}, DType::kFloat32);
-    attention_forward(out, query, keys, values, Tensor::from_vector(batch_of_row, {rows}),
-                      Tensor::from_vector(lengths, {2}), heads, causal);
+    // Row n reads positions of batch batch_of_row[n], in reverse storage order, so that a
+    // wrong table lookup cannot go unnoticed.
+    std::vector<int32_t> key_rows, row_lengths;
+    for (int64_t n = 0; n < rows; ++n) {
+      for (int64_t s = 0; s < capacity; ++s) {
+        key_rows.push_back(int32_t(batch_of_row[n] * capacity + (capacity - 1 - s)));
+      }
+      row_lengths.push_back(lengths[batch_of_row[n]]);
+    }
+    attention_forward(out, query, keys, values, Tensor::from_vector(key_rows, {rows, capacity}),
+                      Tensor::from_vector(row_lengths, {rows}), heads, causal);
     std::vector<double> expected;
     for (int64_t n = 0; n < rows; ++n) {
       const int64_t b = batch_of_row[n], length = lengths[b];
@@ -120,7 +130,7 @@ TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
             double score = 0;
             for (int64_t d = 0; d < head_dim; ++d) {
               score += double(query.data<float>()[(n * steps + t) * channels + h * head_dim + d]) *
-                       keys.data<float>()[(b * capacity + s) * channels + h * head_dim + d];
+                       keys.data<float>()[(b * capacity + capacity - 1 - s) * channels + h * head_dim + d];
             }
             weights.push_back(score / std::sqrt(double(head_dim)));
             best = std::max(best, weights.back());
@@ -129,7 +139,8 @@ TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
           for (int64_t d = 0; d < head_dim; ++d) {
             double sum = 0;
             for (int64_t s = 0; s < visible; ++s) {
-              sum += weights[s] / total * values.data<float>()[(b * capacity + s) * channels + h * head_dim + d];
+              sum += weights[s] / total *
+                     values.data<float>()[(b * capacity + capacity - 1 - s) * channels + h * head_dim + d];
             }
             expected.push_back(sum);
           }
@@ -168,20 +179,6 @@ TEST(OpsCpu, EmbeddingScalesAndAddsPositionsFromOffset) {
       for (int c = 0; c < 4; ++c)
         expected.push_back(2.0 * table.data<float>()[ids[n * 3 + t] * 4 + c] + positions.data<float>()[(2 + t) * 4 + c]);
   expect_near_all(out, expected, 1e-6);
-}
-
-TEST(OpsCpu, GatherCacheRowsHandlesOverlappingSourcesAndShrinking) {
-  Tensor cache = Tensor::empty({4, 3, 2}, DType::kFloat32);
-  for (int64_t i = 0; i < cache.numel(); ++i) cache.data<float>()[i] = float(i);
-  const Tensor before = cache.clone();
-  // New row 0 <- old 2, row 1 <- old 0, row 2 <- old 0; only 2 positions valid.
-  gather_cache_rows(cache, {2, 0, 0}, 2);
-  const int sources[] = {2, 0, 0};
-  for (int r = 0; r < 3; ++r) {
-    for (int i = 0; i < 2 * 2; ++i) {
-      EXPECT_EQ(cache.data<float>()[r * 6 + i], before.data<float>()[sources[r] * 6 + i]) << r;
-    }
-  }
 }
 
 TEST(OpsCpu, ShapeMismatchIsALogicError) {

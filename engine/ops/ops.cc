@@ -57,18 +57,24 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
 }
 
 void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
-                       const Tensor& key_index, const Tensor& key_lengths, int heads,
+                       const Tensor& key_rows, const Tensor& key_lengths, int heads,
                        bool causal) {
   ScopedOpTimer timer(OpCategory::kAttention);
   require_cpu_float(query, "attention_forward", "query");
-  require(query.rank() == 3 && keys.rank() == 3 && keys.shape() == values.shape(),
-          "attention_forward", "query [N, T, C], keys and values [B, S, C]");
-  require(query.dim(2) == keys.dim(2) && query.dim(2) % heads == 0, "attention_forward",
+  require(query.rank() == 3 && keys.shape() == values.shape(), "attention_forward",
+          "query [N, T, C], keys and values of one shape [..., C]");
+  require(query.dim(2) == keys.dim(-1) && query.dim(2) % heads == 0, "attention_forward",
           "channels must match and divide by heads");
-  require(key_index.numel() == query.dim(0) && key_lengths.numel() <= keys.dim(0),
-          "attention_forward", "key_index [N] and key_lengths [B]");
+  require(key_rows.rank() == 2 && key_rows.dim(0) == query.dim(0) &&
+              key_lengths.numel() == query.dim(0),
+          "attention_forward", "key_rows [N, S] and key_lengths [N]");
+  const int32_t* lengths = key_lengths.data<int32_t>();
+  for (int64_t n = 0; n < query.dim(0); ++n) {
+    require(lengths[n] <= key_rows.dim(1) && (!causal || lengths[n] >= query.dim(1)),
+            "attention_forward", "key_lengths beyond the key_rows table");
+  }
   require(out.numel() == query.numel(), "attention_forward", "out shape");
-  cpu::attention_forward(out, query, keys, values, key_index, key_lengths, heads, causal);
+  cpu::attention_forward(out, query, keys, values, key_rows, key_lengths, heads, causal);
 }
 
 void log_softmax_forward(Tensor& out, const Tensor& inp) {
@@ -76,19 +82,6 @@ void log_softmax_forward(Tensor& out, const Tensor& inp) {
   require_cpu_float(inp, "log_softmax_forward", "inp");
   require(out.numel() == inp.numel(), "log_softmax_forward", "out shape");
   cpu::log_softmax_forward(out, inp);
-}
-
-void gather_cache_rows(Tensor& cache, const std::vector<int32_t>& source_rows,
-                       int64_t valid_positions) {
-  ScopedOpTimer timer(OpCategory::kCacheGather);
-  require_cpu_float(cache, "gather_cache_rows", "cache");
-  require(cache.rank() == 3 && valid_positions <= cache.dim(1) &&
-              static_cast<int64_t>(source_rows.size()) <= cache.dim(0),
-          "gather_cache_rows", "cache [R, S, C] with valid_positions <= S");
-  for (int32_t row : source_rows) {
-    require(row >= 0 && row < cache.dim(0), "gather_cache_rows", "source row out of range");
-  }
-  cpu::gather_cache_rows(cache, source_rows, valid_positions);
 }
 
 }  // namespace xlate

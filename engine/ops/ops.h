@@ -32,19 +32,16 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
                             const Tensor& gamma, const Tensor& beta, float eps);
 
 // Multi-head scaled dot-product attention, heads = C / d_k, scale 1/sqrt(d_k).
-// out[N, T, C]; query[N, T, C]; keys, values: [B, S_capacity, C] of which the first
-// key_lengths[b] positions are valid; query row n attends key batch key_index[n] (int32 [N]);
-// key_lengths: int32 [B]. When causal, query t may see keys s <= key_lengths[b] - T + t (the
-// queries are the last T positions of the keys), otherwise all valid keys.
+// out[N, T, C]; query[N, T, C]; keys, values: any shape [..., C], read as rows of C floats.
+// key_rows: int32 [N, S_table]: key position s of query row n is row key_rows[n, s] of
+// keys/values, so one op serves batch-major encoder keys, per-sentence cross-attention keys
+// and the decoder's time-major cache whose beams are reordered through this table (no copy).
+// key_lengths: int32 [N], the valid positions of each query row. When causal, query t sees
+// positions s <= key_lengths[n] - T + t (the queries are the last T positions).
 void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
-                       const Tensor& key_index, const Tensor& key_lengths, int heads, bool causal);
+                       const Tensor& key_rows, const Tensor& key_lengths, int heads, bool causal);
 
 // out[M, V] = log_softmax(inp[M, V]) along the last axis; may alias.
 void log_softmax_forward(Tensor& out, const Tensor& inp);
-
-// Beam reordering of a cache [R, S, C] in place: row r takes the old row source_rows[r], for
-// r < source_rows.size(); only the first `valid_positions` positions of each row are copied.
-void gather_cache_rows(Tensor& cache, const std::vector<int32_t>& source_rows,
-                       int64_t valid_positions);
 
 }  // namespace xlate

@@ -12,9 +12,7 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps);
 void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
-                       const Tensor& key_index, const Tensor& key_lengths, int heads, bool causal);
+                       const Tensor& key_rows, const Tensor& key_lengths, int heads, bool causal);
 void log_softmax_forward(Tensor& out, const Tensor& inp);
-void gather_cache_rows(Tensor& cache, const std::vector<int32_t>& source_rows,
-                       int64_t valid_positions);
 
 }  // namespace xlate::cpu

@@ -1,27 +1,25 @@
-#include <cmath>
-#include <vector>
-
+// log_softmax along the last axis through oneDNN's logsoftmax primitive.
+#include "absl/strings/str_cat.h"
 #include "engine/ops/cpu/cpu_ops.h"
-#include "engine/ops/cpu/vector_math.h"
+#include "engine/ops/cpu/dnnl_context.h"
 
 namespace xlate::cpu {
 
 void log_softmax_forward(Tensor& out, const Tensor& inp) {
   const int64_t width = inp.dim(-1);
   const int64_t rows = inp.numel() / width;
-  const float* x = inp.data<float>();
-  float* y = out.data<float>();
-#pragma omp parallel
-  {
-    std::vector<float> scratch(static_cast<size_t>(width));
-#pragma omp for
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* row = x + r * width;
-      const float row_max = max_of(row, width);
-      const float sum = exp_shifted_sum(scratch.data(), row, row_max, width);
-      subtract(y + r * width, row, row_max + std::log(sum), width);
-    }
-  }
+  if (rows == 0) return;
+  using Tag = dnnl::memory::format_tag;
+  const dnnl::primitive primitive =
+      cached_primitive(absl::StrCat("logsoftmax:", rows, ":", width), [&] {
+        const dnnl::memory::desc data({rows, width}, dnnl::memory::data_type::f32, Tag::ab);
+        const dnnl::logsoftmax_forward::desc description(dnnl::prop_kind::forward_inference,
+                                                         data, 1);
+        return dnnl::logsoftmax_forward(
+            dnnl::logsoftmax_forward::primitive_desc(description, dnnl_engine()));
+      });
+  execute(primitive, {{DNNL_ARG_SRC, wrap_f32({rows, width}, Tag::ab, inp.raw_data())},
+                      {DNNL_ARG_DST, wrap_f32({rows, width}, Tag::ab, out.raw_data())}});
 }
 
 }  // namespace xlate::cpu

@@ -22,4 +22,11 @@ void scale(float* y, float a, int64_t n);
 void add_layer_norm_row(float* y, const float* a, const float* b, const float* gamma,
                         const float* beta, float eps, int64_t n);
 
+// One head of attention for one query: out[d] = sum_s softmax(scale * q·k_s)_s v_s[d], where
+// k_s = keys + rows[s] * row_stride (same for values), s < count, d < head_dim.
+// scores: scratch of count floats. count == 0 writes zeros.
+void attend_head(float* out, const float* query, const float* keys, const float* values,
+                 const int32_t* rows, int64_t count, int64_t row_stride, int64_t head_dim,
+                 float scale, float* scores);
+
 }  // namespace xlate::cpu

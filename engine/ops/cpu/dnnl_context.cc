@@ -1,0 +1,51 @@
+#include "engine/ops/cpu/dnnl_context.h"
+
+#include <mutex>
+
+namespace xlate::cpu {
+namespace {
+
+// Decoding shrinks batches row by row, so shapes vary; bound the cache all the same.
+constexpr size_t kMaxPrimitives = 4096;
+
+std::mutex cache_mutex;
+std::unordered_map<std::string, dnnl::primitive>& primitive_cache() {
+  static auto* cache = new std::unordered_map<std::string, dnnl::primitive>();
+  return *cache;
+}
+
+}  // namespace
+
+const dnnl::engine& dnnl_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::primitive cached_primitive(const std::string& key,
+                                 const std::function<dnnl::primitive()>& make) {
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    auto found = primitive_cache().find(key);
+    if (found != primitive_cache().end()) return found->second;
+  }
+  dnnl::primitive primitive = make();  // outside the lock: creation can take milliseconds
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  if (primitive_cache().size() >= kMaxPrimitives) primitive_cache().clear();
+  primitive_cache().emplace(key, primitive);
+  return primitive;
+}
+
+dnnl::memory wrap_f32(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,
+                      const void* data) {
+  return dnnl::memory(dnnl::memory::desc(dims, dnnl::memory::data_type::f32, tag), dnnl_engine(),
+                      const_cast<void*>(data));
+}
+
+void execute(const dnnl::primitive& primitive,
+             const std::unordered_map<int, dnnl::memory>& arguments) {
+  dnnl::stream stream(dnnl_engine());
+  primitive.execute(stream, arguments);
+  stream.wait();
+}
+
+}  // namespace xlate::cpu

@@ -1,0 +1,28 @@
+// The oneDNN engine of the CPU backend and a cache of its primitives. Creating a primitive is
+// the expensive part of a oneDNN call, so each shape's primitive is made once and reused; the
+// cache is shared by all threads (oneDNN primitives may execute concurrently).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace xlate::cpu {
+
+const dnnl::engine& dnnl_engine();
+
+// The primitive cached under `key`, made by `make` on first use.
+dnnl::primitive cached_primitive(const std::string& key,
+                                 const std::function<dnnl::primitive()>& make);
+
+// Plain row-major f32 memory over caller-owned data.
+dnnl::memory wrap_f32(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,
+                      const void* data);
+
+// Runs a primitive on a fresh stream of the engine and waits for it.
+void execute(const dnnl::primitive& primitive,
+             const std::unordered_map<int, dnnl::memory>& arguments);
+
+}  // namespace xlate::cpu
