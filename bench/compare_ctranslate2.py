@@ -26,6 +26,9 @@ Steps:
 
 Each system runs alone in its own child process; its peak RSS is the child's ru_maxrss as
 returned by wait4(), so the two systems' memory is measured separately and the same way.
+The driver also measures how much CPU time OTHER processes took while a system ran and warns
+above 5%: on a small machine a concurrent job (a build, tests) can slow a run many times over,
+CTranslate2's spin-waiting OpenMP threads in particular. Use --repeats to keep the fastest run.
 """
 
 import argparse
@@ -259,9 +262,10 @@ def main():
                          "directory removed at the end)")
     ap.add_argument("--ct2_dir", default=None,
                     help="reuse this converted CTranslate2 model instead of converting")
-    ap.add_argument("--add_source_eos", action="store_true",
-                    help="CTranslate2 appends EOS to each source sentence (use if xlate does)")
-    ap.add_argument("--ct2_warmup_batches", type=int, default=0,
+    ap.add_argument("--no_source_eos", dest="add_source_eos", action="store_false",
+                    help="do not append EOS to CTranslate2's source (xlate always appends it, "
+                         "see docs/model-format.md)")
+    ap.add_argument("--ct2_warmup_batches", type=int, default=1,
                     help="untimed CTranslate2 batches run before the timed pass")
     ap.add_argument("--repeats", type=int, default=1,
                     help="run each system this many times (each in a fresh process) and keep the "

@@ -2,7 +2,10 @@
 
 #include <cmath>
 
-#define XLATE_VECTORIZED __attribute__((target_clones("arch=haswell", "default")))
+// Clones for AVX-512 (x86-64-v4) and AVX2+FMA (x86-64-v3) machines, chosen by CPU features at
+// load time. ("arch=haswell" would be chosen by CPU model and never on AMD processors.)
+#define XLATE_VECTORIZED \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 namespace xlate::cpu {
 
