@@ -109,9 +109,7 @@ int main(int argc, char** argv) {
       {"peak_rss_mb", usage.ru_maxrss / 1024.0},
       {"matmul_share", xlate::op_profile_seconds(xlate::OpCategory::kMatmul) / seconds},
       {"attention_share", xlate::op_profile_seconds(xlate::OpCategory::kAttention) / seconds},
-      {"softmax_share", xlate::op_profile_seconds(xlate::OpCategory::kSoftmax) / seconds},
-      {"cache_gather_share",
-       xlate::op_profile_seconds(xlate::OpCategory::kCacheGather) / seconds}};
+      {"softmax_share", xlate::op_profile_seconds(xlate::OpCategory::kSoftmax) / seconds}};
   std::cout << report.dump() << std::endl;
   return 0;
 }

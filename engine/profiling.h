@@ -7,7 +7,7 @@
 
 namespace xlate {
 
-enum class OpCategory { kMatmul, kAttention, kSoftmax, kCacheGather, kCount };
+enum class OpCategory { kMatmul, kAttention, kSoftmax, kCount };
 
 void set_op_profiling(bool enabled);
 void reset_op_profile();

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -129,6 +130,13 @@ absl::Status write_file_atomically(const std::string& path, const std::string& c
     ::unlink(temporary.c_str());
     return absl::PermissionDeniedError(
         absl::StrCat(path, ": rename failed: ", std::strerror(errno)));
+  }
+  // The rename itself is durable only once the directory entry is on disk.
+  const std::string directory = std::filesystem::path(path).parent_path().string();
+  const int directory_fd = ::open(directory.empty() ? "." : directory.c_str(), O_RDONLY);
+  if (directory_fd >= 0) {
+    ::fsync(directory_fd);
+    ::close(directory_fd);
   }
   return absl::OkStatus();
 }

@@ -114,8 +114,10 @@ int run_translate() {
     if (chunk.empty()) break;
     auto translations = (*translator)->Translate(chunk, *options);
     if (!translations.ok()) {
-      std::cerr << "xlate translate: input lines " << done + 1 << "-" << done + chunk.size()
-                << ": " << translations.status().message() << "\n";
+      // Sentence k of the chunk is input line done + k + 1.
+      std::cerr << "xlate translate: in input lines " << done + 1 << "-" << done + chunk.size()
+                << " (sentence 0 = line " << done + 1 << "): " << translations.status().message()
+                << "\n";
       return 1;
     }
     write_translations(out, *translations, done);
