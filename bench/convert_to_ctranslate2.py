@@ -149,6 +149,10 @@ def load_xlate_model(model_dir):
     for key in ("encoder_attention_heads", "decoder_attention_heads"):
         if C % int(get(key)) != 0:
             raise ModelFormatError("%s: d_model %d is not divisible by %s" % (cfg_path, C, key))
+    for key in ("xlate_d_k", "xlate_d_v"):
+        if cfg.get(key, 0):
+            raise ModelFormatError("%s: %s = %s: CTranslate2's Transformer needs d_k = d_v = "
+                                   "d_model / heads" % (cfg_path, key, cfg[key]))
 
     tensors = read_safetensors(st_path)
 

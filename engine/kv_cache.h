@@ -13,10 +13,10 @@ namespace xlate {
 struct DecoderLayerCache {
   // Time-major: entry [s, p] holds position s of whichever row occupied physical slot p when
   // position s was decoded. Each position is written once and never moved.
-  Tensor self_keys;     // [S_max, R_cap, C]
-  Tensor self_values;   // [S_max, R_cap, C]
-  Tensor cross_keys;    // [B, S_src, C], computed once from the encoder output
-  Tensor cross_values;  // [B, S_src, C]
+  Tensor self_keys;     // [S_max, R_cap, h·d_k]
+  Tensor self_values;   // [S_max, R_cap, h·d_v]
+  Tensor cross_keys;    // [B, S_src, h·d_k], computed once from the encoder output
+  Tensor cross_values;  // [B, S_src, h·d_v]
 };
 
 struct DecoderState {

@@ -47,6 +47,8 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
       {"encoder_ffn_dim", &config.encoder_ffn_dim},
       {"decoder_ffn_dim", &config.decoder_ffn_dim},
       {"max_position_embeddings", &config.max_positions},
+      {"xlate_d_k", &config.d_k},
+      {"xlate_d_v", &config.d_v},
       {"pad_token_id", &config.pad_id},
       {"unk_token_id", &config.unk_id},
       {"bos_token_id", &config.bos_id},
@@ -128,6 +130,8 @@ std::string ModelConfig::ToJson() const {
                {"encoder_ffn_dim", encoder_ffn_dim},
                {"decoder_ffn_dim", decoder_ffn_dim},
                {"max_position_embeddings", max_positions},
+               {"xlate_d_k", d_k},
+               {"xlate_d_v", d_v},
                {"dropout", dropout},
                {"attention_dropout", attention_dropout},
                {"activation_dropout", activation_dropout},
@@ -162,13 +166,19 @@ absl::Status ModelConfig::Validate() const {
   for (const auto& [key, value] :
        {std::pair<const char*, int>{"encoder_attention_heads", encoder_heads},
         {"decoder_attention_heads", decoder_heads}}) {
-    if (value < 1 || d_model % value != 0) {
-      return range_error(key, value, "a positive divisor of d_model");
+    if (value < 1 || value > 1024) return range_error(key, value, "in [1, 1024]");
+    if ((d_k == 0 || d_v == 0) && d_model % value != 0) {
+      return range_error(key, value,
+                         "a divisor of d_model (or set xlate_d_k and xlate_d_v explicitly)");
     }
   }
   for (const auto& [key, value] : {std::pair<const char*, int>{"encoder_ffn_dim", encoder_ffn_dim},
                                    {"decoder_ffn_dim", decoder_ffn_dim}}) {
     if (value < 1 || value > 65536) return range_error(key, value, "in [1, 65536]");
+  }
+  for (const auto& [key, value] :
+       {std::pair<const char*, int>{"xlate_d_k", d_k}, {"xlate_d_v", d_v}}) {
+    if (value < 0 || value > 4096) return range_error(key, value, "in [0, 4096] (0 = d_model / heads)");
   }
   if (max_positions < 2 || max_positions > 65536) {
     return range_error("max_position_embeddings", max_positions, "in [2, 65536]");

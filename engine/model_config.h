@@ -20,6 +20,9 @@ struct ModelConfig {
   int encoder_ffn_dim = 2048;
   int decoder_ffn_dim = 2048;
   int max_positions = 1024;  // rows of each positional table
+  // Per-head query/key and value widths (Table 3 rows A and B); 0 means d_model / heads.
+  int d_k = 0;
+  int d_v = 0;
   float dropout = 0.1f;      // P_drop
   float attention_dropout = 0.f;
   float activation_dropout = 0.f;
@@ -40,6 +43,10 @@ struct ModelConfig {
   std::string ToJson() const;
   // Checks ranges and divisibility; the message names the key and the limit.
   absl::Status Validate() const;
+
+  // d_k and d_v of a stack with `heads` heads.
+  int head_dim_k(int heads) const { return d_k > 0 ? d_k : d_model / heads; }
+  int head_dim_v(int heads) const { return d_v > 0 ? d_v : d_model / heads; }
 };
 
 }  // namespace xlate

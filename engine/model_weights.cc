@@ -20,11 +20,13 @@ class ParameterList {
     add(prefix + ".weight", {channels}, ParameterKind::kNormGain, &norm.gamma);
     add(prefix + ".bias", {channels}, ParameterKind::kNormBias, &norm.beta);
   }
-  void attention(const std::string& prefix, AttentionWeights& attention, int64_t channels) {
-    linear(prefix + ".q_proj", attention.query, channels, channels);
-    linear(prefix + ".k_proj", attention.key, channels, channels);
-    linear(prefix + ".v_proj", attention.value, channels, channels);
-    linear(prefix + ".out_proj", attention.output, channels, channels);
+  // key_width = h * d_k, value_width = h * d_v.
+  void attention(const std::string& prefix, AttentionWeights& attention, int64_t channels,
+                 int64_t key_width, int64_t value_width) {
+    linear(prefix + ".q_proj", attention.query, key_width, channels);
+    linear(prefix + ".k_proj", attention.key, key_width, channels);
+    linear(prefix + ".v_proj", attention.value, value_width, channels);
+    linear(prefix + ".out_proj", attention.output, channels, value_width);
   }
   std::vector<NamedParameter> take() { return std::move(list_); }
 
@@ -37,6 +39,10 @@ class ParameterList {
 std::vector<NamedParameter> named_parameters(TransformerWeights& weights,
                                              const ModelConfig& config) {
   const int64_t channels = config.d_model;
+  const int64_t encoder_keys = int64_t{config.encoder_heads} * config.head_dim_k(config.encoder_heads);
+  const int64_t encoder_values = int64_t{config.encoder_heads} * config.head_dim_v(config.encoder_heads);
+  const int64_t decoder_keys = int64_t{config.decoder_heads} * config.head_dim_k(config.decoder_heads);
+  const int64_t decoder_values = int64_t{config.decoder_heads} * config.head_dim_v(config.decoder_heads);
   ParameterList list;
   list.add("model.shared.weight", {config.vocab_size, channels}, ParameterKind::kEmbedding,
            &weights.shared_embedding);
@@ -50,7 +56,8 @@ std::vector<NamedParameter> named_parameters(TransformerWeights& weights,
   for (size_t i = 0; i < weights.encoder.size(); ++i) {
     const std::string prefix = absl::StrCat("model.encoder.layers.", i);
     EncoderLayerWeights& layer = weights.encoder[i];
-    list.attention(prefix + ".self_attn", layer.self_attention, channels);
+    list.attention(prefix + ".self_attn", layer.self_attention, channels, encoder_keys,
+                   encoder_values);
     list.norm(prefix + ".self_attn_layer_norm", layer.self_attention_norm, channels);
     list.linear(prefix + ".fc1", layer.ffn_inner, config.encoder_ffn_dim, channels);
     list.linear(prefix + ".fc2", layer.ffn_outer, channels, config.encoder_ffn_dim);
@@ -60,9 +67,11 @@ std::vector<NamedParameter> named_parameters(TransformerWeights& weights,
   for (size_t i = 0; i < weights.decoder.size(); ++i) {
     const std::string prefix = absl::StrCat("model.decoder.layers.", i);
     DecoderLayerWeights& layer = weights.decoder[i];
-    list.attention(prefix + ".self_attn", layer.self_attention, channels);
+    list.attention(prefix + ".self_attn", layer.self_attention, channels, decoder_keys,
+                   decoder_values);
     list.norm(prefix + ".self_attn_layer_norm", layer.self_attention_norm, channels);
-    list.attention(prefix + ".encoder_attn", layer.cross_attention, channels);
+    list.attention(prefix + ".encoder_attn", layer.cross_attention, channels, decoder_keys,
+                   decoder_values);
     list.norm(prefix + ".encoder_attn_layer_norm", layer.cross_attention_norm, channels);
     list.linear(prefix + ".fc1", layer.ffn_inner, config.decoder_ffn_dim, channels);
     list.linear(prefix + ".fc2", layer.ffn_outer, channels, config.decoder_ffn_dim);

@@ -22,7 +22,9 @@ struct LayerNormWeights {
 };
 
 struct AttentionWeights {
-  LinearWeights query, key, value, output;  // each [C, C]
+  // query, key: [h·d_k, C]; value: [h·d_v, C]; output: [C, h·d_v] (all [C, C] when
+  // d_k = d_v = C / h, the paper's base and big models).
+  LinearWeights query, key, value, output;
 };
 
 struct EncoderLayerWeights {

@@ -89,7 +89,7 @@ Tensor TransformerModel::encoder_layer(const EncoderLayerWeights& layer, const T
   Tensor query = linear(x, attention.query);
   Tensor keys = linear(x, attention.key);
   Tensor values = linear(x, attention.value);
-  Tensor context = Tensor::empty(x.shape(), DType::kFloat32);
+  Tensor context = Tensor::empty({x.dim(0), x.dim(1), values.dim(-1)}, DType::kFloat32);
   attention_forward(context, query, keys, values, key_rows, lengths, config_.encoder_heads,
                     /*causal=*/false);
   Tensor hidden = x;
@@ -122,9 +122,12 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
   state.ancestry.assign(static_cast<size_t>(max_positions * state.row_capacity), 0);
   for (const DecoderLayerWeights& layer : weights_.decoder) {
     DecoderLayerCache cache;
-    cache.self_keys =
-        Tensor::empty({max_positions, state.row_capacity, config_.d_model}, DType::kFloat32);
-    cache.self_values = Tensor::empty(cache.self_keys.shape(), DType::kFloat32);
+    cache.self_keys = Tensor::empty(
+        {max_positions, state.row_capacity, layer.self_attention.key.weight.dim(0)},
+        DType::kFloat32);
+    cache.self_values = Tensor::empty(
+        {max_positions, state.row_capacity, layer.self_attention.value.weight.dim(0)},
+        DType::kFloat32);
     cache.cross_keys = linear(encoder_output, layer.cross_attention.key);
     cache.cross_values = linear(encoder_output, layer.cross_attention.value);
     state.layers.push_back(std::move(cache));
@@ -139,7 +142,8 @@ Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, Decoder
   Tensor query = linear(x, self.query);
   append_to_cache(cache.self_keys, linear(x, self.key), state.length);
   append_to_cache(cache.self_values, linear(x, self.value), state.length);
-  Tensor context = Tensor::empty(x.shape(), DType::kFloat32);
+  Tensor context =
+      Tensor::empty({x.dim(0), x.dim(1), self.value.weight.dim(0)}, DType::kFloat32);
   attention_forward(context, query, cache.self_keys, cache.self_values, tables.self_rows,
                     tables.self_lengths, config_.decoder_heads, /*causal=*/true);
   Tensor hidden = x;
@@ -147,6 +151,7 @@ Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, Decoder
 
   const AttentionWeights& cross = layer.cross_attention;
   query = linear(hidden, cross.query);
+  context = Tensor::empty({x.dim(0), x.dim(1), cross.value.weight.dim(0)}, DType::kFloat32);
   attention_forward(context, query, cache.cross_keys, cache.cross_values, tables.cross_rows,
                     tables.cross_lengths, config_.decoder_heads, /*causal=*/false);
   residual_norm(hidden, linear(context, cross.output), layer.cross_attention_norm);

@@ -39,13 +39,15 @@ Tensor forward_logits(const TransformerModel& model, const Batch& batch) {
   return decoder.logits(target);
 }
 
-class GoldenModel : public ::testing::Test {
+// Parameter: a golden model directory under tests/data.
+class GoldenModel : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    auto model = TransformerModel::Load(testing::golden_model_dir());
+    const std::string directory = testing::test_data_dir() + "/" + GetParam();
+    auto model = TransformerModel::Load(directory);
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = *model;
-    std::ifstream file(testing::golden_model_dir() + "/golden.json");
+    std::ifstream file(directory + "/golden.json");
     ASSERT_TRUE(file) << "golden.json missing";
     golden_ = nlohmann::json::parse(file);
     batch_.source = golden_["src"].get<std::vector<std::vector<int32_t>>>();
@@ -58,7 +60,7 @@ class GoldenModel : public ::testing::Test {
 
 // Tolerance: the reference computes in float64, we in float32; logits are O(1) and pass
 // through 2+2 layers, so 1e-4 absolute (stored in golden.json) leaves ~100x headroom.
-TEST_F(GoldenModel, LogitsMatchIndependentReference) {
+TEST_P(GoldenModel, LogitsMatchIndependentReference) {
   const Tensor logits = forward_logits(*model_, batch_);
   const float tolerance = golden_["tolerance"].get<float>();
   const int64_t steps = logits.dim(1), vocabulary = logits.dim(2);
@@ -76,7 +78,7 @@ TEST_F(GoldenModel, LogitsMatchIndependentReference) {
 }
 
 // Each sentence alone gives the logits it gets inside the padded batch.
-TEST_F(GoldenModel, LogitsArePaddingInvariant) {
+TEST_P(GoldenModel, LogitsArePaddingInvariant) {
   const Tensor together = forward_logits(*model_, batch_);
   const int64_t steps = together.dim(1), vocabulary = together.dim(2);
   for (size_t b = 0; b < batch_.source.size(); ++b) {
@@ -92,7 +94,7 @@ TEST_F(GoldenModel, LogitsArePaddingInvariant) {
 
 // Step-by-step decoding with the KV cache, with a beam reorder in the middle, gives at every
 // step the logits of recomputing the whole prefix from scratch.
-TEST_F(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
+TEST_P(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
   const TransformerModel& model = *model_;
   const std::vector<std::vector<int32_t>> sources = {batch_.source[0], batch_.source[1]};
   Tensor source_lengths;
@@ -133,6 +135,10 @@ TEST_F(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
     }
   }
 }
+
+// tiny_golden: d_k = d_v = d_model / h. tiny_golden_dkdv: d_k = 3, d_v = 5 (Table 3, row B).
+INSTANTIATE_TEST_SUITE_P(Models, GoldenModel,
+                         ::testing::Values("tiny_golden", "tiny_golden_dkdv"));
 
 }  // namespace
 }  // namespace xlate

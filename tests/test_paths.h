@@ -12,8 +12,9 @@ inline std::string env_or(const char* name, const char* fallback) {
   return value ? value : fallback;
 }
 
-// tests/data/tiny_golden: a tiny model with golden logits from tests/reference.
-inline std::string golden_model_dir() { return env_or("XLATE_GOLDEN_DIR", XLATE_TEST_GOLDEN_DIR); }
+// tests/data: tiny models with golden logits from tests/reference/make_golden.py.
+inline std::string test_data_dir() { return env_or("XLATE_TEST_DATA", XLATE_TEST_DATA_DIR); }
+inline std::string golden_model_dir() { return test_data_dir() + "/tiny_golden"; }
 // A tiny random model with a SentencePiece vocabulary, written by `xlate init-model` (fixture).
 inline std::string tiny_model_dir() { return env_or("XLATE_TINY_MODEL", XLATE_TEST_TINY_MODEL); }
 // A scratch directory for files a test writes.

@@ -61,10 +61,12 @@ void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, con
                        bool causal) {
   ScopedOpTimer timer(OpCategory::kAttention);
   require_cpu_float(query, "attention_forward", "query");
-  require(query.rank() == 3 && keys.shape() == values.shape(), "attention_forward",
-          "query [N, T, C], keys and values of one shape [..., C]");
-  require(query.dim(2) == keys.dim(-1) && query.dim(2) % heads == 0, "attention_forward",
-          "channels must match and divide by heads");
+  require(query.rank() == 3 && keys.rank() == values.rank() &&
+              keys.numel() / keys.dim(-1) == values.numel() / values.dim(-1),
+          "attention_forward", "query [N, T, h*d_k], keys [..., h*d_k], values [..., h*d_v]");
+  require(query.dim(2) == keys.dim(-1) && query.dim(2) % heads == 0 &&
+              values.dim(-1) % heads == 0,
+          "attention_forward", "query/key widths must match and divide by heads");
   require(key_rows.rank() == 2 && key_rows.dim(0) == query.dim(0) &&
               key_lengths.numel() == query.dim(0),
           "attention_forward", "key_rows [N, S] and key_lengths [N]");
@@ -73,7 +75,8 @@ void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, con
     require(lengths[n] <= key_rows.dim(1) && (!causal || lengths[n] >= query.dim(1)),
             "attention_forward", "key_lengths beyond the key_rows table");
   }
-  require(out.numel() == query.numel(), "attention_forward", "out shape");
+  require(out.numel() == query.dim(0) * query.dim(1) * values.dim(-1), "attention_forward",
+          "out [N, T, h*d_v]");
   cpu::attention_forward(out, query, keys, values, key_rows, key_lengths, heads, causal);
 }
 

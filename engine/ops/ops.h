@@ -31,8 +31,9 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps);
 
-// Multi-head scaled dot-product attention, heads = C / d_k, scale 1/sqrt(d_k).
-// out[N, T, C]; query[N, T, C]; keys, values: any shape [..., C], read as rows of C floats.
+// Multi-head scaled dot-product attention with `heads` heads, scale 1/sqrt(d_k).
+// out[N, T, h·d_v]; query[N, T, h·d_k]; keys: any shape [..., h·d_k] and values [..., h·d_v],
+// read as rows (the same row index addresses both).
 // key_rows: int32 [N, S_table]: key position s of query row n is row key_rows[n, s] of
 // keys/values, so one op serves batch-major encoder keys, per-sentence cross-attention keys
 // and the decoder's time-major cache whose beams are reordered through this table (no copy).

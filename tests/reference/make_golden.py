@@ -1,7 +1,10 @@
-"""Build tests/data/tiny_golden/: a tiny random model plus reference logits.
+"""Build the golden models: a tiny random model plus reference logits, in two variants.
 
 Run from anywhere:  python3 tests/reference/make_golden.py
-Writes config.json, model.safetensors (F32) and golden.json.
+Writes config.json, model.safetensors (F32) and golden.json into
+  tests/data/tiny_golden/       d_k = d_v = d_model / heads (the paper's base/big shape; also
+                                loads in Hugging Face's MarianMTModel)
+  tests/data/tiny_golden_dkdv/  d_k = 3, d_v = 5 with 4 heads and d_model 16 (Table 3, row B)
 """
 import json
 import os
@@ -13,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from transformer_reference import forward_logits, sinusoid_table, write_safetensors  # noqa: E402
 
-OUT_DIR = os.path.join(HERE, "..", "data", "tiny_golden")
+DATA_DIR = os.path.join(HERE, "..", "data")
 
 CONFIG = {
     "model_type": "marian",
@@ -65,9 +68,13 @@ def make_weights(cfg, rng):
         w[prefix + ".weight"] = 1.0 + normal(C, std=0.1)
         w[prefix + ".bias"] = normal(C, std=0.1)
 
-    def attn(prefix):
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            linear(f"{prefix}.{proj}", C, C)
+    def attn(prefix, heads):
+        dk = cfg.get("xlate_d_k") or C // heads
+        dv = cfg.get("xlate_d_v") or C // heads
+        linear(f"{prefix}.q_proj", heads * dk, C)
+        linear(f"{prefix}.k_proj", heads * dk, C)
+        linear(f"{prefix}.v_proj", heads * dv, C)
+        linear(f"{prefix}.out_proj", C, heads * dv)
 
     w["model.shared.weight"] = normal(V, C)
     w["final_logits_bias"] = normal(1, V, std=0.05)
@@ -76,16 +83,16 @@ def make_weights(cfg, rng):
     w["model.decoder.embed_positions.weight"] = pe.copy()
     for l in range(cfg["encoder_layers"]):
         p = f"model.encoder.layers.{l}"
-        attn(p + ".self_attn")
+        attn(p + ".self_attn", cfg["encoder_attention_heads"])
         norm(p + ".self_attn_layer_norm")
         linear(p + ".fc1", cfg["encoder_ffn_dim"], C)
         linear(p + ".fc2", C, cfg["encoder_ffn_dim"])
         norm(p + ".final_layer_norm")
     for l in range(cfg["decoder_layers"]):
         p = f"model.decoder.layers.{l}"
-        attn(p + ".self_attn")
+        attn(p + ".self_attn", cfg["decoder_attention_heads"])
         norm(p + ".self_attn_layer_norm")
-        attn(p + ".encoder_attn")
+        attn(p + ".encoder_attn", cfg["decoder_attention_heads"])
         norm(p + ".encoder_attn_layer_norm")
         linear(p + ".fc1", cfg["decoder_ffn_dim"], C)
         linear(p + ".fc2", C, cfg["decoder_ffn_dim"])
@@ -107,17 +114,18 @@ def round7(x):
     return float(f"{x:.7g}")
 
 
-def main():
-    rng = np.random.default_rng(20170612)
-    weights = make_weights(CONFIG, rng)
-    src, tgt = make_batch(CONFIG, rng)
-    logits = forward_logits(CONFIG, weights, src, tgt)         # [B, T, V]
+def write_golden(name, config, seed):
+    out_dir = os.path.join(DATA_DIR, name)
+    rng = np.random.default_rng(seed)
+    weights = make_weights(config, rng)
+    src, tgt = make_batch(config, rng)
+    logits = forward_logits(config, weights, src, tgt)         # [B, T, V]
 
-    os.makedirs(OUT_DIR, exist_ok=True)
-    with open(os.path.join(OUT_DIR, "config.json"), "w") as f:
-        json.dump(CONFIG, f, indent=2)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
         f.write("\n")
-    write_safetensors(os.path.join(OUT_DIR, "model.safetensors"), weights)
+    write_safetensors(os.path.join(out_dir, "model.safetensors"), weights)
     golden = {
         "src": src,
         "tgt": tgt,
@@ -126,11 +134,16 @@ def main():
         "tolerance": 1e-4,
         "generator": "tests/reference/make_golden.py",
     }
-    with open(os.path.join(OUT_DIR, "golden.json"), "w") as f:
+    with open(os.path.join(out_dir, "golden.json"), "w") as f:
         json.dump(golden, f)
         f.write("\n")
-    print(f"wrote {os.path.normpath(OUT_DIR)}: {len(weights)} tensors, "
+    print(f"wrote {os.path.normpath(out_dir)}: {len(weights)} tensors, "
           f"logit range [{logits.min():.3f}, {logits.max():.3f}]")
+
+
+def main():
+    write_golden("tiny_golden", CONFIG, 20170612)
+    write_golden("tiny_golden_dkdv", dict(CONFIG, xlate_d_k=3, xlate_d_v=5), 20170613)
 
 
 if __name__ == "__main__":

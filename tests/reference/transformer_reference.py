@@ -104,22 +104,26 @@ def _linear(x, W, prefix):
 
 
 def _attention(W, prefix, q_in, kv_in, heads, allowed):
-    """q_in [B,Tq,C], kv_in [B,Tk,C], allowed bool [B,Tq,Tk] (True = may attend)."""
-    B, Tq, C = q_in.shape
-    Tk, D = kv_in.shape[1], C // heads
+    """q_in [B,Tq,C], kv_in [B,Tk,C], allowed bool [B,Tq,Tk] (True = may attend).
 
-    def split(x):                                              # [B,T,C] -> [B,H,T,D]
-        return x.reshape(B, -1, heads, D).transpose(0, 2, 1, 3)
+    d_k and d_v come from the projection shapes: q_proj/k_proj are [H*d_k, C], v_proj is
+    [H*d_v, C] (d_k = d_v = C/H unless the config sets xlate_d_k / xlate_d_v).
+    """
+    B, Tq, C = q_in.shape
+
+    def split(x):                                              # [B,T,H*D] -> [B,H,T,D]
+        return x.reshape(B, x.shape[1], heads, -1).transpose(0, 2, 1, 3)
 
     q = split(_linear(q_in, W, prefix + ".q_proj"))
     k = split(_linear(kv_in, W, prefix + ".k_proj"))
     v = split(_linear(kv_in, W, prefix + ".v_proj"))
+    D = q.shape[-1]
     scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D)          # [B,H,Tq,Tk]
     scores = np.where(allowed[:, None], scores, -np.inf)
     scores -= scores.max(-1, keepdims=True)
     p = np.exp(scores)
     p /= p.sum(-1, keepdims=True)
-    ctx = (p @ v).transpose(0, 2, 1, 3).reshape(B, Tq, C)      # concat heads
+    ctx = (p @ v).transpose(0, 2, 1, 3).reshape(B, Tq, -1)     # concat heads: [B,Tq,H*d_v]
     return _linear(ctx, W, prefix + ".out_proj")
 
 

@@ -12,10 +12,11 @@ namespace xlate::cpu {
 void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
                        const Tensor& key_rows, const Tensor& key_lengths, int heads,
                        bool causal) {
-  const int64_t rows = query.dim(0), steps = query.dim(1), channels = query.dim(2);
+  const int64_t rows = query.dim(0), steps = query.dim(1);
+  const int64_t key_width = query.dim(2), value_width = values.dim(-1);
   const int64_t table_width = key_rows.dim(1);
-  const int64_t head_dim = channels / heads;
-  const float scale = 1.f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t key_dim = key_width / heads, value_dim = value_width / heads;
+  const float scale = 1.f / std::sqrt(static_cast<float>(key_dim));
   const int32_t* lengths = key_lengths.data<int32_t>();
 #pragma omp parallel
   {
@@ -27,11 +28,12 @@ void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, con
         const int32_t* positions = key_rows.data<int32_t>() + n * table_width;
         for (int64_t t = 0; t < steps; ++t) {
           const int64_t visible = causal ? length - steps + t + 1 : length;
-          const int64_t offset = (n * steps + t) * channels + h * head_dim;
-          attend_head(out.data<float>() + offset, query.data<float>() + offset,
-                      keys.data<float>() + h * head_dim, values.data<float>() + h * head_dim,
-                      positions, std::max<int64_t>(visible, 0), channels, head_dim, scale,
-                      scores.data());
+          const int64_t query_row = n * steps + t;
+          attend_head(out.data<float>() + query_row * value_width + h * value_dim,
+                      query.data<float>() + query_row * key_width + h * key_dim,
+                      keys.data<float>() + h * key_dim, values.data<float>() + h * value_dim,
+                      positions, std::max<int64_t>(visible, 0), {key_width, key_dim},
+                      {value_width, value_dim}, scale, scores.data());
         }
       }
     }

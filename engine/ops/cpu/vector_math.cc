@@ -95,14 +95,14 @@ XLATE_VECTORIZED void add_layer_norm_row(float* y, const float* a, const float* 
 
 XLATE_VECTORIZED void attend_head(float* out, const float* query, const float* keys,
                                   const float* values, const int32_t* rows, int64_t count,
-                                  int64_t row_stride, int64_t head_dim, float scale,
+                                  HeadLayout key_layout, HeadLayout value_layout, float scale,
                                   float* scores) {
   float best = -INFINITY;
   for (int64_t s = 0; s < count; ++s) {
-    const float* key = keys + static_cast<int64_t>(rows[s]) * row_stride;
+    const float* key = keys + static_cast<int64_t>(rows[s]) * key_layout.row_stride;
     float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t d = 0; d < head_dim; ++d) sum += query[d] * key[d];
+    for (int64_t d = 0; d < key_layout.head_dim; ++d) sum += query[d] * key[d];
     scores[s] = sum * scale;
     best = scores[s] > best ? scores[s] : best;
   }
@@ -112,14 +112,15 @@ XLATE_VECTORIZED void attend_head(float* out, const float* query, const float* k
     scores[s] = exp_approx(scores[s] - best);
     total += scores[s];
   }
+  const int64_t value_dim = value_layout.head_dim;
 #pragma omp simd
-  for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.f;
+  for (int64_t d = 0; d < value_dim; ++d) out[d] = 0.f;
   const float normaliser = count > 0 ? 1.f / total : 0.f;
   for (int64_t s = 0; s < count; ++s) {
     const float weight = scores[s] * normaliser;
-    const float* value = values + static_cast<int64_t>(rows[s]) * row_stride;
+    const float* value = values + static_cast<int64_t>(rows[s]) * value_layout.row_stride;
 #pragma omp simd
-    for (int64_t d = 0; d < head_dim; ++d) out[d] += weight * value[d];
+    for (int64_t d = 0; d < value_dim; ++d) out[d] += weight * value[d];
   }
 }
 

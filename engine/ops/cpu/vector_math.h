@@ -22,11 +22,17 @@ void scale(float* y, float a, int64_t n);
 void add_layer_norm_row(float* y, const float* a, const float* b, const float* gamma,
                         const float* beta, float eps, int64_t n);
 
+// Row stride and per-head width of a key or value tensor, in floats.
+struct HeadLayout {
+  int64_t row_stride;
+  int64_t head_dim;
+};
+
 // One head of attention for one query: out[d] = sum_s softmax(scale * q·k_s)_s v_s[d], where
-// k_s = keys + rows[s] * row_stride (same for values), s < count, d < head_dim.
+// k_s = keys + rows[s] * key.row_stride (values likewise), s < count, d < value.head_dim.
 // scores: scratch of count floats. count == 0 writes zeros.
 void attend_head(float* out, const float* query, const float* keys, const float* values,
-                 const int32_t* rows, int64_t count, int64_t row_stride, int64_t head_dim,
+                 const int32_t* rows, int64_t count, HeadLayout key, HeadLayout value,
                  float scale, float* scores);
 
 }  // namespace xlate::cpu
