@@ -1,43 +1,65 @@
 #include "engine/sentencepiece_wrapper.h"
 
-#include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
 
 namespace xlate::spm {
 namespace {
 
-std::string message(const sentencepiece::util::Status& status) {
-  return status.ok() ? std::string() : status.ToString();
+namespace fs = std::filesystem;
+using CreateFunction = Backend* (*)();
+
+std::vector<std::string> module_candidates() {
+  constexpr char kModule[] = "libxlate_sentencepiece.so";
+  std::vector<std::string> candidates;
+  if (const char* path = std::getenv("XLATE_SENTENCEPIECE_MODULE")) candidates.push_back(path);
+  std::error_code error;
+  const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    candidates.push_back((executable.parent_path() / kModule).string());
+    candidates.push_back((executable.parent_path() / ".." / "lib" / kModule).string());
+  }
+  candidates.push_back(XLATE_SENTENCEPIECE_MODULE_PATH);
+  return candidates;
+}
+
+// Loads the module once per process; returns its factory or null.
+CreateFunction load_module(std::string* error) {
+  static std::once_flag once;
+  static CreateFunction create = nullptr;
+  static std::string load_error;
+  std::call_once(once, [] {
+    std::string tried;
+    for (const std::string& candidate : module_candidates()) {
+      if (!fs::exists(candidate)) {
+        tried += " " + candidate;
+        continue;
+      }
+      void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (handle == nullptr) {
+        load_error = candidate + ": " + dlerror();
+        return;
+      }
+      create = reinterpret_cast<CreateFunction>(dlsym(handle, "xlate_sentencepiece_create"));
+      if (create == nullptr) load_error = candidate + ": no xlate_sentencepiece_create symbol";
+      return;  // the module stays loaded for the life of the process
+    }
+    load_error = "the SentencePiece module libxlate_sentencepiece.so was not found (tried" +
+                 tried + "); set XLATE_SENTENCEPIECE_MODULE to its path";
+  });
+  *error = load_error;
+  return create;
 }
 
 }  // namespace
 
-struct Processor::Impl {
-  sentencepiece::SentencePieceProcessor processor;
-};
-
-Processor::Processor() : impl_(std::make_unique<Impl>()) {}
-Processor::~Processor() = default;
-
-std::string Processor::load(const std::string& path) { return message(impl_->processor.Load(path)); }
-
-std::string Processor::encode(const std::string& text, std::vector<int>* ids) const {
-  return message(impl_->processor.Encode(text, ids));
-}
-
-std::string Processor::decode(const std::vector<int>& ids, std::string* text) const {
-  return message(impl_->processor.Decode(ids, text));
-}
-
-int Processor::size() const { return impl_->processor.GetPieceSize(); }
-bool Processor::is_control(int id) const { return impl_->processor.IsControl(id); }
-int Processor::piece_to_id(const std::string& piece) const {
-  return impl_->processor.PieceToId(piece);
-}
-std::string Processor::id_to_piece(int id) const { return impl_->processor.IdToPiece(id); }
-
-std::string train(const std::string& arguments) {
-  return message(sentencepiece::SentencePieceTrainer::Train(arguments));
+std::unique_ptr<Backend> create_backend(std::string* error) {
+  const CreateFunction create = load_module(error);
+  return create ? std::unique_ptr<Backend>(create()) : nullptr;
 }
 
 }  // namespace xlate::spm

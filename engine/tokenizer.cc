@@ -7,7 +7,7 @@
 namespace xlate {
 
 struct Tokenizer::Impl {
-  spm::Processor processor;
+  std::unique_ptr<spm::Backend> processor;
 };
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -15,7 +15,10 @@ Tokenizer::~Tokenizer() = default;
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
   auto impl = std::make_unique<Impl>();
-  const std::string error = impl->processor.load(path);
+  std::string error;
+  impl->processor = spm::create_backend(&error);
+  if (!impl->processor) return absl::FailedPreconditionError(error);
+  error = impl->processor->load(path);
   if (!error.empty()) {
     return absl::NotFoundError(path + ": cannot load the SentencePiece model: " + error);
   }
@@ -24,7 +27,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
 
 absl::StatusOr<std::vector<int32_t>> Tokenizer::encode(const std::string& text) const {
   std::vector<int> ids;
-  const std::string error = impl_->processor.encode(text, &ids);
+  const std::string error = impl_->processor->encode(text, &ids);
   if (!error.empty()) return absl::InvalidArgumentError("tokenizer: " + error);
   return std::vector<int32_t>(ids.begin(), ids.end());
 }
@@ -37,17 +40,17 @@ absl::StatusOr<std::string> Tokenizer::decode(const std::vector<int32_t>& ids) c
                                         " is outside the vocabulary of " +
                                         std::to_string(vocab_size()));
     }
-    if (!impl_->processor.is_control(id)) pieces.push_back(id);
+    if (!impl_->processor->is_control(id)) pieces.push_back(id);
   }
   std::string text;
-  const std::string error = impl_->processor.decode(pieces, &text);
+  const std::string error = impl_->processor->decode(pieces, &text);
   if (!error.empty()) return absl::InternalError("tokenizer: " + error);
   return text;
 }
 
-int Tokenizer::vocab_size() const { return impl_->processor.size(); }
-int Tokenizer::id_of(const std::string& piece) const { return impl_->processor.piece_to_id(piece); }
-std::string Tokenizer::piece_of(int id) const { return impl_->processor.id_to_piece(id); }
+int Tokenizer::vocab_size() const { return impl_->processor->size(); }
+int Tokenizer::id_of(const std::string& piece) const { return impl_->processor->piece_to_id(piece); }
+std::string Tokenizer::piece_of(int id) const { return impl_->processor->id_to_piece(id); }
 
 absl::Status train_tokenizer(const TokenizerTrainingOptions& options) {
   if (options.input_files.empty()) return absl::InvalidArgumentError("no input text files given");
@@ -66,7 +69,10 @@ absl::Status train_tokenizer(const TokenizerTrainingOptions& options) {
        << " --shuffle_input_sentence=true --pad_id=" << options.pad_id
        << " --unk_id=" << options.unk_id << " --bos_id=" << options.bos_id
        << " --eos_id=" << options.eos_id << " --minloglevel=2";
-  const std::string error = spm::train(args.str());
+  std::string error;
+  const std::unique_ptr<spm::Backend> backend = spm::create_backend(&error);
+  if (!backend) return absl::FailedPreconditionError(error);
+  error = backend->train(args.str());
   if (!error.empty()) return absl::InvalidArgumentError("SentencePiece training failed: " + error);
   return absl::OkStatus();
 }

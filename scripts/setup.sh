@@ -7,9 +7,14 @@ debian_packages=(
   build-essential cmake pkg-config git ca-certificates
   libabsl-dev libdnnl-dev libsentencepiece-dev sentencepiece nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
+  prometheus
   python3
 )
-python_packages=(numpy sentencepiece ctranslate2)
+# PyPI package=import name
+python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2 grpcio=grpc
+                 grpcio-tools=grpc_tools grpcio-health-checking=grpc_health
+                 grpcio-reflection=grpc_reflection)
 
 missing=()
 for package in "${debian_packages[@]}"; do
@@ -26,9 +31,12 @@ fi
 
 # The python3 on PATH (it may not be Debian's) runs the reference tests and benchmark scripts.
 python3 -m pip --version > /dev/null 2>&1 || { echo "setup: python3 has no pip" >&2; exit 1; }
-python3 - "${python_packages[@]}" <<'PY' || python3 -m pip install -q --disable-pip-version-check "${python_packages[@]}"
-import importlib, sys
-for name in sys.argv[1:]:
-    importlib.import_module(name)
-PY
+missing_python=()
+for entry in "${python_packages[@]}"; do
+  python3 -c "import ${entry#*=}" 2>/dev/null || missing_python+=("${entry%%=*}")
+done
+if (( ${#missing_python[@]} )); then
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+    "${missing_python[@]}"
+fi
 echo "setup: dependencies present"

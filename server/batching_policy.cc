@@ -1,0 +1,50 @@
+#include "server/batching_policy.h"
+
+#include <algorithm>
+
+namespace xlate::server {
+
+BatchDecision decide_batch(const std::deque<PendingSentence>& queue, absl::Time now,
+                           const BatchingLimits& limits) {
+  BatchDecision decision;
+  std::vector<size_t> live;
+  absl::Time next_deadline = absl::InfiniteFuture();
+  for (size_t i = 0; i < queue.size(); ++i) {
+    if (queue[i].deadline <= now) {
+      decision.expired.push_back(i);
+    } else {
+      live.push_back(i);
+      next_deadline = std::min(next_deadline, queue[i].deadline);
+    }
+  }
+  if (live.empty()) return decision;
+
+  // The batch grows from the oldest sentence, in arrival order, among sentences that share
+  // its decoding options, while the padded token budget and the sentence limit allow.
+  const PendingSentence& oldest = queue[live.front()];
+  int64_t longest = 0;
+  bool full = false;
+  for (size_t i : live) {
+    if (queue[i].options_group != oldest.options_group) continue;
+    const int64_t padded = std::max(longest, queue[i].tokens) *
+                           static_cast<int64_t>(decision.batch.size() + 1);
+    if (static_cast<int>(decision.batch.size()) >= limits.max_batch_sentences ||
+        (!decision.batch.empty() && padded > limits.max_batch_tokens)) {
+      full = true;
+      break;
+    }
+    decision.batch.push_back(i);
+    longest = std::max(longest, queue[i].tokens);
+  }
+  const absl::Duration waited = now - oldest.enqueued;
+  if (full || waited >= limits.max_queue_delay) return decision;
+  if (static_cast<int>(decision.batch.size()) >= limits.max_batch_sentences ||
+      longest * static_cast<int64_t>(decision.batch.size()) >= limits.max_batch_tokens) {
+    return decision;  // exactly full: nothing more could join
+  }
+  decision.batch.clear();
+  decision.wait = std::min(limits.max_queue_delay - waited, next_deadline - now);
+  return decision;
+}
+
+}  // namespace xlate::server

@@ -1,0 +1,42 @@
+// The dynamic-batching policy: a pure function of (queue, clock), so that it can be tested with
+// a fake clock. Triton's semantics: a batch is dispatched when it is full or when its oldest
+// sentence has waited max_queue_delay; otherwise the caller waits the returned time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace xlate::server {
+
+struct PendingSentence {
+  int64_t tokens = 0;        // source tokens, end token included
+  absl::Time enqueued;       // when it entered the queue
+  absl::Time deadline = absl::InfiniteFuture();
+  int64_t options_group = 0; // only sentences with equal decoding options share a batch
+};
+
+struct BatchingLimits {
+  // Padded source tokens of a batch (sentences x longest sentence) may not exceed this; a
+  // single sentence over the budget still forms a batch of its own.
+  int64_t max_batch_tokens = 8192;
+  int max_batch_sentences = 64;
+  absl::Duration max_queue_delay = absl::Milliseconds(5);
+};
+
+struct BatchDecision {
+  std::vector<size_t> expired;  // queue indices whose deadline has passed: drop them
+  std::vector<size_t> batch;    // queue indices to dispatch now, in queue order (may be empty)
+  // When `batch` is empty: how long until the decision may change without a new arrival
+  // (the oldest sentence's delay running out, or the next deadline). InfiniteDuration when
+  // the queue is empty.
+  absl::Duration wait = absl::InfiniteDuration();
+};
+
+// `queue` is in arrival order.
+BatchDecision decide_batch(const std::deque<PendingSentence>& queue, absl::Time now,
+                           const BatchingLimits& limits);
+
+}  // namespace xlate::server

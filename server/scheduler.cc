@@ -1,0 +1,204 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace xlate::server {
+
+TranslationJob::TranslationJob(size_t sentences) : results_(sentences), remaining_(sentences) {
+  if (sentences == 0) done_ = true;
+}
+
+bool TranslationJob::WaitUntil(absl::Time until) {
+  absl::MutexLock lock(&mutex_);
+  return mutex_.AwaitWithDeadline(absl::Condition(&done_), until);
+}
+
+absl::Status TranslationJob::status() const {
+  absl::MutexLock lock(&mutex_);
+  return status_;
+}
+
+std::vector<std::vector<Hypothesis>> TranslationJob::TakeResults() {
+  absl::MutexLock lock(&mutex_);
+  return std::move(results_);
+}
+
+void TranslationJob::Deliver(size_t index, std::vector<Hypothesis> hypotheses) {
+  absl::MutexLock lock(&mutex_);
+  if (done_) return;
+  results_[index] = std::move(hypotheses);
+  if (--remaining_ == 0) done_ = true;
+}
+
+void TranslationJob::Fail(absl::Status status) {
+  absl::MutexLock lock(&mutex_);
+  if (done_) return;
+  status_ = std::move(status);
+  done_ = true;
+}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& options,
+                                                             BatchRunner runner,
+                                                             SchedulerObserver* observer,
+                                                             std::function<absl::Time()> clock) {
+  if (options.queue_capacity < 1) {
+    return absl::InvalidArgumentError("queue capacity must be at least 1 sentence");
+  }
+  if (options.limits.max_batch_sentences < 1 || options.limits.max_batch_tokens < 1) {
+    return absl::InvalidArgumentError("max batch sentences and tokens must be at least 1");
+  }
+  if (options.limits.max_queue_delay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("max queue delay must not be negative");
+  }
+  return std::unique_ptr<Scheduler>(
+      new Scheduler(options, std::move(runner), observer, std::move(clock)));
+}
+
+Scheduler::Scheduler(const Options& options, BatchRunner runner, SchedulerObserver* observer,
+                     std::function<absl::Time()> clock)
+    : options_(options), runner_(std::move(runner)), observer_(observer), clock_(std::move(clock)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+Scheduler::~Scheduler() {
+  Shutdown();
+  thread_.join();
+}
+
+int64_t Scheduler::OptionsGroupLocked(const TranslationOptions& options) {
+  const OptionsKey key{options.beam_size,         options.length_penalty,
+                       options.max_extra_length,  options.n_best,
+                       options.min_output_length, options.max_output_length};
+  auto [entry, inserted] = option_groups_.emplace(key, static_cast<int64_t>(option_groups_.size()));
+  return entry->second;
+}
+
+absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
+    std::vector<std::vector<int32_t>> sources, const TranslationOptions& options,
+    absl::Time deadline) {
+  auto job = std::make_shared<TranslationJob>(sources.size());
+  int64_t depth;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (stopping_) return absl::UnavailableError("the server is shutting down");
+    const int64_t free = options_.queue_capacity - static_cast<int64_t>(queued_.size());
+    if (static_cast<int64_t>(sources.size()) > free) {
+      return absl::ResourceExhaustedError(
+          "the translation queue is full (" + std::to_string(queued_.size()) + " of " +
+          std::to_string(options_.queue_capacity) + " sentences waiting); retry later");
+    }
+    const absl::Time now = clock_();
+    const int64_t group = OptionsGroupLocked(options);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      pending_.push_back({static_cast<int64_t>(sources[i].size()) + 1, now, deadline, group});
+      queued_.push_back({job, i, std::move(sources[i]), options});
+    }
+    depth = static_cast<int64_t>(queued_.size());
+    wake_.Signal();
+  }
+  if (observer_) observer_->on_queue_depth(depth);
+  return job;
+}
+
+void Scheduler::RemoveJobLocked(const TranslationJob* job) {
+  for (size_t i = queued_.size(); i-- > 0;) {
+    if (queued_[i].job.get() == job) {
+      queued_.erase(queued_.begin() + static_cast<std::ptrdiff_t>(i));
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+}
+
+void Scheduler::Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status status) {
+  int64_t depth;
+  {
+    absl::MutexLock lock(&mutex_);
+    RemoveJobLocked(job.get());
+    depth = static_cast<int64_t>(queued_.size());
+  }
+  job->Fail(std::move(status));
+  if (observer_) observer_->on_queue_depth(depth);
+}
+
+void Scheduler::Shutdown() {
+  absl::MutexLock lock(&mutex_);
+  stopping_ = true;
+  wake_.Signal();
+}
+
+int64_t Scheduler::queue_depth() const {
+  absl::MutexLock lock(&mutex_);
+  return static_cast<int64_t>(queued_.size());
+}
+
+std::vector<Scheduler::QueuedSentence> Scheduler::TakeLocked(const std::vector<size_t>& indices) {
+  std::vector<QueuedSentence> taken;
+  for (size_t i : indices) taken.push_back(std::move(queued_[i]));
+  for (size_t k = indices.size(); k-- > 0;) {
+    queued_.erase(queued_.begin() + static_cast<std::ptrdiff_t>(indices[k]));
+    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(indices[k]));
+  }
+  return taken;
+}
+
+void Scheduler::Run() {
+  for (;;) {
+    std::vector<QueuedSentence> batch;
+    int64_t padded_tokens = 0;
+    int64_t depth = 0;
+    {
+      absl::MutexLock lock(&mutex_);
+      for (;;) {
+        if (stopping_ && queued_.empty()) return;
+        BatchingLimits limits = options_.limits;
+        if (stopping_) limits.max_queue_delay = absl::ZeroDuration();  // drain without waiting
+        const absl::Time now = clock_();
+        const BatchDecision decision = decide_batch(pending_, now, limits);
+        // Expired sentences fail their whole request; its other sentences go too.
+        std::vector<std::shared_ptr<TranslationJob>> expired_jobs;
+        for (size_t i : decision.expired) expired_jobs.push_back(queued_[i].job);
+        if (!expired_jobs.empty()) {
+          for (const auto& job : expired_jobs) {
+            RemoveJobLocked(job.get());
+            job->Fail(absl::DeadlineExceededError(
+                "the deadline passed while the request waited in the queue"));
+          }
+          continue;  // indices changed: decide again
+        }
+        if (!decision.batch.empty()) {
+          for (size_t i : decision.batch) {
+            padded_tokens = std::max(padded_tokens, pending_[i].tokens);
+            if (observer_) observer_->on_queue_wait(now - pending_[i].enqueued);
+          }
+          padded_tokens *= static_cast<int64_t>(decision.batch.size());
+          batch = TakeLocked(decision.batch);
+          depth = static_cast<int64_t>(queued_.size());
+          break;
+        }
+        wake_.WaitWithTimeout(&mutex_, decision.wait);
+      }
+    }
+    if (observer_) observer_->on_queue_depth(depth);
+    RunBatch(std::move(batch), padded_tokens);
+  }
+}
+
+void Scheduler::RunBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens) {
+  std::vector<std::vector<int32_t>> sources;
+  sources.reserve(batch.size());
+  for (QueuedSentence& sentence : batch) sources.push_back(std::move(sentence.source));
+  auto results = runner_(sources, batch.front().options);
+  if (!results.ok()) {
+    for (QueuedSentence& sentence : batch) sentence.job->Fail(results.status());
+    return;
+  }
+  int64_t generated = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!(*results)[i].empty()) generated += static_cast<int64_t>((*results)[i][0].tokens.size());
+    batch[i].job->Deliver(batch[i].index, std::move((*results)[i]));
+  }
+  if (observer_) observer_->on_batch(static_cast<int>(batch.size()), padded_tokens, generated);
+}
+
+}  // namespace xlate::server

@@ -1,0 +1,126 @@
+// The request scheduler between the RPC threads and the engine. Sentences of all requests enter
+// one bounded queue; one scheduler thread owns the engine, forms batches with decide_batch()
+// (server/batching_policy.h) and routes each result back to its request and position.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "engine/decoding/search.h"
+#include "engine/translator.h"
+#include "server/batching_policy.h"
+
+namespace xlate::server {
+
+// Runs one batch on the engine: source token ids -> hypotheses per sentence.
+using BatchRunner = std::function<absl::StatusOr<std::vector<std::vector<Hypothesis>>>(
+    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options)>;
+
+// What the scheduler reports, for metrics. Called on the scheduler thread or, for
+// queue_depth, on the submitting thread; implementations must be thread-safe.
+class SchedulerObserver {
+ public:
+  virtual ~SchedulerObserver() = default;
+  virtual void on_batch(int sentences, int64_t padded_tokens, int64_t generated_tokens) = 0;
+  virtual void on_queue_wait(absl::Duration waited) = 0;
+  virtual void on_queue_depth(int64_t sentences) = 0;
+};
+
+// The sentences of one request, shared by the RPC thread that waits and the scheduler thread
+// that fills in results.
+class TranslationJob {
+ public:
+  explicit TranslationJob(size_t sentences);
+  // Blocks until the job is done (all results in, or failed) or `until` passes.
+  // Returns whether it is done.
+  bool WaitUntil(absl::Time until);
+  // Valid once done: OK and one entry per sentence, or the failure.
+  absl::Status status() const;
+  std::vector<std::vector<Hypothesis>> TakeResults();
+
+ private:
+  friend class Scheduler;
+  void Deliver(size_t index, std::vector<Hypothesis> hypotheses);
+  void Fail(absl::Status status);  // the first failure wins
+
+  mutable absl::Mutex mutex_;
+  std::vector<std::vector<Hypothesis>> results_ ABSL_GUARDED_BY(mutex_);
+  size_t remaining_ ABSL_GUARDED_BY(mutex_);
+  absl::Status status_ ABSL_GUARDED_BY(mutex_);
+  bool done_ ABSL_GUARDED_BY(mutex_) = false;
+};
+
+class Scheduler {
+ public:
+  struct Options {
+    BatchingLimits limits;
+    int64_t queue_capacity = 4096;  // sentences waiting, over all requests
+  };
+  // `clock` returns the current time (tests may pass a fake). `observer` may be null and must
+  // outlive the scheduler.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(
+      const Options& options, BatchRunner runner, SchedulerObserver* observer,
+      std::function<absl::Time()> clock = absl::Now);
+  // Finishes queued work (as Shutdown) and joins the scheduler thread.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues the sentences of one request. RESOURCE_EXHAUSTED at once when they do not fit in
+  // the queue; UNAVAILABLE after Shutdown. On success the scheduler holds the sentences until
+  // they are translated, their deadline passes (the job fails with DEADLINE_EXCEEDED) or the
+  // job is cancelled.
+  absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
+      std::vector<std::vector<int32_t>> sources, const TranslationOptions& options,
+      absl::Time deadline);
+  // Removes the job's queued sentences and fails it with `status` (nobody waits for it).
+  void Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status status);
+  // Refuses new work; what is queued is still translated, without waiting for batches to fill.
+  void Shutdown();
+  int64_t queue_depth() const;
+
+ private:
+  struct QueuedSentence {
+    std::shared_ptr<TranslationJob> job;
+    size_t index;  // position within the job's request
+    std::vector<int32_t> source;
+    TranslationOptions options;
+  };
+  using OptionsKey = std::tuple<int, float, int, int, int, int>;
+
+  Scheduler(const Options& options, BatchRunner runner, SchedulerObserver* observer,
+            std::function<absl::Time()> clock);
+  void Run();
+  // Removes the queue entries at `indices` (ascending) and returns them.
+  std::vector<QueuedSentence> TakeLocked(const std::vector<size_t>& indices)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  void RemoveJobLocked(const TranslationJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  void RunBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens);
+  int64_t OptionsGroupLocked(const TranslationOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
+  const Options options_;
+  const BatchRunner runner_;
+  SchedulerObserver* const observer_;
+  const std::function<absl::Time()> clock_;
+
+  mutable absl::Mutex mutex_;
+  absl::CondVar wake_;
+  // Two views of one queue, index for index: what the policy needs, and what the engine needs.
+  std::deque<PendingSentence> pending_ ABSL_GUARDED_BY(mutex_);
+  std::deque<QueuedSentence> queued_ ABSL_GUARDED_BY(mutex_);
+  std::map<OptionsKey, int64_t> option_groups_ ABSL_GUARDED_BY(mutex_);
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  std::thread thread_;
+};
+
+}  // namespace xlate::server

@@ -1,0 +1,222 @@
+// xlate-server: serves a model directory over gRPC (xlate.v1.Translator, grpc.health.v1.Health,
+// server reflection) with Prometheus metrics on their own port.
+#include <omp.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/translator.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+#include "server/translation_service.h"
+
+ABSL_FLAG(std::string, model_dir, "", "model directory (config.json, model.safetensors, spm.model)");
+ABSL_FLAG(std::string, model_name, "", "name clients may give in TranslateRequest.model "
+          "(default: the model directory's name)");
+ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on");
+ABSL_FLAG(int, port, 50051, "gRPC port (0 = any free port, printed at start)");
+ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port, printed)");
+ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto picks CUDA when present)");
+ABSL_FLAG(int, threads, 0, "engine CPU threads (0 = all cores)");
+ABSL_FLAG(int64_t, max_batch_tokens, 8192, "padded source tokens per engine batch");
+ABSL_FLAG(int, max_batch_sentences, 64, "sentences per engine batch");
+ABSL_FLAG(int, max_queue_delay_ms, 5, "longest a sentence waits for its batch to fill, in ms");
+ABSL_FLAG(int64_t, queue_capacity, 4096, "sentences waiting at most; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_input_bytes, 2048, "longest sentence accepted, in bytes");
+ABSL_FLAG(int, max_sentences_per_request, 64, "most sentences in one request");
+ABSL_FLAG(int, max_beam_size, 16, "largest beam_size a request may ask for");
+ABSL_FLAG(int, grace_period_seconds, 30, "on SIGTERM/SIGINT, how long in-flight calls may finish");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, serve over TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
+
+namespace xlate::server {
+namespace {
+
+int fail(const std::string& message, int code = 1) {
+  std::cerr << "xlate-server: " << message << "\n";
+  return code;
+}
+
+absl::StatusOr<std::string> read_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return absl::NotFoundError("cannot read " + path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials() {
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key);
+  if (cert.empty() != key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key must be given together");
+  }
+  if (cert.empty()) return grpc::InsecureServerCredentials();
+  auto cert_text = read_file(cert);
+  auto key_text = read_file(key);
+  if (!cert_text.ok()) return cert_text.status();
+  if (!key_text.ok()) return key_text.status();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({*key_text, *cert_text});
+  return grpc::SslServerCredentials(options);
+}
+
+absl::Status check_flags() {
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (device != "auto" && device != "cpu" && device != "cuda") {
+    return absl::InvalidArgumentError("--device must be auto, cpu or cuda, not \"" + device + "\"");
+  }
+  if (device == "cuda") {
+    return absl::FailedPreconditionError("--device=cuda: this build has no CUDA backend yet");
+  }
+  const std::pair<const char*, int64_t> positive[] = {
+      {"--max_batch_tokens", absl::GetFlag(FLAGS_max_batch_tokens)},
+      {"--max_batch_sentences", absl::GetFlag(FLAGS_max_batch_sentences)},
+      {"--queue_capacity", absl::GetFlag(FLAGS_queue_capacity)},
+      {"--max_input_bytes", absl::GetFlag(FLAGS_max_input_bytes)},
+      {"--max_sentences_per_request", absl::GetFlag(FLAGS_max_sentences_per_request)},
+      {"--max_beam_size", absl::GetFlag(FLAGS_max_beam_size)}};
+  for (const auto& [name, value] : positive) {
+    if (value < 1) return absl::InvalidArgumentError(absl::StrCat(name, " must be >= 1"));
+  }
+  const std::pair<const char*, int64_t> non_negative[] = {
+      {"--max_queue_delay_ms", absl::GetFlag(FLAGS_max_queue_delay_ms)},
+      {"--grace_period_seconds", absl::GetFlag(FLAGS_grace_period_seconds)},
+      {"--threads", absl::GetFlag(FLAGS_threads)},
+      {"--port", absl::GetFlag(FLAGS_port)},
+      {"--metrics_port", absl::GetFlag(FLAGS_metrics_port)}};
+  for (const auto& [name, value] : non_negative) {
+    if (value < 0) return absl::InvalidArgumentError(absl::StrCat(name, " must be >= 0"));
+  }
+  if (absl::GetFlag(FLAGS_max_beam_size) > 256) {
+    return absl::InvalidArgumentError("--max_beam_size must be <= 256");
+  }
+  if (absl::GetFlag(FLAGS_model_dir).empty()) {
+    return absl::InvalidArgumentError("--model_dir is required");
+  }
+  return absl::OkStatus();
+}
+
+int serve() {
+  if (auto status = check_flags(); !status.ok()) return fail(std::string(status.message()), 2);
+  auto server_credentials = credentials();
+  if (!server_credentials.ok()) return fail(std::string(server_credentials.status().message()), 2);
+  if (absl::GetFlag(FLAGS_device) == "auto") {
+    std::cerr << "xlate-server: --device=auto: no CUDA backend in this build, using the CPU\n";
+  }
+  if (absl::GetFlag(FLAGS_threads) > 0) omp_set_num_threads(absl::GetFlag(FLAGS_threads));
+
+  // SIGTERM/SIGINT are taken by sigwait() below, never by a handler on a random thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
+  auto translator = Translator::Load(model_dir);
+  if (!translator.ok()) return fail(std::string(translator.status().message()));
+  std::string model_name = absl::GetFlag(FLAGS_model_name);
+  if (model_name.empty()) {
+    model_name = std::filesystem::path(model_dir).lexically_normal().filename().string();
+    if (model_name.empty()) model_name = std::filesystem::path(model_dir).parent_path().filename();
+  }
+  const ModelConfig& config = (*translator)->model().config();
+  ServerMetrics metrics({model_name, "cpu", "float32", config.source_lang, config.target_lang});
+
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(
+        absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_metrics_port)));
+  } catch (const std::exception& error) {
+    return fail(absl::StrCat("cannot serve metrics on port ", absl::GetFlag(FLAGS_metrics_port),
+                             ": ", error.what()));
+  }
+  exposer->RegisterCollectable(metrics.registry());
+  exposer->RegisterCollectable(metrics.process_collectable());
+
+  Scheduler::Options scheduler_options;
+  scheduler_options.limits.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  scheduler_options.limits.max_batch_sentences = absl::GetFlag(FLAGS_max_batch_sentences);
+  scheduler_options.limits.max_queue_delay =
+      absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_delay_ms));
+  scheduler_options.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
+  const Translator* engine = translator->get();
+  auto scheduler = Scheduler::Create(
+      scheduler_options,
+      [engine](const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) {
+        TranslationOptions batch_options = options;
+        batch_options.max_batch_size = static_cast<int>(sources.size());
+        return engine->TranslateTokens(sources, batch_options);
+      },
+      &metrics);
+  if (!scheduler.ok()) return fail(std::string(scheduler.status().message()), 2);
+
+  RequestLimits limits;
+  limits.max_sentences_per_request = absl::GetFlag(FLAGS_max_sentences_per_request);
+  limits.max_input_bytes = absl::GetFlag(FLAGS_max_input_bytes);
+  limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
+  TranslationService service(engine, scheduler->get(), &metrics, model_name, limits);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port)),
+                           *server_credentials, &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    return fail(absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_host), ":",
+                             absl::GetFlag(FLAGS_port)));
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(false);
+
+  // Warm up: primitive creation and first-touch allocation happen here, not on a client's call.
+  TranslationOptions warmup;
+  if (auto status = engine->Translate({"Hello world."}, warmup); !status.ok()) {
+    return fail("warm-up translation failed: " + std::string(status.status().message()));
+  }
+  health->SetServingStatus(true);
+  std::cerr << "xlate-server: serving model \"" << model_name << "\" on "
+            << absl::GetFlag(FLAGS_host) << ":" << port << ", metrics on port "
+            << exposer->GetListeningPorts().front() << std::endl;
+
+  int received = 0;
+  sigwait(&signals, &received);
+  std::cerr << "xlate-server: " << (received == SIGTERM ? "SIGTERM" : "SIGINT")
+            << ": draining (grace period " << absl::GetFlag(FLAGS_grace_period_seconds) << " s)"
+            << std::endl;
+  health->SetServingStatus(false);
+  server->Shutdown(std::chrono::system_clock::now() +
+                   std::chrono::seconds(absl::GetFlag(FLAGS_grace_period_seconds)));
+  (*scheduler)->Shutdown();
+  std::cerr << "xlate-server: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace xlate::server
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "xlate-server --model_dir DIR [--port 50051] [--metrics_port 9464] [flags]\n"
+      "Serves xlate.v1.Translator/Translate, grpc.health.v1.Health and server reflection.");
+  absl::ParseCommandLine(argc, argv);
+  return xlate::server::serve();
+}

@@ -1,0 +1,150 @@
+#include "server/translation_service.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "engine/utf8.h"
+
+namespace xlate::server {
+namespace {
+
+// How often a waiting call checks whether its client went away.
+constexpr absl::Duration kCancellationPoll = absl::Milliseconds(20);
+
+grpc::Status to_grpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+grpc::Status invalid(const std::string& message) {
+  return grpc::Status(grpc::INVALID_ARGUMENT, message);
+}
+
+}  // namespace
+
+TranslationService::TranslationService(const Translator* translator, Scheduler* scheduler,
+                                       ServerMetrics* metrics, std::string model_name,
+                                       RequestLimits limits)
+    : translator_(translator),
+      scheduler_(scheduler),
+      metrics_(metrics),
+      model_name_(std::move(model_name)),
+      limits_(limits) {}
+
+grpc::Status TranslationService::Translate(grpc::ServerContext* context,
+                                           const xlate::v1::TranslateRequest* request,
+                                           xlate::v1::TranslateResponse* response) {
+  const absl::Time start = absl::Now();
+  metrics_->on_request_start();
+  const grpc::Status status = Handle(context, *request, *response);
+  metrics_->on_request_end();
+  metrics_->on_request_done(status.error_code(), absl::Now() - start);
+  return status;
+}
+
+grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& request,
+                                       TranslationOptions& options,
+                                       std::vector<std::vector<int32_t>>& sources) const {
+  if (!request.model().empty() && request.model() != model_name_) {
+    return grpc::Status(grpc::NOT_FOUND, absl::StrCat("model \"", request.model(),
+                                                      "\" is not served here; this server "
+                                                      "serves \"", model_name_, "\""));
+  }
+  const ModelConfig& config = translator_->model().config();
+  if (!request.source_language_code().empty() && !config.source_lang.empty() &&
+      request.source_language_code() != config.source_lang) {
+    return invalid(absl::StrCat("source_language_code \"", request.source_language_code(),
+                                "\" is not served; the model translates from \"",
+                                config.source_lang, "\""));
+  }
+  if (!request.target_language_code().empty() && !config.target_lang.empty() &&
+      request.target_language_code() != config.target_lang) {
+    return invalid(absl::StrCat("target_language_code \"", request.target_language_code(),
+                                "\" is not served; the model translates into \"",
+                                config.target_lang, "\""));
+  }
+  if (request.contents_size() == 0) return invalid("contents is empty: send at least 1 sentence");
+  if (request.contents_size() > limits_.max_sentences_per_request) {
+    return invalid(absl::StrCat("contents has ", request.contents_size(),
+                                " sentences; the limit is ", limits_.max_sentences_per_request));
+  }
+  const xlate::v1::DecodingOptions& given = request.options();
+  if (given.has_beam_size()) options.beam_size = given.beam_size();
+  if (given.has_length_penalty()) options.length_penalty = given.length_penalty();
+  if (given.has_max_extra_length()) options.max_extra_length = given.max_extra_length();
+  if (given.has_n_best()) options.n_best = given.n_best();
+  if (options.beam_size < 1 || options.beam_size > limits_.max_beam_size) {
+    return invalid(absl::StrCat("options.beam_size = ", options.beam_size,
+                                " is out of range: it must be in [1, ", limits_.max_beam_size, "]"));
+  }
+  if (options.max_extra_length > 1024) {
+    return invalid(absl::StrCat("options.max_extra_length = ", options.max_extra_length,
+                                " is out of range: it must be in [0, 1024]"));
+  }
+  if (auto status = options.Validate(); !status.ok()) {
+    return invalid(absl::StrCat("options.", status.message().substr(7)));  // drop "option "
+  }
+  for (int i = 0; i < request.contents_size(); ++i) {
+    const std::string& sentence = request.contents(i);
+    if (sentence.empty()) return invalid(absl::StrCat("contents[", i, "] is empty"));
+    if (static_cast<int>(sentence.size()) > limits_.max_input_bytes) {
+      return invalid(absl::StrCat("contents[", i, "] is ", sentence.size(),
+                                  " bytes; the limit is ", limits_.max_input_bytes, " bytes"));
+    }
+    size_t offset = 0;
+    if (!is_valid_utf8(sentence, &offset)) {
+      return invalid(absl::StrCat("contents[", i, "] is not valid UTF-8 (bad byte at offset ",
+                                  offset, ")"));
+    }
+    auto ids = translator_->tokenizer().encode(sentence);
+    if (!ids.ok()) return to_grpc(ids.status());
+    if (static_cast<int64_t>(ids->size()) + 1 > translator_->max_input_tokens()) {
+      return invalid(absl::StrCat("contents[", i, "] has ", ids->size() + 1,
+                                  " tokens; the limit is ", translator_->max_input_tokens()));
+    }
+    sources.push_back(*std::move(ids));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TranslationService::Handle(grpc::ServerContext* context,
+                                        const xlate::v1::TranslateRequest& request,
+                                        xlate::v1::TranslateResponse& response) {
+  TranslationOptions options;
+  std::vector<std::vector<int32_t>> sources;
+  if (grpc::Status status = Check(request, options, sources); !status.ok()) return status;
+
+  const absl::Time deadline = absl::FromChrono(context->deadline());
+  auto job = scheduler_->Submit(std::move(sources), options, deadline);
+  if (!job.ok()) return to_grpc(job.status());
+  while (!(*job)->WaitUntil(std::min(deadline, absl::Now() + kCancellationPoll))) {
+    if (context->IsCancelled()) {
+      scheduler_->Cancel(*job, absl::CancelledError("the client cancelled the call"));
+      return grpc::Status(grpc::CANCELLED, "the client cancelled the call");
+    }
+    if (absl::Now() >= deadline) {
+      scheduler_->Cancel(*job, absl::DeadlineExceededError("deadline exceeded"));
+      return grpc::Status(grpc::DEADLINE_EXCEEDED,
+                          "the deadline passed before the translation finished");
+    }
+  }
+  if (absl::Status status = (*job)->status(); !status.ok()) return to_grpc(status);
+
+  const bool with_hypotheses = options.n_best > 1 || request.options().return_scores();
+  for (std::vector<Hypothesis>& hypotheses : (*job)->TakeResults()) {
+    xlate::v1::Translation* translation = response.add_translations();
+    for (size_t k = 0; k < hypotheses.size(); ++k) {
+      auto text = translator_->tokenizer().decode(hypotheses[k].tokens);
+      if (!text.ok()) return to_grpc(text.status());
+      if (k == 0) translation->set_translated_text(*text);
+      if (!with_hypotheses) break;
+      xlate::v1::Hypothesis* hypothesis = translation->add_hypotheses();
+      hypothesis->set_text(*std::move(text));
+      if (request.options().return_scores()) hypothesis->set_score(hypotheses[k].score);
+    }
+  }
+  response.set_model(model_name_);
+  return grpc::Status::OK;
+}
+
+}  // namespace xlate::server
