@@ -1,0 +1,109 @@
+"""Starts a real xlate-server on 127.0.0.1 for the end-to-end tests and stops it.
+
+Paths come from the environment (tests/CMakeLists.txt sets them):
+  XLATE_SERVER_BIN  the xlate-server binary
+  XLATE_BIN         the xlate command-line tool
+  XLATE_TINY_MODEL  a model directory (the CTest fixture)
+  XLATE_SAMPLE_TEXT real English sentences, one per line
+  XLATE_REPO        the repository root (for proto/translator.proto)
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import grpc
+
+REPO = os.environ["XLATE_REPO"]
+SERVER_BIN = os.environ["XLATE_SERVER_BIN"]
+XLATE_BIN = os.environ["XLATE_BIN"]
+MODEL_DIR = os.environ["XLATE_TINY_MODEL"]
+SAMPLE_TEXT = os.environ["XLATE_SAMPLE_TEXT"]
+
+
+def load_stubs():
+    """Generates Python stubs for proto/translator.proto with grpc_tools and imports them."""
+    from grpc_tools import protoc
+    out = tempfile.mkdtemp(prefix="xlate_stubs_")
+    status = protoc.main(["protoc", f"-I{REPO}", f"--python_out={out}", f"--grpc_python_out={out}",
+                          os.path.join(REPO, "proto", "translator.proto")])
+    if status != 0:
+        raise RuntimeError("protoc failed on proto/translator.proto")
+    sys.path.insert(0, out)
+    from proto import translator_pb2, translator_pb2_grpc  # noqa: E402
+    return translator_pb2, translator_pb2_grpc
+
+
+pb2, pb2_grpc = load_stubs()
+
+
+def sample_sentences(count):
+    with open(SAMPLE_TEXT, encoding="utf-8") as f:
+        return [line.rstrip("\n") for _, line in zip(range(count), f)]
+
+
+class Server:
+    """An xlate-server process on free ports of 127.0.0.1."""
+
+    def __init__(self, *flags):
+        self.stderr_lines = []
+        self.process = subprocess.Popen(
+            [SERVER_BIN, f"--model_dir={MODEL_DIR}", "--host=127.0.0.1", "--port=0",
+             "--metrics_port=0", "--threads=1", *flags],
+            stderr=subprocess.PIPE, text=True)
+        ready = threading.Event()
+        self.port = self.metrics_port = None
+
+        def read_stderr():
+            for line in self.process.stderr:
+                self.stderr_lines.append(line)
+                match = re.search(r"on 127\.0\.0\.1:(\d+), metrics on port (\d+)", line)
+                if match:
+                    self.port, self.metrics_port = int(match[1]), int(match[2])
+                    ready.set()
+            ready.set()
+
+        self.reader = threading.Thread(target=read_stderr, daemon=True)
+        self.reader.start()
+        if not ready.wait(120) or self.port is None:
+            self.kill()
+            raise RuntimeError("xlate-server did not start:\n" + "".join(self.stderr_lines))
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        self.stub = pb2_grpc.TranslatorStub(self.channel)
+
+    def terminate(self, timeout=60):
+        """SIGTERM, then the exit status."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def close(self):
+        self.channel.close()
+        if self.process.poll() is None:
+            self.terminate()
+        self.reader.join(5)
+
+
+def offline_translations(sentences, *flags):
+    """What `xlate translate` writes for the same sentences."""
+    result = subprocess.run([XLATE_BIN, "translate", f"--model_dir={MODEL_DIR}", "--threads=1",
+                             *flags], input="\n".join(sentences) + "\n", capture_output=True,
+                            text=True, check=True)
+    return result.stdout.splitlines()
+
+
+def wait_until(predicate, timeout, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

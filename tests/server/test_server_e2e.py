@@ -1,0 +1,217 @@
+"""End-to-end tests of xlate-server through a real gRPC client (grpcio): translations,
+concurrency, every bad-input case, health, reflection, metrics, deadlines and SIGTERM.
+
+Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
+"""
+import concurrent.futures
+import sys
+import threading
+import unittest
+import urllib.request
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from harness import Server, offline_translations, pb2, sample_sentences, wait_until
+
+
+def request(contents, **options):
+    return pb2.TranslateRequest(contents=[text.encode() for text in contents],
+                                options=pb2.DecodingOptions(**options))
+
+
+class SharedServer(unittest.TestCase):
+    """Tests that share one server (small limits so that limits are easy to reach)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--max_sentences_per_request=16", "--max_input_bytes=300",
+                            "--max_beam_size=8")
+        cls.stub = cls.server.stub
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def assert_rpc_error(self, call, code, *fragments):
+        with self.assertRaises(grpc.RpcError) as caught:
+            call()
+        self.assertEqual(caught.exception.code(), code, caught.exception.details())
+        for fragment in fragments:
+            self.assertIn(fragment, caught.exception.details())
+
+    def test_translations_equal_offline_cli(self):
+        sentences = sample_sentences(12)
+        response = self.stub.Translate(request(sentences), timeout=120)
+        self.assertEqual([t.translated_text for t in response.translations],
+                         offline_translations(sentences))
+        self.assertEqual(response.model, "tiny")
+
+    def test_greedy_and_nbest_options(self):
+        sentences = sample_sentences(3)
+        response = self.stub.Translate(request(sentences, beam_size=1), timeout=60)
+        self.assertEqual([t.translated_text for t in response.translations],
+                         offline_translations(sentences, "--beam_size=1"))
+        response = self.stub.Translate(request(sentences, n_best=3, return_scores=True),
+                                       timeout=60)
+        for translation in response.translations:
+            self.assertEqual(len(translation.hypotheses), 3)
+            scores = [h.score for h in translation.hypotheses]
+            self.assertEqual(scores, sorted(scores, reverse=True))
+            self.assertEqual(translation.hypotheses[0].text, translation.translated_text)
+
+    def test_concurrent_clients_get_their_own_results_in_order(self):
+        sentences = sample_sentences(24)
+        expected = offline_translations(sentences)
+        chunks = [list(range(i, min(i + 3, 24))) for i in range(0, 24, 3)]
+
+        def call(indices):
+            response = self.stub.Translate(request([sentences[i] for i in indices]), timeout=120)
+            return indices, [t.translated_text for t in response.translations]
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            for indices, texts in pool.map(call, chunks * 2):
+                self.assertEqual(texts, [expected[i] for i in indices])
+
+    def test_bad_inputs_name_the_field_and_limit(self):
+        invalid = grpc.StatusCode.INVALID_ARGUMENT
+        self.assert_rpc_error(lambda: self.stub.Translate(request([])), invalid, "contents is empty")
+        self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog", ""])), invalid,
+                              "contents[1] is empty")
+        self.assert_rpc_error(lambda: self.stub.Translate(request(["x" * 301])), invalid,
+                              "contents[0] is 301 bytes", "limit is 300 bytes")
+        self.assert_rpc_error(lambda: self.stub.Translate(request(["a"] * 17)), invalid,
+                              "17 sentences", "limit is 16")
+        self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], beam_size=0)), invalid,
+                              "options.beam_size = 0", "[1, 8]")
+        self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], beam_size=9)), invalid,
+                              "options.beam_size = 9")
+        self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], beam_size=2, n_best=3)),
+                              invalid, "n_best = 3")
+        self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], length_penalty=-1)),
+                              invalid, "length_penalty")
+        self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], max_extra_length=5000)),
+                              invalid, "max_extra_length = 5000")
+        self.assert_rpc_error(
+            lambda: self.stub.Translate(pb2.TranslateRequest(contents=[b"a"], model="nope")),
+            grpc.StatusCode.NOT_FOUND, 'model "nope"', '"tiny"')
+        self.assert_rpc_error(
+            lambda: self.stub.Translate(
+                pb2.TranslateRequest(contents=[b"a"], target_language_code="fr")),
+            invalid, 'target_language_code "fr"', '"de"')
+        # The server keeps serving after all of that.
+        self.assertEqual(len(self.stub.Translate(request(["a dog"]), timeout=60).translations), 1)
+
+    def test_invalid_utf8_is_rejected(self):
+        bad = pb2.TranslateRequest(contents=[b"a dog", b"a\xffb"])
+        self.assert_rpc_error(lambda: self.stub.Translate(bad, timeout=30),
+                              grpc.StatusCode.INVALID_ARGUMENT,
+                              "contents[1] is not valid UTF-8", "offset 1")
+        self.assertEqual(len(self.stub.Translate(request(["a dog"]), timeout=60).translations), 1)
+
+    def test_expired_deadline_gives_deadline_exceeded(self):
+        self.assert_rpc_error(
+            lambda: self.stub.Translate(request(sample_sentences(16)), timeout=0.001),
+            grpc.StatusCode.DEADLINE_EXCEEDED)
+
+    def test_health_is_serving(self):
+        health = health_pb2_grpc.HealthStub(self.server.channel)
+        self.assertEqual(health.Check(health_pb2.HealthCheckRequest(), timeout=10).status,
+                         health_pb2.HealthCheckResponse.SERVING)
+
+    def test_reflection_lists_the_services(self):
+        reflection = reflection_pb2_grpc.ServerReflectionStub(self.server.channel)
+        responses = reflection.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10)
+        names = {s.name for r in responses for s in r.list_services_response.service}
+        self.assertIn("xlate.v1.Translator", names)
+        self.assertIn("grpc.health.v1.Health", names)
+
+    def test_metrics_count_requests_by_code(self):
+        def scrape():
+            url = f"http://127.0.0.1:{self.server.metrics_port}/metrics"
+            return urllib.request.urlopen(url, timeout=10).read().decode()
+
+        def counter(text, name):
+            for line in text.splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+            return 0.0
+
+        before = scrape()
+        for _ in range(3):
+            self.stub.Translate(request(["a dog runs"]), timeout=60)
+        with self.assertRaises(grpc.RpcError):
+            self.stub.Translate(request([]))
+        after = scrape()
+        ok = 'xlate_requests_total{code="OK"}'
+        bad = 'xlate_requests_total{code="INVALID_ARGUMENT"}'
+        self.assertEqual(counter(after, ok) - counter(before, ok), 3)
+        self.assertEqual(counter(after, bad) - counter(before, bad), 1)
+        for family in ("xlate_request_duration_seconds_bucket", "xlate_queue_wait_seconds_count",
+                       "xlate_batch_sentences_count", "xlate_batch_tokens_count",
+                       "xlate_generated_tokens_total", "xlate_in_flight_requests",
+                       "xlate_queue_depth", 'xlate_model_info{device="cpu"',
+                       "xlate_process_resident_memory_bytes"):
+            self.assertIn(family, after)
+        self.assertIn("# HELP xlate_requests_total", after)
+
+
+class Backpressure(unittest.TestCase):
+    def test_full_queue_gives_resource_exhausted_at_once(self):
+        server = Server("--queue_capacity=4", "--max_queue_delay_ms=0")
+        try:
+            self.assertEqual(len(server.stub.Translate(request(["a dog"] * 4), timeout=60).translations), 4)
+            with self.assertRaises(grpc.RpcError) as caught:
+                server.stub.Translate(request(["a dog"] * 5), timeout=60)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("of 4 sentences", caught.exception.details())
+        finally:
+            server.close()
+
+
+class GracefulShutdown(unittest.TestCase):
+    def test_sigterm_under_load_loses_no_accepted_request(self):
+        server = Server("--grace_period_seconds=60", "--max_batch_sentences=4")
+        health = health_pb2_grpc.HealthStub(server.channel)
+        statuses = []
+        watch = health.Watch(health_pb2.HealthCheckRequest())
+
+        def follow():
+            try:
+                for update in watch:
+                    statuses.append(update.status)
+            except grpc.RpcError:
+                pass
+
+        watcher = threading.Thread(target=follow)
+        watcher.start()
+        self.assertTrue(wait_until(lambda: statuses, 10))
+        sentences = sample_sentences(16)
+        expected = offline_translations(sentences)
+        futures = [server.stub.Translate.future(request(sentences[i:i + 4]), timeout=120)
+                   for i in range(0, 16, 4)]
+        # SIGTERM once the server holds the calls (they are queued or running).
+        self.assertTrue(wait_until(lambda: "xlate_in_flight_requests 4" in urllib.request.urlopen(
+            f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode(), 30))
+        exit_code = server.terminate(timeout=120)
+        for i, future in enumerate(futures):
+            texts = [t.translated_text for t in future.result().translations]
+            self.assertEqual(texts, expected[4 * i:4 * i + 4])
+        self.assertEqual(exit_code, 0, "".join(server.stderr_lines))
+        watch.cancel()
+        watcher.join(10)
+        self.assertEqual(statuses[0], health_pb2.HealthCheckResponse.SERVING)
+        self.assertIn(health_pb2.HealthCheckResponse.NOT_SERVING, statuses)
+        with self.assertRaises(grpc.RpcError) as caught:
+            server.stub.Translate(request(["a dog"]), timeout=5)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        server.close()
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed = len(result.failures) + len(result.errors)
+    print(f"{result.testsRun - failed} passed, {failed} failed")
+    sys.exit(1 if failed or not result.wasSuccessful() else 0)
