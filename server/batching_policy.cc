@@ -1,6 +1,7 @@
 #include "server/batching_policy.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace xlate::server {
 
@@ -19,13 +20,20 @@ BatchDecision decide_batch(const std::deque<PendingSentence>& queue, absl::Time 
   }
   if (live.empty()) return decision;
 
-  // The batch grows from the oldest sentence, in arrival order, among sentences that share
-  // its decoding options, while the padded token budget and the sentence limit allow.
+  // The batch grows from the oldest sentence (so nobody starves) with the sentences of the same
+  // decoding options that are closest to it in length (so that little padding and few
+  // decoding steps are wasted), while the padded token budget and the sentence limit allow.
   const PendingSentence& oldest = queue[live.front()];
+  std::vector<size_t> candidates;
+  for (size_t i : live) {
+    if (queue[i].options_group == oldest.options_group) candidates.push_back(i);
+  }
+  std::stable_sort(candidates.begin() + 1, candidates.end(), [&](size_t a, size_t b) {
+    return std::abs(queue[a].tokens - oldest.tokens) < std::abs(queue[b].tokens - oldest.tokens);
+  });
   int64_t longest = 0;
   bool full = false;
-  for (size_t i : live) {
-    if (queue[i].options_group != oldest.options_group) continue;
+  for (size_t i : candidates) {
     const int64_t padded = std::max(longest, queue[i].tokens) *
                            static_cast<int64_t>(decision.batch.size() + 1);
     if (static_cast<int>(decision.batch.size()) >= limits.max_batch_sentences ||
@@ -36,6 +44,7 @@ BatchDecision decide_batch(const std::deque<PendingSentence>& queue, absl::Time 
     decision.batch.push_back(i);
     longest = std::max(longest, queue[i].tokens);
   }
+  std::sort(decision.batch.begin(), decision.batch.end());
   const absl::Duration waited = now - oldest.enqueued;
   if (full || waited >= limits.max_queue_delay) return decision;
   if (static_cast<int>(decision.batch.size()) >= limits.max_batch_sentences ||

@@ -28,7 +28,9 @@ struct BatchingLimits {
 
 struct BatchDecision {
   std::vector<size_t> expired;  // queue indices whose deadline has passed: drop them
-  std::vector<size_t> batch;    // queue indices to dispatch now, in queue order (may be empty)
+  // Queue indices to dispatch now, ascending (may be empty): the oldest sentence and those
+  // closest to it in length, with the same options.
+  std::vector<size_t> batch;
   // When `batch` is empty: how long until the decision may change without a new arrival
   // (the oldest sentence's delay running out, or the next deadline). InfiniteDuration when
   // the queue is empty.

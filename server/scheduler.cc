@@ -5,9 +5,8 @@
 
 namespace xlate::server {
 
-TranslationJob::TranslationJob(size_t sentences) : results_(sentences), remaining_(sentences) {
-  if (sentences == 0) done_ = true;
-}
+TranslationJob::TranslationJob(size_t sentences, DoneCallback on_done)
+    : on_done_(std::move(on_done)), results_(sentences), remaining_(sentences) {}
 
 bool TranslationJob::WaitUntil(absl::Time until) {
   absl::MutexLock lock(&mutex_);
@@ -25,17 +24,31 @@ std::vector<std::vector<Hypothesis>> TranslationJob::TakeResults() {
 }
 
 void TranslationJob::Deliver(size_t index, std::vector<Hypothesis> hypotheses) {
-  absl::MutexLock lock(&mutex_);
-  if (done_) return;
-  results_[index] = std::move(hypotheses);
-  if (--remaining_ == 0) done_ = true;
+  DoneCallback callback;
+  std::vector<std::vector<Hypothesis>> results;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (done_) return;
+    results_[index] = std::move(hypotheses);
+    if (--remaining_ > 0) return;
+    done_ = true;
+    if (!on_done_) return;
+    callback = std::move(on_done_);
+    results = std::move(results_);
+  }
+  callback(absl::OkStatus(), std::move(results));
 }
 
 void TranslationJob::Fail(absl::Status status) {
-  absl::MutexLock lock(&mutex_);
-  if (done_) return;
-  status_ = std::move(status);
-  done_ = true;
+  DoneCallback callback;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (done_) return;
+    status_ = status;
+    done_ = true;
+    callback = std::move(on_done_);
+  }
+  if (callback) callback(std::move(status), {});
 }
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& options,
@@ -76,8 +89,9 @@ int64_t Scheduler::OptionsGroupLocked(const TranslationOptions& options) {
 
 absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     std::vector<std::vector<int32_t>> sources, const TranslationOptions& options,
-    absl::Time deadline) {
-  auto job = std::make_shared<TranslationJob>(sources.size());
+    absl::Time deadline, TranslationJob::DoneCallback on_done) {
+  if (sources.empty()) return absl::InvalidArgumentError("a job needs at least one sentence");
+  auto job = std::make_shared<TranslationJob>(sources.size(), std::move(on_done));
   int64_t depth;
   {
     absl::MutexLock lock(&mutex_);

@@ -35,11 +35,16 @@ class SchedulerObserver {
   virtual void on_queue_depth(int64_t sentences) = 0;
 };
 
-// The sentences of one request, shared by the RPC thread that waits and the scheduler thread
-// that fills in results.
+// The sentences of one request, shared by whoever waits for it and the scheduler thread that
+// fills in results.
 class TranslationJob {
  public:
-  explicit TranslationJob(size_t sentences);
+  // Called exactly once, when the job is done (all results in, or failed), on the thread that
+  // completed it, with no lock held: OK and one entry per sentence, or the failure.
+  using DoneCallback =
+      std::function<void(absl::Status, std::vector<std::vector<Hypothesis>> results)>;
+
+  TranslationJob(size_t sentences, DoneCallback on_done);
   // Blocks until the job is done (all results in, or failed) or `until` passes.
   // Returns whether it is done.
   bool WaitUntil(absl::Time until);
@@ -51,8 +56,8 @@ class TranslationJob {
   friend class Scheduler;
   void Deliver(size_t index, std::vector<Hypothesis> hypotheses);
   void Fail(absl::Status status);  // the first failure wins
-
   mutable absl::Mutex mutex_;
+  DoneCallback on_done_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::vector<Hypothesis>> results_ ABSL_GUARDED_BY(mutex_);
   size_t remaining_ ABSL_GUARDED_BY(mutex_);
   absl::Status status_ ABSL_GUARDED_BY(mutex_);
@@ -79,9 +84,11 @@ class Scheduler {
   // the queue; UNAVAILABLE after Shutdown. On success the scheduler holds the sentences until
   // they are translated, their deadline passes (the job fails with DEADLINE_EXCEEDED) or the
   // job is cancelled.
+  // `on_done` (may be empty) is called once when the job is done; with a failed Submit it is
+  // never called.
   absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
       std::vector<std::vector<int32_t>> sources, const TranslationOptions& options,
-      absl::Time deadline);
+      absl::Time deadline, TranslationJob::DoneCallback on_done = nullptr);
   // Removes the job's queued sentences and fails it with `status` (nobody waits for it).
   void Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status status);
   // Refuses new work; what is queued is still translated, without waiting for batches to fill.

@@ -1,15 +1,13 @@
 #include "server/translation_service.h"
 
-#include <chrono>
+
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
 #include "engine/utf8.h"
 
 namespace xlate::server {
 namespace {
-
-// How often a waiting call checks whether its client went away.
-constexpr absl::Duration kCancellationPoll = absl::Milliseconds(20);
 
 grpc::Status to_grpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
@@ -31,15 +29,72 @@ TranslationService::TranslationService(const Translator* translator, Scheduler* 
       model_name_(std::move(model_name)),
       limits_(limits) {}
 
-grpc::Status TranslationService::Translate(grpc::ServerContext* context,
-                                           const xlate::v1::TranslateRequest* request,
-                                           xlate::v1::TranslateResponse* response) {
-  const absl::Time start = absl::Now();
-  metrics_->on_request_start();
-  const grpc::Status status = Handle(context, *request, *response);
-  metrics_->on_request_end();
-  metrics_->on_request_done(status.error_code(), absl::Now() - start);
-  return status;
+// One call: finishes exactly once, either at once (bad request, full queue) or from the job's
+// completion; a cancellation fails the job, which then finishes the call. Owned jointly by
+// gRPC (until OnDone) and by Translate() (until it returns), since the job may complete, and
+// gRPC call OnDone, before Translate() has finished with the reactor.
+class TranslationService::Reactor : public grpc::ServerUnaryReactor {
+ public:
+  Reactor(ServerMetrics* metrics, Scheduler* scheduler)
+      : metrics_(metrics), scheduler_(scheduler), start_(absl::Now()) {
+    metrics_->on_request_start();
+  }
+  void Complete(const grpc::Status& status) {
+    metrics_->on_request_end();
+    metrics_->on_request_done(status.error_code(), absl::Now() - start_);
+    Finish(status);
+  }
+  void set_job(std::shared_ptr<TranslationJob> job) {
+    absl::MutexLock lock(&mutex_);
+    job_ = std::move(job);
+  }
+  void OnCancel() override {
+    std::shared_ptr<TranslationJob> job;
+    {
+      absl::MutexLock lock(&mutex_);
+      job = job_;
+    }
+    if (job) scheduler_->Cancel(job, absl::CancelledError("the client cancelled the call"));
+  }
+  void OnDone() override { Release(); }
+  void Release() {
+    if (owners_.fetch_sub(1) == 1) delete this;
+  }
+
+ private:
+  std::atomic<int> owners_{2};
+  ServerMetrics* const metrics_;
+  Scheduler* const scheduler_;
+  const absl::Time start_;
+  absl::Mutex mutex_;
+  std::shared_ptr<TranslationJob> job_ ABSL_GUARDED_BY(mutex_);
+};
+
+grpc::ServerUnaryReactor* TranslationService::Translate(
+    grpc::CallbackServerContext* context, const xlate::v1::TranslateRequest* request,
+    xlate::v1::TranslateResponse* response) {
+  auto* reactor = new Reactor(metrics_, scheduler_);
+  TranslationOptions options;
+  std::vector<std::vector<int32_t>> sources;
+  if (grpc::Status status = Check(*request, options, sources); !status.ok()) {
+    reactor->Complete(status);
+    reactor->Release();
+    return reactor;
+  }
+  auto job = scheduler_->Submit(
+      std::move(sources), options, absl::FromChrono(context->deadline()),
+      [this, reactor, request, response, n_best = options.n_best](
+          absl::Status status, std::vector<std::vector<Hypothesis>> results) {
+        reactor->Complete(status.ok() ? Respond(*request, n_best, std::move(results), *response)
+                                      : to_grpc(status));
+      });
+  if (job.ok()) {
+    reactor->set_job(*std::move(job));
+  } else {
+    reactor->Complete(to_grpc(job.status()));
+  }
+  reactor->Release();
+  return reactor;
 }
 
 grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& request,
@@ -107,31 +162,11 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
   return grpc::Status::OK;
 }
 
-grpc::Status TranslationService::Handle(grpc::ServerContext* context,
-                                        const xlate::v1::TranslateRequest& request,
-                                        xlate::v1::TranslateResponse& response) {
-  TranslationOptions options;
-  std::vector<std::vector<int32_t>> sources;
-  if (grpc::Status status = Check(request, options, sources); !status.ok()) return status;
-
-  const absl::Time deadline = absl::FromChrono(context->deadline());
-  auto job = scheduler_->Submit(std::move(sources), options, deadline);
-  if (!job.ok()) return to_grpc(job.status());
-  while (!(*job)->WaitUntil(std::min(deadline, absl::Now() + kCancellationPoll))) {
-    if (context->IsCancelled()) {
-      scheduler_->Cancel(*job, absl::CancelledError("the client cancelled the call"));
-      return grpc::Status(grpc::CANCELLED, "the client cancelled the call");
-    }
-    if (absl::Now() >= deadline) {
-      scheduler_->Cancel(*job, absl::DeadlineExceededError("deadline exceeded"));
-      return grpc::Status(grpc::DEADLINE_EXCEEDED,
-                          "the deadline passed before the translation finished");
-    }
-  }
-  if (absl::Status status = (*job)->status(); !status.ok()) return to_grpc(status);
-
-  const bool with_hypotheses = options.n_best > 1 || request.options().return_scores();
-  for (std::vector<Hypothesis>& hypotheses : (*job)->TakeResults()) {
+grpc::Status TranslationService::Respond(const xlate::v1::TranslateRequest& request, int n_best,
+                                         std::vector<std::vector<Hypothesis>> results,
+                                         xlate::v1::TranslateResponse& response) const {
+  const bool with_hypotheses = n_best > 1 || request.options().return_scores();
+  for (std::vector<Hypothesis>& hypotheses : results) {
     xlate::v1::Translation* translation = response.add_translations();
     for (size_t k = 0; k < hypotheses.size(); ++k) {
       auto text = translator_->tokenizer().decode(hypotheses[k].tokens);

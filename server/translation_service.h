@@ -1,6 +1,7 @@
-// The xlate.v1.Translator gRPC service: checks each request, queues its sentences on the
-// scheduler, waits for them within the call's deadline (or until the client cancels) and
-// answers with one translation per input, in order.
+// The xlate.v1.Translator gRPC service (callback API): checks each request, queues its
+// sentences on the scheduler and answers, with one translation per input in order, when the
+// scheduler completes the job. No thread blocks or polls while a call waits; a client that
+// cancels (or whose deadline passes) has its queued sentences removed.
 #pragma once
 
 #include <memory>
@@ -19,18 +20,22 @@ struct RequestLimits {
   int max_beam_size = 16;
 };
 
-class TranslationService final : public xlate::v1::Translator::Service {
+class TranslationService final : public xlate::v1::Translator::CallbackService {
  public:
   // All pointers must outlive the service.
   TranslationService(const Translator* translator, Scheduler* scheduler, ServerMetrics* metrics,
                      std::string model_name, RequestLimits limits);
 
-  grpc::Status Translate(grpc::ServerContext* context, const xlate::v1::TranslateRequest* request,
-                         xlate::v1::TranslateResponse* response) override;
+  grpc::ServerUnaryReactor* Translate(grpc::CallbackServerContext* context,
+                                      const xlate::v1::TranslateRequest* request,
+                                      xlate::v1::TranslateResponse* response) override;
 
  private:
-  grpc::Status Handle(grpc::ServerContext* context, const xlate::v1::TranslateRequest& request,
-                      xlate::v1::TranslateResponse& response);
+  class Reactor;
+  // Fills `response` from a finished job.
+  grpc::Status Respond(const xlate::v1::TranslateRequest& request, int n_best,
+                       std::vector<std::vector<Hypothesis>> results,
+                       xlate::v1::TranslateResponse& response) const;
   // Checks the request and fills in `options` and `sources`; the message names the field and
   // the limit.
   grpc::Status Check(const xlate::v1::TranslateRequest& request, TranslationOptions& options,

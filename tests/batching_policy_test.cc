@@ -56,7 +56,7 @@ TEST(BatchingPolicy, ExactlyFullBatchGoesAtOnce) {
 
 TEST(BatchingPolicy, TokenBudgetCountsPaddedTokens) {
   // 5 + 5 fit a budget of 40 (padded 10); with the 30-token sentence the padded size would be
-  // 3 x 30 = 90, so the batch is full without it.
+  // 3 x 30 = 90, so the batch is full without it (and goes at once).
   const std::deque<PendingSentence> queue = {sentence(5, absl::ZeroDuration()),
                                              sentence(5, absl::ZeroDuration()),
                                              sentence(30, absl::ZeroDuration())};
@@ -93,10 +93,22 @@ TEST(BatchingPolicy, ExpiredSentencesAreDroppedAndDeadlinesBoundTheWait) {
   EXPECT_EQ(decision.wait, absl::Milliseconds(1));
 }
 
-TEST(BatchingPolicy, BatchKeepsArrivalOrderAfterTheOldest) {
+TEST(BatchingPolicy, OldestGoesFirstWithTheSentencesClosestInLength) {
+  // Room for 3: the oldest (20 tokens) and the two closest to it in length, 18 and 25, not the
+  // earlier-arrived 3 and 60.
+  const std::deque<PendingSentence> queue = {
+      sentence(20, absl::ZeroDuration()), sentence(3, absl::Milliseconds(1)),
+      sentence(60, absl::Milliseconds(1)), sentence(25, absl::Milliseconds(2)),
+      sentence(18, absl::Milliseconds(3))};
+  const BatchDecision decision =
+      decide_batch(queue, kStart + absl::Milliseconds(10), limits(1000, 3, absl::Milliseconds(5)));
+  EXPECT_EQ(decision.batch, (std::vector<size_t>{0, 3, 4}));
+}
+
+TEST(BatchingPolicy, BatchIndicesAscend) {
   const std::deque<PendingSentence> queue = {sentence(9, absl::ZeroDuration()),
                                              sentence(3, absl::Milliseconds(1)),
-                                             sentence(6, absl::Milliseconds(2))};
+                                             sentence(8, absl::Milliseconds(2))};
   const BatchDecision decision =
       decide_batch(queue, kStart + absl::Milliseconds(10), limits(1000, 8, absl::Milliseconds(5)));
   EXPECT_EQ(decision.batch, (std::vector<size_t>{0, 1, 2}));
