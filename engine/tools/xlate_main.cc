@@ -8,6 +8,8 @@
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "engine/tools/commands.h"
 
 namespace {
@@ -23,6 +25,12 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "engine/tools/");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   absl::SetProgramUsageMessage(kUsage);
   if (argc < 2 || argv[1][0] == '-') {
     std::cerr << kUsage << "\n";

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Prints the default model directory, creating it first if needed. Until a trained model ships
+# in models/, that is a randomly initialised tiny model written by `xlate init-model` with a
+# SentencePiece vocabulary trained on Multi30k: it exercises everything, but its output is not
+# a translation. Needs a built tree (scripts/build.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model_dir=build/models/tiny-random
+if [[ ! -f "$model_dir/model.safetensors" ]]; then
+  data=../shared/data/multi30k
+  mkdir -p build/models
+  gzip -dc "$data/train.en.gz" > build/models/train.en
+  gzip -dc "$data/train.de.gz" > build/models/train.de
+  build/engine/xlate init-model --preset tiny --vocab_size 1000 --out "$model_dir" \
+    --spm_from build/models/train.en,build/models/train.de >&2
+fi
+echo "$model_dir"

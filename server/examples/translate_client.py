@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""A minimal xlate client to copy: translate sentences with xlate-server over gRPC.
+
+    pip install grpcio grpcio-tools
+    python3 server/examples/translate_client.py --target 127.0.0.1:50051 "A dog runs." "Two men talk."
+
+It generates the Python stubs from proto/translator.proto on the fly (a real client would
+generate them once with `python -m grpc_tools.protoc`), sends one request with all sentences
+and prints one translation per line, in order.
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import grpc
+from grpc_tools import protoc
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def import_stubs():
+    out = tempfile.mkdtemp(prefix="xlate_stubs_")
+    if protoc.main(["protoc", f"-I{REPO}", f"--python_out={out}", f"--grpc_python_out={out}",
+                    os.path.join(REPO, "proto", "translator.proto")]) != 0:
+        sys.exit("could not compile proto/translator.proto")
+    sys.path.insert(0, out)
+    from proto import translator_pb2, translator_pb2_grpc
+    return translator_pb2, translator_pb2_grpc
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sentences", nargs="+")
+    parser.add_argument("--target", default="127.0.0.1:50051")
+    parser.add_argument("--beam_size", type=int, default=4)
+    parser.add_argument("--n_best", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=60, help="deadline in seconds")
+    args = parser.parse_args()
+
+    pb2, pb2_grpc = import_stubs()
+    with grpc.insecure_channel(args.target) as channel:
+        stub = pb2_grpc.TranslatorStub(channel)
+        request = pb2.TranslateRequest(
+            contents=[s.encode("utf-8") for s in args.sentences],  # `bytes` of UTF-8 text
+            options=pb2.DecodingOptions(beam_size=args.beam_size, n_best=args.n_best,
+                                        return_scores=args.n_best > 1))
+        try:
+            response = stub.Translate(request, timeout=args.timeout)
+        except grpc.RpcError as error:
+            sys.exit(f"{error.code().name}: {error.details()}")
+    for translation in response.translations:
+        if args.n_best > 1:
+            for hypothesis in translation.hypotheses:
+                print(f"{hypothesis.score:.4f}\t{hypothesis.text}")
+        else:
+            print(translation.translated_text)
+
+
+if __name__ == "__main__":
+    main()
