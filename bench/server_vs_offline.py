@@ -9,7 +9,8 @@
 3. saturation: --clients calls in flight (closed loop): the server's throughput, and its ratio
    to the offline throughput (target >= 0.9);
 4. half load: calls started at half the saturation rate (open loop): p99 latency, and its ratio
-   to the single-call latency (target <= 3).
+   to the single-call latency (target <= 3), printed against the single call's p99 (like for
+   like) and against its p50 (the stricter reading).
 Every phase runs alone on the machine's cores; the server uses --threads.
 """
 import argparse
@@ -108,12 +109,13 @@ def main():
         print(f"{phase:<12}{r['sentences_per_second']:>9.2f}{r['tokens_per_second']:>9.1f}"
               f"{r['latency_p50_s']:>9.3f}{r['latency_p90_s']:>9.3f}{r['latency_p99_s']:>9.3f}")
     results["saturation_over_offline"] = results["saturation"]["sentences_per_second"] / offline_rate
-    results["half_load_p99_over_single_p50"] = (results["half_load"]["latency_p99_s"] /
-                                                results["single"]["latency_p50_s"])
+    for reference in ("p99", "p50"):
+        results[f"half_load_p99_over_single_{reference}"] = (
+            results["half_load"]["latency_p99_s"] / results["single"][f"latency_{reference}_s"])
     print(f"server at saturation / offline throughput: {results['saturation_over_offline']:.3f}"
           " (target >= 0.9)")
-    print(f"p99 at half load / single-call latency: {results['half_load_p99_over_single_p50']:.2f}"
-          " (target <= 3)")
+    print(f"p99 at half load / single-call p99: {results['half_load_p99_over_single_p99']:.2f}, "
+          f"/ single-call p50: {results['half_load_p99_over_single_p50']:.2f} (target <= 3)")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(results, f, indent=2)

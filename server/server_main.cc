@@ -189,10 +189,15 @@ int serve() {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);
 
-  // Warm up: primitive creation and first-touch allocation happen here, not on a client's call.
-  TranslationOptions warmup;
-  if (auto status = engine->Translate({"Hello world."}, warmup); !status.ok()) {
-    return fail("warm-up translation failed: " + std::string(status.status().message()));
+  // Warm up through the scheduler, on the engine's own thread: primitive creation and
+  // first-touch allocation happen here, not on a client's call, and no second thread competes
+  // for the cores with early calls.
+  auto warmup_ids = engine->tokenizer().encode("Hello world.");
+  if (!warmup_ids.ok()) return fail(std::string(warmup_ids.status().message()));
+  auto warmup = (*scheduler)->Submit({*warmup_ids}, TranslationOptions(), absl::InfiniteFuture());
+  if (!warmup.ok() || !(*warmup)->WaitUntil(absl::InfiniteFuture()) ||
+      !(*warmup)->status().ok()) {
+    return fail("warm-up translation failed");
   }
   health->SetServingStatus(true);
   std::cerr << "xlate-server: serving model \"" << model_name << "\" on "
