@@ -159,6 +159,7 @@ std::vector<Scheduler::QueuedSentence> Scheduler::TakeLocked(const std::vector<s
 void Scheduler::Run() {
   for (;;) {
     std::vector<QueuedSentence> batch;
+    std::vector<std::shared_ptr<TranslationJob>> expired_jobs;
     int64_t padded_tokens = 0;
     int64_t depth = 0;
     {
@@ -170,15 +171,11 @@ void Scheduler::Run() {
         const absl::Time now = clock_();
         const BatchDecision decision = decide_batch(pending_, now, limits);
         // Expired sentences fail their whole request; its other sentences go too.
-        std::vector<std::shared_ptr<TranslationJob>> expired_jobs;
         for (size_t i : decision.expired) expired_jobs.push_back(queued_[i].job);
         if (!expired_jobs.empty()) {
-          for (const auto& job : expired_jobs) {
-            RemoveJobLocked(job.get());
-            job->Fail(absl::DeadlineExceededError(
-                "the deadline passed while the request waited in the queue"));
-          }
-          continue;  // indices changed: decide again
+          for (const auto& job : expired_jobs) RemoveJobLocked(job.get());
+          depth = static_cast<int64_t>(queued_.size());
+          break;  // fail them with the lock released, then decide again
         }
         if (!decision.batch.empty()) {
           for (size_t i : decision.batch) {
@@ -193,8 +190,13 @@ void Scheduler::Run() {
         wake_.WaitWithTimeout(&mutex_, decision.wait);
       }
     }
+    // Completion callbacks (which answer RPCs) never run under the queue lock.
     if (observer_) observer_->on_queue_depth(depth);
-    RunBatch(std::move(batch), padded_tokens);
+    for (const auto& job : expired_jobs) {
+      job->Fail(absl::DeadlineExceededError(
+          "the deadline passed while the request waited in the queue"));
+    }
+    if (!batch.empty()) RunBatch(std::move(batch), padded_tokens);
   }
 }
 

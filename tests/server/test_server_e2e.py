@@ -197,7 +197,7 @@ class GracefulShutdown(unittest.TestCase):
             f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode(), 30))
         exit_code = server.terminate(timeout=120)
         for i, future in enumerate(futures):
-            texts = [t.translated_text for t in future.result().translations]
+            texts = [t.translated_text for t in future.result(timeout=180).translations]
             self.assertEqual(texts, expected[4 * i:4 * i + 4])
         self.assertEqual(exit_code, 0, "".join(server.stderr_lines))
         watch.cancel()
