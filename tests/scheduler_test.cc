@@ -31,7 +31,9 @@ class FakeEngine {
     };
   }
   void block() { blocking_ = true; }
-  void release() { release_.Notify(); }
+  void release() {
+    if (!release_.HasBeenNotified()) release_.Notify();  // only the test thread releases
+  }
   void wait_started() { started_.WaitForNotification(); }
   std::vector<std::vector<std::vector<int32_t>>> batches() {
     absl::MutexLock lock(&mutex_);
@@ -102,45 +104,56 @@ TEST(Scheduler, FullQueueRefusesAtOnce) {
   EXPECT_TRUE((*queued)->WaitUntil(absl::Now() + absl::Seconds(10)));
 }
 
-TEST(Scheduler, CancelledJobLeavesTheQueueAndNeverRuns) {
-  FakeEngine engine;
-  engine.block();
-  auto scheduler = Scheduler::Create(options(1, absl::ZeroDuration()), engine.runner(), nullptr);
-  ASSERT_TRUE(scheduler.ok());
-  auto running = (*scheduler)->Submit({{1}}, {}, kNoDeadline);
-  engine.wait_started();
-  auto cancelled = (*scheduler)->Submit({{42}, {43}}, {}, kNoDeadline);
+// A scheduler whose engine is busy with a first job (blocked until release()), so that what
+// is submitted next stays in the queue.
+class BusyEngine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine_.block();
+    auto scheduler = Scheduler::Create(options(1, absl::ZeroDuration()), engine_.runner(), nullptr);
+    ASSERT_TRUE(scheduler.ok());
+    scheduler_ = *std::move(scheduler);
+    auto running = scheduler_->Submit({{1}}, {}, kNoDeadline);
+    ASSERT_TRUE(running.ok());
+    running_ = *running;
+    engine_.wait_started();
+  }
+  // Lets the first job finish, drains the scheduler and tells whether `token` reached the engine.
+  bool engine_saw_after_drain(int32_t token) {
+    engine_.release();
+    EXPECT_TRUE(running_->WaitUntil(absl::Now() + absl::Seconds(10)));
+    scheduler_.reset();  // drains and joins
+    for (const auto& batch : engine_.batches()) {
+      for (const auto& source : batch) {
+        if (source[0] == token) return true;
+      }
+    }
+    return false;
+  }
+  FakeEngine engine_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::shared_ptr<TranslationJob> running_;
+};
+
+TEST_F(BusyEngine, CancelledJobLeavesTheQueueAndNeverRuns) {
+  auto cancelled = scheduler_->Submit({{42}, {43}}, {}, kNoDeadline);
   ASSERT_TRUE(cancelled.ok());
-  EXPECT_EQ((*scheduler)->queue_depth(), 2);
-  (*scheduler)->Cancel(*cancelled, absl::CancelledError("client went away"));
-  EXPECT_EQ((*scheduler)->queue_depth(), 0);
+  EXPECT_EQ(scheduler_->queue_depth(), 2);
+  scheduler_->Cancel(*cancelled, absl::CancelledError("client went away"));
+  EXPECT_EQ(scheduler_->queue_depth(), 0);
   ASSERT_TRUE((*cancelled)->WaitUntil(absl::Now()));
   EXPECT_EQ((*cancelled)->status().code(), absl::StatusCode::kCancelled);
-  engine.release();
-  ASSERT_TRUE((*running)->WaitUntil(absl::Now() + absl::Seconds(10)));
-  scheduler->reset();  // drains and joins
-  for (const auto& batch : engine.batches()) {
-    for (const auto& source : batch) EXPECT_NE(source[0], 42);
-  }
+  EXPECT_FALSE(engine_saw_after_drain(42));
 }
 
-TEST(Scheduler, WorkPastItsDeadlineIsDroppedBeforeTheEngine) {
-  FakeEngine engine;
-  engine.block();
-  auto scheduler = Scheduler::Create(options(1, absl::ZeroDuration()), engine.runner(), nullptr);
-  ASSERT_TRUE(scheduler.ok());
-  auto running = (*scheduler)->Submit({{1}}, {}, kNoDeadline);
-  engine.wait_started();
-  auto late = (*scheduler)->Submit({{77}}, {}, absl::Now() + absl::Milliseconds(20));
+TEST_F(BusyEngine, WorkPastItsDeadlineIsDroppedBeforeTheEngine) {
+  auto late = scheduler_->Submit({{77}}, {}, absl::Now() + absl::Milliseconds(20));
   ASSERT_TRUE(late.ok());
   absl::SleepFor(absl::Milliseconds(40));
-  engine.release();
+  engine_.release();
   ASSERT_TRUE((*late)->WaitUntil(absl::Now() + absl::Seconds(10)));
   EXPECT_EQ((*late)->status().code(), absl::StatusCode::kDeadlineExceeded);
-  scheduler->reset();
-  for (const auto& batch : engine.batches()) {
-    for (const auto& source : batch) EXPECT_NE(source[0], 77);
-  }
+  EXPECT_FALSE(engine_saw_after_drain(77));
 }
 
 TEST(Scheduler, ShutdownDrainsQueuedWorkAndRefusesNewWork) {
