@@ -9,12 +9,13 @@ debian_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   prometheus
+  libopenmpi-dev openmpi-bin zlib1g-dev
   python3
 )
 # PyPI package=import name
 python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2 grpcio=grpc
                  grpcio-tools=grpc_tools grpcio-health-checking=grpc_health
-                 grpcio-reflection=grpc_reflection)
+                 grpcio-reflection=grpc_reflection sacrebleu=sacrebleu)
 
 missing=()
 for package in "${debian_packages[@]}"; do
