@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string>
 
 namespace xlate {
 namespace {
@@ -61,6 +62,18 @@ int64_t Tensor::dim(int axis) const {
 }
 
 int64_t Tensor::numel() const { return product(shape_); }
+
+Tensor Tensor::view(int64_t offset, std::vector<int64_t> shape) const {
+  if (offset < 0 || offset + product(shape) > numel()) {
+    throw std::logic_error("Tensor::view: " + xlate::shape_string(shape) + " at offset " +
+                           std::to_string(offset) + " exceeds " + shape_string());
+  }
+  Tensor tensor = *this;
+  tensor.shape_ = std::move(shape);
+  tensor.storage_ = std::shared_ptr<void>(
+      storage_, static_cast<char*>(storage_.get()) + offset * static_cast<int64_t>(dtype_size(dtype_)));
+  return tensor;
+}
 
 Tensor Tensor::reshape(std::vector<int64_t> shape) const {
   if (product(shape) > numel()) {

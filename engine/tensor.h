@@ -48,6 +48,9 @@ class Tensor {
 
   // Same storage, new shape with the same or a smaller element count (a prefix view).
   Tensor reshape(std::vector<int64_t> shape) const;
+  // A view of `shape` starting `offset` elements into this tensor's storage; it keeps the
+  // storage alive. The trainer lays all parameters (and gradients) out in one flat buffer.
+  Tensor view(int64_t offset, std::vector<int64_t> shape) const;
   // Deep copy.
   Tensor clone() const;
   // A float32 copy of a float tensor of any float dtype (a handle to *this when already f32).

@@ -5,5 +5,6 @@ namespace xlate::tools {
 
 int run_translate();
 int run_init_model();
+int run_bleu();
 
 }  // namespace xlate::tools

@@ -1,6 +1,7 @@
 // xlate: the command-line tool of the engine.
 //   xlate translate --model_dir D [--input F] [--output F] [--beam_size 4] ...
 //   xlate init-model --preset tiny|base|big --spm_from TEXT[,TEXT] --vocab_size V --out D
+//   xlate bleu --ref REF [--hyp HYP] [--lowercase] [--json]
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -20,6 +21,7 @@ constexpr char kUsage[] =
     "  translate   translate sentences (one per line) from --input or stdin\n"
     "  init-model  write a randomly initialised model directory with a trained SentencePiece\n"
     "              vocabulary (for tests and benchmarks)\n"
+    "  bleu        score --hyp (or stdin) against --ref: sacreBLEU and tokenised BLEU\n"
     "Run `xlate <command> --help` for the flags.";
 
 }  // namespace
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(static_cast<int>(rest.size()), rest.data());
   if (command == "translate") return xlate::tools::run_translate();
   if (command == "init-model") return xlate::tools::run_init_model();
+  if (command == "bleu") return xlate::tools::run_bleu();
   std::cerr << "xlate: unknown command \"" << command << "\"\n" << kUsage << "\n";
   return 2;
 }

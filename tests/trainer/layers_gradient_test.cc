@@ -1,0 +1,185 @@
+// Every training layer's backward pass against central finite differences of its forward.
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "engine/ops/ops.h"
+#include "tests/trainer/gradient_check.h"
+#include "trainer/layers/attention.h"
+#include "trainer/layers/cross_entropy.h"
+#include "trainer/layers/dropout.h"
+#include "trainer/layers/embedding.h"
+#include "trainer/layers/layer_norm.h"
+#include "trainer/layers/linear.h"
+
+namespace xlate::trainer {
+namespace {
+
+using testing::expect_gradient_matches;
+using testing::random_tensor;
+using testing::weighted_sum;
+
+TEST(LayerGradients, LinearWithReluAndBias) {
+  std::mt19937 rng(1);
+  Tensor inp = random_tensor({6, 5}, rng), weight = random_tensor({4, 5}, rng);
+  Tensor bias = random_tensor({4}, rng), probe = random_tensor({6, 4}, rng);
+  Tensor out = Tensor::empty({6, 4}, DType::kFloat32);
+  auto loss = [&] {
+    linear_forward(out, inp, weight, bias, /*relu=*/true);
+    return weighted_sum(out, probe);
+  };
+  loss();
+  Tensor engine_out = Tensor::empty({6, 4}, DType::kFloat32);  // the inference op agrees
+  xlate::linear_forward(engine_out, inp, weight, bias, Activation::kRelu);
+  for (int64_t i = 0; i < 24; ++i) EXPECT_NEAR(out.data<float>()[i], engine_out.data<float>()[i], 1e-5);
+  Tensor dout = Tensor::empty({6, 4}, DType::kFloat32);
+  relu_backward(dout, probe, out);
+  Tensor dinp = Tensor::empty({6, 5}, DType::kFloat32);
+  Tensor dweight = Tensor::zeros({4, 5}, DType::kFloat32), dbias = Tensor::zeros({4}, DType::kFloat32);
+  linear_backward(dinp, dweight, dbias, dout, inp, weight);
+  expect_gradient_matches(loss, inp, dinp, "dinp");
+  expect_gradient_matches(loss, weight, dweight, "dweight");
+  expect_gradient_matches(loss, bias, dbias, "dbias");
+}
+
+TEST(LayerGradients, LinearAccumulatesParameterAndRequestedInputGradients) {
+  std::mt19937 rng(2);
+  Tensor inp = random_tensor({3, 2}, rng), weight = random_tensor({2, 2}, rng);
+  Tensor dout = random_tensor({3, 2}, rng);
+  Tensor dinp = Tensor::zeros({3, 2}, DType::kFloat32), dweight = Tensor::zeros({2, 2}, DType::kFloat32);
+  Tensor no_bias;
+  linear_backward(dinp, dweight, no_bias, dout, inp, weight, GradientWrite::kAccumulate);
+  const Tensor once_inp = dinp.clone(), once_weight = dweight.clone();
+  linear_backward(dinp, dweight, no_bias, dout, inp, weight, GradientWrite::kAccumulate);
+  for (int64_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(dinp.data<float>()[i], 2 * once_inp.data<float>()[i]);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(dweight.data<float>()[i], 2 * once_weight.data<float>()[i]);
+}
+
+TEST(LayerGradients, LayerNorm) {
+  std::mt19937 rng(3);
+  Tensor inp = random_tensor({5, 8}, rng, 2.f), gamma = random_tensor({8}, rng);
+  Tensor beta = random_tensor({8}, rng), probe = random_tensor({5, 8}, rng);
+  Tensor out = Tensor::empty({5, 8}, DType::kFloat32);
+  Tensor mean = Tensor::empty({5}, DType::kFloat32), rstd = Tensor::empty({5}, DType::kFloat32);
+  auto loss = [&] {
+    layer_norm_forward(out, mean, rstd, inp, gamma, beta, 1e-5f);
+    return weighted_sum(out, probe);
+  };
+  loss();
+  Tensor dinp = Tensor::empty({5, 8}, DType::kFloat32);
+  Tensor dgamma = Tensor::zeros({8}, DType::kFloat32), dbeta = Tensor::zeros({8}, DType::kFloat32);
+  layer_norm_backward(dinp, dgamma, dbeta, probe, inp, mean, rstd, gamma);
+  expect_gradient_matches(loss, inp, dinp, "dinp");
+  expect_gradient_matches(loss, gamma, dgamma, "dgamma");
+  expect_gradient_matches(loss, beta, dbeta, "dbeta");
+}
+
+void check_attention(bool causal, int64_t queries, int64_t keys, std::vector<int32_t> lengths) {
+  std::mt19937 rng(4);
+  const int heads = 2;
+  const int64_t sentences = static_cast<int64_t>(lengths.size()), dk = 3, dv = 2;
+  Tensor q = random_tensor({sentences, queries, heads * dk}, rng, 2.f);
+  Tensor k = random_tensor({sentences, keys, heads * dk}, rng, 2.f);
+  Tensor v = random_tensor({sentences, keys, heads * dv}, rng);
+  Tensor key_lengths = Tensor::from_vector(lengths, {sentences});
+  Tensor probe = random_tensor({sentences, queries, heads * dv}, rng);
+  Tensor out = Tensor::empty({sentences, queries, heads * dv}, DType::kFloat32);
+  Tensor probs = Tensor::empty({sentences, heads, queries, keys}, DType::kFloat32);
+  auto loss = [&] {
+    attention_forward(out, probs, q, k, v, key_lengths, heads, causal);
+    return weighted_sum(out, probe);
+  };
+  loss();
+  Tensor dq = Tensor::empty(q.shape(), DType::kFloat32), dk_ = Tensor::empty(k.shape(), DType::kFloat32);
+  Tensor dv_ = Tensor::empty(v.shape(), DType::kFloat32);
+  attention_backward(dq, dk_, dv_, probe, probs, q, k, v, heads);
+  expect_gradient_matches(loss, q, dq, "dq");
+  expect_gradient_matches(loss, k, dk_, "dk");
+  expect_gradient_matches(loss, v, dv_, "dv");
+  // Padded keys have no influence, so their gradients are exactly zero.
+  for (int64_t n = 0; n < sentences; ++n) {
+    for (int64_t s = lengths[n]; s < keys; ++s) {
+      for (int64_t c = 0; c < heads * dk; ++c) {
+        EXPECT_EQ(dk_.data<float>()[(n * keys + s) * heads * dk + c], 0.f);
+      }
+    }
+  }
+}
+
+TEST(LayerGradients, AttentionWithPaddingMask) { check_attention(false, 3, 5, {5, 2}); }
+TEST(LayerGradients, CausalSelfAttention) { check_attention(true, 4, 4, {4, 3}); }
+
+TEST(LayerGradients, LabelSmoothedCrossEntropyIgnoresPadding) {
+  std::mt19937 rng(5);
+  const int pad = 0;
+  Tensor logits = random_tensor({4, 7}, rng, 3.f);
+  Tensor targets = Tensor::from_vector(std::vector<int32_t>{3, pad, 6, 1}, {4});
+  Tensor log_probs = Tensor::empty({4, 7}, DType::kFloat32);
+  CrossEntropySums sums;
+  auto loss = [&] {
+    sums = cross_entropy_forward(log_probs, logits, targets, 0.1f, pad);
+    return sums.loss;
+  };
+  loss();
+  EXPECT_EQ(sums.tokens, 3);
+  Tensor dlogits = Tensor::empty({4, 7}, DType::kFloat32);
+  cross_entropy_backward(dlogits, log_probs, targets, 0.1f, pad, 1.f);
+  expect_gradient_matches(loss, logits, dlogits, "dlogits", {1e-2f, 1e-3, 1e-2, 28});
+  for (int v = 0; v < 7; ++v) EXPECT_EQ(dlogits.data<float>()[7 + v], 0.f);
+}
+
+TEST(LayerGradients, CrossEntropyWithoutSmoothingIsTheNegativeLogLikelihood) {
+  Tensor logits = Tensor::from_vector(std::vector<float>{0.f, std::log(3.f)}, {1, 2});
+  Tensor targets = Tensor::from_vector(std::vector<int32_t>{1}, {1});
+  Tensor log_probs = Tensor::empty({1, 2}, DType::kFloat32);
+  const CrossEntropySums sums = cross_entropy_forward(log_probs, logits, targets, 0.f, -1);
+  EXPECT_NEAR(sums.loss, -std::log(0.75), 1e-5);
+  EXPECT_NEAR(sums.nll, -std::log(0.75), 1e-5);
+}
+
+TEST(LayerGradients, EmbeddingScatterWithRepeatedTokensAndLearnedPositions) {
+  std::mt19937 rng(6);
+  Tensor table = random_tensor({5, 4}, rng), positions = random_tensor({6, 4}, rng);
+  Tensor tokens = Tensor::from_vector(std::vector<int32_t>{1, 3, 1, 4, 4, 4}, {2, 3});
+  Tensor probe = random_tensor({2, 3, 4}, rng);
+  Tensor out = Tensor::empty({2, 3, 4}, DType::kFloat32);
+  const float scale = 2.f;
+  auto loss = [&] {
+    embedding_forward(out, tokens, table, positions, scale, 0);
+    return weighted_sum(out, probe);
+  };
+  loss();
+  Tensor dtable = Tensor::zeros({5, 4}, DType::kFloat32), dpositions = Tensor::zeros({6, 4}, DType::kFloat32);
+  embedding_backward(dtable, dpositions, probe, tokens, scale);
+  expect_gradient_matches(loss, table, dtable, "dtable", {1e-2f, 2e-3, 2e-2, 20});
+  expect_gradient_matches(loss, positions, dpositions, "dpositions", {1e-2f, 2e-3, 2e-2, 24});
+}
+
+TEST(LayerGradients, DropoutBackwardReplaysTheForwardMask) {
+  std::mt19937 rng(7);
+  Tensor inp = random_tensor({1000, 10}, rng);
+  Tensor out = Tensor::empty(inp.shape(), DType::kFloat32);
+  const uint64_t key = dropout_key(11, 5, 0, 0, 3);
+  dropout_forward(out, inp, 0.3f, key);
+  Tensor ones = Tensor::from_vector(std::vector<float>(10000, 1.f), {1000, 10});
+  Tensor mask = Tensor::empty(inp.shape(), DType::kFloat32);
+  dropout_backward(mask, ones, 0.3f, key);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < inp.numel(); ++i) {
+    const float m = mask.data<float>()[i];
+    EXPECT_FLOAT_EQ(out.data<float>()[i], inp.data<float>()[i] * m);
+    if (m == 0.f) ++dropped;
+    else EXPECT_FLOAT_EQ(m, 1.f / 0.7f);
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / inp.numel(), 0.3, 0.02);
+  // Another site draws another mask.
+  Tensor other = Tensor::empty(inp.shape(), DType::kFloat32);
+  dropout_forward(other, inp, 0.3f, dropout_key(11, 5, 0, 0, 4));
+  int64_t differ = 0;
+  for (int64_t i = 0; i < inp.numel(); ++i) differ += (other.data<float>()[i] != out.data<float>()[i]);
+  EXPECT_GT(differ, 2000);
+}
+
+}  // namespace
+}  // namespace xlate::trainer

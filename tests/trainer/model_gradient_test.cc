@@ -1,0 +1,111 @@
+// The whole training model's gradient against finite differences on a tiny configuration,
+// every parameter tensor sampled, with dropout on (its masks are a function of the key, so the
+// perturbed forward passes see the same masks) and label smoothing.
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "engine/model_directory.h"
+#include "tests/trainer/gradient_check.h"
+#include "trainer/model/flat_parameters.h"
+#include "trainer/model/transformer_training.h"
+
+namespace xlate::trainer {
+namespace {
+
+ModelConfig tiny_config(PositionalEncoding positional) {
+  ModelConfig config;
+  config.vocab_size = 11;
+  config.d_model = 8;
+  config.encoder_layers = config.decoder_layers = 2;
+  config.encoder_heads = config.decoder_heads = 2;
+  config.encoder_ffn_dim = config.decoder_ffn_dim = 12;
+  config.max_positions = 16;
+  config.label_smoothing = 0.1f;
+  config.positional = positional;
+  return config;
+}
+
+// Two sentence pairs, the second shorter on both sides (padding in both stacks).
+ModelInputs tiny_batch() {
+  ModelInputs inputs;
+  inputs.source_tokens = Tensor::from_vector(std::vector<int32_t>{5, 6, 7, 3, 8, 3, 0, 0}, {2, 4});
+  inputs.source_lengths = Tensor::from_vector(std::vector<int32_t>{4, 2}, {2});
+  inputs.target_input = Tensor::from_vector(std::vector<int32_t>{2, 9, 4, 2, 10, 0}, {2, 3});
+  inputs.target_output = Tensor::from_vector(std::vector<int32_t>{9, 4, 3, 10, 3, 0}, {2, 3});
+  inputs.target_lengths = Tensor::from_vector(std::vector<int32_t>{3, 2}, {2});
+  return inputs;
+}
+
+class ModelGradientTest : public ::testing::TestWithParam<PositionalEncoding> {};
+
+TEST_P(ModelGradientTest, EveryParameterMatchesFiniteDifferences) {
+  const ModelConfig config = tiny_config(GetParam());
+  FlatParameters parameters(config), gradients(config);
+  parameters.copy_from(random_weights(config, 17), config);
+  const ModelInputs inputs = tiny_batch();
+  DropoutSettings dropout;
+  dropout.residual = 0.1f;
+  dropout.activation = 0.1f;
+  dropout.seed = 5;
+  TransformerTraining model(config);
+  auto loss = [&] { return model.forward(parameters.weights(), inputs, dropout).loss; };
+  const CrossEntropySums sums = model.forward(parameters.weights(), inputs, dropout);
+  EXPECT_EQ(sums.tokens, 5);
+  model.backward(gradients.weights(), parameters.weights(), 1.f);
+
+  for (const ParameterSlice& slice : parameters.slices()) {
+    Tensor values = parameters.flat().view(slice.offset, {slice.count});
+    Tensor analytic = gradients.flat().view(slice.offset, {slice.count});
+    if (!slice.trainable) {
+      for (int64_t i = 0; i < slice.count; ++i) ASSERT_EQ(analytic.data<float>()[i], 0.f);
+      continue;
+    }
+    testing::GradientCheck check;
+    check.samples = 6;
+    check.step = 1e-3f;
+    check.absolute = 3e-3;
+    testing::expect_gradient_matches(loss, values, analytic, slice.name, check);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Positions, ModelGradientTest,
+                         ::testing::Values(PositionalEncoding::kSinusoidal,
+                                           PositionalEncoding::kLearned),
+                         [](const ::testing::TestParamInfo<PositionalEncoding>& info) {
+                           return info.param == PositionalEncoding::kLearned ? "Learned"
+                                                                             : "Sinusoidal";
+                         });
+
+TEST(TransformerTraining, PaddedPositionsDoNotChangeTheLoss) {
+  const ModelConfig config = tiny_config(PositionalEncoding::kSinusoidal);
+  FlatParameters parameters(config);
+  parameters.copy_from(random_weights(config, 3), config);
+  TransformerTraining model(config);
+  ModelInputs inputs = tiny_batch();
+  const double clean = model.forward(parameters.weights(), inputs, {}).loss;
+  inputs.source_tokens.data<int32_t>()[6] = 9;  // padding of sentence 2
+  inputs.target_input.data<int32_t>()[5] = 7;
+  EXPECT_DOUBLE_EQ(model.forward(parameters.weights(), inputs, {}).loss, clean);
+}
+
+TEST(TransformerTraining, GradientsAccumulateOverCalls) {
+  const ModelConfig config = tiny_config(PositionalEncoding::kSinusoidal);
+  FlatParameters parameters(config), once(config), twice(config);
+  parameters.copy_from(random_weights(config, 4), config);
+  TransformerTraining model(config);
+  const ModelInputs inputs = tiny_batch();
+  model.forward(parameters.weights(), inputs, {});
+  model.backward(once.weights(), parameters.weights(), 1.f);
+  for (int i = 0; i < 2; ++i) {
+    model.forward(parameters.weights(), inputs, {});
+    model.backward(twice.weights(), parameters.weights(), 1.f);
+  }
+  for (int64_t i = 0; i < once.size(); ++i) {
+    ASSERT_NEAR(twice.flat().data<float>()[i], 2 * once.flat().data<float>()[i],
+                1e-5 + 1e-5 * std::fabs(once.flat().data<float>()[i]));
+  }
+}
+
+}  // namespace
+}  // namespace xlate::trainer

@@ -1,0 +1,154 @@
+"""xlate-trainer as a user runs it: exact resume, data-parallel ranks, checkpoint retention,
+averaging, and the errors for damaged checkpoints and bad options."""
+import os
+import shutil
+import unittest
+
+import numpy as np
+
+import trainer_harness as h
+
+# A few optimizer steps of a tiny model on 300 Multi30k pairs; dropout on, so that the resume
+# test also covers the dropout masks. Several micro-batches per step cross an epoch boundary.
+COMMON = ["--max_tokens", "1500", "--update_freq", "2", "--warmup_steps", "4",
+          "--validate_every_steps", "0", "--dropout", "0.1", "--activation_dropout", "0.1"]
+
+
+class TrainerCliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.data = h.prepared_corpus("cli", 300, 500)
+        cls.root = os.path.join(h.SCRATCH, "cli-runs")
+        shutil.rmtree(cls.root, ignore_errors=True)
+        os.makedirs(cls.root)
+
+    def run_dir(self, name):
+        return os.path.join(self.root, name)
+
+    def test_resume_continues_bit_identically(self):
+        straight, split = self.run_dir("straight"), self.run_dir("split")
+        h.train(self.data, straight, "--max_steps", "10", "--checkpoint_every_steps", "5", *COMMON)
+        h.train(self.data, split, "--max_steps", "5", "--checkpoint_every_steps", "5", *COMMON)
+        resumed = h.train(self.data, split, "--max_steps", "10", "--checkpoint_every_steps", "5",
+                          *COMMON)
+        self.assertIn("resumed from", resumed.stderr)
+        epochs = [e["epoch"] for e in h.log_events(straight, "train")]
+        self.assertGreater(max(epochs), 0, "the run should cross an epoch boundary")
+        for name in ("model.safetensors", "optimizer.safetensors"):
+            self.assertEqual(h.read_bytes(os.path.join(h.checkpoint_path(straight, 10), name)),
+                             h.read_bytes(os.path.join(h.checkpoint_path(split, 10), name)),
+                             f"{name} differs after resuming")
+        # The loss of every step after the resume is the one of the straight run.
+        straight_losses = [e["loss"] for e in h.log_events(straight, "train")]
+        split_losses = [e["loss"] for e in h.log_events(split, "train")]
+        self.assertEqual(straight_losses, split_losses)
+
+    def test_two_ranks_equal_one_rank_with_the_whole_batch(self):
+        if not h.MPIEXEC:
+            self.fail("no mpiexec found by CMake: install openmpi-bin (scripts/setup.sh)")
+        # A small learning rate keeps Adam's early, sign-like steps from magnifying the ranks'
+        # different summation order beyond float tolerance.
+        args = ["--max_steps", "3", "--checkpoint_every_steps", "1", "--max_tokens", "1500",
+                "--warmup_steps", "4", "--lr_scale", "0.02", "--validate_every_steps", "0",
+                "--dropout", "0", "--activation_dropout", "0"]
+        single, ranks = self.run_dir("one-rank"), self.run_dir("two-ranks")
+        h.train(self.data, single, *args)
+        launcher = [h.MPIEXEC, "-np", "2"] + [f for f in h.MPIEXEC_FLAGS if f]
+        h.train(self.data, ranks, *args, launcher=launcher)
+        a, b = h.weights(h.checkpoint_path(single, 3)), h.weights(h.checkpoint_path(ranks, 3))
+        first = h.weights(h.checkpoint_path(single, 1))
+        moved = 0.0
+        for name in a:
+            # A key bias adds the same q·b to every score of a query, so softmax cancels it: its
+            # true gradient is 0 and Adam's normalisation turns rounding noise (which depends
+            # on the summation order, so on the ranks) into full-size steps. Nothing to compare.
+            if name.endswith("k_proj.bias"):
+                continue
+            np.testing.assert_allclose(a[name], b[name], rtol=1e-4, atol=2e-5, err_msg=name)
+            moved = max(moved, float(np.abs(a[name] - first[name]).max()))
+        self.assertGreater(moved, 1e-3, "training should have changed the weights")
+        tokens = lambda run: [e["target_tokens"] for e in h.log_events(run, "train")]
+        self.assertEqual(tokens(single), tokens(ranks))
+
+    def test_keeps_the_last_checkpoints_and_averages_them(self):
+        run = self.run_dir("average")
+        h.train(self.data, run, "--max_steps", "4", "--checkpoint_every_steps", "1",
+                "--keep_checkpoints", "3", *COMMON)
+        kept = sorted(os.listdir(os.path.join(run, "checkpoints")))
+        self.assertEqual(kept, ["step-00000002", "step-00000003", "step-00000004"])
+        model = os.path.join(self.root, "averaged")
+        h.run([h.TRAINER, "average", "--last", "2", "--output", model, run])
+        averaged = h.weights(model)
+        w3, w4 = h.weights(h.checkpoint_path(run, 3)), h.weights(h.checkpoint_path(run, 4))
+        for name in averaged:
+            np.testing.assert_allclose(averaged[name], (w3[name] + w4[name]) / 2, rtol=1e-6,
+                                       atol=1e-7, err_msg=name)
+        sentences = "A man rides a bicycle.\nTwo dogs play in the snow.\n"
+        result = h.subprocess.run([h.XLATE, "translate", "--model_dir", model, "--beam_size", "2"],
+                                  input=sentences, capture_output=True, text=True, timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(len(result.stdout.splitlines()), 2)
+
+    def test_damaged_and_mismatched_checkpoints_are_refused(self):
+        run = self.run_dir("damaged")
+        h.train(self.data, run, "--max_steps", "2", "--checkpoint_every_steps", "2", *COMMON)
+        # A different architecture cannot resume this run.
+        other = h.train(self.data, run, "--max_steps", "3", "--d_model", "32", *COMMON,
+                        expect_ok=False)
+        self.assertNotEqual(other.returncode, 0)
+        self.assertIn("d_model", other.stderr)
+        # Neither can a different batching.
+        rebatched = h.train(self.data, run, "--max_steps", "3", *COMMON[:-8], "--max_tokens",
+                            "1400", *COMMON[4:], expect_ok=False)
+        self.assertNotEqual(rebatched.returncode, 0)
+        self.assertIn("other batching", rebatched.stderr)
+        # A partial checkpoint left by a killed write is ignored, not resumed from.
+        os.makedirs(os.path.join(run, "checkpoints", ".step-00000003.partial"))
+        # One flipped byte in the weights is detected.
+        weights = os.path.join(h.checkpoint_path(run, 2), "model.safetensors")
+        blob = bytearray(h.read_bytes(weights))
+        blob[len(blob) // 2] ^= 0x40
+        with open(weights, "wb") as f:
+            f.write(blob)
+        damaged = h.train(self.data, run, "--max_steps", "3", *COMMON, expect_ok=False)
+        self.assertNotEqual(damaged.returncode, 0)
+        self.assertIn("damaged", damaged.stderr)
+        self.assertIn("step-00000002", damaged.stderr)
+
+    def test_bad_options_and_inputs_get_clear_errors(self):
+        cases = [
+            (["--max_tokens", "0"], "--max_tokens"),
+            (["--update_freq", "0"], "--update_freq"),
+            (["--dropout", "1.5"], "dropout"),
+            (["--preset", "huge"], "unknown preset"),
+            (["--heads", "7"], "heads"),
+            (["--positional", "rotary"], "--positional"),
+        ]
+        for extra, expected in cases:
+            result = h.train(self.data, self.run_dir("bad"), "--max_steps", "1", *extra,
+                             expect_ok=False)
+            self.assertNotEqual(result.returncode, 0, extra)
+            self.assertIn(expected, result.stderr, extra)
+        missing = h.train(os.path.join(self.root, "no-such-data"), self.run_dir("bad"),
+                          expect_ok=False)
+        self.assertNotEqual(missing.returncode, 0)
+        self.assertIn("no-such-data", missing.stderr)
+        blocked = os.path.join(self.root, "a-file")
+        open(blocked, "w").close()
+        unwritable = h.train(self.data, os.path.join(blocked, "run"), "--max_steps", "1",
+                             expect_ok=False)
+        self.assertNotEqual(unwritable.returncode, 0)
+        self.assertIn("output directory", unwritable.stderr)
+        text = os.path.join(h.SCRATCH, "cli-text")
+        uneven = os.path.join(self.root, "uneven.de")
+        with open(uneven, "w", encoding="utf-8") as f:
+            f.write("nur eine Zeile\n")
+        mismatch = h.run([h.TRAINER, "prepare", "--train_source", os.path.join(text, "train.en"),
+                          "--train_target", uneven, "--output", self.run_dir("bad-data")],
+                         expect_ok=False)
+        self.assertNotEqual(mismatch.returncode, 0)
+        self.assertIn("uneven.de", mismatch.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

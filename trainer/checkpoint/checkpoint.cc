@@ -1,0 +1,251 @@
+#include "trainer/checkpoint/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/model_directory.h"
+#include "engine/safetensors.h"
+
+namespace xlate::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kFormatVersion = 1;
+constexpr char kPrefix[] = "step-";
+
+absl::StatusOr<uint32_t> file_crc32(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()),
+                static_cast<uInt>(in.gcount()));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+absl::Status sync_directory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open directory ", path));
+  const int result = ::fsync(fd);
+  ::close(fd);
+  if (result != 0) return absl::InternalError(absl::StrCat("cannot fsync directory ", path));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string checkpoint_name(int64_t step) { return absl::StrFormat("%s%08d", kPrefix, step); }
+
+// "d_model: 512 vs 256, ..." for the keys whose values differ.
+std::string config_difference(const ModelConfig& a, const ModelConfig& b) {
+  const nlohmann::json left = nlohmann::json::parse(a.ToJson());
+  const nlohmann::json right = nlohmann::json::parse(b.ToJson());
+  std::string differences;
+  for (auto it = left.begin(); it != left.end(); ++it) {
+    const auto other = right.find(it.key());
+    const std::string theirs = other == right.end() ? "(absent)" : other->dump();
+    if (theirs != it->dump()) {
+      absl::StrAppend(&differences, differences.empty() ? "" : ", ", it.key(), ": ", it->dump(),
+                      " vs ", theirs);
+    }
+  }
+  return differences;
+}
+
+absl::Status write_state(const std::string& directory, const TrainerState& state) {
+  nlohmann::json json;
+  json["format_version"] = kFormatVersion;
+  json["step"] = state.step;
+  json["data_epoch"] = state.data_epoch;
+  json["data_batch"] = state.data_batch;
+  json["seed"] = state.seed;
+  json["run_fingerprint"] = absl::StrFormat("%016x", state.run_fingerprint);
+  json["elapsed_seconds"] = state.elapsed_seconds;
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    absl::StatusOr<uint32_t> crc = file_crc32(directory + "/" + file);
+    if (!crc.ok()) return crc.status();
+    json["crc32"][file] = absl::StrFormat("%08x", *crc);
+  }
+  return write_file_atomically(directory + "/trainer_state.json", json.dump(2) + "\n");
+}
+
+absl::StatusOr<TrainerState> read_state(const std::string& directory) {
+  const std::string path = directory + "/trainer_state.json";
+  absl::StatusOr<std::string> text = read_text(path);
+  if (!text.ok()) return text.status();
+  const nlohmann::json json = nlohmann::json::parse(*text, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) {
+    return absl::DataLossError(absl::StrCat(path, " is not valid JSON"));
+  }
+  try {
+    if (json.at("format_version").get<int>() != kFormatVersion) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, ": format_version ", json.at("format_version").dump(),
+                       " is not the supported ", kFormatVersion));
+    }
+    TrainerState state;
+    state.step = json.at("step").get<int64_t>();
+    state.data_epoch = json.at("data_epoch").get<int64_t>();
+    state.data_batch = json.at("data_batch").get<int64_t>();
+    state.seed = json.at("seed").get<uint64_t>();
+    state.run_fingerprint = std::stoull(json.at("run_fingerprint").get<std::string>(), nullptr, 16);
+    state.elapsed_seconds = json.at("elapsed_seconds").get<double>();
+    for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+      absl::StatusOr<uint32_t> crc = file_crc32(directory + "/" + file);
+      if (!crc.ok()) return crc.status();
+      const std::string expected = json.at("crc32").at(file).get<std::string>();
+      if (absl::StrFormat("%08x", *crc) != expected) {
+        return absl::DataLossError(absl::StrCat(directory, "/", file, " is damaged: CRC-32 ",
+                                                absl::StrFormat("%08x", *crc), " but ",
+                                                expected, " was recorded when it was written"));
+      }
+    }
+    return state;
+  } catch (const std::exception& error) {
+    return absl::DataLossError(absl::StrCat(path, " lacks a field or has a wrong type: ",
+                                            error.what()));
+  }
+}
+
+// Copies the first `count` floats of `from` into `into` after checking the size.
+absl::Status take_vector(const TensorMap& tensors, const std::string& name, Tensor& into,
+                         const std::string& file) {
+  const auto it = tensors.find(name);
+  if (it == tensors.end()) return absl::DataLossError(absl::StrCat(file, " lacks tensor ", name));
+  if (it->second.dtype() != DType::kFloat32 || it->second.numel() != into.numel()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(file, ": tensor ", name, " has ", it->second.numel(), " ",
+                     dtype_name(it->second.dtype()), " values; this model needs ", into.numel(),
+                     " F32"));
+  }
+  std::memcpy(into.raw_data(), it->second.raw_data(), into.nbytes());
+  return absl::OkStatus();
+}
+
+absl::Status remove_old_checkpoints(const std::string& run_directory, int keep_last) {
+  if (keep_last <= 0) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::string>> all = list_checkpoints(run_directory);
+  if (!all.ok()) return all.status();
+  const size_t excess = all->size() > static_cast<size_t>(keep_last)
+                            ? all->size() - static_cast<size_t>(keep_last) : 0;
+  for (size_t i = 0; i < excess; ++i) {
+    std::error_code error;
+    fs::remove_all((*all)[i], error);
+    if (error) return absl::InternalError(absl::StrCat("cannot delete ", (*all)[i], ": ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> write_checkpoint(const std::string& run_directory,
+                                             const CheckpointContents& contents, int keep_last) {
+  const std::string parent = run_directory + "/checkpoints";
+  const std::string final_path = parent + "/" + checkpoint_name(contents.state.step);
+  const std::string temporary = parent + "/." + checkpoint_name(contents.state.step) + ".partial";
+  std::error_code error;
+  fs::remove_all(temporary, error);
+  fs::create_directories(temporary, error);
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create checkpoint directory ", temporary, ": ", error.message()));
+  }
+  absl::Status status = save_model_directory(temporary, contents.config,
+                                             contents.parameters.weights(), DType::kFloat32);
+  if (!status.ok()) return status;
+  const TensorMap moments{{"adam.first_moment", contents.optimizer.first_moment()},
+                          {"adam.second_moment", contents.optimizer.second_moment()}};
+  status = write_safetensors(temporary + "/optimizer.safetensors", moments,
+                             {{"adam_steps", std::to_string(contents.optimizer.steps())}});
+  if (!status.ok()) return status;
+  if (!contents.spm_model_path.empty()) {
+    absl::StatusOr<std::string> spm = read_text(contents.spm_model_path);
+    if (!spm.ok()) return spm.status();
+    status = write_file_atomically(temporary + "/spm.model", *spm);
+    if (!status.ok()) return status;
+  }
+  status = write_state(temporary, contents.state);
+  if (!status.ok()) return status;
+  if (!(status = sync_directory(temporary)).ok()) return status;
+  fs::remove_all(final_path, error);
+  fs::rename(temporary, final_path, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot rename ", temporary, " to ", final_path, ": ",
+                                            error.message()));
+  }
+  if (!(status = sync_directory(parent)).ok()) return status;
+  if (!(status = remove_old_checkpoints(run_directory, keep_last)).ok()) return status;
+  return final_path;
+}
+
+absl::StatusOr<std::vector<std::string>> list_checkpoints(const std::string& run_directory) {
+  const fs::path parent = fs::path(run_directory) / "checkpoints";
+  std::vector<std::string> found;
+  std::error_code error;
+  if (!fs::exists(parent, error)) return found;
+  for (const fs::directory_entry& entry : fs::directory_iterator(parent, error)) {
+    const std::string name = entry.path().filename().string();
+    // Partial checkpoints (".step-....partial") of an interrupted write are ignored.
+    if (entry.is_directory() && name.rfind(kPrefix, 0) == 0) found.push_back(entry.path().string());
+  }
+  if (error) return absl::InternalError(absl::StrCat("cannot list ", parent.string(), ": ", error.message()));
+  std::sort(found.begin(), found.end());  // zero-padded step numbers sort by step
+  return found;
+}
+
+absl::StatusOr<ModelConfig> read_checkpoint_config(const std::string& checkpoint) {
+  const std::string path = checkpoint + "/config.json";
+  absl::StatusOr<std::string> text = read_text(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat(checkpoint, " is not a checkpoint: no config.json"));
+  return ModelConfig::FromJson(*text, path);
+}
+
+absl::StatusOr<TrainerState> read_checkpoint(const std::string& checkpoint,
+                                             const ModelConfig& config,
+                                             FlatParameters& parameters, Adam& optimizer) {
+  absl::StatusOr<ModelConfig> stored = read_checkpoint_config(checkpoint);
+  if (!stored.ok()) return stored.status();
+  const std::string difference = config_difference(*stored, config);
+  if (!difference.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", checkpoint, " was trained with another configuration (checkpoint vs "
+        "this run): ", difference));
+  }
+  absl::StatusOr<TrainerState> state = read_state(checkpoint);
+  if (!state.ok()) return state.status();
+  absl::StatusOr<LoadedModel> model = load_model_directory(checkpoint);
+  if (!model.ok()) return model.status();
+  parameters.copy_from(model->weights, config);
+  const std::string optimizer_file = checkpoint + "/optimizer.safetensors";
+  absl::StatusOr<TensorMap> moments = read_safetensors(optimizer_file);
+  if (!moments.ok()) return moments.status();
+  Tensor m = Tensor::empty({parameters.size()}, DType::kFloat32);
+  Tensor v = Tensor::empty({parameters.size()}, DType::kFloat32);
+  absl::Status status = take_vector(*moments, "adam.first_moment", m, optimizer_file);
+  if (status.ok()) status = take_vector(*moments, "adam.second_moment", v, optimizer_file);
+  if (!status.ok()) return status;
+  optimizer.restore(m, v, state->step);
+  return state;
+}
+
+}  // namespace xlate::trainer

@@ -1,0 +1,68 @@
+#include "trainer/layers/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+
+namespace xlate::trainer {
+namespace {
+
+// out[v] = in[v] - max - log Σ exp(in - max); out may alias in.
+void log_softmax_row(float* out, const float* in, int64_t classes) {
+  float maximum = in[0];
+  for (int64_t v = 1; v < classes; ++v) maximum = std::max(maximum, in[v]);
+  float total = 0.f;
+  for (int64_t v = 0; v < classes; ++v) total += std::exp(in[v] - maximum);
+  const float shift = maximum + std::log(total);
+  for (int64_t v = 0; v < classes; ++v) out[v] = in[v] - shift;
+}
+
+}  // namespace
+
+CrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
+                                       const Tensor& targets, float smoothing, int ignore_id) {
+  const int64_t classes = logits.dim(-1), rows = logits.numel() / classes;
+  const double off_target = classes > 1 ? smoothing / static_cast<double>(classes - 1) : 0.0;
+  std::vector<double> row_loss(static_cast<size_t>(rows), 0.0), row_nll(row_loss);
+#pragma omp parallel for schedule(static)
+  for (int64_t m = 0; m < rows; ++m) {
+    const int32_t target = targets.data<int32_t>()[m];
+    if (target == ignore_id) continue;
+    float* logp = log_probs.data<float>() + m * classes;
+    log_softmax_row(logp, logits.data<float>() + m * classes, classes);
+    double sum = 0;
+    for (int64_t v = 0; v < classes; ++v) sum += logp[v];
+    const double nll = -static_cast<double>(logp[target]);
+    row_nll[m] = nll;
+    row_loss[m] = (1.0 - smoothing) * nll - off_target * (sum - logp[target]);
+  }
+  CrossEntropySums sums;
+  for (int64_t m = 0; m < rows; ++m) {
+    if (targets.data<int32_t>()[m] == ignore_id) continue;
+    sums.loss += row_loss[m];
+    sums.nll += row_nll[m];
+    ++sums.tokens;
+  }
+  return sums;
+}
+
+void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tensor& targets,
+                            float smoothing, int ignore_id, float dloss) {
+  const int64_t classes = log_probs.dim(-1), rows = log_probs.numel() / classes;
+  const float off_target = classes > 1 ? smoothing / static_cast<float>(classes - 1) : 0.f;
+#pragma omp parallel for schedule(static)
+  for (int64_t m = 0; m < rows; ++m) {
+    const int32_t target = targets.data<int32_t>()[m];
+    const float* logp = log_probs.data<float>() + m * classes;
+    float* gradient = dlogits.data<float>() + m * classes;
+    if (target == ignore_id) {
+      for (int64_t v = 0; v < classes; ++v) gradient[v] = 0.f;
+      continue;
+    }
+    for (int64_t v = 0; v < classes; ++v) gradient[v] = dloss * (std::exp(logp[v]) - off_target);
+    gradient[target] -= dloss * (1.f - smoothing - off_target);
+  }
+}
+
+}  // namespace xlate::trainer

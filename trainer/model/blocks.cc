@@ -1,0 +1,116 @@
+#include "trainer/model/blocks.h"
+
+#include "trainer/layers/attention.h"
+#include "trainer/layers/dropout.h"
+#include "trainer/layers/layer_norm.h"
+#include "trainer/layers/linear.h"
+
+namespace xlate::trainer {
+namespace {
+
+constexpr float kLayerNormEps = 1e-5f;  // as the engine
+
+Tensor like(const Tensor& x, int64_t last) {
+  std::vector<int64_t> shape = x.shape();
+  shape.back() = last;
+  return Tensor::empty(shape, DType::kFloat32);
+}
+
+Tensor project(const Tensor& x, const LinearWeights& w, bool relu = false) {
+  Tensor out = like(x, w.weight.dim(0));
+  linear_forward(out, x, w.weight, w.bias, relu);
+  return out;
+}
+
+}  // namespace
+
+Tensor attention_block_forward(AttentionCache& cache, const AttentionWeights& weights,
+                               const AttentionInputs& inputs) {
+  cache.query = project(inputs.x, weights.query);
+  cache.key = project(inputs.memory, weights.key);
+  cache.value = project(inputs.memory, weights.value);
+  const int64_t sentences = inputs.x.dim(0), queries = inputs.x.dim(1);
+  const int64_t keys = inputs.memory.dim(1);
+  cache.probs = Tensor::empty({sentences, inputs.heads, queries, keys}, DType::kFloat32);
+  cache.context = like(inputs.x, weights.value.weight.dim(0));
+  attention_forward(cache.context, cache.probs, cache.query, cache.key, cache.value,
+                    inputs.key_lengths, inputs.heads, inputs.causal);
+  return project(cache.context, weights.output);
+}
+
+void attention_block_backward(Tensor& dx_accumulate, Tensor& dmemory_accumulate,
+                              AttentionWeights& grads, const Tensor& dout,
+                              const AttentionCache& cache, const AttentionWeights& weights,
+                              const AttentionInputs& inputs) {
+  Tensor dcontext = like(cache.context, cache.context.dim(-1));
+  linear_backward(dcontext, grads.output.weight, grads.output.bias, dout, cache.context,
+                  weights.output.weight);
+  Tensor dquery = like(cache.query, cache.query.dim(-1));
+  Tensor dkey = like(cache.key, cache.key.dim(-1));
+  Tensor dvalue = like(cache.value, cache.value.dim(-1));
+  attention_backward(dquery, dkey, dvalue, dcontext, cache.probs, cache.query, cache.key,
+                     cache.value, inputs.heads);
+  linear_backward(dx_accumulate, grads.query.weight, grads.query.bias, dquery, inputs.x,
+                  weights.query.weight, GradientWrite::kAccumulate);
+  linear_backward(dmemory_accumulate, grads.key.weight, grads.key.bias, dkey, inputs.memory,
+                  weights.key.weight, GradientWrite::kAccumulate);
+  linear_backward(dmemory_accumulate, grads.value.weight, grads.value.bias, dvalue,
+                  inputs.memory, weights.value.weight, GradientWrite::kAccumulate);
+}
+
+Tensor feed_forward_forward(FeedForwardCache& cache, const LinearWeights& inner,
+                            const LinearWeights& outer, const Tensor& x, DropoutSite dropout) {
+  cache.activation = project(x, inner, /*relu=*/true);
+  if (dropout.p > 0.f) {
+    cache.hidden = like(cache.activation, cache.activation.dim(-1));
+    dropout_forward(cache.hidden, cache.activation, dropout.p, dropout.key);
+  } else {
+    cache.hidden = cache.activation;
+  }
+  return project(cache.hidden, outer);
+}
+
+void feed_forward_backward(Tensor& dx_accumulate, LinearWeights& inner_grads,
+                           LinearWeights& outer_grads, const Tensor& dout,
+                           const FeedForwardCache& cache, const LinearWeights& inner,
+                           const LinearWeights& outer, const Tensor& x, DropoutSite dropout) {
+  Tensor dhidden = like(cache.hidden, cache.hidden.dim(-1));
+  linear_backward(dhidden, outer_grads.weight, outer_grads.bias, dout, cache.hidden,
+                  outer.weight);
+  if (dropout.p > 0.f) dropout_backward(dhidden, dhidden, dropout.p, dropout.key);
+  relu_backward(dhidden, dhidden, cache.activation);
+  linear_backward(dx_accumulate, inner_grads.weight, inner_grads.bias, dhidden, x, inner.weight,
+                  GradientWrite::kAccumulate);
+}
+
+Tensor residual_norm_forward(ResidualNormCache& cache, const Tensor& residual, Tensor& sublayer,
+                             const LayerNormWeights& norm, DropoutSite dropout) {
+  dropout_forward(sublayer, sublayer, dropout.p, dropout.key);
+  const int64_t count = residual.numel();
+  cache.sum = like(residual, residual.dim(-1));
+  float* sum = cache.sum.data<float>();
+  const float* a = residual.data<float>();
+  const float* b = sublayer.data<float>();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i) sum[i] = a[i] + b[i];
+  const int64_t rows = count / residual.dim(-1);
+  cache.mean = Tensor::empty({rows}, DType::kFloat32);
+  cache.rstd = Tensor::empty({rows}, DType::kFloat32);
+  Tensor out = like(residual, residual.dim(-1));
+  layer_norm_forward(out, cache.mean, cache.rstd, cache.sum, norm.gamma, norm.beta,
+                     kLayerNormEps);
+  return out;
+}
+
+Tensor residual_norm_backward(Tensor& dsublayer, LayerNormWeights& grads, const Tensor& dout,
+                              const ResidualNormCache& cache, const LayerNormWeights& norm,
+                              DropoutSite dropout) {
+  Tensor dsum = like(dout, dout.dim(-1));
+  layer_norm_backward(dsum, grads.gamma, grads.beta, dout, cache.sum, cache.mean, cache.rstd,
+                      norm.gamma);
+  dsublayer = like(dout, dout.dim(-1));
+  dropout_backward(dsublayer, dsum, dropout.p, dropout.key);
+  return dsum;
+}
+
+}  // namespace xlate::trainer

@@ -1,0 +1,73 @@
+// The Transformer's sub-layers for training, each a forward that fills a cache and a backward
+// that reads it: multi-head attention (with its four projections), the ReLU feed-forward
+// network, and the post-norm residual connection LN(x + Dropout(sublayer(x))).
+// Legend: N sentences, T query positions, S key positions, C = d_model, F = d_ff, M = N·T.
+// Gradient rule: parameter gradients +=; the input gradients named d*_accumulate +=.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/model_weights.h"
+#include "engine/tensor.h"
+
+namespace xlate::trainer {
+
+struct AttentionCache {
+  Tensor query;    // [N, T, h·d_k]
+  Tensor key;      // [N, S, h·d_k]
+  Tensor value;    // [N, S, h·d_v]
+  Tensor probs;    // [N, h, T, S]
+  Tensor context;  // [N, T, h·d_v], the heads concatenated
+};
+
+struct AttentionInputs {
+  const Tensor& x;            // [N, T, C] queries come from here
+  const Tensor& memory;       // [N, S, C] keys and values (== x for self-attention)
+  const Tensor& key_lengths;  // int32 [N]
+  int heads;
+  bool causal;
+};
+
+// Returns the output projection [N, T, C].
+Tensor attention_block_forward(AttentionCache& cache, const AttentionWeights& weights,
+                               const AttentionInputs& inputs);
+// dx_accumulate and dmemory_accumulate may be the same tensor (self-attention).
+void attention_block_backward(Tensor& dx_accumulate, Tensor& dmemory_accumulate,
+                              AttentionWeights& grads, const Tensor& dout,
+                              const AttentionCache& cache, const AttentionWeights& weights,
+                              const AttentionInputs& inputs);
+
+struct FeedForwardCache {
+  Tensor activation;  // [M, F] ReLU output
+  Tensor hidden;      // [M, F] after activation dropout (== activation when p = 0)
+};
+
+struct DropoutSite {
+  float p;
+  uint64_t key;
+};
+
+// Returns fc2(Dropout(ReLU(fc1(x)))) [M, C].
+Tensor feed_forward_forward(FeedForwardCache& cache, const LinearWeights& inner,
+                            const LinearWeights& outer, const Tensor& x, DropoutSite dropout);
+void feed_forward_backward(Tensor& dx_accumulate, LinearWeights& inner_grads,
+                           LinearWeights& outer_grads, const Tensor& dout,
+                           const FeedForwardCache& cache, const LinearWeights& inner,
+                           const LinearWeights& outer, const Tensor& x, DropoutSite dropout);
+
+struct ResidualNormCache {
+  Tensor sum;   // [M, C] x + Dropout(sublayer)
+  Tensor mean;  // [M]
+  Tensor rstd;  // [M]
+};
+
+// Returns LN(residual + Dropout(sublayer)) [M, C]. `sublayer` is overwritten (dropped out).
+Tensor residual_norm_forward(ResidualNormCache& cache, const Tensor& residual, Tensor& sublayer,
+                             const LayerNormWeights& norm, DropoutSite dropout);
+// Returns d(residual) [M, C] (the sublayer's input gradient is then added to it) and writes
+// d(sublayer) into dsublayer.
+Tensor residual_norm_backward(Tensor& dsublayer, LayerNormWeights& grads, const Tensor& dout,
+                              const ResidualNormCache& cache, const LayerNormWeights& norm,
+                              DropoutSite dropout);
+
+}  // namespace xlate::trainer

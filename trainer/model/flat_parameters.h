@@ -1,0 +1,47 @@
+// A model's parameters (or their gradients, or an optimizer moment) in one contiguous float32
+// buffer, with the typed TransformerWeights as views into it. One buffer means one all-reduce,
+// one optimizer loop and one file tensor per state, while every layer keeps its named tensors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/model_weights.h"
+
+namespace xlate::trainer {
+
+// A parameter's place in the flat buffer.
+struct ParameterSlice {
+  std::string name;
+  int64_t offset = 0;  // elements
+  int64_t count = 0;
+  bool trainable = true;  // false for the fixed sinusoidal position tables
+};
+
+class FlatParameters {
+ public:
+  // Zero-initialised storage for every parameter of `config`.
+  explicit FlatParameters(const ModelConfig& config);
+  FlatParameters(const FlatParameters&) = delete;
+  FlatParameters& operator=(const FlatParameters&) = delete;
+
+  TransformerWeights& weights() { return weights_; }
+  const TransformerWeights& weights() const { return weights_; }
+  Tensor& flat() { return flat_; }  // [P]
+  const Tensor& flat() const { return flat_; }
+  int64_t size() const { return flat_.numel(); }
+  const std::vector<ParameterSlice>& slices() const { return slices_; }
+
+  // Copies every parameter of `source` (same config) into this buffer.
+  void copy_from(const TransformerWeights& source, const ModelConfig& config);
+  void set_zero();
+
+ private:
+  Tensor flat_;
+  TransformerWeights weights_;
+  std::vector<ParameterSlice> slices_;
+};
+
+}  // namespace xlate::trainer

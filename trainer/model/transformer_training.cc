@@ -1,0 +1,190 @@
+#include "trainer/model/transformer_training.h"
+
+#include <cmath>
+
+#include "engine/ops/ops.h"
+#include "trainer/layers/dropout.h"
+#include "trainer/layers/embedding.h"
+#include "trainer/layers/linear.h"
+
+namespace xlate::trainer {
+namespace {
+
+enum Stack { kEncoderStack = 1, kDecoderStack = 2 };
+// Dropout slots inside a layer (slot 0 of "layer -1" is the embedding sum).
+enum Slot { kSelfAttention = 0, kCrossAttention = 1, kFeedForward = 2 };
+
+Tensor embed(const Tensor& tokens, const Tensor& table, const Tensor& positions, int channels) {
+  Tensor x = Tensor::empty({tokens.dim(0), tokens.dim(1), channels}, DType::kFloat32);
+  embedding_forward(x, tokens, table, positions, std::sqrt(static_cast<float>(channels)), 0);
+  return x;
+}
+
+Tensor zeros_like(const Tensor& x) { return Tensor::zeros(x.shape(), DType::kFloat32); }
+
+}  // namespace
+
+TransformerTraining::TransformerTraining(const ModelConfig& config) : config_(config) {}
+
+DropoutSite TransformerTraining::site(int stack, int64_t layer, int slot, bool activation) const {
+  const int64_t index = ((stack * 1024 + layer + 1) * 8 + slot) * 2 + (activation ? 1 : 0);
+  const float p = activation ? dropout_.activation : dropout_.residual;
+  return {p, dropout_key(dropout_.seed, dropout_.step, dropout_.micro_batch, dropout_.rank,
+                         index)};
+}
+
+Tensor TransformerTraining::encoder_layer_forward(EncoderLayerCache& cache,
+                                                  const EncoderLayerWeights& w, const Tensor& x,
+                                                  int64_t layer) {
+  cache.input = x;
+  const AttentionInputs inputs{x, x, inputs_.source_lengths, config_.encoder_heads, false};
+  Tensor attention = attention_block_forward(cache.attention, w.self_attention, inputs);
+  cache.attention_output = residual_norm_forward(cache.attention_norm, x, attention,
+                                                 w.self_attention_norm,
+                                                 site(kEncoderStack, layer, kSelfAttention));
+  Tensor ffn = feed_forward_forward(cache.ffn, w.ffn_inner, w.ffn_outer, cache.attention_output,
+                                    site(kEncoderStack, layer, kFeedForward, true));
+  return residual_norm_forward(cache.ffn_norm, cache.attention_output, ffn, w.ffn_norm,
+                               site(kEncoderStack, layer, kFeedForward));
+}
+
+Tensor TransformerTraining::encoder_layer_backward(EncoderLayerWeights& g, const Tensor& dout,
+                                                   const EncoderLayerCache& cache,
+                                                   const EncoderLayerWeights& w, int64_t layer) {
+  Tensor dffn;
+  Tensor dhidden = residual_norm_backward(dffn, g.ffn_norm, dout, cache.ffn_norm, w.ffn_norm,
+                                          site(kEncoderStack, layer, kFeedForward));
+  feed_forward_backward(dhidden, g.ffn_inner, g.ffn_outer, dffn, cache.ffn, w.ffn_inner,
+                        w.ffn_outer, cache.attention_output,
+                        site(kEncoderStack, layer, kFeedForward, true));
+  Tensor dattention;
+  Tensor dx = residual_norm_backward(dattention, g.self_attention_norm, dhidden,
+                                     cache.attention_norm, w.self_attention_norm,
+                                     site(kEncoderStack, layer, kSelfAttention));
+  const AttentionInputs inputs{cache.input, cache.input, inputs_.source_lengths,
+                               config_.encoder_heads, false};
+  attention_block_backward(dx, dx, g.self_attention, dattention, cache.attention,
+                           w.self_attention, inputs);
+  return dx;
+}
+
+Tensor TransformerTraining::decoder_layer_forward(DecoderLayerCache& cache,
+                                                  const DecoderLayerWeights& w, const Tensor& x,
+                                                  int64_t layer) {
+  cache.input = x;
+  const AttentionInputs self{x, x, inputs_.target_lengths, config_.decoder_heads, true};
+  Tensor attention = attention_block_forward(cache.self_attention, w.self_attention, self);
+  cache.self_output = residual_norm_forward(cache.self_norm, x, attention, w.self_attention_norm,
+                                            site(kDecoderStack, layer, kSelfAttention));
+  const AttentionInputs cross{cache.self_output, encoder_output_, inputs_.source_lengths,
+                              config_.decoder_heads, false};
+  Tensor context = attention_block_forward(cache.cross_attention, w.cross_attention, cross);
+  cache.cross_output = residual_norm_forward(cache.cross_norm, cache.self_output, context,
+                                             w.cross_attention_norm,
+                                             site(kDecoderStack, layer, kCrossAttention));
+  Tensor ffn = feed_forward_forward(cache.ffn, w.ffn_inner, w.ffn_outer, cache.cross_output,
+                                    site(kDecoderStack, layer, kFeedForward, true));
+  return residual_norm_forward(cache.ffn_norm, cache.cross_output, ffn, w.ffn_norm,
+                               site(kDecoderStack, layer, kFeedForward));
+}
+
+Tensor TransformerTraining::decoder_layer_backward(DecoderLayerWeights& g,
+                                                   Tensor& dencoder_output, const Tensor& dout,
+                                                   const DecoderLayerCache& cache,
+                                                   const DecoderLayerWeights& w, int64_t layer) {
+  Tensor dffn;
+  Tensor dcross_output = residual_norm_backward(dffn, g.ffn_norm, dout, cache.ffn_norm,
+                                                w.ffn_norm, site(kDecoderStack, layer, kFeedForward));
+  feed_forward_backward(dcross_output, g.ffn_inner, g.ffn_outer, dffn, cache.ffn, w.ffn_inner,
+                        w.ffn_outer, cache.cross_output,
+                        site(kDecoderStack, layer, kFeedForward, true));
+  Tensor dcontext;
+  Tensor dself_output = residual_norm_backward(dcontext, g.cross_attention_norm, dcross_output,
+                                               cache.cross_norm, w.cross_attention_norm,
+                                               site(kDecoderStack, layer, kCrossAttention));
+  const AttentionInputs cross{cache.self_output, encoder_output_, inputs_.source_lengths,
+                              config_.decoder_heads, false};
+  attention_block_backward(dself_output, dencoder_output, g.cross_attention, dcontext,
+                           cache.cross_attention, w.cross_attention, cross);
+  Tensor dattention;
+  Tensor dx = residual_norm_backward(dattention, g.self_attention_norm, dself_output,
+                                     cache.self_norm, w.self_attention_norm,
+                                     site(kDecoderStack, layer, kSelfAttention));
+  const AttentionInputs self{cache.input, cache.input, inputs_.target_lengths,
+                             config_.decoder_heads, true};
+  attention_block_backward(dx, dx, g.self_attention, dattention, cache.self_attention,
+                           w.self_attention, self);
+  return dx;
+}
+
+CrossEntropySums TransformerTraining::forward(const TransformerWeights& weights,
+                                              const ModelInputs& inputs,
+                                              const DropoutSettings& dropout) {
+  inputs_ = inputs;
+  dropout_ = dropout;
+  const int channels = config_.d_model;
+  Tensor x = embed(inputs.source_tokens, weights.shared_embedding, weights.encoder_positions,
+                   channels);
+  const DropoutSite source_embedding = site(kEncoderStack, -1, 0);
+  dropout_forward(x, x, source_embedding.p, source_embedding.key);
+  encoder_.resize(weights.encoder.size());
+  for (size_t l = 0; l < weights.encoder.size(); ++l) {
+    x = encoder_layer_forward(encoder_[l], weights.encoder[l], x, static_cast<int64_t>(l));
+  }
+  encoder_output_ = x;
+
+  Tensor y = embed(inputs.target_input, weights.shared_embedding, weights.decoder_positions,
+                   channels);
+  const DropoutSite target_embedding = site(kDecoderStack, -1, 0);
+  dropout_forward(y, y, target_embedding.p, target_embedding.key);
+  decoder_.resize(weights.decoder.size());
+  for (size_t l = 0; l < weights.decoder.size(); ++l) {
+    y = decoder_layer_forward(decoder_[l], weights.decoder[l], y, static_cast<int64_t>(l));
+  }
+  const int64_t rows = y.dim(0) * y.dim(1);
+  decoder_output_ = y.reshape({rows, channels});
+  log_probs_ = Tensor::empty({rows, config_.vocab_size}, DType::kFloat32);
+  linear_forward(log_probs_, decoder_output_, weights.shared_embedding,
+                 weights.logits_bias.reshape({config_.vocab_size}), /*relu=*/false);
+  return cross_entropy_forward(log_probs_, log_probs_, inputs.target_output.reshape({rows}),
+                               config_.label_smoothing, config_.pad_id);
+}
+
+void TransformerTraining::backward(TransformerWeights& grads, const TransformerWeights& weights,
+                                   float dloss) {
+  const int64_t rows = decoder_output_.dim(0);
+  const int channels = config_.d_model;
+  Tensor dlogits = log_probs_;  // reused in place: the log-probabilities are not needed after
+  cross_entropy_backward(dlogits, log_probs_, inputs_.target_output.reshape({rows}),
+                         config_.label_smoothing, config_.pad_id, dloss);
+  Tensor dy = Tensor::empty({rows, channels}, DType::kFloat32);
+  Tensor dlogits_bias = grads.logits_bias.reshape({config_.vocab_size});
+  linear_backward(dy, grads.shared_embedding, dlogits_bias, dlogits, decoder_output_,
+                  weights.shared_embedding);
+  log_probs_ = Tensor();
+  dy = dy.reshape(decoder_.back().input.shape());
+
+  Tensor dencoder_output = zeros_like(encoder_output_);
+  for (size_t l = weights.decoder.size(); l-- > 0;) {
+    dy = decoder_layer_backward(grads.decoder[l], dencoder_output, dy, decoder_[l],
+                                weights.decoder[l], static_cast<int64_t>(l));
+  }
+  const DropoutSite target_embedding = site(kDecoderStack, -1, 0);
+  dropout_backward(dy, dy, target_embedding.p, target_embedding.key);
+  const bool learned = config_.positional == PositionalEncoding::kLearned;
+  Tensor no_positions;
+  embedding_backward(grads.shared_embedding, learned ? grads.decoder_positions : no_positions,
+                     dy, inputs_.target_input, std::sqrt(static_cast<float>(channels)));
+
+  Tensor dx = dencoder_output;
+  for (size_t l = weights.encoder.size(); l-- > 0;) {
+    dx = encoder_layer_backward(grads.encoder[l], dx, encoder_[l], weights.encoder[l],
+                                static_cast<int64_t>(l));
+  }
+  const DropoutSite source_embedding = site(kEncoderStack, -1, 0);
+  dropout_backward(dx, dx, source_embedding.p, source_embedding.key);
+  embedding_backward(grads.shared_embedding, learned ? grads.encoder_positions : no_positions,
+                     dx, inputs_.source_tokens, std::sqrt(static_cast<float>(channels)));
+}
+
+}  // namespace xlate::trainer

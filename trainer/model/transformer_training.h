@@ -1,0 +1,91 @@
+// The paper's Transformer for training: a teacher-forced forward pass over whole batches that
+// keeps its activations, the label-smoothed loss, and the backward pass into a gradient set of
+// the same layout (FlatParameters). Built from trainer/model/blocks.h; the weights are those of
+// engine/model_weights.h, so a trained model is what the engine loads.
+// Legend: N sentences, S source positions, T target positions, C = d_model, V = vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/model_weights.h"
+#include "trainer/layers/cross_entropy.h"
+#include "trainer/model/blocks.h"
+
+namespace xlate::trainer {
+
+struct ModelInputs {
+  Tensor source_tokens;   // int32 [N, S], padded
+  Tensor source_lengths;  // int32 [N]
+  Tensor target_input;    // int32 [N, T]: decoder start token + reference, padded
+  Tensor target_output;   // int32 [N, T]: reference + EOS, pad_id where there is no token
+  Tensor target_lengths;  // int32 [N]
+};
+
+// What makes one forward pass's dropout masks: all zero probabilities for evaluation.
+struct DropoutSettings {
+  float residual = 0.f;    // P_drop: sub-layer outputs and embedding sums
+  float activation = 0.f;  // inside the feed-forward network, after the ReLU
+  uint64_t seed = 0;
+  int64_t step = 0;
+  int64_t micro_batch = 0;
+  int rank = 0;
+};
+
+class TransformerTraining {
+ public:
+  explicit TransformerTraining(const ModelConfig& config);
+
+  // The loss sums of the batch; keeps the activations for backward().
+  CrossEntropySums forward(const TransformerWeights& weights, const ModelInputs& inputs,
+                           const DropoutSettings& dropout);
+  // grads += dloss · ∂(Σ label-smoothed loss)/∂weights for the last forward() batch. The sum
+  // (not the mean) so that micro-batches and ranks add up; the trainer divides by the tokens.
+  void backward(TransformerWeights& grads, const TransformerWeights& weights, float dloss);
+
+ private:
+  struct EncoderLayerCache {
+    Tensor input;  // [N, S, C]
+    AttentionCache attention;
+    ResidualNormCache attention_norm;
+    Tensor attention_output;  // [N, S, C]
+    FeedForwardCache ffn;
+    ResidualNormCache ffn_norm;
+  };
+  struct DecoderLayerCache {
+    Tensor input;  // [N, T, C]
+    AttentionCache self_attention;
+    ResidualNormCache self_norm;
+    Tensor self_output;
+    AttentionCache cross_attention;
+    ResidualNormCache cross_norm;
+    Tensor cross_output;
+    FeedForwardCache ffn;
+    ResidualNormCache ffn_norm;
+  };
+
+  DropoutSite site(int stack, int64_t layer, int slot, bool activation = false) const;
+  Tensor encoder_layer_forward(EncoderLayerCache& cache, const EncoderLayerWeights& w,
+                               const Tensor& x, int64_t layer);
+  Tensor encoder_layer_backward(EncoderLayerWeights& g, const Tensor& dout,
+                                const EncoderLayerCache& cache, const EncoderLayerWeights& w,
+                                int64_t layer);
+  Tensor decoder_layer_forward(DecoderLayerCache& cache, const DecoderLayerWeights& w,
+                               const Tensor& x, int64_t layer);
+  Tensor decoder_layer_backward(DecoderLayerWeights& g, Tensor& dencoder_output,
+                                const Tensor& dout, const DecoderLayerCache& cache,
+                                const DecoderLayerWeights& w, int64_t layer);
+
+  ModelConfig config_;
+  // State of the last forward pass.
+  ModelInputs inputs_;
+  DropoutSettings dropout_;
+  std::vector<EncoderLayerCache> encoder_;
+  std::vector<DecoderLayerCache> decoder_;
+  Tensor encoder_output_;  // [N, S, C]
+  Tensor decoder_output_;  // [N·T, C]
+  Tensor log_probs_;       // [N·T, V]
+};
+
+}  // namespace xlate::trainer

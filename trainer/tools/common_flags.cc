@@ -1,0 +1,26 @@
+// What the subcommands share: the --output flag and the non-flag arguments.
+#include "absl/flags/flag.h"
+#include "trainer/tools/commands.h"
+
+ABSL_FLAG(std::string, output, "",
+          "prepare: the data directory to write; train: the run directory (checkpoints/, "
+          "train_log.jsonl; an existing run resumes from its latest checkpoint); average: the "
+          "model directory to write");
+
+namespace xlate::trainer::tools {
+namespace {
+
+std::vector<std::string>& positional_storage() {
+  static std::vector<std::string> arguments;
+  return arguments;
+}
+
+}  // namespace
+
+void set_positional_arguments(std::vector<std::string> arguments) {
+  positional_storage() = std::move(arguments);
+}
+
+const std::vector<std::string>& positional_arguments() { return positional_storage(); }
+
+}  // namespace xlate::trainer::tools

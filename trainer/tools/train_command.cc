@@ -1,0 +1,104 @@
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "trainer/distributed/communicator.h"
+#include "trainer/tools/commands.h"
+#include "trainer/training/trainer.h"
+
+ABSL_FLAG(std::string, data, "", "data directory written by `xlate-trainer prepare`");
+ABSL_FLAG(std::string, preset, "base", "architecture preset: tiny, base or big");
+ABSL_FLAG(int, layers, 0, "N: layers in each stack (0 = the preset's)");
+ABSL_FLAG(int, d_model, 0, "d_model (0 = the preset's)");
+ABSL_FLAG(int, d_ff, 0, "d_ff, inner width of the feed-forward networks (0 = the preset's)");
+ABSL_FLAG(int, heads, 0, "h, attention heads (0 = the preset's)");
+ABSL_FLAG(int, d_k, 0, "per-head query/key width (0 = d_model / h)");
+ABSL_FLAG(int, d_v, 0, "per-head value width (0 = d_model / h)");
+ABSL_FLAG(double, dropout, -1, "P_drop on sub-layer outputs and embedding sums (-1 = preset)");
+ABSL_FLAG(double, activation_dropout, -1, "dropout after the FFN's ReLU (-1 = preset)");
+ABSL_FLAG(double, label_smoothing, -1, "epsilon_ls (-1 = the preset's 0.1)");
+ABSL_FLAG(std::string, positional, "", "sinusoidal or learned (empty = the preset's)");
+ABSL_FLAG(int, max_positions, 0, "rows of the positional tables (0 = the preset's)");
+ABSL_FLAG(int64_t, max_tokens, 50000,
+          "padded source+target tokens per micro-batch, all ranks together (the paper: ~50000)");
+ABSL_FLAG(int, max_sentences, 0, "sentence pairs per micro-batch, all ranks (0 = no limit)");
+ABSL_FLAG(int, update_freq, 1, "micro-batches accumulated into one optimizer step");
+ABSL_FLAG(int64_t, max_steps, 100000, "optimizer steps to train for (the paper's base: 100000)");
+ABSL_FLAG(int64_t, warmup_steps, 4000, "learning-rate warmup steps");
+ABSL_FLAG(double, lr_scale, 1.0, "factor on the paper's learning-rate schedule");
+ABSL_FLAG(double, adam_beta1, 0.9, "Adam beta1");
+ABSL_FLAG(double, adam_beta2, 0.98, "Adam beta2");
+ABSL_FLAG(double, adam_epsilon, 1e-9, "Adam epsilon");
+ABSL_FLAG(double, clip_norm, 0, "clip the gradient's global L2 norm to this (0 = off)");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the initial weights, data order and dropout");
+ABSL_FLAG(int64_t, checkpoint_every_steps, 1000, "checkpoint interval in steps (0 = off)");
+ABSL_FLAG(double, checkpoint_every_minutes, 0, "checkpoint interval in minutes (0 = off)");
+ABSL_FLAG(int, keep_checkpoints, 5, "checkpoints kept (0 = all)");
+ABSL_FLAG(int64_t, validate_every_steps, 1000, "validation interval in steps (0 = at the end)");
+ABSL_FLAG(int, bleu_sentences, 200, "dev sentences translated for validation BLEU (0 = none)");
+ABSL_FLAG(int, bleu_beam_size, 4, "beam size of the validation translations");
+ABSL_FLAG(int64_t, log_every_steps, 10, "progress line interval in steps");
+
+namespace xlate::trainer::tools {
+namespace {
+
+TrainingOptions options_from_flags() {
+  TrainingOptions options;
+  options.data_directory = absl::GetFlag(FLAGS_data);
+  options.output_directory = absl::GetFlag(FLAGS_output);
+  ArchitectureOptions& a = options.architecture;
+  a.preset = absl::GetFlag(FLAGS_preset);
+  a.layers = absl::GetFlag(FLAGS_layers);
+  a.d_model = absl::GetFlag(FLAGS_d_model);
+  a.d_ff = absl::GetFlag(FLAGS_d_ff);
+  a.heads = absl::GetFlag(FLAGS_heads);
+  a.d_k = absl::GetFlag(FLAGS_d_k);
+  a.d_v = absl::GetFlag(FLAGS_d_v);
+  a.dropout = static_cast<float>(absl::GetFlag(FLAGS_dropout));
+  a.activation_dropout = static_cast<float>(absl::GetFlag(FLAGS_activation_dropout));
+  a.label_smoothing = static_cast<float>(absl::GetFlag(FLAGS_label_smoothing));
+  a.positional = absl::GetFlag(FLAGS_positional);
+  a.max_positions = absl::GetFlag(FLAGS_max_positions);
+  options.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  options.max_sentences = absl::GetFlag(FLAGS_max_sentences);
+  options.update_frequency = absl::GetFlag(FLAGS_update_freq);
+  options.max_steps = absl::GetFlag(FLAGS_max_steps);
+  options.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
+  options.learning_rate_scale = absl::GetFlag(FLAGS_lr_scale);
+  options.adam_beta1 = absl::GetFlag(FLAGS_adam_beta1);
+  options.adam_beta2 = absl::GetFlag(FLAGS_adam_beta2);
+  options.adam_epsilon = absl::GetFlag(FLAGS_adam_epsilon);
+  options.clip_norm = absl::GetFlag(FLAGS_clip_norm);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.checkpoint_every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
+  options.checkpoint_every_minutes = absl::GetFlag(FLAGS_checkpoint_every_minutes);
+  options.keep_checkpoints = absl::GetFlag(FLAGS_keep_checkpoints);
+  options.validate_every_steps = absl::GetFlag(FLAGS_validate_every_steps);
+  options.bleu_sentences = absl::GetFlag(FLAGS_bleu_sentences);
+  options.bleu_beam_size = absl::GetFlag(FLAGS_bleu_beam_size);
+  options.log_every_steps = absl::GetFlag(FLAGS_log_every_steps);
+  return options;
+}
+
+}  // namespace
+
+int run_train() {
+  absl::StatusOr<std::unique_ptr<Communicator>> communicator = create_communicator();
+  if (!communicator.ok()) {
+    std::cerr << "xlate-trainer train: " << communicator.status().message() << "\n";
+    return 1;
+  }
+  const std::string prefix = (*communicator)->world_size() > 1
+      ? "xlate-trainer train (rank " + std::to_string((*communicator)->rank()) + "): "
+      : "xlate-trainer train: ";
+  absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(options_from_flags(), **communicator);
+  absl::Status status = trainer.ok() ? (*trainer)->Run() : trainer.status();
+  if (!status.ok()) {
+    std::cerr << prefix << status.message() << "\n";
+    // The other ranks may be waiting in a collective: end the whole job.
+    if ((*communicator)->world_size() > 1) (*communicator)->abort_job(1);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace xlate::trainer::tools

@@ -1,0 +1,318 @@
+#include "trainer/training/trainer.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "engine/model_directory.h"
+#include "evaluation/bleu.h"
+#include "trainer/data/shard.h"
+#include "trainer/data/training_batch.h"
+
+namespace xlate::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ModelInputs model_inputs(const TrainingBatch& batch) {
+  return {batch.source_tokens, batch.source_lengths, batch.target_input, batch.target_output,
+          batch.target_lengths};
+}
+
+// Longest source and decoder sequence of a corpus must fit the positional tables.
+absl::Status check_lengths(const TokenCorpus& corpus, const ModelConfig& config,
+                           const std::string& split) {
+  for (int64_t i = 0; i < corpus.size(); ++i) {
+    const int64_t longest = std::max(corpus.source(i).size, corpus.target(i).size + 1);
+    if (longest > config.max_positions) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          split, " pair ", i, " has ", longest, " tokens; the model's max_positions is ",
+          config.max_positions, " (prepare the data with a smaller --max_length or raise "
+          "--max_positions)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& options,
+                         const BatchIterator& batches, int world_size) {
+  const std::string text = absl::StrCat(
+      config.ToJson(), "|", options.max_tokens, "|", options.max_sentences, "|",
+      options.update_frequency, "|", options.seed, "|", batches.fingerprint(), "|", world_size);
+  return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& options,
+                                                         Communicator& communicator) {
+  absl::Status status = options.Validate();
+  if (!status.ok()) return status;
+  absl::StatusOr<TokenCorpus> train = TokenCorpus::Open(options.data_directory, "train");
+  if (!train.ok()) return train.status();
+  std::optional<TokenCorpus> valid;
+  if (std::filesystem::exists(options.data_directory + "/valid.tokens")) {
+    absl::StatusOr<TokenCorpus> opened = TokenCorpus::Open(options.data_directory, "valid");
+    if (!opened.ok()) return opened.status();
+    valid.emplace(std::move(*opened));
+  }
+  absl::StatusOr<ModelConfig> config =
+      build_model_config(options.architecture, train->vocab_size());
+  if (!config.ok()) return config.status();
+  if (!(status = check_lengths(*train, *config, "train")).ok()) return status;
+  if (valid && !(status = check_lengths(*valid, *config, "valid")).ok()) return status;
+  std::unique_ptr<Trainer> trainer(new Trainer(options, communicator, std::move(*train),
+                                               std::move(valid), *config));
+  if (!(status = trainer->initialise()).ok()) return status;
+  return trainer;
+}
+
+Trainer::Trainer(const TrainingOptions& options, Communicator& communicator, TokenCorpus train,
+                 std::optional<TokenCorpus> valid, ModelConfig config)
+    : options_(options),
+      communicator_(communicator),
+      train_(std::move(train)),
+      valid_(std::move(valid)),
+      config_(config),
+      parameters_(config_),
+      gradients_(config_),
+      optimizer_(parameters_, {options.adam_beta1, options.adam_beta2, options.adam_epsilon,
+                               options.clip_norm}),
+      schedule_{config_.d_model, options.warmup_steps, options.learning_rate_scale},
+      model_(config_) {}
+
+absl::Status Trainer::initialise() {
+  absl::StatusOr<BatchIterator> batches = BatchIterator::Create(
+      train_, {options_.max_tokens, options_.max_sentences, options_.seed, true});
+  if (!batches.ok()) return batches.status();
+  batches_.emplace(std::move(*batches));
+  std::error_code error;
+  std::filesystem::create_directories(options_.output_directory, error);
+  if (error || !std::filesystem::is_directory(options_.output_directory)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "cannot create the output directory ", options_.output_directory, ": ", error.message()));
+  }
+  if (is_leader()) {
+    absl::StatusOr<std::unique_ptr<TrainingLog>> log =
+        TrainingLog::Open(options_.output_directory + "/train_log.jsonl");
+    if (!log.ok()) return log.status();
+    log_ = std::move(*log);
+  }
+  state_.seed = options_.seed;
+  state_.run_fingerprint = run_fingerprint(config_, options_, *batches_, communicator_.world_size());
+  parameters_.copy_from(random_weights(config_, options_.seed), config_);
+
+  absl::StatusOr<std::vector<std::string>> checkpoints = list_checkpoints(options_.output_directory);
+  if (!checkpoints.ok()) return checkpoints.status();
+  if (!checkpoints->empty()) {
+    absl::StatusOr<TrainerState> resumed =
+        read_checkpoint(checkpoints->back(), config_, parameters_, optimizer_);
+    if (!resumed.ok()) return resumed.status();
+    if (resumed->run_fingerprint != state_.run_fingerprint) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot resume from ", checkpoints->back(), ": it was written by a run with other "
+          "batching options, seed, data or number of ranks; use a new --output directory"));
+    }
+    state_ = *resumed;
+    absl::Status seek = batches_->seek({state_.data_epoch, state_.data_batch});
+    if (!seek.ok()) return seek;
+    elapsed_before_ = state_.elapsed_seconds;
+    if (log_) log_->message(absl::StrCat("resumed from ", checkpoints->back(), " at step ", state_.step));
+  }
+  absl::Status same = check_same_on_all_ranks(
+      communicator_, fingerprint_bytes(parameters_.flat().raw_data(), static_cast<int64_t>(parameters_.flat().nbytes())),
+      "the model weights at the start of training");
+  if (!same.ok()) return same;
+
+  if (is_leader() && valid_ && options_.bleu_sentences > 0) {
+    absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+        Tokenizer::Load(options_.data_directory + "/spm.model");
+    if (!tokenizer.ok()) return tokenizer.status();
+    // The model's tensors are views of the live parameters: BLEU sees the current weights.
+    translator_ = std::make_unique<Translator>(
+        std::make_shared<TransformerModel>(config_, parameters_.weights()), std::move(*tokenizer));
+  }
+  started_ = last_checkpoint_ = Clock::now();
+  return absl::OkStatus();
+}
+
+double Trainer::elapsed_seconds() const {
+  return elapsed_before_ + std::chrono::duration<double>(Clock::now() - started_).count();
+}
+
+absl::Status Trainer::train_step(StepReport* report) {
+  gradients_.set_zero();
+  // loss, nll, target tokens, source tokens: this rank's sums, then all ranks'.
+  double sums[4] = {0, 0, 0, 0};
+  for (int micro = 0; micro < options_.update_frequency; ++micro) {
+    const std::vector<int64_t> pairs =
+        shard(batches_->next(), communicator_.rank(), communicator_.world_size());
+    if (pairs.empty()) continue;
+    const TrainingBatch batch = make_training_batch(train_, pairs, config_);
+    const DropoutSettings dropout{config_.dropout, config_.activation_dropout, state_.seed,
+                                  state_.step, micro, communicator_.rank()};
+    const CrossEntropySums loss = model_.forward(parameters_.weights(), model_inputs(batch), dropout);
+    model_.backward(gradients_.weights(), parameters_.weights(), 1.f);
+    sums[0] += loss.loss;
+    sums[1] += loss.nll;
+    sums[2] += static_cast<double>(loss.tokens);
+    sums[3] += static_cast<double>(batch.source_token_count);
+  }
+  absl::Status status = communicator_.all_reduce_sum(gradients_.flat().data<float>(), gradients_.size());
+  if (status.ok()) status = communicator_.all_reduce_sum(sums, 4);
+  if (!status.ok()) return status;
+  if (!std::isfinite(sums[0])) {
+    return absl::InternalError(absl::StrCat("the training loss is not finite at step ", state_.step + 1,
+                                            "; lower --lr_scale or set --clip_norm"));
+  }
+  const float inverse_tokens = sums[2] > 0 ? static_cast<float>(1.0 / sums[2]) : 0.f;
+  float* g = gradients_.flat().data<float>();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < gradients_.size(); ++i) g[i] *= inverse_tokens;
+  const double learning_rate = schedule_.at(state_.step + 1);
+  report->gradient_norm = optimizer_.update(parameters_, gradients_, learning_rate);
+  ++state_.step;
+  const BatchPosition position = batches_->position();
+  state_.data_epoch = position.epoch;
+  state_.data_batch = position.batch;
+  report->step = state_.step;
+  report->epoch = position.epoch;
+  report->learning_rate = learning_rate;
+  report->loss += sums[0];
+  report->nll += sums[1];
+  report->target_tokens += static_cast<int64_t>(sums[2]);
+  report->source_tokens += static_cast<int64_t>(sums[3]);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> Trainer::validation_bleu() {
+  std::vector<std::vector<int32_t>> sources;
+  std::vector<std::string> references;
+  const int64_t count = std::min<int64_t>(options_.bleu_sentences, valid_->size());
+  for (int64_t i = 0; i < count; ++i) {
+    const TokenSpan source = valid_->source(i), target = valid_->target(i);
+    sources.emplace_back(source.begin(), source.end() - 1);  // without the stored eos
+    absl::StatusOr<std::string> text =
+        translator_->tokenizer().decode(std::vector<int32_t>(target.begin(), target.end()));
+    if (!text.ok()) return text.status();
+    references.push_back(*text);
+  }
+  TranslationOptions options;
+  options.beam_size = options_.bleu_beam_size;
+  absl::StatusOr<std::vector<std::vector<Hypothesis>>> translated =
+      translator_->TranslateTokens(sources, options);
+  if (!translated.ok()) return translated.status();
+  std::vector<std::string> hypotheses;
+  for (const std::vector<Hypothesis>& best : *translated) {
+    absl::StatusOr<std::string> text = translator_->tokenizer().decode(best.front().tokens);
+    if (!text.ok()) return text.status();
+    hypotheses.push_back(*text);
+  }
+  absl::StatusOr<evaluation::BleuScore> bleu =
+      evaluation::corpus_bleu(hypotheses, references, evaluation::BleuOptions::sacrebleu());
+  if (!bleu.ok()) return bleu.status();
+  return bleu->score;
+}
+
+absl::Status Trainer::validate() {
+  if (!valid_) return absl::OkStatus();
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<BatchIterator> batches =
+      BatchIterator::Create(*valid_, {options_.max_tokens, options_.max_sentences, 1, false});
+  if (!batches.ok()) return batches.status();
+  double sums[3] = {0, 0, 0};
+  for (int64_t b = 0; b < batches->batches_per_epoch(); ++b) {
+    const std::vector<int64_t> pairs =
+        shard(batches->next(), communicator_.rank(), communicator_.world_size());
+    if (pairs.empty()) continue;
+    const TrainingBatch batch = make_training_batch(*valid_, pairs, config_);
+    const CrossEntropySums loss = model_.forward(parameters_.weights(), model_inputs(batch), {});
+    sums[0] += loss.loss;
+    sums[1] += loss.nll;
+    sums[2] += static_cast<double>(loss.tokens);
+  }
+  absl::Status status = communicator_.all_reduce_sum(sums, 3);
+  if (!status.ok()) return status;
+  ValidationReport report;
+  report.step = state_.step;
+  report.target_tokens = static_cast<int64_t>(sums[2]);
+  report.loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
+  report.nll = sums[2] > 0 ? sums[1] / sums[2] : 0;
+  if (translator_) {
+    absl::StatusOr<double> bleu = validation_bleu();
+    if (!bleu.ok()) return bleu.status();
+    report.bleu = *bleu;
+    report.bleu_sentences = static_cast<int>(std::min<int64_t>(options_.bleu_sentences, valid_->size()));
+  }
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (log_) log_->validation(report);
+  return absl::OkStatus();
+}
+
+bool Trainer::checkpoint_due() {
+  int64_t due = 0;
+  if (options_.checkpoint_every_steps > 0 && state_.step % options_.checkpoint_every_steps == 0) due = 1;
+  if (options_.checkpoint_every_minutes > 0 &&
+      std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >=
+          60 * options_.checkpoint_every_minutes) {
+    due = 1;
+  }
+  // Clocks differ between ranks: rank 0 decides for everyone.
+  if (!communicator_.broadcast(&due, sizeof(due), 0).ok()) return false;
+  return due != 0;
+}
+
+absl::Status Trainer::checkpoint() {
+  last_checkpoint_ = Clock::now();
+  state_.elapsed_seconds = elapsed_seconds();
+  if (!is_leader()) return communicator_.barrier();
+  const CheckpointContents contents{config_, parameters_, optimizer_, state_,
+                                    options_.data_directory + "/spm.model"};
+  absl::StatusOr<std::string> path =
+      write_checkpoint(options_.output_directory, contents, options_.keep_checkpoints);
+  absl::Status barrier = communicator_.barrier();
+  if (!path.ok()) return path.status();
+  log_->message(absl::StrCat("checkpoint ", *path));
+  return barrier;
+}
+
+absl::Status Trainer::Run() {
+  StepReport report;
+  double report_started = elapsed_seconds();
+  const int64_t first_step = state_.step;
+  bool validated = false, saved = false;
+  while (state_.step < options_.max_steps) {
+    absl::Status status = train_step(&report);
+    if (!status.ok()) return status;
+    validated = saved = false;
+    const bool last = state_.step == options_.max_steps;
+    if (state_.step % options_.log_every_steps == 0 || last) {
+      const double now = elapsed_seconds();
+      report.max_steps = options_.max_steps;
+      report.loss /= std::max<int64_t>(report.target_tokens, 1);
+      report.nll /= std::max<int64_t>(report.target_tokens, 1);
+      report.tokens_per_second =
+          static_cast<double>(report.source_tokens + report.target_tokens) / std::max(now - report_started, 1e-9);
+      report.elapsed_seconds = now;
+      report.eta_seconds = (now - elapsed_before_) / static_cast<double>(state_.step - first_step) *
+                           static_cast<double>(options_.max_steps - state_.step);
+      if (log_) log_->step(report);
+      report = StepReport();
+      report_started = now;
+    }
+    if (options_.validate_every_steps > 0 && state_.step % options_.validate_every_steps == 0) {
+      if (!(status = validate()).ok()) return status;
+      validated = true;
+    }
+    if (checkpoint_due()) {
+      if (!(status = checkpoint()).ok()) return status;
+      saved = true;
+    }
+  }
+  absl::Status status;
+  if (!validated && state_.step > first_step && !(status = validate()).ok()) return status;
+  if (!saved && state_.step > first_step && !(status = checkpoint()).ok()) return status;
+  return absl::OkStatus();
+}
+
+}  // namespace xlate::trainer

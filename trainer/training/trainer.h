@@ -1,0 +1,68 @@
+// The training loop: length-grouped batches from a prepared corpus, each rank's shard through
+// the model's forward and backward passes, gradients summed over micro-batches and ranks and
+// divided by the step's target tokens, Adam with the paper's schedule, periodic validation
+// (loss and BLEU through the engine), checkpoints, and an exact resume from the latest one.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "engine/translator.h"
+#include "trainer/checkpoint/checkpoint.h"
+#include "trainer/data/batch_iterator.h"
+#include "trainer/data/token_corpus.h"
+#include "trainer/distributed/communicator.h"
+#include "trainer/model/flat_parameters.h"
+#include "trainer/model/transformer_training.h"
+#include "trainer/optim/adam.h"
+#include "trainer/optim/learning_rate.h"
+#include "trainer/training/training_log.h"
+#include "trainer/training/training_options.h"
+
+namespace xlate::trainer {
+
+class Trainer {
+ public:
+  // Opens the data, builds (or resumes) the model; `communicator` must outlive the trainer.
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainingOptions& options,
+                                                         Communicator& communicator);
+  // Trains until options.max_steps, validating and checkpointing on the way.
+  absl::Status Run();
+
+  int64_t step() const { return state_.step; }
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  Trainer(const TrainingOptions& options, Communicator& communicator, TokenCorpus train,
+          std::optional<TokenCorpus> valid, ModelConfig config);
+  absl::Status initialise();
+  absl::Status train_step(StepReport* report);
+  absl::Status validate();
+  absl::StatusOr<double> validation_bleu();
+  absl::Status checkpoint();
+  bool checkpoint_due();
+  double elapsed_seconds() const;
+  bool is_leader() const { return communicator_.rank() == 0; }
+
+  TrainingOptions options_;
+  Communicator& communicator_;
+  TokenCorpus train_;
+  std::optional<TokenCorpus> valid_;
+  ModelConfig config_;
+  FlatParameters parameters_;
+  FlatParameters gradients_;
+  Adam optimizer_;
+  LearningRateSchedule schedule_;
+  TransformerTraining model_;
+  std::optional<BatchIterator> batches_;
+  std::unique_ptr<TrainingLog> log_;             // rank 0 only
+  std::unique_ptr<Translator> translator_;       // rank 0 only, for validation BLEU
+  TrainerState state_;
+  std::chrono::steady_clock::time_point started_;
+  double elapsed_before_ = 0;  // seconds trained before this process (resume)
+  std::chrono::steady_clock::time_point last_checkpoint_;
+};
+
+}  // namespace xlate::trainer

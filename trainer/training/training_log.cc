@@ -1,0 +1,82 @@
+#include "trainer/training/training_log.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace xlate::trainer {
+namespace {
+
+std::string clock_text(double seconds) {
+  const int64_t total = static_cast<int64_t>(std::max(0.0, seconds));
+  return absl::StrFormat("%d:%02d:%02d", total / 3600, (total / 60) % 60, total % 60);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TrainingLog>> TrainingLog::Open(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "a");
+  if (file == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot open the training log ", path, ": ", std::strerror(errno)));
+  }
+  return std::unique_ptr<TrainingLog>(new TrainingLog(file));
+}
+
+TrainingLog::~TrainingLog() { std::fclose(file_); }
+
+void TrainingLog::write_line(const std::string& json) {
+  std::fputs(json.c_str(), file_);
+  std::fputc('\n', file_);
+  std::fflush(file_);
+}
+
+void TrainingLog::step(const StepReport& r) {
+  const double ppl = std::exp(r.nll);
+  std::cerr << absl::StrFormat(
+                   "step %d/%d | epoch %d | loss %.4f | ppl %.2f | lr %.3e | gnorm %.3f | "
+                   "%.0f tok/s | elapsed %s | eta %s",
+                   r.step, r.max_steps, r.epoch + 1, r.loss, ppl, r.learning_rate,
+                   r.gradient_norm, r.tokens_per_second, clock_text(r.elapsed_seconds),
+                   clock_text(r.eta_seconds))
+            << std::endl;
+  nlohmann::json json = {{"event", "train"},          {"step", r.step},
+                         {"epoch", r.epoch},          {"loss", r.loss},
+                         {"nll", r.nll},              {"ppl", ppl},
+                         {"lr", r.learning_rate},     {"grad_norm", r.gradient_norm},
+                         {"source_tokens", r.source_tokens},
+                         {"target_tokens", r.target_tokens},
+                         {"tokens_per_second", r.tokens_per_second},
+                         {"elapsed_seconds", r.elapsed_seconds}, {"eta_seconds", r.eta_seconds}};
+  write_line(json.dump());
+}
+
+void TrainingLog::validation(const ValidationReport& r) {
+  const double ppl = std::exp(r.nll);
+  std::string line = absl::StrFormat("valid step %d | loss %.4f | ppl %.2f", r.step, r.loss, ppl);
+  nlohmann::json json = {{"event", "valid"}, {"step", r.step}, {"loss", r.loss},
+                         {"nll", r.nll},     {"ppl", ppl},     {"target_tokens", r.target_tokens},
+                         {"seconds", r.seconds}};
+  if (r.bleu) {
+    absl::StrAppend(&line, absl::StrFormat(" | BLEU %.2f (%d sentences)", *r.bleu,
+                                           r.bleu_sentences));
+    json["bleu"] = *r.bleu;
+    json["bleu_sentences"] = r.bleu_sentences;
+  }
+  std::cerr << line << std::endl;
+  write_line(json.dump());
+}
+
+void TrainingLog::message(const std::string& text) {
+  std::cerr << text << std::endl;
+  write_line(nlohmann::json{{"event", "message"}, {"text", text}}.dump());
+}
+
+}  // namespace xlate::trainer

@@ -1,0 +1,51 @@
+// What training reports: a progress line on stderr and the same figures as JSON lines
+// (RUN/train_log.jsonl, appended across resumes) for plots and scripts.
+//   {"event":"train","step":100,"loss":5.21,"nll":4.9,"ppl":134.3,"lr":1.2e-4,...}
+//   {"event":"valid","step":1000,"loss":3.9,"nll":3.5,"ppl":33.1,"bleu":12.3,...}
+// Losses are per target token in nats; ppl = exp(nll per token).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace xlate::trainer {
+
+struct StepReport {
+  int64_t step = 0, max_steps = 0, epoch = 0;
+  double loss = 0, nll = 0;  // per target token
+  double learning_rate = 0, gradient_norm = 0;
+  int64_t source_tokens = 0, target_tokens = 0;  // this step, all ranks
+  double tokens_per_second = 0;                  // source + target, since the last report
+  double elapsed_seconds = 0, eta_seconds = 0;
+};
+
+struct ValidationReport {
+  int64_t step = 0;
+  double loss = 0, nll = 0;  // per target token
+  int64_t target_tokens = 0;
+  std::optional<double> bleu;  // sacreBLEU-compatible, on the first bleu_sentences sentences
+  int bleu_sentences = 0;
+  double seconds = 0;
+};
+
+class TrainingLog {
+ public:
+  static absl::StatusOr<std::unique_ptr<TrainingLog>> Open(const std::string& path);
+  ~TrainingLog();
+
+  void step(const StepReport& report);
+  void validation(const ValidationReport& report);
+  void message(const std::string& text);  // stderr and {"event":"message",...}
+
+ private:
+  explicit TrainingLog(std::FILE* file) : file_(file) {}
+  void write_line(const std::string& json);
+  std::FILE* file_;
+};
+
+}  // namespace xlate::trainer

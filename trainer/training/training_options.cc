@@ -1,0 +1,73 @@
+#include "trainer/training/training_options.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace xlate::trainer {
+namespace {
+
+absl::Status out_of_range(const char* name, const std::string& value, const char* limit) {
+  return absl::InvalidArgumentError(absl::StrCat("--", name, " is ", value, "; it must be ", limit));
+}
+
+}  // namespace
+
+absl::Status TrainingOptions::Validate() const {
+  if (data_directory.empty()) return absl::InvalidArgumentError("--data is required");
+  if (output_directory.empty()) return absl::InvalidArgumentError("--output is required");
+  if (max_tokens < 2) return out_of_range("max_tokens", std::to_string(max_tokens), ">= 2");
+  if (max_sentences < 0) return out_of_range("max_sentences", std::to_string(max_sentences), ">= 0");
+  if (update_frequency < 1 || update_frequency > 1024) {
+    return out_of_range("update_freq", std::to_string(update_frequency), "in [1, 1024]");
+  }
+  if (max_steps < 1) return out_of_range("max_steps", std::to_string(max_steps), ">= 1");
+  if (warmup_steps < 1) return out_of_range("warmup_steps", std::to_string(warmup_steps), ">= 1");
+  if (!(learning_rate_scale > 0)) return out_of_range("lr_scale", std::to_string(learning_rate_scale), "> 0");
+  if (!(adam_beta1 >= 0 && adam_beta1 < 1)) return out_of_range("adam_beta1", std::to_string(adam_beta1), "in [0, 1)");
+  if (!(adam_beta2 >= 0 && adam_beta2 < 1)) return out_of_range("adam_beta2", std::to_string(adam_beta2), "in [0, 1)");
+  if (!(adam_epsilon > 0)) return out_of_range("adam_epsilon", std::to_string(adam_epsilon), "> 0");
+  if (!(clip_norm >= 0)) return out_of_range("clip_norm", std::to_string(clip_norm), ">= 0");
+  if (checkpoint_every_steps < 0) return out_of_range("checkpoint_every_steps", std::to_string(checkpoint_every_steps), ">= 0");
+  if (!(checkpoint_every_minutes >= 0)) return out_of_range("checkpoint_every_minutes", std::to_string(checkpoint_every_minutes), ">= 0");
+  if (keep_checkpoints < 0) return out_of_range("keep_checkpoints", std::to_string(keep_checkpoints), ">= 0");
+  if (validate_every_steps < 0) return out_of_range("validate_every_steps", std::to_string(validate_every_steps), ">= 0");
+  if (bleu_sentences < 0) return out_of_range("bleu_sentences", std::to_string(bleu_sentences), ">= 0");
+  if (bleu_beam_size < 1 || bleu_beam_size > 64) return out_of_range("bleu_beam_size", std::to_string(bleu_beam_size), "in [1, 64]");
+  if (log_every_steps < 1) return out_of_range("log_every_steps", std::to_string(log_every_steps), ">= 1");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelConfig> build_model_config(const ArchitectureOptions& options, int vocab_size) {
+  absl::StatusOr<ModelConfig> preset = ModelConfig::Preset(options.preset);
+  if (!preset.ok()) return preset.status();
+  ModelConfig config = *preset;
+  config.vocab_size = vocab_size;
+  if (options.layers > 0) config.encoder_layers = config.decoder_layers = options.layers;
+  if (options.d_model > 0) config.d_model = options.d_model;
+  if (options.d_ff > 0) config.encoder_ffn_dim = config.decoder_ffn_dim = options.d_ff;
+  if (options.heads > 0) config.encoder_heads = config.decoder_heads = options.heads;
+  if (options.d_k > 0) config.d_k = options.d_k;
+  if (options.d_v > 0) config.d_v = options.d_v;
+  if (options.dropout >= 0) config.dropout = options.dropout;
+  if (options.activation_dropout >= 0) config.activation_dropout = options.activation_dropout;
+  if (options.label_smoothing >= 0) config.label_smoothing = options.label_smoothing;
+  if (options.max_positions > 0) config.max_positions = options.max_positions;
+  if (options.positional == "learned") {
+    config.positional = PositionalEncoding::kLearned;
+  } else if (options.positional == "sinusoidal") {
+    config.positional = PositionalEncoding::kSinusoidal;
+  } else if (!options.positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--positional is \"", options.positional,
+                                                   "\"; it must be sinusoidal or learned"));
+  }
+  if (config.dropout >= 1 || config.activation_dropout >= 1) {
+    return absl::InvalidArgumentError("--dropout and --activation_dropout must be < 1");
+  }
+  if (config.attention_dropout > 0) {
+    return absl::InvalidArgumentError("attention dropout is not supported by the trainer");
+  }
+  absl::Status valid = config.Validate();
+  if (!valid.ok()) return valid;
+  return config;
+}
+
+}  // namespace xlate::trainer

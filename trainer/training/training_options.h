@@ -1,0 +1,60 @@
+// Everything `xlate-trainer train` is told: data, model architecture (a preset plus any Table 3
+// hyperparameter), batching, the optimiser, checkpoints, validation and logging.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/model_config.h"
+
+namespace xlate::trainer {
+
+// Architecture overrides on top of the preset; 0 / negative = keep the preset's value.
+struct ArchitectureOptions {
+  std::string preset = "base";  // tiny | base | big
+  int layers = 0;               // N, both stacks
+  int d_model = 0;
+  int d_ff = 0;
+  int heads = 0;                // h
+  int d_k = 0;
+  int d_v = 0;
+  float dropout = -1;           // P_drop
+  float activation_dropout = -1;
+  float label_smoothing = -1;   // ε_ls
+  std::string positional;       // "" | sinusoidal | learned
+  int max_positions = 0;
+};
+
+struct TrainingOptions {
+  std::string data_directory;    // from `xlate-trainer prepare`
+  std::string output_directory;  // checkpoints/, train_log.jsonl
+  ArchitectureOptions architecture;
+
+  int64_t max_tokens = 50000;  // padded source+target tokens per micro-batch, all ranks together
+  int max_sentences = 0;       // per micro-batch, all ranks; 0 = no limit
+  int update_frequency = 1;    // micro-batches per optimizer step (gradient accumulation)
+  int64_t max_steps = 100000;
+  int64_t warmup_steps = 4000;
+  double learning_rate_scale = 1.0;
+  double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_epsilon = 1e-9;
+  double clip_norm = 0;  // 0 = off
+  uint64_t seed = 1;
+
+  int64_t checkpoint_every_steps = 1000;   // 0 = off
+  double checkpoint_every_minutes = 0;     // 0 = off
+  int keep_checkpoints = 5;                // 0 = keep all
+
+  int64_t validate_every_steps = 1000;  // 0 = only at the end
+  int bleu_sentences = 200;             // dev sentences translated for BLEU; 0 = no BLEU
+  int bleu_beam_size = 4;
+  int64_t log_every_steps = 10;
+
+  // Names the option and its limit when out of range.
+  absl::Status Validate() const;
+};
+
+// The preset with the overrides applied, for a vocabulary of `vocab_size` pieces; validated.
+absl::StatusOr<ModelConfig> build_model_config(const ArchitectureOptions& options, int vocab_size);
+
+}  // namespace xlate::trainer
