@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Training throughput of xlate-trainer against PyTorch (CPU) on the same architecture, the same
+data and the same token budget per step, one after the other in the same run.
+
+Both train the paper's model (default: base, 6+6 layers, d_model 512) on Multi30k English-German
+with one shared SentencePiece vocabulary (the one `xlate-trainer prepare` trains, given to
+PyTorch too), batches of length-grouped pairs up to --max_tokens padded source+target tokens,
+Adam and the paper's schedule, label smoothing 0.1, dropout 0.1. Throughput counts real
+(non-pad) source + target tokens per second over the timed steps, after untimed warm-up steps.
+
+  python3 bench/compare_pytorch_training.py --trainer build/trainer/xlate-trainer \
+      --threads 2 --max_tokens 4000 --steps 8 --warmup 2
+PyTorch is not installed by scripts/setup.sh: `python3 -m pip install torch` first.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def prepare(args):
+    data = os.path.join(args.workdir, "data")
+    if not os.path.exists(os.path.join(data, "corpus.json")):
+        multi30k = os.path.join(args.data_dir, "multi30k")
+        subprocess.run([args.trainer, "prepare",
+                        "--train_source", os.path.join(multi30k, "train.en.gz"),
+                        "--train_target", os.path.join(multi30k, "train.de.gz"),
+                        "--output", data, "--vocab_size", str(args.vocab_size)], check=True)
+    return data
+
+
+def run_xlate(args, data):
+    run = os.path.join(args.workdir, "xlate-run")
+    shutil.rmtree(run, ignore_errors=True)
+    environment = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    subprocess.run([args.trainer, "train", "--data", data, "--output", run, "--preset", args.preset,
+                    "--max_tokens", str(args.max_tokens), "--max_steps",
+                    str(args.warmup + args.steps), "--log_every_steps", "1",
+                    "--validate_every_steps", "0", "--checkpoint_every_steps", "0",
+                    "--bleu_sentences", "0"], check=True, env=environment)
+    with open(os.path.join(run, "train_log.jsonl"), encoding="utf-8") as log:
+        steps = [e for e in map(json.loads, log) if e["event"] == "train"]
+    timed = [e for e in steps if e["step"] > args.warmup]
+    seconds = timed[-1]["elapsed_seconds"] - steps[args.warmup - 1]["elapsed_seconds"]
+    tokens = sum(e["source_tokens"] + e["target_tokens"] for e in timed)
+    shutil.rmtree(run, ignore_errors=True)  # a base checkpoint is ~0.6 GB
+    return {"system": "xlate", "threads": args.threads, "steps": len(timed), "tokens": tokens,
+            "seconds": seconds, "tokens_per_second": tokens / seconds,
+            "seconds_per_step": seconds / len(timed), "final_loss": timed[-1]["loss"]}
+
+
+def run_pytorch(args, data):
+    multi30k = os.path.join(args.data_dir, "multi30k")
+    result = subprocess.run([sys.executable, os.path.join(REPO, "bench", "pytorch_transformer_train.py"),
+                             "--spm", os.path.join(data, "spm.model"),
+                             "--source", os.path.join(multi30k, "train.en.gz"),
+                             "--target", os.path.join(multi30k, "train.de.gz"),
+                             "--preset", args.preset, "--max_tokens", str(args.max_tokens),
+                             "--steps", str(args.steps), "--warmup_steps", str(args.warmup),
+                             "--threads", str(args.threads)],
+                            check=True, capture_output=True, text=True)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report["tokens"] = report["source_tokens"] + report["target_tokens"]
+    return report
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trainer", default=os.path.join(REPO, "build", "trainer", "xlate-trainer"))
+    parser.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data"))
+    parser.add_argument("--workdir", default="/tmp/xlate-train-bench")
+    parser.add_argument("--preset", default="base")
+    parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument("--max_tokens", type=int, default=4000)
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        sys.exit("PyTorch is needed for this benchmark: python3 -m pip install torch")
+    os.makedirs(args.workdir, exist_ok=True)
+    data = prepare(args)
+    started = time.time()
+    results = [run_xlate(args, data), run_pytorch(args, data)]
+    for r in results:
+        print(f"{r['system']:8s} {r['tokens_per_second']:9.1f} tok/s  {r['seconds_per_step']:7.2f} s/step"
+              f"  {r['steps']} steps, {r['tokens']} tokens")
+    ratio = results[0]["tokens_per_second"] / results[1]["tokens_per_second"]
+    print(f"xlate / pytorch = {ratio:.3f}   (preset {args.preset}, {args.max_tokens} tokens/step, "
+          f"{args.threads} threads, {time.time() - started:.0f} s)")
+    print(json.dumps({"results": results, "ratio": ratio}))
+
+
+if __name__ == "__main__":
+    main()
