@@ -2,18 +2,9 @@
 
 #include <utility>
 
+#include "trainer/random/mix64.h"
+
 namespace xlate::trainer {
-namespace {
-
-// The SplitMix64 finaliser: a bijection of 64-bit words whose outputs look independent.
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 uint64_t derive_seed(uint64_t seed, uint64_t stream) { return mix64(mix64(seed) ^ stream); }
 

@@ -2,16 +2,10 @@
 
 #include <cstring>
 
+#include "trainer/random/mix64.h"
+
 namespace xlate::trainer {
 namespace {
-
-// SplitMix64's finaliser: a bijective mix with good avalanche, enough for dropout masks.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Scales by 1/(1-p) where the element is kept, zero where dropped.
 void apply_mask(float* out, const float* in, int64_t count, float p, uint64_t key) {
@@ -20,7 +14,7 @@ void apply_mask(float* out, const float* in, int64_t count, float p, uint64_t ke
   const float keep_scale = 1.f / (1.f - p);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; ++i) {
-    const uint32_t draw = static_cast<uint32_t>(mix(key ^ mix(static_cast<uint64_t>(i))) >> 40);
+    const uint32_t draw = static_cast<uint32_t>(mix64(key ^ mix64(static_cast<uint64_t>(i))) >> 40);
     out[i] = draw >= threshold ? in[i] * keep_scale : 0.f;
   }
 }
@@ -28,11 +22,11 @@ void apply_mask(float* out, const float* in, int64_t count, float p, uint64_t ke
 }  // namespace
 
 uint64_t dropout_key(uint64_t seed, int64_t step, int64_t micro_batch, int rank, int64_t site) {
-  uint64_t key = mix(seed);
-  key = mix(key ^ static_cast<uint64_t>(step));
-  key = mix(key ^ static_cast<uint64_t>(micro_batch));
-  key = mix(key ^ static_cast<uint64_t>(rank));
-  return mix(key ^ static_cast<uint64_t>(site));
+  uint64_t key = mix64(seed);
+  key = mix64(key ^ static_cast<uint64_t>(step));
+  key = mix64(key ^ static_cast<uint64_t>(micro_batch));
+  key = mix64(key ^ static_cast<uint64_t>(rank));
+  return mix64(key ^ static_cast<uint64_t>(site));
 }
 
 void dropout_forward(Tensor& out, const Tensor& inp, float p, uint64_t key) {

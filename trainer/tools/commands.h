@@ -11,9 +11,8 @@ ABSL_DECLARE_FLAG(std::string, output);
 
 namespace xlate::trainer::tools {
 
-// Arguments that are not flags (e.g. the checkpoints given to `average`).
-void set_positional_arguments(std::vector<std::string> arguments);
-const std::vector<std::string>& positional_arguments();
+// Arguments that are not flags (e.g. the checkpoints given to `average`), filled by main().
+std::vector<std::string>& positional_arguments();
 
 int run_prepare();
 int run_train();

@@ -8,19 +8,10 @@ ABSL_FLAG(std::string, output, "",
           "model directory to write");
 
 namespace xlate::trainer::tools {
-namespace {
 
-std::vector<std::string>& positional_storage() {
+std::vector<std::string>& positional_arguments() {
   static std::vector<std::string> arguments;
   return arguments;
 }
-
-}  // namespace
-
-void set_positional_arguments(std::vector<std::string> arguments) {
-  positional_storage() = std::move(arguments);
-}
-
-const std::vector<std::string>& positional_arguments() { return positional_storage(); }
 
 }  // namespace xlate::trainer::tools
