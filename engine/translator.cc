@@ -82,8 +82,27 @@ absl::StatusOr<std::vector<Translation>> Translator::Translate(
   return translations;
 }
 
-absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens(
-    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const {
+BatchTranslation::BatchTranslation(std::unique_ptr<TransformerDecoder> decoder,
+                                   std::unique_ptr<SearchRun> run)
+    : decoder_(std::move(decoder)), run_(std::move(run)) {}
+
+BatchTranslation::~BatchTranslation() = default;
+
+bool BatchTranslation::Step() {
+  if (!run_->done()) run_->step();
+  return run_->done();
+}
+
+bool BatchTranslation::done() const { return run_->done(); }
+
+int BatchTranslation::live_sentences() const { return run_->live_sentences(); }
+
+std::vector<std::vector<Hypothesis>> BatchTranslation::TakeResults() {
+  return run_->take_results();
+}
+
+absl::Status Translator::check_sources(const std::vector<std::vector<int32_t>>& sources,
+                                       const TranslationOptions& options) const {
   if (auto status = options.Validate(); !status.ok()) return status;
   const ModelConfig& config = model_->config();
   for (size_t i = 0; i < sources.size(); ++i) {
@@ -99,6 +118,21 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<BatchTranslation>> Translator::StartBatch(
+    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const {
+  if (sources.empty()) return absl::InvalidArgumentError("a batch needs at least one sentence");
+  if (auto status = check_sources(sources, options); !status.ok()) return status;
+  std::vector<const std::vector<int32_t>*> batch;
+  for (const std::vector<int32_t>& source : sources) batch.push_back(&source);
+  return start_batch(batch, options);
+}
+
+absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens(
+    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const {
+  if (auto status = check_sources(sources, options); !status.ok()) return status;
   std::vector<size_t> order(sources.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -109,13 +143,16 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
     const size_t end = std::min(order.size(), begin + options.max_batch_size);
     std::vector<const std::vector<int32_t>*> batch;
     for (size_t k = begin; k < end; ++k) batch.push_back(&sources[order[k]]);
-    std::vector<std::vector<Hypothesis>> translated = translate_batch(batch, options);
+    const std::unique_ptr<BatchTranslation> translation = start_batch(batch, options);
+    while (!translation->Step()) {
+    }
+    std::vector<std::vector<Hypothesis>> translated = translation->TakeResults();
     for (size_t k = begin; k < end; ++k) results[order[k]] = std::move(translated[k - begin]);
   }
   return results;
 }
 
-std::vector<std::vector<Hypothesis>> Translator::translate_batch(
+std::unique_ptr<BatchTranslation> Translator::start_batch(
     const std::vector<const std::vector<int32_t>*>& sources,
     const TranslationOptions& options) const {
   const ModelConfig& config = model_->config();
@@ -140,8 +177,8 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   const Tensor source_lengths = Tensor::from_vector(lengths, {batch});
   const Tensor encoded =
       model_->encode(Tensor::from_vector(tokens, {batch, padded}), source_lengths);
-  TransformerDecoder decoder(*model_, encoded, source_lengths, batch * options.beam_size,
-                             longest_output);
+  auto decoder = std::make_unique<TransformerDecoder>(*model_, encoded, source_lengths,
+                                                     batch * options.beam_size, longest_output);
   SearchOptions search_options;
   search_options.beam_size = options.beam_size;
   search_options.length_penalty = options.length_penalty;
@@ -151,7 +188,8 @@ std::vector<std::vector<Hypothesis>> Translator::translate_batch(
   search_options.end_token = config.eos_id;
   const std::unique_ptr<Search> search =
       options.beam_size == 1 ? make_greedy_search() : make_beam_search();
-  return search->search(decoder, max_lengths, search_options);
+  std::unique_ptr<SearchRun> run = search->start(*decoder, max_lengths, search_options);
+  return std::make_unique<BatchTranslation>(std::move(decoder), std::move(run));
 }
 
 }  // namespace xlate

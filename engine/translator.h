@@ -33,6 +33,26 @@ struct Translation {
   std::vector<float> scores;            // log P / lp, when asked for
 };
 
+class TransformerDecoder;
+
+// One batch being translated step by step (Translator::StartBatch): the encoder has run, and each
+// Step() decodes one more token for every sentence still in progress. Owns its decoding state.
+class BatchTranslation {
+ public:
+  BatchTranslation(std::unique_ptr<TransformerDecoder> decoder, std::unique_ptr<SearchRun> run);
+  ~BatchTranslation();
+  // Decodes one token; returns whether the batch is done.
+  bool Step();
+  bool done() const;
+  int live_sentences() const;
+  // Once done: per sentence of the batch, in its order, up to n_best hypotheses.
+  std::vector<std::vector<Hypothesis>> TakeResults();
+
+ private:
+  std::unique_ptr<TransformerDecoder> decoder_;
+  std::unique_ptr<SearchRun> run_;
+};
+
 class Translator {
  public:
   // Loads config.json, model.safetensors and spm.model from `model_dir`.
@@ -46,13 +66,21 @@ class Translator {
   absl::StatusOr<std::vector<std::vector<Hypothesis>>> TranslateTokens(
       const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const;
 
+  // Encodes `sources` (token ids, no end token) as one batch and returns its decoding, to be
+  // stepped by the caller; the sources are checked as in TranslateTokens. The Translator must
+  // outlive it.
+  absl::StatusOr<std::unique_ptr<BatchTranslation>> StartBatch(
+      const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const;
+
   const TransformerModel& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   // Most source tokens a sentence may have, the end token included.
   int max_input_tokens() const { return model_->config().max_positions; }
 
  private:
-  std::vector<std::vector<Hypothesis>> translate_batch(
+  absl::Status check_sources(const std::vector<std::vector<int32_t>>& sources,
+                             const TranslationOptions& options) const;
+  std::unique_ptr<BatchTranslation> start_batch(
       const std::vector<const std::vector<int32_t>*>& sources,
       const TranslationOptions& options) const;
 

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Prints the default model directory, creating it first if needed. Until a trained model ships
-# in models/, that is a randomly initialised tiny model written by `xlate init-model` with a
-# SentencePiece vocabulary trained on Multi30k: it exercises everything, but its output is not
-# a translation. Needs a built tree (scripts/build.sh).
+# Prints the default model directory: the trained English-German model in models/en-de-multi30k
+# when it is there; otherwise (a checkout without it) a randomly initialised tiny model written
+# by `xlate init-model` with a SentencePiece vocabulary trained on Multi30k, which exercises
+# everything but does not translate. Needs a built tree (scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ -f models/en-de-multi30k/config.json ]]; then
+  echo models/en-de-multi30k
+  exit 0
+fi
 model_dir=build/models/tiny-random
 if [[ ! -f "$model_dir/model.safetensors" ]]; then
   data=../shared/data/multi30k

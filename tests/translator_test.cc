@@ -56,6 +56,40 @@ TEST_F(TranslatorTest, BatchEqualsEachSentenceAlone) {
   }
 }
 
+// Two batches decoded a step of each in turn give what each gives alone, and StartBatch checks
+// its input as TranslateTokens does.
+TEST_F(TranslatorTest, InterleavedStepwiseBatchesEqualWholeTranslations) {
+  std::vector<std::vector<int32_t>> first, second;
+  for (const std::string& sentence : real_sentences(6)) {
+    auto ids = translator_->tokenizer().encode(sentence);
+    ASSERT_TRUE(ids.ok());
+    (first.size() < 3 ? first : second).push_back(*ids);
+  }
+  TranslationOptions options;
+  auto a = translator_->StartBatch(first, options);
+  auto b = translator_->StartBatch(second, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  int steps = 0;
+  while (!(*a)->done() || !(*b)->done()) {
+    (*a)->Step();
+    (*b)->Step();
+    ASSERT_LT(++steps, 1000);
+  }
+  EXPECT_EQ((*a)->live_sentences(), 0);
+  const auto interleaved_a = (*a)->TakeResults(), interleaved_b = (*b)->TakeResults();
+  const auto whole_a = translator_->TranslateTokens(first, options);
+  const auto whole_b = translator_->TranslateTokens(second, options);
+  ASSERT_TRUE(whole_a.ok() && whole_b.ok());
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(interleaved_a[i][0].tokens, (*whole_a)[i][0].tokens);
+    EXPECT_EQ(interleaved_b[i][0].tokens, (*whole_b)[i][0].tokens);
+  }
+  auto refused = translator_->StartBatch({{1, 2, -7}}, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("-7"), std::string::npos);
+  EXPECT_FALSE(translator_->StartBatch({}, options).ok());
+}
+
 TEST_F(TranslatorTest, ConcurrentCallersGetTheSerialResults) {
   const std::vector<std::string> sentences = real_sentences(6);
   TranslationOptions options;

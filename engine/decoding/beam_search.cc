@@ -106,56 +106,76 @@ void advance(SentenceBeam& sentence, const float* log_probs, int64_t vocabulary,
   }
 }
 
-class BeamSearch : public Search {
+class BeamSearchRun : public SearchRun {
  public:
-  std::vector<std::vector<Hypothesis>> search(IncrementalDecoder& decoder,
-                                              const std::vector<int>& max_lengths,
-                                              const SearchOptions& options) const override {
-    const size_t sentences = max_lengths.size();
-    std::vector<SentenceBeam> beams(sentences);
-    for (size_t s = 0; s < sentences; ++s) {
-      beams[s].live.push_back(Hypothesis{});
-      beams[s].max_length = max_lengths[s];
+  BeamSearchRun(IncrementalDecoder& decoder, const std::vector<int>& max_lengths,
+                const SearchOptions& options)
+      : decoder_(decoder), options_(options), beams_(max_lengths.size()) {
+    for (size_t s = 0; s < beams_.size(); ++s) {
+      beams_[s].live.push_back(Hypothesis{});
+      beams_[s].max_length = max_lengths[s];
+      active_.push_back(static_cast<int32_t>(s));
     }
-    std::vector<int32_t> active(sentences);  // sentences with live rows, in row order
-    for (size_t s = 0; s < sentences; ++s) active[s] = static_cast<int32_t>(s);
-    std::vector<int32_t> last_tokens(sentences, options.start_token);
+    last_tokens_.assign(beams_.size(), options.start_token);
+  }
 
-    for (int length = 1; !active.empty(); ++length) {
-      const Tensor log_probs = decoder.step(last_tokens);
-      const int64_t vocabulary = log_probs.dim(1);
-      std::vector<int64_t> first_row(active.size());
-      for (size_t i = 0, row = 0; i < active.size(); row += beams[active[i]].live.size(), ++i) {
-        first_row[i] = static_cast<int64_t>(row);
-      }
-      std::vector<std::vector<int32_t>> source_beams(active.size());
-#pragma omp parallel for schedule(dynamic) if (active.size() > 1)
-      for (size_t i = 0; i < active.size(); ++i) {
-        advance(beams[active[i]], log_probs.data<float>() + first_row[i] * vocabulary, vocabulary,
-                length, options, source_beams[i]);
-      }
-      std::vector<int32_t> rows, next_active;
-      last_tokens.clear();
-      for (size_t i = 0; i < active.size(); ++i) {
-        SentenceBeam& sentence = beams[active[i]];
-        if (sentence.done) continue;
-        next_active.push_back(active[i]);
-        for (size_t b = 0; b < sentence.live.size(); ++b) {
-          rows.push_back(static_cast<int32_t>(first_row[i] + source_beams[i][b]));
-          last_tokens.push_back(sentence.live[b].tokens.back());
-        }
-      }
-      active = std::move(next_active);
-      if (!active.empty()) decoder.select_rows(rows);
+  bool done() const override { return active_.empty(); }
+  int live_sentences() const override { return static_cast<int>(active_.size()); }
+
+  void step() override {
+    ++length_;
+    const Tensor log_probs = decoder_.step(last_tokens_);
+    const int64_t vocabulary = log_probs.dim(1);
+    std::vector<int64_t> first_row(active_.size());
+    for (size_t i = 0, row = 0; i < active_.size(); row += beams_[active_[i]].live.size(), ++i) {
+      first_row[i] = static_cast<int64_t>(row);
     }
+    std::vector<std::vector<int32_t>> source_beams(active_.size());
+#pragma omp parallel for schedule(dynamic) if (active_.size() > 1)
+    for (size_t i = 0; i < active_.size(); ++i) {
+      advance(beams_[active_[i]], log_probs.data<float>() + first_row[i] * vocabulary, vocabulary,
+              length_, options_, source_beams[i]);
+    }
+    std::vector<int32_t> rows, next_active;
+    last_tokens_.clear();
+    for (size_t i = 0; i < active_.size(); ++i) {
+      SentenceBeam& sentence = beams_[active_[i]];
+      if (sentence.done) continue;
+      next_active.push_back(active_[i]);
+      for (size_t b = 0; b < sentence.live.size(); ++b) {
+        rows.push_back(static_cast<int32_t>(first_row[i] + source_beams[i][b]));
+        last_tokens_.push_back(sentence.live[b].tokens.back());
+      }
+    }
+    active_ = std::move(next_active);
+    if (!active_.empty()) decoder_.select_rows(rows);
+  }
 
-    std::vector<std::vector<Hypothesis>> results(sentences);
-    for (size_t s = 0; s < sentences; ++s) {
-      std::vector<Hypothesis>& finished = beams[s].finished;
-      if (finished.size() > static_cast<size_t>(options.n_best)) finished.resize(options.n_best);
+  std::vector<std::vector<Hypothesis>> take_results() override {
+    std::vector<std::vector<Hypothesis>> results(beams_.size());
+    for (size_t s = 0; s < beams_.size(); ++s) {
+      std::vector<Hypothesis>& finished = beams_[s].finished;
+      if (finished.size() > static_cast<size_t>(options_.n_best)) finished.resize(options_.n_best);
       results[s] = std::move(finished);
     }
     return results;
+  }
+
+ private:
+  IncrementalDecoder& decoder_;
+  const SearchOptions options_;
+  std::vector<SentenceBeam> beams_;
+  std::vector<int32_t> active_;  // sentences with live rows, in row order
+  std::vector<int32_t> last_tokens_;
+  int length_ = 0;  // tokens decoded so far
+};
+
+class BeamSearch : public Search {
+ public:
+  std::unique_ptr<SearchRun> start(IncrementalDecoder& decoder,
+                                   const std::vector<int>& max_lengths,
+                                   const SearchOptions& options) const override {
+    return std::make_unique<BeamSearchRun>(decoder, max_lengths, options);
   }
 };
 

@@ -5,46 +5,68 @@
 namespace xlate {
 namespace {
 
+class GreedySearchRun : public SearchRun {
+ public:
+  GreedySearchRun(IncrementalDecoder& decoder, const std::vector<int>& max_lengths,
+                  const SearchOptions& options)
+      : decoder_(decoder), options_(options), max_lengths_(max_lengths),
+        running_(max_lengths.size()), results_(max_lengths.size()) {
+    for (size_t s = 0; s < max_lengths.size(); ++s) live_.push_back(static_cast<int32_t>(s));
+    last_tokens_.assign(max_lengths.size(), options.start_token);
+  }
+
+  bool done() const override { return live_.empty(); }
+  int live_sentences() const override { return static_cast<int>(live_.size()); }
+
+  void step() override {
+    const Tensor log_probs = decoder_.step(last_tokens_);
+    const int64_t vocabulary = log_probs.dim(1);
+    std::vector<int32_t> kept_rows, kept_live, next_tokens;
+    for (size_t row = 0; row < live_.size(); ++row) {
+      const float* scores = log_probs.data<float>() + static_cast<int64_t>(row) * vocabulary;
+      int32_t best = -1;
+      for (int32_t token = 0; token < vocabulary; ++token) {
+        if (token == options_.end_token && step_ < options_.min_length) continue;
+        if (best < 0 || scores[token] > scores[best]) best = token;
+      }
+      Hypothesis& hypothesis = running_[live_[row]];
+      hypothesis.log_prob += scores[best];
+      const bool ended = best == options_.end_token;
+      if (!ended) hypothesis.tokens.push_back(best);
+      if (ended || step_ + 1 >= max_lengths_[live_[row]]) {
+        hypothesis.score = hypothesis.log_prob / length_penalty(step_ + 1, options_.length_penalty);
+        results_[live_[row]].push_back(hypothesis);
+      } else {
+        kept_rows.push_back(static_cast<int32_t>(row));
+        kept_live.push_back(live_[row]);
+        next_tokens.push_back(best);
+      }
+    }
+    if (kept_rows.size() != live_.size() && !kept_rows.empty()) decoder_.select_rows(kept_rows);
+    live_ = std::move(kept_live);
+    last_tokens_ = std::move(next_tokens);
+    ++step_;
+  }
+
+  std::vector<std::vector<Hypothesis>> take_results() override { return std::move(results_); }
+
+ private:
+  IncrementalDecoder& decoder_;
+  const SearchOptions options_;
+  const std::vector<int> max_lengths_;
+  std::vector<Hypothesis> running_;
+  std::vector<std::vector<Hypothesis>> results_;
+  std::vector<int32_t> live_;  // live row -> sentence
+  std::vector<int32_t> last_tokens_;
+  int step_ = 0;
+};
+
 class GreedySearch : public Search {
  public:
-  std::vector<std::vector<Hypothesis>> search(IncrementalDecoder& decoder,
-                                              const std::vector<int>& max_lengths,
-                                              const SearchOptions& options) const override {
-    const size_t sentences = max_lengths.size();
-    std::vector<Hypothesis> running(sentences);
-    std::vector<int32_t> live(sentences);  // live row -> sentence
-    for (size_t s = 0; s < sentences; ++s) live[s] = static_cast<int32_t>(s);
-    std::vector<int32_t> last_tokens(sentences, options.start_token);
-    std::vector<std::vector<Hypothesis>> results(sentences);
-    for (int step = 0; !live.empty(); ++step) {
-      const Tensor log_probs = decoder.step(last_tokens);
-      const int64_t vocabulary = log_probs.dim(1);
-      std::vector<int32_t> kept_rows, kept_live, next_tokens;
-      for (size_t row = 0; row < live.size(); ++row) {
-        const float* scores = log_probs.data<float>() + static_cast<int64_t>(row) * vocabulary;
-        int32_t best = -1;
-        for (int32_t token = 0; token < vocabulary; ++token) {
-          if (token == options.end_token && step < options.min_length) continue;
-          if (best < 0 || scores[token] > scores[best]) best = token;
-        }
-        Hypothesis& hypothesis = running[live[row]];
-        hypothesis.log_prob += scores[best];
-        const bool ended = best == options.end_token;
-        if (!ended) hypothesis.tokens.push_back(best);
-        if (ended || step + 1 >= max_lengths[live[row]]) {
-          hypothesis.score = hypothesis.log_prob / length_penalty(step + 1, options.length_penalty);
-          results[live[row]].push_back(hypothesis);
-        } else {
-          kept_rows.push_back(static_cast<int32_t>(row));
-          kept_live.push_back(live[row]);
-          next_tokens.push_back(best);
-        }
-      }
-      if (kept_rows.size() != live.size() && !kept_rows.empty()) decoder.select_rows(kept_rows);
-      live = std::move(kept_live);
-      last_tokens = std::move(next_tokens);
-    }
-    return results;
+  std::unique_ptr<SearchRun> start(IncrementalDecoder& decoder,
+                                   const std::vector<int>& max_lengths,
+                                   const SearchOptions& options) const override {
+    return std::make_unique<GreedySearchRun>(decoder, max_lengths, options);
   }
 };
 

@@ -39,14 +39,32 @@ struct Hypothesis {
 // ((5 + length) / 6)^alpha
 float length_penalty(int length, float alpha);
 
+// A search in progress, advanced one token at a time, so that a caller can interleave several
+// (the server steps all its in-flight batches in turn and admits new ones between steps).
+class SearchRun {
+ public:
+  virtual ~SearchRun() = default;
+  // Decodes one more token for every live sentence. Call only while !done().
+  virtual void step() = 0;
+  virtual bool done() const = 0;
+  // Sentences still decoding (for admission decisions).
+  virtual int live_sentences() const = 0;
+  // Once done: per sentence, up to n_best hypotheses, best first.
+  virtual std::vector<std::vector<Hypothesis>> take_results() = 0;
+};
+
 class Search {
  public:
   virtual ~Search() = default;
-  // max_lengths[s]: most tokens sentence s may produce, the end token included.
-  // Returns, per sentence, up to n_best hypotheses, best first.
-  virtual std::vector<std::vector<Hypothesis>> search(IncrementalDecoder& decoder,
-                                                      const std::vector<int>& max_lengths,
-                                                      const SearchOptions& options) const = 0;
+  // max_lengths[s]: most tokens sentence s may produce, the end token included. `decoder`
+  // must outlive the run.
+  virtual std::unique_ptr<SearchRun> start(IncrementalDecoder& decoder,
+                                           const std::vector<int>& max_lengths,
+                                           const SearchOptions& options) const = 0;
+  // start() stepped to the end: per sentence, up to n_best hypotheses, best first.
+  std::vector<std::vector<Hypothesis>> search(IncrementalDecoder& decoder,
+                                              const std::vector<int>& max_lengths,
+                                              const SearchOptions& options) const;
 };
 
 // Beam search: a sentence stops when beam_size hypotheses have finished, or when n_best have and

@@ -1,5 +1,6 @@
 #include <omp.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -11,7 +12,9 @@
 #include "engine/tools/commands.h"
 #include "engine/translator.h"
 
-ABSL_FLAG(std::string, model_dir, "", "model directory (config.json, model.safetensors, spm.model)");
+ABSL_FLAG(std::string, model_dir, "",
+          "model directory (config.json, model.safetensors, spm.model); default: the shipped "
+          "English-German model, " XLATE_DEFAULT_MODEL_DIR);
 ABSL_FLAG(std::string, input, "", "file of source sentences, one per line (default: stdin)");
 ABSL_FLAG(std::string, output, "", "file for the translations (default: stdout)");
 ABSL_FLAG(int, beam_size, 4, "beam size; 1 = greedy search");
@@ -70,10 +73,14 @@ int run_translate() {
     std::cerr << "xlate translate: " << options.status().message() << "\n";
     return 2;
   }
-  const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
+  std::string model_dir = absl::GetFlag(FLAGS_model_dir);
   if (model_dir.empty()) {
-    std::cerr << "xlate translate: --model_dir is required\n";
-    return 2;
+    model_dir = XLATE_DEFAULT_MODEL_DIR;
+    if (!std::filesystem::exists(model_dir + "/config.json")) {
+      std::cerr << "xlate translate: no --model_dir given, and the default model " << model_dir
+                << " is not there (models/train-en-de-multi30k.sh trains it)\n";
+      return 2;
+    }
   }
   auto translator = Translator::Load(model_dir);
   if (!translator.ok()) {
