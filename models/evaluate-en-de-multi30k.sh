@@ -8,6 +8,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 model="${1:?usage: evaluate-en-de-multi30k.sh MODEL_DIR [BEAM_SIZE]}"
 beam="${2:-4}"
 data="${XLATE_DATA_DIR:-$repo/../shared/data}/multi30k"
+sets="${XLATE_EVAL_SETS:-test_2016_flickr test_2017_flickr test_2017_mscoco}"
 xlate="$repo/build/engine/xlate"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -19,12 +20,12 @@ score() {  # score SET BEAM -> "sacre tok_lc"
   "$xlate" translate --model_dir "$model" --beam_size "$beam" --input "$work/src" \
     --output "$work/hyp" 2> /dev/null
   "$xlate" bleu --ref "$work/ref" --hyp "$work/hyp" --lowercase --json |
-    python3 -c 'import json,sys; s=json.load(sys.stdin); print(f"{s[\"sacrebleu\"][\"score\"]:.2f} {s[\"tokenised\"][\"score\"]:.2f}")'
+    python3 -c 'import json, sys; s = json.load(sys.stdin); print("%.2f %.2f" % (s["sacrebleu"]["score"], s["tokenised"]["score"]))'
 }
 
 echo "| test set | sentences | search | sacreBLEU | tokenised lowercased BLEU |"
 echo "| --- | --- | --- | --- | --- |"
-for set in test_2016_flickr test_2017_flickr test_2017_mscoco; do
+for set in $sets; do
   lines=$(gzip -dc "$data/$set.en.gz" | wc -l)
   for search in "$beam" 1; do
     read -r sacre tok < <(score "$set" "$search")
