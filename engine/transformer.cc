@@ -43,14 +43,14 @@ std::vector<int32_t> identity(int64_t count) {
   return values;
 }
 
-// Writes fresh keys/values [R, T, C] into the time-major cache [S_max, R_cap, C] at positions
-// offset.. of physical slots 0..R-1.
-void append_to_cache(Tensor& cache, const Tensor& fresh, int64_t offset) {
+// Writes fresh keys/values [R, T, C] into the time-major cache [S_max, R_cap, C]: step t of row r
+// goes to position writes.positions[r] + t of physical slot writes.slots[r].
+void append_to_cache(Tensor& cache, const Tensor& fresh, const TransformerModel::CacheWrites& writes) {
   const int64_t rows = fresh.dim(0), steps = fresh.dim(1), channels = fresh.dim(2);
   const int64_t slots = cache.dim(1);
   for (int64_t t = 0; t < steps; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(cache.data<float>() + ((offset + t) * slots + r) * channels,
+      std::memcpy(cache.data<float>() + ((writes.positions[r] + t) * slots + writes.slots[r]) * channels,
                   fresh.data<float>() + (r * steps + t) * channels,
                   static_cast<size_t>(channels) * sizeof(float));
     }
@@ -136,12 +136,12 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
 }
 
 Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
-                                       const DecoderState& state, const KeyTables& tables,
+                                       const CacheWrites& writes, const KeyTables& tables,
                                        const Tensor& x) const {
   const AttentionWeights& self = layer.self_attention;
   Tensor query = linear(x, self.query);
-  append_to_cache(cache.self_keys, linear(x, self.key), state.length);
-  append_to_cache(cache.self_values, linear(x, self.value), state.length);
+  append_to_cache(cache.self_keys, linear(x, self.key), writes);
+  append_to_cache(cache.self_values, linear(x, self.value), writes);
   Tensor context =
       Tensor::empty({x.dim(0), x.dim(1), self.value.weight.dim(0)}, DType::kFloat32);
   attention_forward(context, query, cache.self_keys, cache.self_values, tables.self_rows,
@@ -186,8 +186,11 @@ Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const
   Tensor x = Tensor::empty({rows, steps, config_.d_model}, DType::kFloat32);
   embedding_forward(x, tokens, weights_.shared_embedding, weights_.decoder_positions,
                     std::sqrt(static_cast<float>(config_.d_model)), state.length);
+  CacheWrites writes;
+  writes.positions.assign(static_cast<size_t>(rows), state.length);
+  writes.slots = identity(rows);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    x = decoder_layer(weights_.decoder[i], state.layers[i], state, tables, x);
+    x = decoder_layer(weights_.decoder[i], state.layers[i], writes, tables, x);
   }
   state.length = total;
   Tensor logits = Tensor::empty({rows, steps, config_.vocab_size}, DType::kFloat32);
@@ -208,6 +211,101 @@ void TransformerModel::select_rows(DecoderState& state,
   for (int64_t r = 0; r < rows; ++r) sentences[r] = state.row_sentence[source_rows[r]];
   state.row_sentence = std::move(sentences);
   state.rows = rows;
+}
+
+DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_source_tokens,
+                                          int64_t max_rows, int64_t max_positions) const {
+  DecoderState state;
+  state.row_capacity = max_rows;
+  state.source_steps = max_source_tokens;
+  state.row_sentence.assign(static_cast<size_t>(max_rows), 0);
+  state.source_lengths.assign(static_cast<size_t>(max_sentences), 0);
+  state.ancestry.assign(static_cast<size_t>(max_positions * max_rows), 0);
+  for (const DecoderLayerWeights& layer : weights_.decoder) {
+    DecoderLayerCache cache;
+    cache.self_keys = Tensor::empty({max_positions, max_rows, layer.self_attention.key.weight.dim(0)},
+                                    DType::kFloat32);
+    cache.self_values = Tensor::empty(
+        {max_positions, max_rows, layer.self_attention.value.weight.dim(0)}, DType::kFloat32);
+    cache.cross_keys = Tensor::zeros(
+        {max_sentences, max_source_tokens, layer.cross_attention.key.weight.dim(0)}, DType::kFloat32);
+    cache.cross_values = Tensor::zeros(
+        {max_sentences, max_source_tokens, layer.cross_attention.value.weight.dim(0)},
+        DType::kFloat32);
+    state.layers.push_back(std::move(cache));
+  }
+  return state;
+}
+
+void TransformerModel::set_sources(DecoderState& state, const Tensor& encoder_output,
+                                   const Tensor& source_lengths,
+                                   const std::vector<int32_t>& sentence_slots) const {
+  const int64_t sentences = encoder_output.dim(0), steps = encoder_output.dim(1);
+  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
+    const AttentionWeights& cross = weights_.decoder[i].cross_attention;
+    DecoderLayerCache& cache = state.layers[i];
+    const Tensor keys = linear(encoder_output, cross.key);
+    const Tensor values = linear(encoder_output, cross.value);
+    const int64_t key_width = keys.dim(2), value_width = values.dim(2);
+    for (int64_t n = 0; n < sentences; ++n) {
+      const int64_t slot = sentence_slots[n];
+      std::memcpy(cache.cross_keys.data<float>() + slot * state.source_steps * key_width,
+                  keys.data<float>() + n * steps * key_width,
+                  static_cast<size_t>(steps * key_width) * sizeof(float));
+      std::memcpy(cache.cross_values.data<float>() + slot * state.source_steps * value_width,
+                  values.data<float>() + n * steps * value_width,
+                  static_cast<size_t>(steps * value_width) * sizeof(float));
+    }
+  }
+  for (int64_t n = 0; n < sentences; ++n) {
+    state.source_lengths[sentence_slots[n]] = source_lengths.data<int32_t>()[n];
+  }
+}
+
+Tensor TransformerModel::decode_slots(DecoderState& state, const std::vector<int32_t>& tokens,
+                                      const std::vector<int32_t>& slots,
+                                      const std::vector<int32_t>& positions) const {
+  const int64_t rows = static_cast<int64_t>(slots.size());
+  int64_t longest = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    state.ancestry[positions[r] * state.row_capacity + slots[r]] = slots[r];
+    longest = std::max<int64_t>(longest, positions[r] + 1);
+  }
+  std::vector<int32_t> self_rows(static_cast<size_t>(rows * longest), 0);
+  std::vector<int32_t> self_lengths(static_cast<size_t>(rows)), cross_lengths(self_lengths);
+  std::vector<int32_t> sentence_of_row(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t s = 0; s <= positions[r]; ++s) {
+      self_rows[r * longest + s] = static_cast<int32_t>(
+          s * state.row_capacity + state.ancestry[s * state.row_capacity + slots[r]]);
+    }
+    self_lengths[r] = positions[r] + 1;
+    sentence_of_row[r] = state.row_sentence[slots[r]];
+    cross_lengths[r] = state.source_lengths[sentence_of_row[r]];
+  }
+  KeyTables tables;
+  tables.self_rows = Tensor::from_vector(self_rows, {rows, longest});
+  tables.self_lengths = Tensor::from_vector(self_lengths, {rows});
+  tables.cross_rows = batch_major_rows(sentence_of_row, state.source_steps);
+  tables.cross_lengths = Tensor::from_vector(cross_lengths, {rows});
+
+  // Each row embeds its token at its own position.
+  Tensor x = Tensor::empty({rows, 1, config_.d_model}, DType::kFloat32);
+  for (int64_t r = 0; r < rows; ++r) {
+    Tensor row = x.view(r * config_.d_model, {1, 1, config_.d_model});
+    embedding_forward(row, Tensor::from_vector(std::vector<int32_t>{tokens[r]}, {1, 1}),
+                      weights_.shared_embedding, weights_.decoder_positions,
+                      std::sqrt(static_cast<float>(config_.d_model)), positions[r]);
+  }
+  CacheWrites writes;
+  writes.positions.assign(positions.begin(), positions.end());
+  writes.slots = slots;
+  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
+    x = decoder_layer(weights_.decoder[i], state.layers[i], writes, tables, x);
+  }
+  Tensor logits = Tensor::empty({rows, config_.vocab_size}, DType::kFloat32);
+  linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
+  return logits;
 }
 
 }  // namespace xlate

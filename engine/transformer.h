@@ -39,13 +39,34 @@ class TransformerModel {
   // Keeps rows: new row r continues old row source_rows[r] (beam reordering and shrinking).
   void select_rows(DecoderState& state, const std::vector<int32_t>& source_rows) const;
 
+  // Slot decoding, for sentences that join and leave a running decode (continuous batching).
+  // A state of `max_rows` fixed physical rows (slots) and `max_sentences` sentence slots of up
+  // to `max_source_tokens` source tokens; state.row_sentence[slot] names a row's sentence slot.
+  DecoderState start_slots(int64_t max_sentences, int64_t max_source_tokens, int64_t max_rows,
+                           int64_t max_positions) const;
+  // Computes the cross-attention keys/values of encoder_output [n, S <= max_source_tokens, C]
+  // into sentence slots sentence_slots[0..n).
+  void set_sources(DecoderState& state, const Tensor& encoder_output, const Tensor& source_lengths,
+                   const std::vector<int32_t>& sentence_slots) const;
+  // One token for each listed row, each at its own position: row i writes position
+  // positions[i] into its slot slots[i] (setting the ancestry entry) and reads its earlier
+  // positions through state.ancestry. Returns logits [n, V].
+  Tensor decode_slots(DecoderState& state, const std::vector<int32_t>& tokens,
+                      const std::vector<int32_t>& slots,
+                      const std::vector<int32_t>& positions) const;
+
+  // Where each row's new keys/values go: position positions[r] (+ t) of physical slot slots[r].
+  struct CacheWrites {
+    std::vector<int64_t> positions;
+    std::vector<int32_t> slots;
+  };
+
  private:
   struct KeyTables;  // the attention key_rows/key_lengths of one decoding call
   Tensor encoder_layer(const EncoderLayerWeights& layer, const Tensor& x, const Tensor& key_rows,
                        const Tensor& lengths) const;
   Tensor decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
-                       const DecoderState& state, const KeyTables& tables,
-                       const Tensor& x) const;
+                       const CacheWrites& writes, const KeyTables& tables, const Tensor& x) const;
   Tensor feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                       const LayerNormWeights& norm, const Tensor& x) const;
 

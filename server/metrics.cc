@@ -126,10 +126,13 @@ void ServerMetrics::on_request_done(grpc::StatusCode code, absl::Duration latenc
   latency_->Observe(absl::ToDoubleSeconds(latency));
 }
 
-void ServerMetrics::on_batch(int sentences, int64_t padded_tokens, int64_t generated_tokens) {
+void ServerMetrics::on_batch(int sentences, int64_t padded_tokens) {
   batch_sentences_->Observe(sentences);
   batch_tokens_->Observe(static_cast<double>(padded_tokens));
-  generated_tokens_->Increment(static_cast<double>(generated_tokens));
+}
+
+void ServerMetrics::on_generated(int64_t tokens) {
+  generated_tokens_->Increment(static_cast<double>(tokens));
 }
 
 void ServerMetrics::on_queue_wait(absl::Duration waited) {

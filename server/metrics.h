@@ -34,7 +34,8 @@ class ServerMetrics : public SchedulerObserver {
   void on_request_end() { in_flight_->Decrement(); }
 
   // SchedulerObserver
-  void on_batch(int sentences, int64_t padded_tokens, int64_t generated_tokens) override;
+  void on_batch(int sentences, int64_t padded_tokens) override;
+  void on_generated(int64_t tokens) override;
   void on_queue_wait(absl::Duration waited) override;
   void on_queue_depth(int64_t sentences) override;
 

@@ -52,7 +52,7 @@ void TranslationJob::Fail(absl::Status status) {
 }
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& options,
-                                                             BatchRunner runner,
+                                                             StreamingEngine* engine,
                                                              SchedulerObserver* observer,
                                                              std::function<absl::Time()> clock) {
   if (options.queue_capacity < 1) {
@@ -65,12 +65,12 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
     return absl::InvalidArgumentError("max queue delay must not be negative");
   }
   return std::unique_ptr<Scheduler>(
-      new Scheduler(options, std::move(runner), observer, std::move(clock)));
+      new Scheduler(options, engine, observer, std::move(clock)));
 }
 
-Scheduler::Scheduler(const Options& options, BatchRunner runner, SchedulerObserver* observer,
+Scheduler::Scheduler(const Options& options, StreamingEngine* engine, SchedulerObserver* observer,
                      std::function<absl::Time()> clock)
-    : options_(options), runner_(std::move(runner)), observer_(observer), clock_(std::move(clock)) {
+    : options_(options), engine_(engine), observer_(observer), clock_(std::move(clock)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -165,8 +165,10 @@ void Scheduler::Run() {
     {
       absl::MutexLock lock(&mutex_);
       for (;;) {
-        if (stopping_ && queued_.empty()) return;
+        const bool decoding = engine_->live_sentences() > 0;
+        if (stopping_ && queued_.empty() && !decoding) return;
         BatchingLimits limits = options_.limits;
+        limits.max_batch_sentences = std::min(limits.max_batch_sentences, engine_->free_slots());
         if (stopping_) limits.max_queue_delay = absl::ZeroDuration();  // drain without waiting
         const absl::Time now = clock_();
         const BatchDecision decision = decide_batch(pending_, now, limits);
@@ -177,7 +179,7 @@ void Scheduler::Run() {
           depth = static_cast<int64_t>(queued_.size());
           break;  // fail them with the lock released, then decide again
         }
-        if (!decision.batch.empty()) {
+        if (limits.max_batch_sentences > 0 && !decision.batch.empty()) {
           for (size_t i : decision.batch) {
             padded_tokens = std::max(padded_tokens, pending_[i].tokens);
             if (observer_) observer_->on_queue_wait(now - pending_[i].enqueued);
@@ -187,6 +189,7 @@ void Scheduler::Run() {
           depth = static_cast<int64_t>(queued_.size());
           break;
         }
+        if (decoding) break;  // decode a step; arrivals are looked at again after it
         wake_.WaitWithTimeout(&mutex_, decision.wait);
       }
     }
@@ -196,25 +199,38 @@ void Scheduler::Run() {
       job->Fail(absl::DeadlineExceededError(
           "the deadline passed while the request waited in the queue"));
     }
-    if (!batch.empty()) RunBatch(std::move(batch), padded_tokens);
+    if (!batch.empty()) AdmitBatch(std::move(batch), padded_tokens);
+    if (engine_->live_sentences() > 0) StepEngine();
   }
 }
 
-void Scheduler::RunBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens) {
+void Scheduler::AdmitBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens) {
   std::vector<std::vector<int32_t>> sources;
   sources.reserve(batch.size());
   for (QueuedSentence& sentence : batch) sources.push_back(std::move(sentence.source));
-  auto results = runner_(sources, batch.front().options);
-  if (!results.ok()) {
-    for (QueuedSentence& sentence : batch) sentence.job->Fail(results.status());
+  auto handles = engine_->Admit(sources, batch.front().options);
+  if (!handles.ok()) {
+    for (QueuedSentence& sentence : batch) sentence.job->Fail(handles.status());
     return;
   }
-  int64_t generated = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (!(*results)[i].empty()) generated += static_cast<int64_t>((*results)[i][0].tokens.size());
-    batch[i].job->Deliver(batch[i].index, std::move((*results)[i]));
+    in_flight_[(*handles)[i]] = {std::move(batch[i].job), batch[i].index};
   }
-  if (observer_) observer_->on_batch(static_cast<int>(batch.size()), padded_tokens, generated);
+  if (observer_) observer_->on_batch(static_cast<int>(batch.size()), padded_tokens);
+}
+
+void Scheduler::StepEngine() {
+  int64_t generated = 0;
+  for (StreamingEngine::Finished& finished : engine_->Step()) {
+    const auto destination = in_flight_.find(finished.handle);
+    if (destination == in_flight_.end()) continue;  // not ours: cannot happen
+    if (!finished.hypotheses.empty()) {
+      generated += static_cast<int64_t>(finished.hypotheses[0].tokens.size());
+    }
+    destination->second.job->Deliver(destination->second.index, std::move(finished.hypotheses));
+    in_flight_.erase(destination);
+  }
+  if (observer_ && generated > 0) observer_->on_generated(generated);
 }
 
 }  // namespace xlate::server

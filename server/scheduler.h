@@ -1,6 +1,11 @@
 // The request scheduler between the RPC threads and the engine. Sentences of all requests enter
 // one bounded queue; one scheduler thread owns the engine, forms batches with decide_batch()
 // (server/batching_policy.h) and routes each result back to its request and position.
+//
+// Batching is iteration-level: the engine decodes all admitted sentences together one token per
+// step, and between two steps the scheduler admits a new batch into the engine's free slots, so
+// a request that arrives while others decode starts at the next step, and each sentence's
+// result is delivered the step its search ends.
 #pragma once
 
 #include <cstdint>
@@ -21,16 +26,34 @@
 
 namespace xlate::server {
 
-// Runs one batch on the engine: source token ids -> hypotheses per sentence.
-using BatchRunner = std::function<absl::StatusOr<std::vector<std::vector<Hypothesis>>>(
-    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options)>;
+// The engine as the scheduler drives it (ContinuousDecoder in the server); used by the
+// scheduler thread only.
+class StreamingEngine {
+ public:
+  virtual ~StreamingEngine() = default;
+  // Sentences that can still be admitted, and sentences decoding.
+  virtual int free_slots() const = 0;
+  virtual int live_sentences() const = 0;
+  // Admits sentences (token ids) with one set of options; returns a handle per sentence.
+  virtual absl::StatusOr<std::vector<int64_t>> Admit(
+      const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) = 0;
+  struct Finished {
+    int64_t handle;
+    std::vector<Hypothesis> hypotheses;
+  };
+  // One decoding step of every live sentence; returns those that finished.
+  virtual std::vector<Finished> Step() = 0;
+};
 
 // What the scheduler reports, for metrics. Called on the scheduler thread or, for
 // queue_depth, on the submitting thread; implementations must be thread-safe.
 class SchedulerObserver {
  public:
   virtual ~SchedulerObserver() = default;
-  virtual void on_batch(int sentences, int64_t padded_tokens, int64_t generated_tokens) = 0;
+  // A batch admitted into the engine.
+  virtual void on_batch(int sentences, int64_t padded_tokens) = 0;
+  // Target tokens of finished sentences' best hypotheses.
+  virtual void on_generated(int64_t tokens) = 0;
   virtual void on_queue_wait(absl::Duration waited) = 0;
   virtual void on_queue_depth(int64_t sentences) = 0;
 };
@@ -70,10 +93,10 @@ class Scheduler {
     BatchingLimits limits;
     int64_t queue_capacity = 4096;  // sentences waiting, over all requests
   };
-  // `clock` returns the current time (tests may pass a fake). `observer` may be null and must
-  // outlive the scheduler.
+  // `clock` returns the current time (tests may pass a fake). `engine` must outlive the
+  // scheduler; `observer` may be null and must outlive it too.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(
-      const Options& options, BatchRunner runner, SchedulerObserver* observer,
+      const Options& options, StreamingEngine* engine, SchedulerObserver* observer,
       std::function<absl::Time()> clock = absl::Now);
   // Finishes queued work (as Shutdown) and joins the scheduler thread.
   ~Scheduler();
@@ -102,21 +125,30 @@ class Scheduler {
     std::vector<int32_t> source;
     TranslationOptions options;
   };
+  // Where an admitted sentence's result goes.
+  struct Destination {
+    std::shared_ptr<TranslationJob> job;
+    size_t index;
+  };
   using OptionsKey = std::tuple<int, float, int, int, int, int>;
 
-  Scheduler(const Options& options, BatchRunner runner, SchedulerObserver* observer,
+  Scheduler(const Options& options, StreamingEngine* engine, SchedulerObserver* observer,
             std::function<absl::Time()> clock);
   void Run();
   // Removes the queue entries at `indices` (ascending) and returns them.
   std::vector<QueuedSentence> TakeLocked(const std::vector<size_t>& indices)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   void RemoveJobLocked(const TranslationJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  void RunBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens);
+  // Admits a batch into the engine (engine thread); failures fail its jobs.
+  void AdmitBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens);
+  // One engine step; delivers the sentences that finished (engine thread).
+  void StepEngine();
   int64_t OptionsGroupLocked(const TranslationOptions& options)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const Options options_;
-  const BatchRunner runner_;
+  StreamingEngine* const engine_;
+  std::map<int64_t, Destination> in_flight_;  // by engine handle; engine thread only
   SchedulerObserver* const observer_;
   const std::function<absl::Time()> clock_;
 

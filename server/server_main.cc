@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/continuous_decoder.h"
 #include "engine/translator.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
@@ -41,13 +42,42 @@ ABSL_FLAG(int, max_queue_delay_ms, 5, "longest a sentence waits for its batch to
 ABSL_FLAG(int64_t, queue_capacity, 4096, "sentences waiting at most; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_input_bytes, 2048, "longest sentence accepted, in bytes");
 ABSL_FLAG(int, max_sentences_per_request, 64, "most sentences in one request");
-ABSL_FLAG(int, max_beam_size, 16, "largest beam_size a request may ask for");
+ABSL_FLAG(int, max_beam_size, 8, "largest beam_size a request may ask for (the decoder "
+          "reserves this many KV-cache rows per decoding sentence)");
+ABSL_FLAG(int, decoding_sentences, 64, "sentences decoded together at most; new ones join "
+          "between decoding steps as others finish");
+ABSL_FLAG(int, max_input_tokens, 256, "longest sentence accepted, in SentencePiece tokens "
+          "(end token included; at most the model's max_position_embeddings)");
+ABSL_FLAG(int, max_output_tokens, 306, "output tokens per sentence at most (caps max_extra_length)");
 ABSL_FLAG(int, grace_period_seconds, 30, "on SIGTERM/SIGINT, how long in-flight calls may finish");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, serve over TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
 
 namespace xlate::server {
 namespace {
+
+// The engine's continuous decoder behind the scheduler's interface.
+class ContinuousEngine : public StreamingEngine {
+ public:
+  ContinuousEngine(const TransformerModel& model, const ContinuousDecoderOptions& options)
+      : decoder_(model, options) {}
+  int free_slots() const override { return decoder_.free_slots(); }
+  int live_sentences() const override { return decoder_.live_sentences(); }
+  absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
+                                             const TranslationOptions& options) override {
+    return decoder_.Admit(sources, options);
+  }
+  std::vector<Finished> Step() override {
+    std::vector<Finished> finished;
+    for (ContinuousDecoder::Finished& done : decoder_.Step()) {
+      finished.push_back({done.handle, std::move(done.hypotheses)});
+    }
+    return finished;
+  }
+
+ private:
+  ContinuousDecoder decoder_;
+};
 
 int fail(const std::string& message, int code = 1) {
   std::cerr << "xlate-server: " << message << "\n";
@@ -158,20 +188,26 @@ int serve() {
       absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_delay_ms));
   scheduler_options.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
   const Translator* engine = translator->get();
-  auto scheduler = Scheduler::Create(
-      scheduler_options,
-      [engine](const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) {
-        TranslationOptions batch_options = options;
-        batch_options.max_batch_size = static_cast<int>(sources.size());
-        return engine->TranslateTokens(sources, batch_options);
-      },
-      &metrics);
+  ContinuousDecoderOptions decoder_options;
+  decoder_options.max_sentences = absl::GetFlag(FLAGS_decoding_sentences);
+  decoder_options.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
+  decoder_options.max_source_tokens =
+      std::min(absl::GetFlag(FLAGS_max_input_tokens), engine->max_input_tokens());
+  decoder_options.max_target_tokens = absl::GetFlag(FLAGS_max_output_tokens);
+  if (decoder_options.max_sentences < 1 || decoder_options.max_beam_size < 1 ||
+      decoder_options.max_source_tokens < 2 || decoder_options.max_target_tokens < 1) {
+    return fail("--decoding_sentences, --max_beam_size and --max_output_tokens must be >= 1 "
+                "and --max_input_tokens >= 2", 2);
+  }
+  ContinuousEngine continuous(engine->model(), decoder_options);
+  auto scheduler = Scheduler::Create(scheduler_options, &continuous, &metrics);
   if (!scheduler.ok()) return fail(std::string(scheduler.status().message()), 2);
 
   RequestLimits limits;
   limits.max_sentences_per_request = absl::GetFlag(FLAGS_max_sentences_per_request);
   limits.max_input_bytes = absl::GetFlag(FLAGS_max_input_bytes);
   limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
+  limits.max_input_tokens = decoder_options.max_source_tokens;
   TranslationService service(engine, scheduler->get(), &metrics, model_name, limits);
 
   grpc::EnableDefaultHealthCheckService(true);

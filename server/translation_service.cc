@@ -1,5 +1,7 @@
 #include "server/translation_service.h"
 
+#include <algorithm>
+
 
 #include <atomic>
 
@@ -153,9 +155,10 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
     }
     auto ids = translator_->tokenizer().encode(sentence);
     if (!ids.ok()) return to_grpc(ids.status());
-    if (static_cast<int64_t>(ids->size()) + 1 > translator_->max_input_tokens()) {
+    const int token_limit = std::min(limits_.max_input_tokens, translator_->max_input_tokens());
+    if (static_cast<int64_t>(ids->size()) + 1 > token_limit) {
       return invalid(absl::StrCat("contents[", i, "] has ", ids->size() + 1,
-                                  " tokens; the limit is ", translator_->max_input_tokens()));
+                                  " tokens; the limit is ", token_limit));
     }
     sources.push_back(*std::move(ids));
   }

@@ -17,6 +17,7 @@ namespace xlate::server {
 struct RequestLimits {
   int max_sentences_per_request = 64;
   int max_input_bytes = 2048;  // per sentence
+  int max_input_tokens = 256;  // per sentence, end token included
   int max_beam_size = 16;
 };
 

@@ -1,5 +1,6 @@
 // The scheduler with a fake engine: results reach their request in order, a full queue refuses
 // at once, cancelled and expired work never reaches the engine, full batches do not wait.
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -11,29 +12,49 @@
 namespace xlate::server {
 namespace {
 
-// A fake engine: the hypothesis of a source is the source reversed. Optionally blocks each
-// batch until released, and records what it saw.
-class FakeEngine {
+// A fake engine: the hypothesis of a source is the source reversed; a sentence decodes for as
+// many steps as its first token says, or until finish() when that token is 0. `slots` sentences
+// decode at once. Optionally blocks each admission until released, and records what it saw.
+class FakeEngine : public StreamingEngine {
  public:
-  BatchRunner runner() {
-    return [this](const std::vector<std::vector<int32_t>>& sources, const TranslationOptions&) {
-      {
-        absl::MutexLock lock(&mutex_);
-        batches_.push_back(sources);
+  explicit FakeEngine(int slots = 64) : slots_(slots) {}
+  int free_slots() const override { return slots_ - static_cast<int>(live_.size()); }
+  int live_sentences() const override { return static_cast<int>(live_.size()); }
+  absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
+                                             const TranslationOptions&) override {
+    {
+      absl::MutexLock lock(&mutex_);
+      batches_.push_back(sources);
+    }
+    if (!started_.HasBeenNotified()) started_.Notify();  // admissions run on one thread
+    if (blocking_) release_.WaitForNotification();
+    std::vector<int64_t> handles;
+    for (const auto& source : sources) {
+      const int steps = source.empty() ? 1 : std::max(0, source.front());
+      live_.push_back({next_handle_, steps, std::vector<int32_t>(source.rbegin(), source.rend())});
+      handles.push_back(next_handle_++);
+    }
+    return handles;
+  }
+  std::vector<Finished> Step() override {
+    std::vector<Finished> finished;
+    for (size_t i = 0; i < live_.size();) {
+      Sentence& sentence = live_[i];
+      const bool done = sentence.steps_left == 0 ? finish_.load() : --sentence.steps_left == 0;
+      if (!done) {
+        ++i;
+        continue;
       }
-      if (!started_.HasBeenNotified()) started_.Notify();  // batches run on one thread
-      if (blocking_) release_.WaitForNotification();
-      std::vector<std::vector<Hypothesis>> results;
-      for (const auto& source : sources) {
-        results.push_back({Hypothesis{std::vector<int32_t>(source.rbegin(), source.rend()), 0.f, 0.f}});
-      }
-      return absl::StatusOr<std::vector<std::vector<Hypothesis>>>(results);
-    };
+      finished.push_back({sentence.handle, {Hypothesis{sentence.output, 0.f, 0.f}}});
+      live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    return finished;
   }
   void block() { blocking_ = true; }
   void release() {
     if (!release_.HasBeenNotified()) release_.Notify();  // only the test thread releases
   }
+  void finish() { finish_ = true; }
   void wait_started() { started_.WaitForNotification(); }
   std::vector<std::vector<std::vector<int32_t>>> batches() {
     absl::MutexLock lock(&mutex_);
@@ -41,9 +62,17 @@ class FakeEngine {
   }
 
  private:
+  struct Sentence {
+    int64_t handle;
+    int steps_left;
+    std::vector<int32_t> output;
+  };
+  const int slots_;
+  std::vector<Sentence> live_;  // scheduler thread only
+  int64_t next_handle_ = 0;
   absl::Mutex mutex_;
   std::vector<std::vector<std::vector<int32_t>>> batches_;
-  std::atomic<bool> blocking_{false};
+  std::atomic<bool> blocking_{false}, finish_{false};
   absl::Notification started_, release_;
 };
 
@@ -60,7 +89,7 @@ const absl::Time kNoDeadline = absl::InfiniteFuture();
 
 TEST(Scheduler, ResultsReachTheirRequestInOrder) {
   FakeEngine engine;
-  auto scheduler = Scheduler::Create(options(8, absl::Milliseconds(1)), engine.runner(), nullptr);
+  auto scheduler = Scheduler::Create(options(8, absl::Milliseconds(1)), &engine, nullptr);
   ASSERT_TRUE(scheduler.ok());
   auto first = (*scheduler)->Submit({{1, 2}, {3, 4, 5}}, {}, kNoDeadline);
   auto second = (*scheduler)->Submit({{6}, {7, 8}, {9, 10, 11}}, {}, kNoDeadline);
@@ -78,7 +107,7 @@ TEST(Scheduler, ResultsReachTheirRequestInOrder) {
 TEST(Scheduler, FullBatchIsDispatchedWithoutWaitingForTheDelay) {
   FakeEngine engine;
   // A ten-minute delay: only a full batch can go before the test times out.
-  auto scheduler = Scheduler::Create(options(2, absl::Minutes(10)), engine.runner(), nullptr);
+  auto scheduler = Scheduler::Create(options(2, absl::Minutes(10)), &engine, nullptr);
   ASSERT_TRUE(scheduler.ok());
   auto job = (*scheduler)->Submit({{1}, {2}}, {}, kNoDeadline);
   ASSERT_TRUE(job.ok());
@@ -86,10 +115,42 @@ TEST(Scheduler, FullBatchIsDispatchedWithoutWaitingForTheDelay) {
   EXPECT_EQ(engine.batches().size(), 1u);
 }
 
+TEST(Scheduler, RequestStartsWhileOthersDecode) {
+  FakeEngine engine;
+  auto scheduler = Scheduler::Create(options(8, absl::ZeroDuration()), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto long_job = (*scheduler)->Submit({{0}}, {}, kNoDeadline);  // decodes until finish()
+  ASSERT_TRUE(long_job.ok());
+  engine.wait_started();
+  auto short_job = (*scheduler)->Submit({{3}}, {}, kNoDeadline);
+  ASSERT_TRUE(short_job.ok());
+  EXPECT_TRUE((*short_job)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_FALSE((*long_job)->WaitUntil(absl::Now()));  // still decoding
+  engine.finish();
+  EXPECT_TRUE((*long_job)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ((*short_job)->TakeResults()[0][0].tokens, std::vector<int32_t>{3});
+}
+
+TEST(Scheduler, NewSentencesWaitForAFreeEngineSlot) {
+  FakeEngine engine(/*slots=*/2);
+  auto scheduler = Scheduler::Create(options(8, absl::ZeroDuration()), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto long_job = (*scheduler)->Submit({{0}, {0}}, {}, kNoDeadline);  // fills both slots
+  ASSERT_TRUE(long_job.ok());
+  engine.wait_started();
+  auto waiting = (*scheduler)->Submit({{3}}, {}, kNoDeadline);
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_FALSE((*waiting)->WaitUntil(absl::Now() + absl::Milliseconds(100)));
+  EXPECT_EQ(engine.batches().size(), 1u);
+  engine.finish();
+  EXPECT_TRUE((*waiting)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(engine.batches().size(), 2u);
+}
+
 TEST(Scheduler, FullQueueRefusesAtOnce) {
   FakeEngine engine;
   engine.block();
-  auto scheduler = Scheduler::Create(options(1, absl::ZeroDuration(), 3), engine.runner(), nullptr);
+  auto scheduler = Scheduler::Create(options(1, absl::ZeroDuration(), 3), &engine, nullptr);
   ASSERT_TRUE(scheduler.ok());
   auto running = (*scheduler)->Submit({{1}}, {}, kNoDeadline);  // taken by the engine
   engine.wait_started();
@@ -110,7 +171,7 @@ class BusyEngine : public ::testing::Test {
  protected:
   void SetUp() override {
     engine_.block();
-    auto scheduler = Scheduler::Create(options(1, absl::ZeroDuration()), engine_.runner(), nullptr);
+    auto scheduler = Scheduler::Create(options(1, absl::ZeroDuration()), &engine_, nullptr);
     ASSERT_TRUE(scheduler.ok());
     scheduler_ = *std::move(scheduler);
     auto running = scheduler_->Submit({{1}}, {}, kNoDeadline);
@@ -158,7 +219,7 @@ TEST_F(BusyEngine, WorkPastItsDeadlineIsDroppedBeforeTheEngine) {
 
 TEST(Scheduler, ShutdownDrainsQueuedWorkAndRefusesNewWork) {
   FakeEngine engine;
-  auto scheduler = Scheduler::Create(options(8, absl::Minutes(10)), engine.runner(), nullptr);
+  auto scheduler = Scheduler::Create(options(8, absl::Minutes(10)), &engine, nullptr);
   ASSERT_TRUE(scheduler.ok());
   auto job = (*scheduler)->Submit({{1}, {2}, {3}}, {}, kNoDeadline);
   ASSERT_TRUE(job.ok());
@@ -171,8 +232,8 @@ TEST(Scheduler, ShutdownDrainsQueuedWorkAndRefusesNewWork) {
 
 TEST(Scheduler, BadOptionsAreRefused) {
   FakeEngine engine;
-  EXPECT_FALSE(Scheduler::Create(options(0, absl::ZeroDuration()), engine.runner(), nullptr).ok());
-  EXPECT_FALSE(Scheduler::Create(options(1, absl::ZeroDuration(), 0), engine.runner(), nullptr).ok());
+  EXPECT_FALSE(Scheduler::Create(options(0, absl::ZeroDuration()), &engine, nullptr).ok());
+  EXPECT_FALSE(Scheduler::Create(options(1, absl::ZeroDuration(), 0), &engine, nullptr).ok());
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+// Iteration-level ("continuous") batching: sentences join a running decode between two steps
+// and leave it as soon as their search ends, and every step decodes the live hypotheses of all
+// sentences as one batch (one pass over the weights). A sentence keeps a fixed range of
+// max_beam_size physical rows of the KV cache for its whole life, so a newcomer writing its
+// position 0 never touches a live row's keys and values; its beams are reordered through the
+// ancestry table within that range (TransformerModel::decode_slots).
+// Results equal Translator::TranslateTokens's for the same sentences and options.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/decoding/beam_step.h"
+#include "engine/translator.h"
+
+namespace xlate {
+
+struct ContinuousDecoderOptions {
+  int max_sentences = 32;       // sentences decoding at once
+  int max_beam_size = 4;        // rows reserved per sentence
+  int max_source_tokens = 256;  // per sentence, end token included
+  int max_target_tokens = 306;  // output tokens per sentence at most (caps max_extra_length)
+};
+
+class ContinuousDecoder {
+ public:
+  // `model` must outlive the decoder. Memory: the self-attention cache holds
+  // max_target_tokens x max_sentences x max_beam_size rows per layer.
+  ContinuousDecoder(const TransformerModel& model, const ContinuousDecoderOptions& options);
+
+  int free_slots() const { return static_cast<int>(free_.size()); }
+  int live_sentences() const;
+
+  // Encodes `sources` (token ids, no end token) and adds them to the decode with `options`;
+  // returns one handle per source, in order. Errors (nothing admitted): more sources than free
+  // slots, a source too long or with ids outside the vocabulary, options out of range or a beam
+  // wider than max_beam_size.
+  absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
+                                             const TranslationOptions& options);
+
+  struct Finished {
+    int64_t handle;
+    std::vector<Hypothesis> hypotheses;  // up to n_best, best first
+  };
+  // Decodes one token for every live sentence; returns the sentences that finished.
+  std::vector<Finished> Step();
+
+ private:
+  struct Sentence {
+    int64_t handle = -1;
+    SentenceBeam beam;
+    SearchOptions search;
+    int length = 0;  // tokens decoded so far
+  };
+  absl::Status Check(const std::vector<std::vector<int32_t>>& sources,
+                     const TranslationOptions& options) const;
+  // New beam i of sentence `slot` continues old beam source_beams[i] at positions 0..length.
+  void ReorderBeams(int slot, const std::vector<int32_t>& source_beams, int length);
+
+  const TransformerModel& model_;
+  const ContinuousDecoderOptions options_;
+  DecoderState state_;
+  std::vector<Sentence> sentences_;  // by slot; handle < 0 = free
+  std::vector<int> free_;            // free slots
+  int64_t next_handle_ = 0;
+};
+
+}  // namespace xlate
