@@ -291,11 +291,12 @@ Tensor TransformerModel::decode_slots(DecoderState& state, const std::vector<int
 
   // Each row embeds its token at its own position.
   Tensor x = Tensor::empty({rows, 1, config_.d_model}, DType::kFloat32);
+  const Tensor token_ids = Tensor::from_vector(tokens, {rows, 1});
   for (int64_t r = 0; r < rows; ++r) {
     Tensor row = x.view(r * config_.d_model, {1, 1, config_.d_model});
-    embedding_forward(row, Tensor::from_vector(std::vector<int32_t>{tokens[r]}, {1, 1}),
-                      weights_.shared_embedding, weights_.decoder_positions,
-                      std::sqrt(static_cast<float>(config_.d_model)), positions[r]);
+    embedding_forward(row, token_ids.view(r, {1, 1}), weights_.shared_embedding,
+                      weights_.decoder_positions, std::sqrt(static_cast<float>(config_.d_model)),
+                      positions[r]);
   }
   CacheWrites writes;
   writes.positions.assign(positions.begin(), positions.end());

@@ -22,6 +22,27 @@ Tensor embed(const Tensor& tokens, const Tensor& table, const Tensor& positions,
 
 Tensor zeros_like(const Tensor& x) { return Tensor::zeros(x.shape(), DType::kFloat32); }
 
+// LN(x + Dropout(FFN(x))), the last sub-layer of an encoder and of a decoder layer (their caches
+// and weights name the members alike).
+template <typename LayerCache, typename LayerWeights>
+Tensor feed_forward_sublayer_forward(LayerCache& cache, const LayerWeights& w, const Tensor& x,
+                                     DropoutSite activation, DropoutSite residual) {
+  Tensor ffn = feed_forward_forward(cache.ffn, w.ffn_inner, w.ffn_outer, x, activation);
+  return residual_norm_forward(cache.ffn_norm, x, ffn, w.ffn_norm, residual);
+}
+
+// Returns d(x) of feed_forward_sublayer_forward.
+template <typename LayerCache, typename LayerWeights>
+Tensor feed_forward_sublayer_backward(LayerWeights& g, const Tensor& dout, const LayerCache& cache,
+                                      const LayerWeights& w, const Tensor& x,
+                                      DropoutSite activation, DropoutSite residual) {
+  Tensor dffn;
+  Tensor dx = residual_norm_backward(dffn, g.ffn_norm, dout, cache.ffn_norm, w.ffn_norm, residual);
+  feed_forward_backward(dx, g.ffn_inner, g.ffn_outer, dffn, cache.ffn, w.ffn_inner, w.ffn_outer,
+                        x, activation);
+  return dx;
+}
+
 }  // namespace
 
 TransformerTraining::TransformerTraining(const ModelConfig& config) : config_(config) {}
@@ -42,21 +63,17 @@ Tensor TransformerTraining::encoder_layer_forward(EncoderLayerCache& cache,
   cache.attention_output = residual_norm_forward(cache.attention_norm, x, attention,
                                                  w.self_attention_norm,
                                                  site(kEncoderStack, layer, kSelfAttention));
-  Tensor ffn = feed_forward_forward(cache.ffn, w.ffn_inner, w.ffn_outer, cache.attention_output,
-                                    site(kEncoderStack, layer, kFeedForward, true));
-  return residual_norm_forward(cache.ffn_norm, cache.attention_output, ffn, w.ffn_norm,
-                               site(kEncoderStack, layer, kFeedForward));
+  return feed_forward_sublayer_forward(cache, w, cache.attention_output,
+                                       site(kEncoderStack, layer, kFeedForward, true),
+                                       site(kEncoderStack, layer, kFeedForward));
 }
 
 Tensor TransformerTraining::encoder_layer_backward(EncoderLayerWeights& g, const Tensor& dout,
                                                    const EncoderLayerCache& cache,
                                                    const EncoderLayerWeights& w, int64_t layer) {
-  Tensor dffn;
-  Tensor dhidden = residual_norm_backward(dffn, g.ffn_norm, dout, cache.ffn_norm, w.ffn_norm,
-                                          site(kEncoderStack, layer, kFeedForward));
-  feed_forward_backward(dhidden, g.ffn_inner, g.ffn_outer, dffn, cache.ffn, w.ffn_inner,
-                        w.ffn_outer, cache.attention_output,
-                        site(kEncoderStack, layer, kFeedForward, true));
+  Tensor dhidden = feed_forward_sublayer_backward(g, dout, cache, w, cache.attention_output,
+                                                  site(kEncoderStack, layer, kFeedForward, true),
+                                                  site(kEncoderStack, layer, kFeedForward));
   Tensor dattention;
   Tensor dx = residual_norm_backward(dattention, g.self_attention_norm, dhidden,
                                      cache.attention_norm, w.self_attention_norm,
@@ -82,22 +99,18 @@ Tensor TransformerTraining::decoder_layer_forward(DecoderLayerCache& cache,
   cache.cross_output = residual_norm_forward(cache.cross_norm, cache.self_output, context,
                                              w.cross_attention_norm,
                                              site(kDecoderStack, layer, kCrossAttention));
-  Tensor ffn = feed_forward_forward(cache.ffn, w.ffn_inner, w.ffn_outer, cache.cross_output,
-                                    site(kDecoderStack, layer, kFeedForward, true));
-  return residual_norm_forward(cache.ffn_norm, cache.cross_output, ffn, w.ffn_norm,
-                               site(kDecoderStack, layer, kFeedForward));
+  return feed_forward_sublayer_forward(cache, w, cache.cross_output,
+                                       site(kDecoderStack, layer, kFeedForward, true),
+                                       site(kDecoderStack, layer, kFeedForward));
 }
 
 Tensor TransformerTraining::decoder_layer_backward(DecoderLayerWeights& g,
                                                    Tensor& dencoder_output, const Tensor& dout,
                                                    const DecoderLayerCache& cache,
                                                    const DecoderLayerWeights& w, int64_t layer) {
-  Tensor dffn;
-  Tensor dcross_output = residual_norm_backward(dffn, g.ffn_norm, dout, cache.ffn_norm,
-                                                w.ffn_norm, site(kDecoderStack, layer, kFeedForward));
-  feed_forward_backward(dcross_output, g.ffn_inner, g.ffn_outer, dffn, cache.ffn, w.ffn_inner,
-                        w.ffn_outer, cache.cross_output,
-                        site(kDecoderStack, layer, kFeedForward, true));
+  Tensor dcross_output = feed_forward_sublayer_backward(
+      g, dout, cache, w, cache.cross_output, site(kDecoderStack, layer, kFeedForward, true),
+      site(kDecoderStack, layer, kFeedForward));
   Tensor dcontext;
   Tensor dself_output = residual_norm_backward(dcontext, g.cross_attention_norm, dcross_output,
                                                cache.cross_norm, w.cross_attention_norm,
