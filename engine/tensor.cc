@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/backend/cuda_backend.h"
+
 namespace xlate {
 namespace {
 
@@ -26,21 +28,22 @@ std::shared_ptr<void> allocate_host(size_t bytes) {
 }  // namespace
 
 Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device) {
-  if (device != Device::kCPU) {
-    // Programming error, not user input: CUDA storage is created by the CUDA backend.
-    throw std::logic_error("Tensor::empty: only CPU storage is available in this build");
-  }
   Tensor tensor;
   tensor.shape_ = std::move(shape);
   tensor.dtype_ = dtype;
   tensor.device_ = device;
-  tensor.storage_ = allocate_host(tensor.nbytes());
+  tensor.storage_ = device == Device::kCPU ? allocate_host(tensor.nbytes())
+                                           : cuda_backend::allocate(tensor.nbytes());
   return tensor;
 }
 
 Tensor Tensor::zeros(std::vector<int64_t> shape, DType dtype, Device device) {
   Tensor tensor = empty(std::move(shape), dtype, device);
-  std::memset(tensor.raw_data(), 0, tensor.nbytes());
+  if (device == Device::kCPU) {
+    std::memset(tensor.raw_data(), 0, tensor.nbytes());
+  } else {
+    cuda_backend::fill_zero(tensor.raw_data(), tensor.nbytes());
+  }
   return tensor;
 }
 
@@ -85,10 +88,29 @@ Tensor Tensor::reshape(std::vector<int64_t> shape) const {
   return view;
 }
 
-Tensor Tensor::clone() const {
-  Tensor copy = empty(shape_, dtype_, device_);
-  std::memcpy(copy.raw_data(), raw_data(), nbytes());
+Tensor Tensor::clone() const { return to(device_); }
+
+Tensor Tensor::to(Device device) const {
+  Tensor copy = empty(shape_, dtype_, device);
+  copy.copy_from(*this);
   return copy;
+}
+
+void Tensor::copy_from(const Tensor& source) {
+  if (source.dtype_ != dtype_ || source.numel() != numel()) {
+    throw std::logic_error("Tensor::copy_from: " + source.shape_string() + " " +
+                           dtype_name(source.dtype_) + " into " + shape_string() + " " +
+                           dtype_name(dtype_));
+  }
+  if (source.device_ == Device::kCPU && device_ == Device::kCPU) {
+    std::memcpy(raw_data(), source.raw_data(), nbytes());
+  } else if (source.device_ == Device::kCPU) {
+    cuda_backend::copy_host_to_device(raw_data(), source.raw_data(), nbytes());
+  } else if (device_ == Device::kCPU) {
+    cuda_backend::copy_device_to_host(raw_data(), source.raw_data(), nbytes());
+  } else {
+    cuda_backend::copy_device_to_device(raw_data(), source.raw_data(), nbytes());
+  }
 }
 
 Tensor Tensor::to_float32() const {
@@ -102,6 +124,10 @@ Tensor Tensor::to_dtype(DType dtype) const {
     throw std::logic_error("Tensor::to_dtype: integer conversions are not supported");
   }
   Tensor out = empty(shape_, dtype, device_);
+  if (device_ == Device::kCUDA) {
+    cuda_backend::convert(out.raw_data(), dtype, raw_data(), dtype_, numel());
+    return out;
+  }
   const int64_t count = numel();
   std::vector<float> widened;
   const float* source = nullptr;

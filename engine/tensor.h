@@ -11,8 +11,9 @@
 
 namespace xlate {
 
-// Where a tensor's bytes live. Only kCPU storage exists in a CPU-only build; the CUDA backend
-// adds device storage behind the same handle.
+// Where a tensor's bytes live. kCUDA storage comes from the CUDA backend
+// (engine/backend/cuda_backend.h); a CPU-only build has none. data<T>() of a CUDA tensor is a
+// device pointer: only the CUDA backend dereferences it.
 enum class Device { kCPU, kCUDA };
 
 class Tensor {
@@ -51,8 +52,12 @@ class Tensor {
   // A view of `shape` starting `offset` elements into this tensor's storage; it keeps the
   // storage alive. The trainer lays all parameters (and gradients) out in one flat buffer.
   Tensor view(int64_t offset, std::vector<int64_t> shape) const;
-  // Deep copy.
+  // Deep copy on the same device.
   Tensor clone() const;
+  // Deep copy on `device` (a copy to the CPU waits for the device's stream).
+  Tensor to(Device device) const;
+  // Copies `source` (same dtype and element count, any device) into this tensor's bytes.
+  void copy_from(const Tensor& source);
   // A float32 copy of a float tensor of any float dtype (a handle to *this when already f32).
   Tensor to_float32() const;
   // A copy converted to a 16-bit float type or float32.

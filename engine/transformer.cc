@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
 #include "engine/ops/ops.h"
 
@@ -11,11 +12,11 @@ namespace {
 
 constexpr float kLayerNormEps = 1e-5f;
 
-// [rows..., in] -> [rows..., out]
+// [rows..., in] -> [rows..., out], on x's device in x's dtype
 Tensor linear(const Tensor& x, const LinearWeights& w, Activation activation = Activation::kNone) {
   std::vector<int64_t> shape = x.shape();
   shape.back() = w.weight.dim(0);
-  Tensor out = Tensor::empty(shape, DType::kFloat32);
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
   linear_forward(out, x, w.weight, w.bias, activation);
   return out;
 }
@@ -25,7 +26,7 @@ void residual_norm(Tensor& x, const Tensor& sublayer_out, const LayerNormWeights
   add_layer_norm_forward(x, sublayer_out, x, norm.gamma, norm.beta, kLayerNormEps);
 }
 
-// key_rows [R, S] for batch-major keys [B, S, C]: row r reads batch batch_of_row[r].
+// key_rows [R, S] (host) for batch-major keys [B, S, C]: row r reads batch batch_of_row[r].
 Tensor batch_major_rows(const std::vector<int32_t>& batch_of_row, int64_t steps) {
   const int64_t rows = static_cast<int64_t>(batch_of_row.size());
   std::vector<int32_t> table(static_cast<size_t>(rows * steps));
@@ -50,9 +51,22 @@ void append_to_cache(Tensor& cache, const Tensor& fresh, const TransformerModel:
   const int64_t slots = cache.dim(1);
   for (int64_t t = 0; t < steps; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(cache.data<float>() + ((writes.positions[r] + t) * slots + writes.slots[r]) * channels,
-                  fresh.data<float>() + (r * steps + t) * channels,
-                  static_cast<size_t>(channels) * sizeof(float));
+      cache.view(((writes.positions[r] + t) * slots + writes.slots[r]) * channels, {channels})
+          .copy_from(fresh.view((r * steps + t) * channels, {channels}));
+    }
+  }
+}
+
+void convert_weights(TransformerWeights& weights, const ModelConfig& config,
+                     const Placement& placement) {
+  for (NamedParameter& parameter : named_parameters(weights, config)) {
+    Tensor& tensor = *parameter.tensor;
+    if (tensor.dtype() != placement.dtype) {
+      // Convert where the bytes are: on the host before an upload, on the device after.
+      tensor = tensor.device() == Device::kCPU ? tensor.to_dtype(placement.dtype).to(placement.device)
+                                               : tensor.to(placement.device).to_dtype(placement.dtype);
+    } else if (tensor.device() != placement.device) {
+      tensor = tensor.to(placement.device);
     }
   }
 }
@@ -64,15 +78,54 @@ struct TransformerModel::KeyTables {
   Tensor cross_rows, cross_lengths;  // [R, S_src], [R]
 };
 
-absl::StatusOr<std::shared_ptr<const TransformerModel>> TransformerModel::Load(
-    const std::string& dir) {
-  auto loaded = load_model_directory(dir);
-  if (!loaded.ok()) return loaded.status();
-  return std::make_shared<const TransformerModel>(loaded->config, std::move(loaded->weights));
+absl::Status check_placement(const Placement& placement) {
+  if (placement.dtype == DType::kInt32) {
+    return absl::InvalidArgumentError("the compute dtype must be F32, F16 or BF16");
+  }
+  if (placement.device == Device::kCPU) {
+    if (placement.dtype != DType::kFloat32) {
+      return absl::InvalidArgumentError("the CPU backend computes in F32; " +
+                                        dtype_name(placement.dtype) + " needs --device cuda");
+    }
+    return absl::OkStatus();
+  }
+  if (!cuda_backend::built()) {
+    return absl::FailedPreconditionError(
+        "this build of xlate has no CUDA backend (nvcc was not found when it was built)");
+  }
+  if (cuda_backend::device_count() == 0) {
+    return absl::FailedPreconditionError("no CUDA device is visible on this machine");
+  }
+  return absl::OkStatus();
 }
 
-TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights)
-    : config_(std::move(config)), weights_(std::move(weights)) {}
+absl::StatusOr<std::shared_ptr<const TransformerModel>> TransformerModel::Load(
+    const std::string& dir, const Placement& placement) {
+  if (absl::Status valid = check_placement(placement); !valid.ok()) return valid;
+  auto loaded = load_model_directory(dir);
+  if (!loaded.ok()) return loaded.status();
+  return std::make_shared<const TransformerModel>(loaded->config, std::move(loaded->weights),
+                                                  placement);
+}
+
+TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights,
+                                   const Placement& placement)
+    : config_(std::move(config)), weights_(std::move(weights)), placement_(placement) {
+  convert_weights(weights_, config_, placement_);
+}
+
+Tensor TransformerModel::activations(std::vector<int64_t> shape) const {
+  return Tensor::empty(std::move(shape), placement_.dtype, placement_.device);
+}
+
+Tensor TransformerModel::on_device(const Tensor& host) const {
+  return host.device() == placement_.device ? host : host.to(placement_.device);
+}
+
+Tensor TransformerModel::logits_to_host(const Tensor& logits) const {
+  return logits.device() == Device::kCPU ? logits.to_float32()
+                                         : logits.to(Device::kCPU).to_float32();
+}
 
 Tensor TransformerModel::feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                                       const LayerNormWeights& norm, const Tensor& x) const {
@@ -89,7 +142,7 @@ Tensor TransformerModel::encoder_layer(const EncoderLayerWeights& layer, const T
   Tensor query = linear(x, attention.query);
   Tensor keys = linear(x, attention.key);
   Tensor values = linear(x, attention.value);
-  Tensor context = Tensor::empty({x.dim(0), x.dim(1), values.dim(-1)}, DType::kFloat32);
+  Tensor context = activations({x.dim(0), x.dim(1), values.dim(-1)});
   attention_forward(context, query, keys, values, key_rows, lengths, config_.encoder_heads,
                     /*causal=*/false);
   Tensor hidden = x;
@@ -99,12 +152,13 @@ Tensor TransformerModel::encoder_layer(const EncoderLayerWeights& layer, const T
 
 Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengths) const {
   const int64_t batch = source.dim(0), steps = source.dim(1);
-  Tensor x = Tensor::empty({batch, steps, config_.d_model}, DType::kFloat32);
-  embedding_forward(x, source, weights_.shared_embedding, weights_.encoder_positions,
+  Tensor x = activations({batch, steps, config_.d_model});
+  embedding_forward(x, on_device(source), weights_.shared_embedding, weights_.encoder_positions,
                     std::sqrt(static_cast<float>(config_.d_model)), 0);
-  const Tensor key_rows = batch_major_rows(identity(batch), steps);
+  const Tensor key_rows = on_device(batch_major_rows(identity(batch), steps));
+  const Tensor lengths = on_device(source_lengths);
   for (const EncoderLayerWeights& layer : weights_.encoder) {
-    x = encoder_layer(layer, x, key_rows, source_lengths);
+    x = encoder_layer(layer, x, key_rows, lengths);
   }
   return x;
 }
@@ -122,12 +176,10 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
   state.ancestry.assign(static_cast<size_t>(max_positions * state.row_capacity), 0);
   for (const DecoderLayerWeights& layer : weights_.decoder) {
     DecoderLayerCache cache;
-    cache.self_keys = Tensor::empty(
-        {max_positions, state.row_capacity, layer.self_attention.key.weight.dim(0)},
-        DType::kFloat32);
-    cache.self_values = Tensor::empty(
-        {max_positions, state.row_capacity, layer.self_attention.value.weight.dim(0)},
-        DType::kFloat32);
+    cache.self_keys =
+        activations({max_positions, state.row_capacity, layer.self_attention.key.weight.dim(0)});
+    cache.self_values =
+        activations({max_positions, state.row_capacity, layer.self_attention.value.weight.dim(0)});
     cache.cross_keys = linear(encoder_output, layer.cross_attention.key);
     cache.cross_values = linear(encoder_output, layer.cross_attention.value);
     state.layers.push_back(std::move(cache));
@@ -142,8 +194,7 @@ Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, Decoder
   Tensor query = linear(x, self.query);
   append_to_cache(cache.self_keys, linear(x, self.key), writes);
   append_to_cache(cache.self_values, linear(x, self.value), writes);
-  Tensor context =
-      Tensor::empty({x.dim(0), x.dim(1), self.value.weight.dim(0)}, DType::kFloat32);
+  Tensor context = activations({x.dim(0), x.dim(1), self.value.weight.dim(0)});
   attention_forward(context, query, cache.self_keys, cache.self_values, tables.self_rows,
                     tables.self_lengths, config_.decoder_heads, /*causal=*/true);
   Tensor hidden = x;
@@ -151,7 +202,7 @@ Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, Decoder
 
   const AttentionWeights& cross = layer.cross_attention;
   query = linear(hidden, cross.query);
-  context = Tensor::empty({x.dim(0), x.dim(1), cross.value.weight.dim(0)}, DType::kFloat32);
+  context = activations({x.dim(0), x.dim(1), cross.value.weight.dim(0)});
   attention_forward(context, query, cache.cross_keys, cache.cross_values, tables.cross_rows,
                     tables.cross_lengths, config_.decoder_heads, /*causal=*/false);
   residual_norm(hidden, linear(context, cross.output), layer.cross_attention_norm);
@@ -177,14 +228,14 @@ Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const
     }
     cross_lengths[r] = state.source_lengths[state.row_sentence[r]];
   }
-  tables.self_rows = Tensor::from_vector(self_rows, {rows, total});
-  tables.self_lengths =
-      Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(rows), int32_t(total)), {rows});
-  tables.cross_rows = batch_major_rows(state.row_sentence, state.source_steps);
-  tables.cross_lengths = Tensor::from_vector(cross_lengths, {rows});
+  tables.self_rows = on_device(Tensor::from_vector(self_rows, {rows, total}));
+  tables.self_lengths = on_device(
+      Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(rows), int32_t(total)), {rows}));
+  tables.cross_rows = on_device(batch_major_rows(state.row_sentence, state.source_steps));
+  tables.cross_lengths = on_device(Tensor::from_vector(cross_lengths, {rows}));
 
-  Tensor x = Tensor::empty({rows, steps, config_.d_model}, DType::kFloat32);
-  embedding_forward(x, tokens, weights_.shared_embedding, weights_.decoder_positions,
+  Tensor x = activations({rows, steps, config_.d_model});
+  embedding_forward(x, on_device(tokens), weights_.shared_embedding, weights_.decoder_positions,
                     std::sqrt(static_cast<float>(config_.d_model)), state.length);
   CacheWrites writes;
   writes.positions.assign(static_cast<size_t>(rows), state.length);
@@ -193,9 +244,9 @@ Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const
     x = decoder_layer(weights_.decoder[i], state.layers[i], writes, tables, x);
   }
   state.length = total;
-  Tensor logits = Tensor::empty({rows, steps, config_.vocab_size}, DType::kFloat32);
+  Tensor logits = activations({rows, steps, config_.vocab_size});
   linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
-  return logits;
+  return logits_to_host(logits);
 }
 
 void TransformerModel::select_rows(DecoderState& state,
@@ -223,15 +274,16 @@ DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_so
   state.ancestry.assign(static_cast<size_t>(max_positions * max_rows), 0);
   for (const DecoderLayerWeights& layer : weights_.decoder) {
     DecoderLayerCache cache;
-    cache.self_keys = Tensor::empty({max_positions, max_rows, layer.self_attention.key.weight.dim(0)},
-                                    DType::kFloat32);
-    cache.self_values = Tensor::empty(
-        {max_positions, max_rows, layer.self_attention.value.weight.dim(0)}, DType::kFloat32);
+    cache.self_keys =
+        activations({max_positions, max_rows, layer.self_attention.key.weight.dim(0)});
+    cache.self_values =
+        activations({max_positions, max_rows, layer.self_attention.value.weight.dim(0)});
     cache.cross_keys = Tensor::zeros(
-        {max_sentences, max_source_tokens, layer.cross_attention.key.weight.dim(0)}, DType::kFloat32);
+        {max_sentences, max_source_tokens, layer.cross_attention.key.weight.dim(0)},
+        placement_.dtype, placement_.device);
     cache.cross_values = Tensor::zeros(
         {max_sentences, max_source_tokens, layer.cross_attention.value.weight.dim(0)},
-        DType::kFloat32);
+        placement_.dtype, placement_.device);
     state.layers.push_back(std::move(cache));
   }
   return state;
@@ -249,12 +301,10 @@ void TransformerModel::set_sources(DecoderState& state, const Tensor& encoder_ou
     const int64_t key_width = keys.dim(2), value_width = values.dim(2);
     for (int64_t n = 0; n < sentences; ++n) {
       const int64_t slot = sentence_slots[n];
-      std::memcpy(cache.cross_keys.data<float>() + slot * state.source_steps * key_width,
-                  keys.data<float>() + n * steps * key_width,
-                  static_cast<size_t>(steps * key_width) * sizeof(float));
-      std::memcpy(cache.cross_values.data<float>() + slot * state.source_steps * value_width,
-                  values.data<float>() + n * steps * value_width,
-                  static_cast<size_t>(steps * value_width) * sizeof(float));
+      cache.cross_keys.view(slot * state.source_steps * key_width, {steps * key_width})
+          .copy_from(keys.view(n * steps * key_width, {steps * key_width}));
+      cache.cross_values.view(slot * state.source_steps * value_width, {steps * value_width})
+          .copy_from(values.view(n * steps * value_width, {steps * value_width}));
     }
   }
   for (int64_t n = 0; n < sentences; ++n) {
@@ -284,14 +334,14 @@ Tensor TransformerModel::decode_slots(DecoderState& state, const std::vector<int
     cross_lengths[r] = state.source_lengths[sentence_of_row[r]];
   }
   KeyTables tables;
-  tables.self_rows = Tensor::from_vector(self_rows, {rows, longest});
-  tables.self_lengths = Tensor::from_vector(self_lengths, {rows});
-  tables.cross_rows = batch_major_rows(sentence_of_row, state.source_steps);
-  tables.cross_lengths = Tensor::from_vector(cross_lengths, {rows});
+  tables.self_rows = on_device(Tensor::from_vector(self_rows, {rows, longest}));
+  tables.self_lengths = on_device(Tensor::from_vector(self_lengths, {rows}));
+  tables.cross_rows = on_device(batch_major_rows(sentence_of_row, state.source_steps));
+  tables.cross_lengths = on_device(Tensor::from_vector(cross_lengths, {rows}));
 
   // Each row embeds its token at its own position.
-  Tensor x = Tensor::empty({rows, 1, config_.d_model}, DType::kFloat32);
-  const Tensor token_ids = Tensor::from_vector(tokens, {rows, 1});
+  Tensor x = activations({rows, 1, config_.d_model});
+  const Tensor token_ids = on_device(Tensor::from_vector(tokens, {rows, 1}));
   for (int64_t r = 0; r < rows; ++r) {
     Tensor row = x.view(r * config_.d_model, {1, 1, config_.d_model});
     embedding_forward(row, token_ids.view(r, {1, 1}), weights_.shared_embedding,
@@ -304,9 +354,9 @@ Tensor TransformerModel::decode_slots(DecoderState& state, const std::vector<int
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     x = decoder_layer(weights_.decoder[i], state.layers[i], writes, tables, x);
   }
-  Tensor logits = Tensor::empty({rows, config_.vocab_size}, DType::kFloat32);
+  Tensor logits = activations({rows, config_.vocab_size});
   linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
-  return logits;
+  return logits_to_host(logits);
 }
 
 }  // namespace xlate

@@ -14,13 +14,26 @@
 
 namespace xlate {
 
+// Where a model computes: weights, activations and caches live on `device`, floats stored as
+// `dtype` (the CPU backend computes in float32 only). Inputs (token ids, lengths) are host
+// tensors and logits come back as host float32 whatever the placement.
+struct Placement {
+  Device device = Device::kCPU;
+  DType dtype = DType::kFloat32;
+};
+
 class TransformerModel {
  public:
-  static absl::StatusOr<std::shared_ptr<const TransformerModel>> Load(const std::string& dir);
-  TransformerModel(ModelConfig config, TransformerWeights weights);
+  static absl::StatusOr<std::shared_ptr<const TransformerModel>> Load(
+      const std::string& dir, const Placement& placement = {});
+  // Moves/converts `weights` to the placement (no copy when they are there already: the
+  // trainer's translator shares its live parameters this way). The placement must be valid
+  // (check_placement).
+  TransformerModel(ModelConfig config, TransformerWeights weights, const Placement& placement = {});
 
   const ModelConfig& config() const { return config_; }
   const TransformerWeights& weights() const { return weights_; }
+  const Placement& placement() const { return placement_; }
 
   // source: int32 [B, S_src] padded at the end; source_lengths: int32 [B].
   // Returns the encoder output [B, S_src, C].
@@ -69,9 +82,17 @@ class TransformerModel {
                        const CacheWrites& writes, const KeyTables& tables, const Tensor& x) const;
   Tensor feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                       const LayerNormWeights& norm, const Tensor& x) const;
+  Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
+  Tensor on_device(const Tensor& host) const;             // a host input on the model's device
+  Tensor logits_to_host(const Tensor& logits) const;      // host float32 for the search
 
   ModelConfig config_;
   TransformerWeights weights_;
+  Placement placement_;
 };
+
+// OK, or why `placement` cannot run in this build / on this machine ("--dtype F16 needs the
+// CUDA backend", "no CUDA device").
+absl::Status check_placement(const Placement& placement);
 
 }  // namespace xlate

@@ -1,4 +1,5 @@
 // Each CPU op against a naive loop written straight from its definition in engine/ops/ops.h.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -6,16 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "engine/ops/ops.h"
+#include "tests/random_tensor.h"
 
 namespace xlate {
 namespace {
-
-Tensor random_tensor(std::vector<int64_t> shape, std::mt19937& generator, float scale = 1.f) {
-  Tensor tensor = Tensor::empty(std::move(shape), DType::kFloat32);
-  std::normal_distribution<float> normal(0.f, scale);
-  for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] = normal(generator);
-  return tensor;
-}
 
 void expect_near_all(const Tensor& actual, const std::vector<double>& expected, double tolerance) {
   ASSERT_EQ(actual.numel(), static_cast<int64_t>(expected.size()));
@@ -179,6 +174,43 @@ TEST(OpsCpu, EmbeddingScalesAndAddsPositionsFromOffset) {
       for (int c = 0; c < 4; ++c)
         expected.push_back(2.0 * table.data<float>()[ids[n * 3 + t] * 4 + c] + positions.data<float>()[(2 + t) * 4 + c]);
   expect_near_all(out, expected, 1e-6);
+}
+
+TEST(OpsCpu, LogSoftmaxTopKPicksTheBestShiftedLogProbabilitiesInOrder) {
+  std::mt19937 generator(8);
+  const int64_t rows = 3, vocabulary = 50;
+  const int k = 6;
+  Tensor logits = random_tensor({rows, vocabulary}, generator, 3.f);
+  logits.data<float>()[7] = logits.data<float>()[9] = 20.f;  // a tie: id 7 ranks before 9
+  Tensor offsets = Tensor::from_vector(std::vector<float>{-1.5f, 0.f, -7.f}, {rows});
+  Tensor values = Tensor::empty({rows, k}, DType::kFloat32);
+  Tensor ids = Tensor::empty({rows, k}, DType::kInt32);
+  log_softmax_top_k(values, ids, logits, offsets, k);
+  Tensor log_probs = Tensor::empty({rows, vocabulary}, DType::kFloat32);
+  log_softmax_forward(log_probs, logits);
+  for (int64_t n = 0; n < rows; ++n) {
+    std::vector<std::pair<float, int>> ranked;
+    for (int v = 0; v < vocabulary; ++v) {
+      ranked.push_back({-log_probs.data<float>()[n * vocabulary + v], v});
+    }
+    std::sort(ranked.begin(), ranked.end());
+    for (int j = 0; j < k; ++j) {
+      EXPECT_EQ(ids.data<int32_t>()[n * k + j], ranked[j].second) << "row " << n << " rank " << j;
+      EXPECT_NEAR(values.data<float>()[n * k + j], -ranked[j].first + offsets.data<float>()[n],
+                  1e-5);
+    }
+  }
+  EXPECT_EQ(ids.data<int32_t>()[0], 7);
+  EXPECT_EQ(ids.data<int32_t>()[1], 9);
+}
+
+TEST(OpsCpu, GatherRowsCopiesTheIndexedRows) {
+  Tensor inp = Tensor::from_vector(std::vector<float>{0, 1, 10, 11, 20, 21}, {3, 1, 2});
+  Tensor out = Tensor::empty({4, 1, 2}, DType::kFloat32);
+  gather_rows(out, inp, Tensor::from_vector(std::vector<int32_t>{2, 0, 2, 1}, {4}));
+  expect_near_all(out, {20, 21, 0, 1, 20, 21, 10, 11}, 0);
+  EXPECT_THROW(gather_rows(out, inp, Tensor::from_vector(std::vector<int32_t>{0, 3, 0, 0}, {4})),
+               std::logic_error);
 }
 
 TEST(OpsCpu, ShapeMismatchIsALogicError) {

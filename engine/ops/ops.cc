@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/cuda/cuda_ops.h"
 #include "engine/profiling.h"
 
 namespace xlate {
@@ -14,45 +15,69 @@ void require(bool condition, const char* op, const std::string& what) {
   if (!condition) throw std::logic_error(std::string(op) + ": " + what);
 }
 
-void require_cpu_float(const Tensor& tensor, const char* op, const char* name) {
+// A float tensor on `like`'s device with its dtype: float32 on the CPU; the CUDA backend also
+// stores float16 and bfloat16.
+void require_float_like(const Tensor& tensor, const Tensor& like, const char* op,
+                        const char* name) {
   require(tensor.defined(), op, std::string(name) + " is undefined");
-  require(tensor.device() == Device::kCPU, op,
-          std::string(name) + " is on a device without a backend in this build");
-  require(tensor.dtype() == DType::kFloat32, op, std::string(name) + " must be float32");
+  require(tensor.device() == like.device(), op, std::string(name) + " is on another device");
+  require(tensor.dtype() == like.dtype(), op, std::string(name) + " has another dtype");
+  require(tensor.dtype() != DType::kInt32, op, std::string(name) + " must be a float tensor");
+  require(tensor.device() == Device::kCUDA || tensor.dtype() == DType::kFloat32, op,
+          std::string(name) + " must be float32 on the CPU");
 }
+
+void require_int32_like(const Tensor& tensor, const Tensor& like, const char* op,
+                        const char* name) {
+  require(tensor.defined() && tensor.dtype() == DType::kInt32, op,
+          std::string(name) + " must be int32");
+  require(tensor.device() == like.device(), op, std::string(name) + " is on another device");
+}
+
+bool on_cuda(const Tensor& tensor) { return tensor.device() == Device::kCUDA; }
 
 }  // namespace
 
 void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
                        const Tensor& positions, float scale, int64_t position_offset) {
-  require_cpu_float(out, "embedding_forward", "out");
-  require(tokens.dtype() == DType::kInt32 && tokens.rank() == 2, "embedding_forward",
-          "tokens must be int32 [N, T]");
+  require_float_like(table, out, "embedding_forward", "table");
+  require_float_like(positions, out, "embedding_forward", "positions");
+  require_int32_like(tokens, out, "embedding_forward", "tokens");
+  require(tokens.rank() == 2, "embedding_forward", "tokens must be int32 [N, T]");
   require(position_offset + tokens.dim(1) <= positions.dim(0), "embedding_forward",
           "positions beyond the positional table");
   require(out.numel() == tokens.numel() * table.dim(1), "embedding_forward", "out shape");
+  if (on_cuda(out)) {
+    return cuda::embedding_forward(out, tokens, table, positions, scale, position_offset);
+  }
   cpu::embedding_forward(out, tokens, table, positions, scale, position_offset);
 }
 
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                     Activation activation) {
-  require_cpu_float(inp, "linear_forward", "inp");
-  require_cpu_float(weight, "linear_forward", "weight");
+  require_float_like(inp, out, "linear_forward", "inp");
+  require_float_like(weight, out, "linear_forward", "weight");
   require(weight.rank() == 2 && inp.dim(-1) == weight.dim(1), "linear_forward",
           "inp " + inp.shape_string() + " does not match weight " + weight.shape_string());
   require(out.numel() == inp.numel() / weight.dim(1) * weight.dim(0), "linear_forward",
           "out " + out.shape_string());
+  if (bias.defined()) require_float_like(bias, out, "linear_forward", "bias");
   require(!bias.defined() || bias.numel() == weight.dim(0), "linear_forward", "bias size");
+  if (on_cuda(out)) return cuda::linear_forward(out, inp, weight, bias, activation);
   cpu::linear_forward(out, inp, weight, bias, activation);
 }
 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps) {
-  require_cpu_float(inp, "add_layer_norm_forward", "inp");
+  require_float_like(inp, out, "add_layer_norm_forward", "inp");
+  require_float_like(residual, out, "add_layer_norm_forward", "residual");
+  require_float_like(gamma, out, "add_layer_norm_forward", "gamma");
+  require_float_like(beta, out, "add_layer_norm_forward", "beta");
   require(inp.numel() == residual.numel() && inp.numel() == out.numel(),
           "add_layer_norm_forward", "inp, residual and out differ in size");
   require(gamma.numel() == inp.dim(-1) && beta.numel() == inp.dim(-1), "add_layer_norm_forward",
           "gamma/beta size");
+  if (on_cuda(out)) return cuda::add_layer_norm_forward(out, inp, residual, gamma, beta, eps);
   cpu::add_layer_norm_forward(out, inp, residual, gamma, beta, eps);
 }
 
@@ -60,7 +85,11 @@ void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, con
                        const Tensor& key_rows, const Tensor& key_lengths, int heads,
                        bool causal) {
   ScopedOpTimer timer(OpCategory::kAttention);
-  require_cpu_float(query, "attention_forward", "query");
+  require_float_like(query, out, "attention_forward", "query");
+  require_float_like(keys, out, "attention_forward", "keys");
+  require_float_like(values, out, "attention_forward", "values");
+  require_int32_like(key_rows, out, "attention_forward", "key_rows");
+  require_int32_like(key_lengths, out, "attention_forward", "key_lengths");
   require(query.rank() == 3 && keys.rank() == values.rank() &&
               keys.numel() / keys.dim(-1) == values.numel() / values.dim(-1),
           "attention_forward", "query [N, T, h*d_k], keys [..., h*d_k], values [..., h*d_v]");
@@ -70,21 +99,68 @@ void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, con
   require(key_rows.rank() == 2 && key_rows.dim(0) == query.dim(0) &&
               key_lengths.numel() == query.dim(0),
           "attention_forward", "key_rows [N, S] and key_lengths [N]");
+  require(out.numel() == query.dim(0) * query.dim(1) * values.dim(-1), "attention_forward",
+          "out [N, T, h*d_v]");
+  // Device lengths are not read back (that would synchronise): the kernel clamps them to S.
+  if (on_cuda(out)) {
+    return cuda::attention_forward(out, query, keys, values, key_rows, key_lengths, heads, causal);
+  }
   const int32_t* lengths = key_lengths.data<int32_t>();
   for (int64_t n = 0; n < query.dim(0); ++n) {
     require(lengths[n] <= key_rows.dim(1) && (!causal || lengths[n] >= query.dim(1)),
             "attention_forward", "key_lengths beyond the key_rows table");
   }
-  require(out.numel() == query.dim(0) * query.dim(1) * values.dim(-1), "attention_forward",
-          "out [N, T, h*d_v]");
   cpu::attention_forward(out, query, keys, values, key_rows, key_lengths, heads, causal);
 }
 
 void log_softmax_forward(Tensor& out, const Tensor& inp) {
   ScopedOpTimer timer(OpCategory::kSoftmax);
-  require_cpu_float(inp, "log_softmax_forward", "inp");
+  require_float_like(inp, out, "log_softmax_forward", "inp");
   require(out.numel() == inp.numel(), "log_softmax_forward", "out shape");
+  if (on_cuda(out)) return cuda::log_softmax_forward(out, inp);
   cpu::log_softmax_forward(out, inp);
+}
+
+void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
+                       const Tensor& row_offsets, int k) {
+  ScopedOpTimer timer(OpCategory::kSoftmax);
+  const char* op = "log_softmax_top_k";
+  require(top_values.defined() && top_values.dtype() == DType::kFloat32, op,
+          "top_values must be float32");
+  require(top_values.device() == logits.device(), op, "top_values is on another device");
+  require_float_like(logits, logits, op, "logits");
+  require_int32_like(top_indices, logits, op, "top_indices");
+  const int64_t vocabulary = logits.dim(-1), rows = logits.numel() / vocabulary;
+  require(k >= 1 && k <= 32 && k <= vocabulary, op, "k must be in [1, min(32, V)]");
+  require(top_values.numel() == rows * k && top_indices.numel() == rows * k, op,
+          "top_values and top_indices must be [N, k]");
+  if (row_offsets.defined()) {
+    require(row_offsets.dtype() == DType::kFloat32 && row_offsets.numel() == rows &&
+                row_offsets.device() == logits.device(),
+            op, "row_offsets must be float32 [N] on the logits' device");
+  }
+  if (on_cuda(logits)) {
+    return cuda::log_softmax_top_k(top_values, top_indices, logits, row_offsets, k);
+  }
+  cpu::log_softmax_top_k(top_values, top_indices, logits, row_offsets, k);
+}
+
+void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
+  require(out.defined() && inp.defined() && out.dtype() == inp.dtype() &&
+              out.device() == inp.device(),
+          "gather_rows", "out and inp must share dtype and device");
+  require_int32_like(indices, inp, "gather_rows", "indices");
+  require(inp.rank() >= 1 && out.rank() >= 1 && inp.dim(0) > 0, "gather_rows",
+          "inp and out need a leading row axis");
+  const int64_t row_elements = inp.numel() / inp.dim(0);
+  require(out.numel() == indices.numel() * row_elements, "gather_rows",
+          "out must be [R, ...] with inp's row size");
+  if (on_cuda(out)) return cuda::gather_rows(out, inp, indices);
+  const int32_t* rows = indices.data<int32_t>();
+  for (int64_t r = 0; r < indices.numel(); ++r) {
+    require(rows[r] >= 0 && rows[r] < inp.dim(0), "gather_rows", "index beyond inp's rows");
+  }
+  cpu::gather_rows(out, inp, indices);
 }
 
 }  // namespace xlate

@@ -1,6 +1,7 @@
 // The engine's operations, device-free. Each op checks its arguments, then dispatches on the
-// tensors' device to its backend implementation (ops/cpu/*_cpu.cc; the CUDA backend adds
-// kernels/*.cu behind the same functions). Arguments are ordered outputs -> inputs -> sizes.
+// tensors' device to its backend: ops/cpu/*_cpu.cc (float32), or ops/cuda/ops_cuda.cc over the
+// kernels of kernels/ (float32, float16 or bfloat16 storage, float32 arithmetic). All tensors of
+// one call live on one device. Arguments are ordered outputs -> inputs -> sizes.
 //
 // Dimension legend: N rows of a batch (sentences, or sentences x beams), T query positions,
 // S key positions, C = d_model, V = vocabulary size, M = N*T flattened rows, K input features.
@@ -44,5 +45,16 @@ void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, con
 
 // out[M, V] = log_softmax(inp[M, V]) along the last axis; may alias.
 void log_softmax_forward(Tensor& out, const Tensor& inp);
+
+// For every row n of logits[N, V]: the k largest of log_softmax(logits[n]) + row_offsets[n],
+// best first, ties broken by the smaller id; top_values float32 [N, k], top_indices int32 [N, k].
+// row_offsets: float32 [N] (beam search's running scores) or undefined (no offset).
+// 1 <= k <= min(32, V).
+void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
+                       const Tensor& row_offsets, int k);
+
+// out[r, ...] = inp[indices[r], ...] for r < R: indices int32 [R], inp [I, ...], out [R, ...]
+// (same row size and dtype); reorders cache rows by copying. `out` must not alias `inp`.
+void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
 
 }  // namespace xlate

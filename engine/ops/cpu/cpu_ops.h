@@ -14,5 +14,8 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
 void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
                        const Tensor& key_rows, const Tensor& key_lengths, int heads, bool causal);
 void log_softmax_forward(Tensor& out, const Tensor& inp);
+void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
+                       const Tensor& row_offsets, int k);
+void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
 
 }  // namespace xlate::cpu

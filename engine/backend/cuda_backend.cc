@@ -1,0 +1,74 @@
+// The CUDA build's cuda_backend (cuda_backend_unavailable.cc is the CPU-only build's).
+#include "engine/backend/cuda_backend.h"
+
+#include <stdexcept>
+
+#include "kernels/caching_allocator.h"
+#include "kernels/convert.h"
+#include "kernels/cuda_runtime.h"
+#include "kernels/gemm.h"
+
+namespace xlate::cuda_backend {
+namespace {
+
+struct Worker {
+  kernels::CudaStream stream;
+  std::shared_ptr<kernels::CachingAllocator> allocator =
+      std::make_shared<kernels::CachingAllocator>(kernels::make_cuda_backing_memory());
+  kernels::GemmContext gemm{stream.get()};
+};
+
+Worker& worker() {
+  thread_local Worker this_thread_worker;
+  return this_thread_worker;
+}
+
+}  // namespace
+
+bool built() { return true; }
+int device_count() { return kernels::cuda_device_count(); }
+std::string device_description() { return kernels::cuda_device_description(0); }
+
+std::shared_ptr<void> allocate(size_t bytes) {
+  std::shared_ptr<kernels::CachingAllocator> allocator = worker().allocator;
+  void* block = allocator->allocate(bytes);
+  return std::shared_ptr<void>(block, [allocator](void* p) { allocator->free(p); });
+}
+
+size_t bytes_in_use() { return worker().allocator->stats().bytes_in_use; }
+
+kernels::Stream stream() { return worker().stream.get(); }
+kernels::GemmContext& gemm() { return worker().gemm; }
+
+void copy_host_to_device(void* device, const void* host, size_t bytes) {
+  kernels::copy_host_to_device(device, host, bytes, stream());
+}
+
+void copy_device_to_host(void* host, const void* device, size_t bytes) {
+  kernels::copy_device_to_host(host, device, bytes, stream());
+  synchronize();
+}
+
+void copy_device_to_device(void* to, const void* from, size_t bytes) {
+  kernels::copy_device_to_device(to, from, bytes, stream());
+}
+
+void fill_zero(void* device, size_t bytes) { kernels::fill_zero(device, bytes, stream()); }
+
+void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64_t count) {
+  kernels::convert(out, element_type(out_dtype), inp, element_type(inp_dtype), count, stream());
+}
+
+kernels::ElementType element_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return kernels::ElementType::kFloat32;
+    case DType::kFloat16: return kernels::ElementType::kFloat16;
+    case DType::kBFloat16: return kernels::ElementType::kBFloat16;
+    case DType::kInt32: break;
+  }
+  throw std::logic_error("element_type: " + dtype_name(dtype) + " is not a float type");
+}
+
+void synchronize() { worker().stream.synchronize(); }
+
+}  // namespace xlate::cuda_backend

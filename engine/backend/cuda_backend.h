@@ -1,0 +1,48 @@
+// The engine's access to the CUDA backend, CUDA-free. In a build without CUDA every function
+// exists: built() is false, device_count() is 0, and the rest throw std::logic_error (reaching
+// them is a programming error, since no CUDA tensor can exist in such a build).
+//
+// Each thread that runs CUDA work is a worker with its own stream, caching allocator and
+// cuBLASLt context, created on its first use (see kernels/caching_allocator.h for why the
+// allocator belongs to the stream). Device tensors keep their allocator alive.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/dtype.h"
+#include "kernels/element_type.h"
+
+namespace xlate::kernels {
+class GemmContext;
+}
+
+namespace xlate::cuda_backend {
+
+bool built();
+// Usable GPUs; 0 in a CPU-only build or on a machine without a GPU or driver.
+int device_count();
+// "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB"
+std::string device_description();
+
+// Device memory from this worker's caching allocator; throws std::bad_alloc when the GPU is full.
+std::shared_ptr<void> allocate(size_t bytes);
+// Bytes this worker's allocator has handed out and not received back.
+size_t bytes_in_use();
+
+kernels::Stream stream();
+kernels::GemmContext& gemm();
+
+// Copies in the worker's stream; a copy to the host waits for it.
+void copy_host_to_device(void* device, const void* host, size_t bytes);
+void copy_device_to_host(void* host, const void* device, size_t bytes);
+void copy_device_to_device(void* to, const void* from, size_t bytes);
+void fill_zero(void* device, size_t bytes);
+// Float element type conversion of `count` elements on the device.
+void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64_t count);
+// The kernels' name of a float dtype (throws std::logic_error for int32).
+kernels::ElementType element_type(DType dtype);
+void synchronize();
+
+}  // namespace xlate::cuda_backend

@@ -1,0 +1,22 @@
+// CUDA implementations of the ops declared in engine/ops/ops.h (over kernels/); arguments are
+// already checked and all tensors are CUDA tensors. CUDA-free header.
+#pragma once
+
+#include "engine/ops/ops.h"
+
+namespace xlate::cuda {
+
+void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
+                       const Tensor& positions, float scale, int64_t position_offset);
+void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                    Activation activation);
+void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
+                            const Tensor& gamma, const Tensor& beta, float eps);
+void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
+                       const Tensor& key_rows, const Tensor& key_lengths, int heads, bool causal);
+void log_softmax_forward(Tensor& out, const Tensor& inp);
+void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
+                       const Tensor& row_offsets, int k);
+void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
+
+}  // namespace xlate::cuda

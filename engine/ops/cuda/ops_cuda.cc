@@ -1,0 +1,91 @@
+// The ops on CUDA tensors: shapes from the tensors, then one kernel (or cuBLASLt call) each on
+// the worker's stream. Nothing here waits for the device.
+#include <cmath>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/ops/cuda/cuda_ops.h"
+#include "kernels/add_layer_norm.h"
+#include "kernels/attention.h"
+#include "kernels/embedding.h"
+#include "kernels/gather_rows.h"
+#include "kernels/gemm.h"
+#include "kernels/log_softmax.h"
+
+namespace xlate::cuda {
+namespace {
+
+kernels::ElementType type_of(const Tensor& tensor) {
+  return cuda_backend::element_type(tensor.dtype());
+}
+
+}  // namespace
+
+void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
+                       const Tensor& positions, float scale, int64_t position_offset) {
+  kernels::embedding_forward(out.raw_data(), tokens.data<int32_t>(), table.raw_data(),
+                             positions.raw_data(), tokens.dim(0), tokens.dim(1), table.dim(1),
+                             table.dim(0), scale, position_offset, type_of(out),
+                             cuda_backend::stream());
+}
+
+void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                    Activation activation) {
+  const bool relu = activation == Activation::kRelu;
+  const kernels::GemmEpilogue epilogue =
+      bias.defined() ? (relu ? kernels::GemmEpilogue::kBiasRelu : kernels::GemmEpilogue::kBias)
+                     : (relu ? kernels::GemmEpilogue::kRelu : kernels::GemmEpilogue::kNone);
+  const int64_t k = weight.dim(1);
+  cuda_backend::gemm().linear_forward(out.raw_data(), inp.raw_data(), weight.raw_data(),
+                                      bias.defined() ? bias.raw_data() : nullptr,
+                                      inp.numel() / k, weight.dim(0), k, epilogue, type_of(out));
+}
+
+void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
+                            const Tensor& gamma, const Tensor& beta, float eps) {
+  const int64_t channels = inp.dim(-1);
+  kernels::add_layer_norm_forward(out.raw_data(), inp.raw_data(), residual.raw_data(),
+                                  gamma.raw_data(), beta.raw_data(), inp.numel() / channels,
+                                  channels, eps, type_of(out), cuda_backend::stream());
+}
+
+void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
+                       const Tensor& key_rows, const Tensor& key_lengths, int heads,
+                       bool causal) {
+  kernels::AttentionShape shape;
+  shape.rows = query.dim(0);
+  shape.steps = query.dim(1);
+  shape.table_width = key_rows.dim(1);
+  shape.heads = heads;
+  shape.key_dim = static_cast<int>(query.dim(2) / heads);
+  shape.value_dim = static_cast<int>(values.dim(-1) / heads);
+  shape.key_stride = keys.dim(-1);
+  shape.value_stride = values.dim(-1);
+  shape.causal = causal;
+  kernels::attention_forward(out.raw_data(), query.raw_data(), keys.raw_data(), values.raw_data(),
+                             key_rows.data<int32_t>(), key_lengths.data<int32_t>(), shape,
+                             type_of(out), cuda_backend::stream());
+}
+
+void log_softmax_forward(Tensor& out, const Tensor& inp) {
+  const int64_t vocabulary = inp.dim(-1);
+  kernels::log_softmax_forward(out.raw_data(), inp.raw_data(), inp.numel() / vocabulary,
+                               vocabulary, type_of(out), cuda_backend::stream());
+}
+
+void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
+                       const Tensor& row_offsets, int k) {
+  const int64_t vocabulary = logits.dim(-1);
+  kernels::log_softmax_top_k(top_values.data<float>(), top_indices.data<int32_t>(),
+                             logits.raw_data(),
+                             row_offsets.defined() ? row_offsets.data<float>() : nullptr,
+                             logits.numel() / vocabulary, vocabulary, k, type_of(logits),
+                             cuda_backend::stream());
+}
+
+void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
+  kernels::gather_rows(out.raw_data(), inp.raw_data(), indices.data<int32_t>(), indices.numel(),
+                       static_cast<int64_t>(inp.nbytes() / static_cast<size_t>(inp.dim(0))),
+                       cuda_backend::stream());
+}
+
+}  // namespace xlate::cuda

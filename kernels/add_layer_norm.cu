@@ -1,0 +1,55 @@
+#include "kernels/add_layer_norm.h"
+#include "kernels/cuda_runtime.h"
+#include "kernels/device_math.cuh"
+
+namespace xlate::kernels {
+namespace {
+
+// One block per row. The summed row [C] is kept in shared memory (float32) so that the mean and
+// the variance are two exact passes (no E[x²] - E[x]² cancellation) and `out` may alias inputs.
+template <typename T>
+__global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* residual,
+                                              const T* gamma, const T* beta, int64_t channels,
+                                              float eps) {
+  extern __shared__ float row[];  // [C]
+  __shared__ float scratch[32];
+  const int64_t offset = static_cast<int64_t>(blockIdx.x) * channels;
+  float sum = 0.f;
+  for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
+    row[c] = to_float(inp[offset + c]) + to_float(residual[offset + c]);
+    sum += row[c];
+  }
+  const float mean = block_sum(sum, scratch) / static_cast<float>(channels);
+  float squares = 0.f;
+  for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
+    const float centred = row[c] - mean;
+    squares += centred * centred;
+  }
+  const float rstd = rsqrtf(block_sum(squares, scratch) / static_cast<float>(channels) + eps);
+  for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
+    out[offset + c] =
+        from_float<T>((row[c] - mean) * rstd * to_float(gamma[c]) + to_float(beta[c]));
+  }
+}
+
+}  // namespace
+
+void add_layer_norm_forward(void* out, const void* inp, const void* residual, const void* gamma,
+                            const void* beta, int64_t rows, int64_t channels, float eps,
+                            ElementType type, Stream stream) {
+  if (rows == 0) return;
+  if (channels > kMaxLayerNormChannels) {
+    throw std::logic_error("add_layer_norm_forward: width beyond kMaxLayerNormChannels");
+  }
+  const int threads = channels >= 1024 ? 1024 : (channels >= 256 ? 256 : 64);
+  const size_t shared = static_cast<size_t>(channels) * sizeof(float);
+  dispatch_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    add_layer_norm_forward_kernel<T><<<static_cast<unsigned>(rows), threads, shared, stream>>>(
+        static_cast<T*>(out), static_cast<const T*>(inp), static_cast<const T*>(residual),
+        static_cast<const T*>(gamma), static_cast<const T*>(beta), channels, eps);
+  });
+  check_last_launch("add_layer_norm_forward_kernel");
+}
+
+}  // namespace xlate::kernels

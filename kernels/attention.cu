@@ -1,0 +1,123 @@
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kernels/cuda_runtime.h"
+#include "kernels/device_math.cuh"
+
+namespace xlate::kernels {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kLanesDims = kMaxAttentionHeadDim / kWarpSize;  // head dims per lane
+
+// One block of kWarps warps per (head, query position, row). Warp w visits key positions
+// w, w + kWarps, ...; its 32 lanes split the head dimensions for the dot product and for the
+// weighted value sum. Each warp keeps an online softmax (running max m, running sum l, running
+// weighted values acc), so no score vector or [T, S] matrix is ever stored; the warps' partial
+// results are merged at the end: out = Σ_w acc_w e^(m_w - M) / Σ_w l_w e^(m_w - M).
+template <typename T>
+__global__ void attention_forward_kernel(T* out, const T* query, const T* keys, const T* values,
+                                         const int32_t* key_rows, const int32_t* key_lengths,
+                                         AttentionShape shape, float scale) {
+  __shared__ float warp_max_score[kWarps];
+  __shared__ float warp_total[kWarps];
+  __shared__ float warp_values[kWarps][kMaxAttentionHeadDim];
+  const int head = blockIdx.x;
+  const int64_t t = blockIdx.y, n = blockIdx.z;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int64_t length = key_lengths[n];
+  const int64_t visible_unclamped = shape.causal ? length - shape.steps + t + 1 : length;
+  const int64_t visible = visible_unclamped < 0 ? 0
+                          : (visible_unclamped > shape.table_width ? shape.table_width
+                                                                   : visible_unclamped);
+  const int64_t query_row = n * shape.steps + t;
+  T* out_head = out + query_row * shape.heads * shape.value_dim + head * shape.value_dim;
+  if (visible == 0) {
+    for (int d = threadIdx.x; d < shape.value_dim; d += blockDim.x) {
+      out_head[d] = from_float<T>(0.f);
+    }
+    return;
+  }
+
+  float q[kLanesDims];
+  const T* query_head = query + query_row * shape.heads * shape.key_dim + head * shape.key_dim;
+#pragma unroll
+  for (int j = 0; j < kLanesDims; ++j) {
+    const int d = lane + j * kWarpSize;
+    q[j] = d < shape.key_dim ? to_float(query_head[d]) * scale : 0.f;
+  }
+  float running_max = -INFINITY, total = 0.f, acc[kLanesDims];
+#pragma unroll
+  for (int j = 0; j < kLanesDims; ++j) acc[j] = 0.f;
+
+  const int32_t* positions = key_rows + n * shape.table_width;
+  for (int64_t s = warp; s < visible; s += kWarps) {
+    const int64_t row = positions[s];
+    const T* key = keys + row * shape.key_stride + head * shape.key_dim;
+    float partial = 0.f;
+#pragma unroll
+    for (int j = 0; j < kLanesDims; ++j) {
+      const int d = lane + j * kWarpSize;
+      if (d < shape.key_dim) partial += q[j] * to_float(key[d]);
+    }
+    const float score = warp_sum(partial);
+    const float new_max = fmaxf(running_max, score);
+    const float rescale = expf(running_max - new_max);  // 0 on the first key (max was -inf)
+    const float weight = expf(score - new_max);
+    total = total * rescale + weight;
+    const T* value = values + row * shape.value_stride + head * shape.value_dim;
+#pragma unroll
+    for (int j = 0; j < kLanesDims; ++j) {
+      const int d = lane + j * kWarpSize;
+      acc[j] = acc[j] * rescale + (d < shape.value_dim ? weight * to_float(value[d]) : 0.f);
+    }
+    running_max = new_max;
+  }
+
+  if (lane == 0) {
+    warp_max_score[warp] = running_max;
+    warp_total[warp] = total;
+  }
+#pragma unroll
+  for (int j = 0; j < kLanesDims; ++j) {
+    const int d = lane + j * kWarpSize;
+    if (d < shape.value_dim) warp_values[warp][d] = acc[j];
+  }
+  __syncthreads();
+  float block_max_score = -INFINITY;
+  for (int w = 0; w < kWarps; ++w) block_max_score = fmaxf(block_max_score, warp_max_score[w]);
+  float normaliser = 0.f, factors[kWarps];
+  for (int w = 0; w < kWarps; ++w) {
+    // A warp that saw no key has max -inf and contributes nothing.
+    factors[w] = warp_max_score[w] == -INFINITY ? 0.f : expf(warp_max_score[w] - block_max_score);
+    normaliser += warp_total[w] * factors[w];
+  }
+  for (int d = threadIdx.x; d < shape.value_dim; d += blockDim.x) {
+    float sum = 0.f;
+    for (int w = 0; w < kWarps; ++w) sum += warp_values[w][d] * factors[w];
+    out_head[d] = from_float<T>(sum / normaliser);
+  }
+}
+
+}  // namespace
+
+void attention_forward(void* out, const void* query, const void* keys, const void* values,
+                       const int32_t* key_rows, const int32_t* key_lengths,
+                       const AttentionShape& shape, ElementType type, Stream stream) {
+  if (shape.key_dim > kMaxAttentionHeadDim || shape.value_dim > kMaxAttentionHeadDim) {
+    throw std::logic_error("attention_forward: head dimension beyond kMaxAttentionHeadDim");
+  }
+  if (shape.rows == 0 || shape.steps == 0) return;
+  const dim3 grid(static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.steps),
+                  static_cast<unsigned>(shape.rows));
+  const float scale = 1.f / std::sqrt(static_cast<float>(shape.key_dim));
+  dispatch_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    attention_forward_kernel<T><<<grid, kWarps * kWarpSize, 0, stream>>>(
+        static_cast<T*>(out), static_cast<const T*>(query), static_cast<const T*>(keys),
+        static_cast<const T*>(values), key_rows, key_lengths, shape, scale);
+  });
+  check_last_launch("attention_forward_kernel");
+}
+
+}  // namespace xlate::kernels

@@ -1,0 +1,93 @@
+#include "kernels/cuda_runtime.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+
+#include "kernels/cuda_check.h"
+
+namespace xlate::kernels {
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver / no device: clear the sticky error, report none
+    return 0;
+  }
+  return count;
+}
+
+std::string cuda_device_description(int device) {
+  cudaDeviceProp properties{};
+  XLATE_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  char text[320];
+  std::snprintf(text, sizeof(text), "%s, compute capability %d.%d, %.1f GiB", properties.name,
+                properties.major, properties.minor,
+                static_cast<double>(properties.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+void set_cuda_device(int device) { XLATE_CUDA_CHECK(cudaSetDevice(device)); }
+
+CudaStream::CudaStream() {
+  XLATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+CudaStream::~CudaStream() {
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+void CudaStream::synchronize() const { synchronize_stream(stream_); }
+
+void copy_host_to_device(void* device, const void* host, size_t bytes, Stream stream) {
+  XLATE_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
+}
+
+void copy_device_to_host(void* host, const void* device, size_t bytes, Stream stream) {
+  XLATE_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
+}
+
+void copy_device_to_device(void* to, const void* from, size_t bytes, Stream stream) {
+  XLATE_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream));
+}
+
+void fill_zero(void* device, size_t bytes, Stream stream) {
+  XLATE_CUDA_CHECK(cudaMemsetAsync(device, 0, bytes, stream));
+}
+
+void synchronize_stream(Stream stream) { XLATE_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+
+void check_last_launch(const char* kernel) { throw_on_cuda_error(cudaGetLastError(), kernel); }
+
+PinnedBuffer::PinnedBuffer(size_t bytes) : size_(bytes) {
+  XLATE_CUDA_CHECK(cudaMallocHost(&data_, bytes == 0 ? 1 : bytes));
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) cudaFreeHost(data_);
+}
+
+namespace {
+
+class CudaBackingMemory : public BackingMemory {
+ public:
+  void* allocate(size_t bytes) override {
+    void* block = nullptr;
+    const cudaError_t error = cudaMalloc(&block, bytes);
+    if (error == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // out of memory is recoverable: the allocator empties its cache
+      return nullptr;
+    }
+    throw_on_cuda_error(error, "cudaMalloc");
+    return block;
+  }
+  void release(void* block) override { cudaFree(block); }
+};
+
+}  // namespace
+
+std::unique_ptr<BackingMemory> make_cuda_backing_memory() {
+  return std::make_unique<CudaBackingMemory>();
+}
+
+}  // namespace xlate::kernels

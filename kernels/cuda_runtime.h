@@ -1,0 +1,62 @@
+// The CUDA runtime as the engine needs it, behind a CUDA-free header: device discovery, streams,
+// copies, pinned host buffers and the device memory behind CachingAllocator.
+// CUDA errors become std::runtime_error naming the call and CUDA's message (they are faults of
+// the machine or of the program, never of user input).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "kernels/caching_allocator.h"
+#include "kernels/element_type.h"
+
+namespace xlate::kernels {
+
+// The number of usable CUDA devices; 0 when there is no GPU or no driver (never throws).
+int cuda_device_count();
+// "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB"
+std::string cuda_device_description(int device);
+void set_cuda_device(int device);
+
+// A non-blocking stream of the current device, destroyed with the object.
+class CudaStream {
+ public:
+  CudaStream();
+  ~CudaStream();
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  Stream get() const { return stream_; }
+  void synchronize() const;
+
+ private:
+  Stream stream_ = nullptr;
+};
+
+void copy_host_to_device(void* device, const void* host, size_t bytes, Stream stream);
+void copy_device_to_host(void* host, const void* device, size_t bytes, Stream stream);
+void copy_device_to_device(void* to, const void* from, size_t bytes, Stream stream);
+void fill_zero(void* device, size_t bytes, Stream stream);
+void synchronize_stream(Stream stream);
+// Raises the first error of an earlier asynchronous kernel launch, if any.
+void check_last_launch(const char* kernel);
+
+// Page-locked host memory: copies from it run asynchronously and at full bus speed.
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void* data() { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// cudaMalloc/cudaFree of the current device, for CachingAllocator.
+std::unique_ptr<BackingMemory> make_cuda_backing_memory();
+
+}  // namespace xlate::kernels

@@ -1,0 +1,29 @@
+#include <stdexcept>
+
+#include "kernels/cuda_runtime.h"
+#include "kernels/device_math.cuh"
+#include "kernels/gather_rows.h"
+
+namespace xlate::kernels {
+namespace {
+
+// One block per output row, copying 16-bit words (every element type is a multiple of 2 bytes).
+__global__ void gather_rows_kernel(uint16_t* out, const uint16_t* inp, const int32_t* indices,
+                                   int64_t row_words) {
+  const int64_t r = blockIdx.x;
+  const uint16_t* source = inp + static_cast<int64_t>(indices[r]) * row_words;
+  for (int64_t i = threadIdx.x; i < row_words; i += blockDim.x) out[r * row_words + i] = source[i];
+}
+
+}  // namespace
+
+void gather_rows(void* out, const void* inp, const int32_t* indices, int64_t rows,
+                 int64_t row_bytes, Stream stream) {
+  if (row_bytes % 2 != 0) throw std::logic_error("gather_rows: row_bytes must be even");
+  if (rows == 0 || row_bytes == 0) return;
+  gather_rows_kernel<<<static_cast<unsigned>(rows), 256, 0, stream>>>(
+      static_cast<uint16_t*>(out), static_cast<const uint16_t*>(inp), indices, row_bytes / 2);
+  check_last_launch("gather_rows_kernel");
+}
+
+}  // namespace xlate::kernels

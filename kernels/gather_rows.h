@@ -1,0 +1,16 @@
+// out[r, :] = inp[indices[r], :] for r < rows: reorders KV-cache rows when beams are reordered
+// by copying (the engine's decoder addresses rows through an ancestry table instead; this is the
+// copy for caches that must stay contiguous, e.g. before handing a state to another batch).
+// Rows are `row_bytes` bytes (any element type; a multiple of 2). `out` must not alias `inp`.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/element_type.h"
+
+namespace xlate::kernels {
+
+void gather_rows(void* out, const void* inp, const int32_t* indices, int64_t rows,
+                 int64_t row_bytes, Stream stream);
+
+}  // namespace xlate::kernels

@@ -1,0 +1,225 @@
+// Every op on CUDA tensors against the CPU backend (the reference), for float32, float16 and
+// bfloat16 storage. Reduced-precision inputs are rounded to the dtype before the CPU computes
+// its reference, so a test measures the kernel's error, not the input quantisation. Skipped
+// (GTEST_SKIP) on a machine without a GPU; CI builds it and skips it.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/ops/ops.h"
+#include "tests/random_tensor.h"
+
+namespace xlate {
+namespace {
+
+Tensor int_tensor(const std::vector<int32_t>& values, std::vector<int64_t> shape) {
+  return Tensor::from_vector(values, std::move(shape));
+}
+
+class OpsCuda : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+  DType dtype() const { return GetParam(); }
+  // Allowed |gpu - cpu| relative to max(1, |cpu|), per storage dtype.
+  double tolerance() const {
+    switch (dtype()) {
+      case DType::kFloat16: return 1e-2;
+      case DType::kBFloat16: return 4e-2;
+      default: return 1e-5;
+    }
+  }
+  // The float32 values the GPU will see once `x` is stored in the dtype.
+  Tensor rounded(const Tensor& x) const { return x.to_dtype(dtype()).to_float32(); }
+  Tensor on_gpu(const Tensor& x) const {
+    return x.dtype() == DType::kInt32 ? x.to(Device::kCUDA) : x.to_dtype(dtype()).to(Device::kCUDA);
+  }
+  Tensor empty_gpu(std::vector<int64_t> shape) const {
+    return Tensor::empty(std::move(shape), dtype(), Device::kCUDA);
+  }
+  void expect_close(const Tensor& gpu, const Tensor& cpu, const std::string& what) const {
+    const Tensor actual = gpu.to(Device::kCPU).to_float32();
+    ASSERT_EQ(actual.numel(), cpu.numel()) << what;
+    int reported = 0;
+    for (int64_t i = 0; i < cpu.numel(); ++i) {
+      const double expected = cpu.data<float>()[i], got = actual.data<float>()[i];
+      const double allowed = tolerance() * std::max(1.0, std::fabs(expected));
+      if (!(std::fabs(got - expected) <= allowed) && reported++ < 5) {
+        ADD_FAILURE() << what << " at " << i << ": gpu " << got << " cpu " << expected;
+      }
+    }
+  }
+};
+
+TEST_P(OpsCuda, EmbeddingScalesAndAddsPositions) {
+  std::mt19937 generator(1);
+  const Tensor table = rounded(random_tensor({40, 24}, generator));
+  const Tensor positions = rounded(random_tensor({16, 24}, generator));
+  const Tensor tokens = int_tensor({3, 0, 39, 7, 7, 12, 1, 2, 5, 8, 9, 10, 11, 30, 31}, {3, 5});
+  Tensor expected = Tensor::empty({3, 5, 24}, DType::kFloat32);
+  embedding_forward(expected, tokens, table, positions, std::sqrt(24.f), 2);
+  Tensor out = empty_gpu({3, 5, 24});
+  embedding_forward(out, on_gpu(tokens), on_gpu(table), on_gpu(positions), std::sqrt(24.f), 2);
+  expect_close(out, expected, "embedding");
+}
+
+TEST_P(OpsCuda, LinearWithEveryEpilogue) {
+  std::mt19937 generator(2);
+  const int64_t rows = 37, inputs = 64, outputs = 48;
+  const Tensor x = rounded(random_tensor({rows, inputs}, generator, 0.5f));
+  const Tensor weight = rounded(random_tensor({outputs, inputs}, generator, 0.5f));
+  const Tensor bias = rounded(random_tensor({outputs}, generator));
+  for (bool with_bias : {false, true}) {
+    for (Activation activation : {Activation::kNone, Activation::kRelu}) {
+      const Tensor b = with_bias ? bias : Tensor();
+      Tensor expected = Tensor::empty({rows, outputs}, DType::kFloat32);
+      linear_forward(expected, x, weight, b, activation);
+      Tensor out = empty_gpu({rows, outputs});
+      linear_forward(out, on_gpu(x), on_gpu(weight), with_bias ? on_gpu(bias) : Tensor(),
+                     activation);
+      expect_close(out, expected, std::string("linear bias=") + (with_bias ? "1" : "0") +
+                                      " relu=" + (activation == Activation::kRelu ? "1" : "0"));
+    }
+  }
+}
+
+TEST_P(OpsCuda, AddLayerNormIncludingInPlace) {
+  std::mt19937 generator(3);
+  for (int64_t channels : {40, 512, 1000}) {
+    const Tensor a = rounded(random_tensor({9, channels}, generator, 2.f));
+    const Tensor b = rounded(random_tensor({9, channels}, generator));
+    const Tensor gamma = rounded(random_tensor({channels}, generator));
+    const Tensor beta = rounded(random_tensor({channels}, generator));
+    Tensor expected = Tensor::empty({9, channels}, DType::kFloat32);
+    add_layer_norm_forward(expected, a, b, gamma, beta, 1e-6f);
+    Tensor inp = on_gpu(a);
+    add_layer_norm_forward(inp, inp, on_gpu(b), on_gpu(gamma), on_gpu(beta), 1e-6f);
+    expect_close(inp, expected, "add_layer_norm C=" + std::to_string(channels));
+  }
+}
+
+// Batch-major encoder self-attention with padding: row n's keys are rows n*S .. n*S+S-1.
+TEST_P(OpsCuda, EncoderAttentionWithPadding) {
+  std::mt19937 generator(4);
+  const int64_t rows = 3, steps = 7;
+  const int heads = 4, head_dim = 16;
+  const Tensor query = rounded(random_tensor({rows, steps, heads * head_dim}, generator));
+  const Tensor keys = rounded(random_tensor({rows, steps, heads * head_dim}, generator));
+  const Tensor values = rounded(random_tensor({rows, steps, heads * head_dim}, generator));
+  std::vector<int32_t> table;
+  for (int64_t n = 0; n < rows; ++n)
+    for (int32_t s = 0; s < steps; ++s) table.push_back(static_cast<int32_t>(n * steps + s));
+  const Tensor key_rows = int_tensor(table, {rows, steps});
+  const Tensor lengths = int_tensor({7, 4, 1}, {rows});
+  Tensor expected = Tensor::empty({rows, steps, heads * head_dim}, DType::kFloat32);
+  attention_forward(expected, query, keys, values, key_rows, lengths, heads, false);
+  Tensor out = empty_gpu({rows, steps, heads * head_dim});
+  attention_forward(out, on_gpu(query), on_gpu(keys), on_gpu(values), on_gpu(key_rows),
+                    on_gpu(lengths), heads, false);
+  expect_close(out, expected, "encoder attention");
+}
+
+// Decoder attention over a time-major cache whose rows are reached through a beam-reordering
+// table, one query (a decoding step) and several (causal prefix), head dims 64 and 40.
+TEST_P(OpsCuda, CausalAttentionThroughTheRowTable) {
+  std::mt19937 generator(5);
+  const int64_t rows = 4, table_width = 12, cache_rows = 60;
+  for (int head_dim : {64, 40}) {
+    for (int64_t steps : {1, 3}) {
+      const int heads = 8;
+      const Tensor query = rounded(random_tensor({rows, steps, heads * head_dim}, generator));
+      const Tensor keys = rounded(random_tensor({cache_rows, heads * head_dim}, generator));
+      const Tensor values = rounded(random_tensor({cache_rows, heads * head_dim}, generator));
+      std::vector<int32_t> table;
+      std::uniform_int_distribution<int32_t> any_row(0, cache_rows - 1);
+      for (int64_t i = 0; i < rows * table_width; ++i) table.push_back(any_row(generator));
+      const Tensor key_rows = int_tensor(table, {rows, table_width});
+      const Tensor lengths = int_tensor({12, 3, 7, static_cast<int32_t>(steps)}, {rows});
+      Tensor expected = Tensor::empty({rows, steps, heads * head_dim}, DType::kFloat32);
+      attention_forward(expected, query, keys, values, key_rows, lengths, heads, true);
+      Tensor out = empty_gpu({rows, steps, heads * head_dim});
+      attention_forward(out, on_gpu(query), on_gpu(keys), on_gpu(values), on_gpu(key_rows),
+                        on_gpu(lengths), heads, true);
+      expect_close(out, expected, "causal attention d=" + std::to_string(head_dim) +
+                                      " T=" + std::to_string(steps));
+    }
+  }
+}
+
+TEST_P(OpsCuda, LogSoftmax) {
+  std::mt19937 generator(6);
+  const Tensor logits = rounded(random_tensor({5, 1000}, generator, 4.f));
+  Tensor expected = Tensor::empty({5, 1000}, DType::kFloat32);
+  log_softmax_forward(expected, logits);
+  Tensor out = on_gpu(logits);
+  log_softmax_forward(out, out);
+  expect_close(out, expected, "log_softmax");
+}
+
+// Each returned id must carry its own shifted log-probability, values must come best first and
+// match the CPU's k best values (ids may differ only between near-equal values).
+TEST_P(OpsCuda, LogSoftmaxTopKForBeamSearch) {
+  std::mt19937 generator(7);
+  const int64_t rows = 6, vocabulary = 8000;
+  const int k = 8;
+  const Tensor logits = rounded(random_tensor({rows, vocabulary}, generator, 3.f));
+  const Tensor offsets = random_tensor({rows}, generator, 5.f);
+  Tensor expected_values = Tensor::empty({rows, k}, DType::kFloat32);
+  Tensor expected_ids = Tensor::empty({rows, k}, DType::kInt32);
+  log_softmax_top_k(expected_values, expected_ids, logits, offsets, k);
+  Tensor log_probs = Tensor::empty({rows, vocabulary}, DType::kFloat32);
+  log_softmax_forward(log_probs, logits);
+
+  Tensor values = Tensor::empty({rows, k}, DType::kFloat32, Device::kCUDA);
+  Tensor ids = Tensor::empty({rows, k}, DType::kInt32, Device::kCUDA);
+  log_softmax_top_k(values, ids, on_gpu(logits), offsets.to(Device::kCUDA), k);
+  expect_close(values, expected_values, "top-k values");
+  const Tensor host_ids = ids.to(Device::kCPU), host_values = values.to(Device::kCPU);
+  for (int64_t n = 0; n < rows; ++n) {
+    for (int j = 0; j < k; ++j) {
+      const int32_t id = host_ids.data<int32_t>()[n * k + j];
+      ASSERT_TRUE(id >= 0 && id < vocabulary);
+      const float own = log_probs.data<float>()[n * vocabulary + id] + offsets.data<float>()[n];
+      const float* row_values = host_values.data<float>() + n * k;
+      EXPECT_NEAR(row_values[j], own, tolerance() * std::max(1.f, std::fabs(own)));
+      if (j > 0) {
+        EXPECT_GE(row_values[j - 1], row_values[j]);
+      }
+    }
+  }
+}
+
+TEST_P(OpsCuda, GatherRowsAndDeviceCopiesAreExact) {
+  std::mt19937 generator(8);
+  const Tensor cache = random_tensor({6, 2, 10}, generator).to_dtype(dtype());
+  const Tensor indices = int_tensor({5, 0, 0, 3}, {4});
+  Tensor expected = Tensor::empty({4, 2, 10}, dtype());
+  gather_rows(expected, cache, indices);
+  Tensor out = Tensor::empty({4, 2, 10}, dtype(), Device::kCUDA);
+  gather_rows(out, cache.to(Device::kCUDA), indices.to(Device::kCUDA));
+  const Tensor back = out.to(Device::kCPU);
+  ASSERT_EQ(back.nbytes(), expected.nbytes());
+  EXPECT_EQ(std::memcmp(back.raw_data(), expected.raw_data(), back.nbytes()), 0);
+  // Conversion on the device rounds exactly like the host conversion.
+  const Tensor wide = random_tensor({1000}, generator, 100.f);
+  const Tensor host_converted = wide.to_dtype(dtype());
+  const Tensor device_converted = wide.to(Device::kCUDA).to_dtype(dtype()).to(Device::kCPU);
+  EXPECT_EQ(std::memcmp(host_converted.raw_data(), device_converted.raw_data(),
+                        host_converted.nbytes()), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, OpsCuda,
+                         ::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return dtype_name(info.param);
+                         });
+
+}  // namespace
+}  // namespace xlate
