@@ -63,8 +63,9 @@ void convert_weights(TransformerWeights& weights, const ModelConfig& config,
     Tensor& tensor = *parameter.tensor;
     if (tensor.dtype() != placement.dtype) {
       // Convert where the bytes are: on the host before an upload, on the device after.
-      tensor = tensor.device() == Device::kCPU ? tensor.to_dtype(placement.dtype).to(placement.device)
-                                               : tensor.to(placement.device).to_dtype(placement.dtype);
+      tensor = tensor.device() == Device::kCPU
+                   ? tensor.to_dtype(placement.dtype).to(placement.device)
+                   : tensor.to(placement.device).to_dtype(placement.dtype);
     } else if (tensor.device() != placement.device) {
       tensor = tensor.to(placement.device);
     }
@@ -112,6 +113,8 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
                                    const Placement& placement)
     : config_(std::move(config)), weights_(std::move(weights)), placement_(placement) {
   convert_weights(weights_, config_, placement_);
+  // The uploads ran on this thread's stream; the model is used from other workers' streams.
+  if (placement_.device == Device::kCUDA) cuda_backend::synchronize();
 }
 
 Tensor TransformerModel::activations(std::vector<int64_t> shape) const {

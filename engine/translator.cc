@@ -37,8 +37,9 @@ absl::Status TranslationOptions::Validate() const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Translator>> Translator::Load(const std::string& model_dir) {
-  auto model = TransformerModel::Load(model_dir);
+absl::StatusOr<std::unique_ptr<Translator>> Translator::Load(const std::string& model_dir,
+                                                             const Placement& placement) {
+  auto model = TransformerModel::Load(model_dir, placement);
   if (!model.ok()) return model.status();
   auto tokenizer = Tokenizer::Load((std::filesystem::path(model_dir) / "spm.model").string());
   if (!tokenizer.ok()) return tokenizer.status();

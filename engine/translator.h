@@ -56,7 +56,9 @@ class BatchTranslation {
 class Translator {
  public:
   // Loads config.json, model.safetensors and spm.model from `model_dir`.
-  static absl::StatusOr<std::unique_ptr<Translator>> Load(const std::string& model_dir);
+  // The model computes on `placement` (engine/placement_flags.h reads it from flags).
+  static absl::StatusOr<std::unique_ptr<Translator>> Load(const std::string& model_dir,
+                                                         const Placement& placement = {});
   Translator(std::shared_ptr<const TransformerModel> model, std::unique_ptr<Tokenizer> tokenizer);
 
   absl::StatusOr<std::vector<Translation>> Translate(const std::vector<std::string>& sentences,

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/continuous_decoder.h"
+#include "engine/placement_flags.h"
 #include "engine/translator.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
@@ -35,6 +36,8 @@ ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 = any free port, printed at start)");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port, printed)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto picks CUDA when present)");
+ABSL_FLAG(std::string, compute_type, "auto",
+          "auto, float32, float16 or bfloat16 (auto: float16 on CUDA, float32 on the CPU)");
 ABSL_FLAG(int, threads, 0, "engine CPU threads (0 = all cores)");
 ABSL_FLAG(int64_t, max_batch_tokens, 8192, "padded source tokens per engine batch");
 ABSL_FLAG(int, max_batch_sentences, 64, "sentences per engine batch");
@@ -108,13 +111,6 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials() {
 }
 
 absl::Status check_flags() {
-  const std::string device = absl::GetFlag(FLAGS_device);
-  if (device != "auto" && device != "cpu" && device != "cuda") {
-    return absl::InvalidArgumentError("--device must be auto, cpu or cuda, not \"" + device + "\"");
-  }
-  if (device == "cuda") {
-    return absl::FailedPreconditionError("--device=cuda: this build has no CUDA backend yet");
-  }
   const std::pair<const char*, int64_t> positive[] = {
       {"--max_batch_tokens", absl::GetFlag(FLAGS_max_batch_tokens)},
       {"--max_batch_sentences", absl::GetFlag(FLAGS_max_batch_sentences)},
@@ -147,9 +143,10 @@ int serve() {
   if (auto status = check_flags(); !status.ok()) return fail(std::string(status.message()), 2);
   auto server_credentials = credentials();
   if (!server_credentials.ok()) return fail(std::string(server_credentials.status().message()), 2);
-  if (absl::GetFlag(FLAGS_device) == "auto") {
-    std::cerr << "xlate-server: --device=auto: no CUDA backend in this build, using the CPU\n";
-  }
+  auto placement =
+      resolve_placement(absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_compute_type));
+  if (!placement.ok()) return fail(std::string(placement.status().message()), 2);
+  if (!placement->note.empty()) std::cerr << "xlate-server: " << placement->note << "\n";
   if (absl::GetFlag(FLAGS_threads) > 0) omp_set_num_threads(absl::GetFlag(FLAGS_threads));
 
   // SIGTERM/SIGINT are taken by sigwait() below, never by a handler on a random thread.
@@ -160,7 +157,7 @@ int serve() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
-  auto translator = Translator::Load(model_dir);
+  auto translator = Translator::Load(model_dir, placement->placement);
   if (!translator.ok()) return fail(std::string(translator.status().message()));
   std::string model_name = absl::GetFlag(FLAGS_model_name);
   if (model_name.empty()) {
@@ -168,7 +165,9 @@ int serve() {
     if (model_name.empty()) model_name = std::filesystem::path(model_dir).parent_path().filename();
   }
   const ModelConfig& config = (*translator)->model().config();
-  ServerMetrics metrics({model_name, "cpu", "float32", config.source_lang, config.target_lang});
+  ServerMetrics metrics({model_name, device_label(placement->placement.device),
+                        dtype_label(placement->placement.dtype), config.source_lang,
+                        config.target_lang});
 
   std::unique_ptr<prometheus::Exposer> exposer;
   try {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/tools/commands.h"
+#include "engine/placement_flags.h"
 #include "engine/translator.h"
 
 ABSL_FLAG(std::string, model_dir, "",
@@ -24,6 +25,9 @@ ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text |
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
 ABSL_FLAG(int, batch_size, 32, "sentences per batch");
 ABSL_FLAG(int, threads, 0, "CPU threads (0 = all cores)");
+ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto: CUDA when a GPU is visible)");
+ABSL_FLAG(std::string, compute_type, "auto",
+          "auto, float32, float16 or bfloat16 (auto: float16 on CUDA, float32 on the CPU)");
 
 namespace xlate::tools {
 namespace {
@@ -82,7 +86,14 @@ int run_translate() {
       return 2;
     }
   }
-  auto translator = Translator::Load(model_dir);
+  auto placement =
+      resolve_placement(absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_compute_type));
+  if (!placement.ok()) {
+    std::cerr << "xlate translate: " << placement.status().message() << "\n";
+    return 2;
+  }
+  if (!placement->note.empty()) std::cerr << "xlate translate: " << placement->note << "\n";
+  auto translator = Translator::Load(model_dir, placement->placement);
   if (!translator.ok()) {
     std::cerr << "xlate translate: " << translator.status().message() << "\n";
     return 1;

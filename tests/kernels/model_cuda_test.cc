@@ -1,0 +1,84 @@
+// The whole model on the GPU against the CPU: float32 translations equal the CPU's (beam 4 and
+// greedy, batched), float16/bfloat16 next-token logits stay within tolerance. Skipped without
+// a GPU.
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/translator.h"
+#include "tests/test_paths.h"
+
+namespace xlate {
+namespace {
+
+std::vector<std::string> sample_sentences(size_t count) {
+  std::ifstream file(testing::sample_text());
+  std::vector<std::string> lines;
+  for (std::string line; lines.size() < count && std::getline(file, line);) lines.push_back(line);
+  return lines;
+}
+
+class ModelCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+  std::unique_ptr<Translator> load(const Placement& placement) {
+    auto loaded = Translator::Load(testing::tiny_model_dir(), placement);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    return loaded.ok() ? *std::move(loaded) : nullptr;
+  }
+};
+
+TEST_F(ModelCuda, Float32TranslationsEqualTheCpu) {
+  auto cpu = load({Device::kCPU, DType::kFloat32});
+  auto gpu = load({Device::kCUDA, DType::kFloat32});
+  ASSERT_TRUE(cpu && gpu);
+  const std::vector<std::string> sentences = sample_sentences(24);
+  for (int beam : {1, 4}) {
+    TranslationOptions options;
+    options.beam_size = beam;
+    options.max_batch_size = 8;
+    auto expected = cpu->Translate(sentences, options);
+    auto actual = gpu->Translate(sentences, options);
+    ASSERT_TRUE(expected.ok() && actual.ok());
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      EXPECT_EQ((*actual)[i].hypotheses, (*expected)[i].hypotheses) << "beam " << beam << " #" << i;
+      EXPECT_NEAR((*actual)[i].scores[0], (*expected)[i].scores[0], 1e-3);
+    }
+  }
+}
+
+// Teacher-forced logits of a few sentences, reduced precision against the CPU's float32.
+TEST_F(ModelCuda, ReducedPrecisionLogitsStayClose) {
+  auto cpu = load({Device::kCPU, DType::kFloat32});
+  ASSERT_TRUE(cpu);
+  const std::vector<int32_t> source_ids = {5, 17, 42, 8, 99, 2};
+  const Tensor source = Tensor::from_vector(source_ids, {1, 6});
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{6}, {1});
+  const Tensor prefix = Tensor::from_vector(std::vector<int32_t>{1, 30, 31, 32}, {1, 4});
+  auto logits_of = [&](const TransformerModel& model) {
+    DecoderState state = model.start_decoding(model.encode(source, lengths), lengths, 1, 8);
+    return model.decode(state, prefix);
+  };
+  const Tensor expected = logits_of(cpu->model());
+  for (auto [dtype, tolerance] : {std::pair{DType::kFloat16, 2e-2}, {DType::kBFloat16, 8e-2}}) {
+    auto gpu = load({Device::kCUDA, dtype});
+    ASSERT_TRUE(gpu);
+    const Tensor actual = logits_of(gpu->model());
+    ASSERT_EQ(actual.numel(), expected.numel());
+    double worst = 0;
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      const double difference = double(actual.data<float>()[i]) - expected.data<float>()[i];
+      worst = std::max(worst, std::fabs(difference));
+    }
+    EXPECT_LE(worst, tolerance * 10) << dtype_name(dtype) << " worst |Δlogit| " << worst;
+  }
+}
+
+}  // namespace
+}  // namespace xlate

@@ -1,0 +1,60 @@
+// --device / --compute_type resolution on this machine (with or without a GPU).
+#include "engine/placement_flags.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/backend/cuda_backend.h"
+
+namespace xlate {
+namespace {
+
+bool gpu_usable() { return cuda_backend::built() && cuda_backend::device_count() > 0; }
+
+TEST(PlacementFlags, AutoPicksCudaInFloat16WhenUsableElseTheCpuWithALogLine) {
+  auto resolved = resolve_placement("auto", "auto");
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  if (gpu_usable()) {
+    EXPECT_EQ(resolved->placement.device, Device::kCUDA);
+    EXPECT_EQ(resolved->placement.dtype, DType::kFloat16);
+  } else {
+    EXPECT_EQ(resolved->placement.device, Device::kCPU);
+    EXPECT_EQ(resolved->placement.dtype, DType::kFloat32);
+    EXPECT_NE(resolved->note.find("running on the CPU"), std::string::npos) << resolved->note;
+  }
+}
+
+TEST(PlacementFlags, TheCpuComputesInFloat32Only) {
+  auto resolved = resolve_placement("cpu", "F32");
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(resolved->placement.device, Device::kCPU);
+  EXPECT_TRUE(resolved->note.empty());
+  for (const char* dtype : {"float16", "bf16"}) {
+    auto refused = resolve_placement("cpu", dtype);
+    ASSERT_FALSE(refused.ok()) << dtype;
+    EXPECT_NE(refused.status().message().find("needs --device cuda"), std::string::npos)
+        << refused.status();
+  }
+}
+
+TEST(PlacementFlags, UnknownNamesAreRefusedWithTheChoices) {
+  auto device = resolve_placement("gpu", "auto");
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(device.status().message().find("auto, cpu or cuda"), std::string::npos);
+  auto dtype = resolve_placement("cpu", "fp8");
+  ASSERT_FALSE(dtype.ok());
+  EXPECT_NE(dtype.status().message().find("float32, float16 or bfloat16"), std::string::npos);
+}
+
+TEST(PlacementFlags, CudaWithoutAGpuIsAClearError) {
+  if (gpu_usable()) GTEST_SKIP() << "this machine has a GPU";
+  auto resolved = resolve_placement("cuda", "auto");
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_EQ(resolved.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(resolved.status().message().find("no CUDA device") != std::string::npos ||
+              resolved.status().message().find("no CUDA backend") != std::string::npos)
+      << resolved.status();
+}
+
+}  // namespace
+}  // namespace xlate
