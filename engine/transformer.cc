@@ -46,15 +46,24 @@ std::vector<int32_t> identity(int64_t count) {
 
 // Writes fresh keys/values [R, T, C] into the time-major cache [S_max, R_cap, C]: step t of row r
 // goes to position writes.positions[r] + t of physical slot writes.slots[r].
-void append_to_cache(Tensor& cache, const Tensor& fresh, const TransformerModel::CacheWrites& writes) {
-  const int64_t rows = fresh.dim(0), steps = fresh.dim(1), channels = fresh.dim(2);
-  const int64_t slots = cache.dim(1);
-  for (int64_t t = 0; t < steps; ++t) {
-    for (int64_t r = 0; r < rows; ++r) {
-      cache.view(((writes.positions[r] + t) * slots + writes.slots[r]) * channels, {channels})
-          .copy_from(fresh.view((r * steps + t) * channels, {channels}));
+// cache_rows [R*T] (host): the row of the cache viewed as [S_max * R_cap, C].
+void append_to_cache(Tensor& cache, const Tensor& fresh, const Tensor& cache_rows) {
+  Tensor rows = cache.reshape({cache.dim(0) * cache.dim(1), cache.dim(2)});
+  scatter_rows(rows, fresh, cache_rows);
+}
+
+// Where step t of row r goes: position writes.positions[r] + t of slot writes.slots[r], as a row
+// of the time-major cache [S_max * R_cap, C]; [R * T] in fresh's row order.
+Tensor cache_rows_of(const TransformerModel::CacheWrites& writes, int64_t steps, int64_t slots) {
+  const int64_t rows = static_cast<int64_t>(writes.slots.size());
+  std::vector<int32_t> table(static_cast<size_t>(rows * steps));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < steps; ++t) {
+      table[r * steps + t] =
+          static_cast<int32_t>((writes.positions[r] + t) * slots + writes.slots[r]);
     }
   }
+  return Tensor::from_vector(table, {rows * steps});
 }
 
 void convert_weights(TransformerWeights& weights, const ModelConfig& config,
@@ -75,6 +84,7 @@ void convert_weights(TransformerWeights& weights, const ModelConfig& config,
 }  // namespace
 
 struct TransformerModel::KeyTables {
+  Tensor cache_rows;                 // [R * T]: where the new keys/values go (cache_rows_of)
   Tensor self_rows, self_lengths;    // [R, length + T], [R]
   Tensor cross_rows, cross_lengths;  // [R, S_src], [R]
 };
@@ -191,12 +201,12 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
 }
 
 Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
-                                       const CacheWrites& writes, const KeyTables& tables,
+                                       const KeyTables& tables,
                                        const Tensor& x) const {
   const AttentionWeights& self = layer.self_attention;
   Tensor query = linear(x, self.query);
-  append_to_cache(cache.self_keys, linear(x, self.key), writes);
-  append_to_cache(cache.self_values, linear(x, self.value), writes);
+  append_to_cache(cache.self_keys, linear(x, self.key), tables.cache_rows);
+  append_to_cache(cache.self_values, linear(x, self.value), tables.cache_rows);
   Tensor context = activations({x.dim(0), x.dim(1), self.value.weight.dim(0)});
   attention_forward(context, query, cache.self_keys, cache.self_values, tables.self_rows,
                     tables.self_lengths, config_.decoder_heads, /*causal=*/true);
@@ -243,8 +253,9 @@ Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const
   CacheWrites writes;
   writes.positions.assign(static_cast<size_t>(rows), state.length);
   writes.slots = identity(rows);
+  tables.cache_rows = on_device(cache_rows_of(writes, steps, state.row_capacity));
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    x = decoder_layer(weights_.decoder[i], state.layers[i], writes, tables, x);
+    x = decoder_layer(weights_.decoder[i], state.layers[i], tables, x);
   }
   state.length = total;
   Tensor logits = activations({rows, steps, config_.vocab_size});
@@ -354,8 +365,9 @@ Tensor TransformerModel::decode_slots(DecoderState& state, const std::vector<int
   CacheWrites writes;
   writes.positions.assign(positions.begin(), positions.end());
   writes.slots = slots;
+  tables.cache_rows = on_device(cache_rows_of(writes, 1, state.row_capacity));
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    x = decoder_layer(weights_.decoder[i], state.layers[i], writes, tables, x);
+    x = decoder_layer(weights_.decoder[i], state.layers[i], tables, x);
   }
   Tensor logits = activations({rows, config_.vocab_size});
   linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);

@@ -79,7 +79,7 @@ class TransformerModel {
   Tensor encoder_layer(const EncoderLayerWeights& layer, const Tensor& x, const Tensor& key_rows,
                        const Tensor& lengths) const;
   Tensor decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
-                       const CacheWrites& writes, const KeyTables& tables, const Tensor& x) const;
+                       const KeyTables& tables, const Tensor& x) const;
   Tensor feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                       const LayerNormWeights& norm, const Tensor& x) const;
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement

@@ -13,4 +13,9 @@ namespace xlate::kernels {
 void gather_rows(void* out, const void* inp, const int32_t* indices, int64_t rows,
                  int64_t row_bytes, Stream stream);
 
+// out[indices[r], :] = inp[r, :] for r < rows (the indices distinct): appends new keys/values to
+// their KV-cache rows in one launch.
+void scatter_rows(void* out, const void* inp, const int32_t* indices, int64_t rows,
+                  int64_t row_bytes, Stream stream);
+
 }  // namespace xlate::kernels

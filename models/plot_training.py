@@ -58,7 +58,7 @@ def main():
     axis.set_ylabel("label-smoothed loss per token (nats)")
     axis.set_title(args.title)
     axis.grid(alpha=0.3)
-    axis.legend(loc="upper right")
+    axis.legend(loc="upper center")
     figure.tight_layout()
     figure.savefig(args.png)
     print(f"wrote {args.png}")

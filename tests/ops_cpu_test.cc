@@ -213,6 +213,15 @@ TEST(OpsCpu, GatherRowsCopiesTheIndexedRows) {
                std::logic_error);
 }
 
+TEST(OpsCpu, ScatterRowsWritesTheIndexedRowsOnly) {
+  Tensor cache = Tensor::from_vector(std::vector<float>{0, 1, 10, 11, 20, 21, 30, 31}, {4, 2});
+  const Tensor fresh = Tensor::from_vector(std::vector<float>{-1, -2, -3, -4}, {2, 1, 2});
+  scatter_rows(cache, fresh, Tensor::from_vector(std::vector<int32_t>{3, 1}, {2}));
+  expect_near_all(cache, {0, 1, -3, -4, 20, 21, -1, -2}, 0);
+  EXPECT_THROW(scatter_rows(cache, fresh, Tensor::from_vector(std::vector<int32_t>{4, 0}, {2})),
+               std::logic_error);
+}
+
 TEST(OpsCpu, ShapeMismatchIsALogicError) {
   Tensor x = Tensor::zeros({2, 3}, DType::kFloat32);
   Tensor weight = Tensor::zeros({4, 5}, DType::kFloat32);

@@ -163,4 +163,21 @@ void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
   cpu::gather_rows(out, inp, indices);
 }
 
+void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
+  require(out.defined() && inp.defined() && out.dtype() == inp.dtype() &&
+              out.device() == inp.device(),
+          "scatter_rows", "out and inp must share dtype and device");
+  require_int32_like(indices, inp, "scatter_rows", "indices");
+  require(out.rank() >= 1 && out.dim(0) > 0, "scatter_rows", "out needs a leading row axis");
+  const int64_t row_elements = out.numel() / out.dim(0);
+  require(inp.numel() == indices.numel() * row_elements, "scatter_rows",
+          "inp must be [R, ...] with out's row size");
+  if (on_cuda(out)) return cuda::scatter_rows(out, inp, indices);
+  const int32_t* rows = indices.data<int32_t>();
+  for (int64_t r = 0; r < indices.numel(); ++r) {
+    require(rows[r] >= 0 && rows[r] < out.dim(0), "scatter_rows", "index beyond out's rows");
+  }
+  cpu::scatter_rows(out, inp, indices);
+}
+
 }  // namespace xlate

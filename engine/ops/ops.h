@@ -57,4 +57,8 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
 // (same row size and dtype); reorders cache rows by copying. `out` must not alias `inp`.
 void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
 
+// out[indices[r], ...] = inp[r, ...] for r < R: indices int32 [R] (distinct), inp [R, ...],
+// out [O, ...] (same row size and dtype); writes new keys/values into their KV-cache rows.
+void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
+
 }  // namespace xlate

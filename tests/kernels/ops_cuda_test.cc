@@ -196,7 +196,7 @@ TEST_P(OpsCuda, LogSoftmaxTopKForBeamSearch) {
   }
 }
 
-TEST_P(OpsCuda, GatherRowsAndDeviceCopiesAreExact) {
+TEST_P(OpsCuda, GatherScatterAndDeviceCopiesAreExact) {
   std::mt19937 generator(8);
   const Tensor cache = random_tensor({6, 2, 10}, generator).to_dtype(dtype());
   const Tensor indices = int_tensor({5, 0, 0, 3}, {4});
@@ -207,6 +207,13 @@ TEST_P(OpsCuda, GatherRowsAndDeviceCopiesAreExact) {
   const Tensor back = out.to(Device::kCPU);
   ASSERT_EQ(back.nbytes(), expected.nbytes());
   EXPECT_EQ(std::memcmp(back.raw_data(), expected.raw_data(), back.nbytes()), 0);
+  Tensor scattered = cache.clone(), scattered_gpu = cache.to(Device::kCUDA);
+  const Tensor fresh = random_tensor({2, 2, 10}, generator).to_dtype(dtype());
+  const Tensor targets = int_tensor({4, 1}, {2});
+  scatter_rows(scattered, fresh, targets);
+  scatter_rows(scattered_gpu, fresh.to(Device::kCUDA), targets.to(Device::kCUDA));
+  EXPECT_EQ(std::memcmp(scattered_gpu.to(Device::kCPU).raw_data(), scattered.raw_data(),
+                        scattered.nbytes()), 0);
   // Conversion on the device rounds exactly like the host conversion.
   const Tensor wide = random_tensor({1000}, generator, 100.f);
   const Tensor host_converted = wide.to_dtype(dtype());

@@ -14,4 +14,14 @@ void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
   }
 }
 
+void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
+  const size_t row_bytes = out.nbytes() / static_cast<size_t>(out.dim(0));
+  const char* source = static_cast<const char*>(inp.raw_data());
+  char* destination = static_cast<char*>(out.raw_data());
+  for (int64_t r = 0; r < indices.numel(); ++r) {
+    std::memcpy(destination + indices.data<int32_t>()[r] * row_bytes, source + r * row_bytes,
+                row_bytes);
+  }
+}
+
 }  // namespace xlate::cpu

@@ -18,5 +18,6 @@ void log_softmax_forward(Tensor& out, const Tensor& inp);
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k);
 void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
+void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
 
 }  // namespace xlate::cuda

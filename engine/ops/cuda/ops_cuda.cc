@@ -88,4 +88,10 @@ void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
                        cuda_backend::stream());
 }
 
+void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
+  kernels::scatter_rows(out.raw_data(), inp.raw_data(), indices.data<int32_t>(), indices.numel(),
+                        static_cast<int64_t>(out.nbytes() / static_cast<size_t>(out.dim(0))),
+                        cuda_backend::stream());
+}
+
 }  // namespace xlate::cuda

@@ -29,5 +29,6 @@ void attention_forward(Tensor&, const Tensor&, const Tensor&, const Tensor&, con
 void log_softmax_forward(Tensor&, const Tensor&) { unavailable(); }
 void log_softmax_top_k(Tensor&, Tensor&, const Tensor&, const Tensor&, int) { unavailable(); }
 void gather_rows(Tensor&, const Tensor&, const Tensor&) { unavailable(); }
+void scatter_rows(Tensor&, const Tensor&, const Tensor&) { unavailable(); }
 
 }  // namespace xlate::cuda
