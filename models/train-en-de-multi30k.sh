@@ -28,5 +28,6 @@ OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" "$trainer" train --data "$run/data" --ou
   --validate_every_steps 500 --bleu_sentences 200 --bleu_beam_size 4 --log_every_steps 50
 
 # The shipped model: the mean of the last 5 checkpoints, stored as fp16.
-"$trainer" average --last 5 --dtype F16 --output "$run/averaged" "$run/train"
+"$trainer" average --last 5 --dtype F16 --source_lang en --target_lang de \
+  --output "$run/averaged" "$run/train"
 echo "averaged model: $run/averaged"

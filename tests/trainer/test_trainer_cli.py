@@ -77,8 +77,12 @@ class TrainerCliTest(unittest.TestCase):
         kept = sorted(os.listdir(os.path.join(run, "checkpoints")))
         self.assertEqual(kept, ["step-00000002", "step-00000003", "step-00000004"])
         model = os.path.join(self.root, "averaged")
-        h.run([h.TRAINER, "average", "--last", "2", "--output", model, run])
+        h.run([h.TRAINER, "average", "--last", "2", "--source_lang", "en", "--target_lang", "de",
+               "--output", model, run])
         averaged = h.weights(model)
+        with open(os.path.join(model, "config.json"), encoding="utf-8") as f:
+            config = h.json.load(f)
+        self.assertEqual((config["source_lang"], config["target_lang"]), ("en", "de"))
         w3, w4 = h.weights(h.checkpoint_path(run, 3)), h.weights(h.checkpoint_path(run, 4))
         for name in averaged:
             np.testing.assert_allclose(averaged[name], (w3[name] + w4[name]) / 2, rtol=1e-6,

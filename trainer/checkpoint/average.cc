@@ -8,7 +8,7 @@
 namespace xlate::trainer {
 
 absl::Status average_checkpoints(const std::vector<std::string>& checkpoints,
-                                 const std::string& output, DType dtype) {
+                                 const AverageOutput& output) {
   if (checkpoints.empty()) return absl::InvalidArgumentError("average: no checkpoints given");
   absl::StatusOr<LoadedModel> first = load_model_directory(checkpoints[0]);
   if (!first.ok()) return first.status();
@@ -35,14 +35,20 @@ absl::Status average_checkpoints(const std::vector<std::string>& checkpoints,
     float* values = parameter.tensor->data<float>();
     for (int64_t e = 0; e < parameter.tensor->numel(); ++e) values[e] *= inverse;
   }
-  absl::Status status = save_model_directory(output, config, first->weights, dtype);
+  ModelConfig written = config;
+  if (!output.source_lang.empty()) written.source_lang = output.source_lang;
+  if (!output.target_lang.empty()) written.target_lang = output.target_lang;
+  absl::Status status = save_model_directory(output.directory, written, first->weights, output.dtype);
   if (!status.ok()) return status;
   std::error_code error;
   const std::filesystem::path spm = std::filesystem::path(checkpoints[0]) / "spm.model";
   if (std::filesystem::exists(spm)) {
-    std::filesystem::copy_file(spm, std::filesystem::path(output) / "spm.model",
+    std::filesystem::copy_file(spm, std::filesystem::path(output.directory) / "spm.model",
                                std::filesystem::copy_options::overwrite_existing, error);
-    if (error) return absl::InternalError(absl::StrCat("average: cannot copy ", spm.string(), ": ", error.message()));
+    if (error) {
+      return absl::InternalError(
+          absl::StrCat("average: cannot copy ", spm.string(), ": ", error.message()));
+    }
   }
   return absl::OkStatus();
 }

@@ -11,10 +11,19 @@
 
 namespace xlate::trainer {
 
+// What the averaged model directory is written as.
+struct AverageOutput {
+  std::string directory;
+  DType dtype = DType::kFloat32;
+  // Language codes for its config.json (what the server matches requests against); empty
+  // keeps the checkpoints' codes.
+  std::string source_lang, target_lang;
+};
+
 // Averages `checkpoints` (model directories or training checkpoints) into `output` (config,
-// weights in `dtype`, and the first checkpoint's spm.model). Different architectures are an
-// error naming the two directories.
+// weights, and the first checkpoint's spm.model). Different architectures are an error naming
+// the two directories.
 absl::Status average_checkpoints(const std::vector<std::string>& checkpoints,
-                                 const std::string& output, DType dtype);
+                                 const AverageOutput& output);
 
 }  // namespace xlate::trainer

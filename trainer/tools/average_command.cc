@@ -10,6 +10,10 @@
 ABSL_FLAG(int, last, 5, "with a run directory: average its last N checkpoints (the paper: 5 "
           "for base, 20 for big)");
 ABSL_FLAG(std::string, dtype, "F32", "stored weight type: F32, F16 or BF16");
+ABSL_FLAG(std::string, source_lang, "",
+          "source language code for the averaged model's config (default: the checkpoints')");
+ABSL_FLAG(std::string, target_lang, "",
+          "target language code for the averaged model's config (default: the checkpoints')");
 
 namespace xlate::trainer::tools {
 namespace {
@@ -52,9 +56,11 @@ int run_average() {
     std::cerr << "xlate-trainer average: --output is required\n";
     return 2;
   }
+  AverageOutput written{output, dtype, absl::GetFlag(FLAGS_source_lang),
+                        absl::GetFlag(FLAGS_target_lang)};
   absl::StatusOr<std::vector<std::string>> checkpoints = checkpoints_to_average();
-  absl::Status status = checkpoints.ok() ? average_checkpoints(*checkpoints, output, dtype)
-                                         : checkpoints.status();
+  absl::Status status =
+      checkpoints.ok() ? average_checkpoints(*checkpoints, written) : checkpoints.status();
   if (!status.ok()) {
     std::cerr << "xlate-trainer average: " << status.message() << "\n";
     return 1;
