@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""CPU throughput benchmark: xlate against CTranslate2 on the very same weights.
+"""Throughput benchmark: xlate against CTranslate2 (and optionally Hugging Face MarianMT) on the
+very same weights, on the CPU or (--device cuda) on a GPU.
 
     python3 bench/compare_ctranslate2.py --model_dir D [--sentences 500] [--batch_size 32]
         [--beam_size 4] [--threads 2] [--xlate_bench build/bench/xlate_translate_bench]
@@ -64,7 +65,8 @@ def ct2_worker(job_path, out_path):
     rss_before_model_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     translator = ctranslate2.Translator(
-        job["ct2_dir"], device="cpu", compute_type="float32",
+        job["ct2_dir"], device=job.get("device", "cpu"),
+        compute_type=job.get("compute_type", "float32"),
         intra_threads=job["threads"], inter_threads=1)
     load_seconds = time.perf_counter() - t0
     eos = job["eos_token"]
@@ -201,6 +203,7 @@ def make_plan(sp, sources, references, batch_size, max_extra, max_positions):
             "indices": idx,
             "length": length,
             "source": [src_pieces[i] for i in idx],
+            "ids": [sp.piece_to_id(src_pieces[i]) for i in idx],
             "text": [sources[i] for i in idx],
         })
     return batches
@@ -270,10 +273,20 @@ def main():
     ap.add_argument("--repeats", type=int, default=1,
                     help="run each system this many times (each in a fresh process) and keep the "
                          "fastest run; peak RSS is the largest seen")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where every system runs (cuda: a GPU machine)")
+    ap.add_argument("--compute_type", default=None,
+                    help="xlate's --compute_type and the peers' precision (default: float32 on "
+                         "the CPU, float16 on CUDA)")
+    ap.add_argument("--marian", action="store_true",
+                    help="also run Hugging Face MarianMT generate on the same weights "
+                         "(bench/marian_generate_worker.py; needs torch and transformers)")
     ap.add_argument("--skip_ct2", action="store_true")
     ap.add_argument("--skip_xlate", action="store_true")
     ap.add_argument("--json_out", default=None)
     args = ap.parse_args()
+    if args.compute_type is None:
+        args.compute_type = "float16" if args.device == "cuda" else "float32"
 
     import sentencepiece
 
@@ -290,6 +303,35 @@ def main():
     finally:
         if temp_work:
             shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def run_marian(args, cfg, model_dir, batches, work_dir):
+    """MarianMT generate on the same batches and lengths, in its own process (see the worker)."""
+    eos = int(cfg["eos_token_id"])
+    job = {
+        "model_dir": os.path.abspath(model_dir), "device": args.device,
+        "compute_type": args.compute_type, "beam_size": args.beam_size,
+        "length_penalty": args.length_penalty,
+        "batches": [{"length": b["length"],
+                     "ids": [ids + ([eos] if args.add_source_eos else []) for ids in b["ids"]]}
+                    for b in batches],
+    }
+    job_path = os.path.join(work_dir, "marian_job.json")
+    out_path = os.path.join(work_dir, "marian_result.json")
+    with open(job_path, "w", encoding="utf-8") as f:
+        json.dump(job, f)
+    print("running MarianMT generate (%s, %s) ..." % (args.device, args.compute_type),
+          file=sys.stderr)
+    status, facts = run_measured(
+        [sys.executable, os.path.join(HERE, "marian_generate_worker.py"), job_path, out_path],
+        os.path.join(work_dir, "marian_stdout.txt"))
+    if status != 0 or not os.path.exists(out_path):
+        print("error: MarianMT worker failed (exit status %d)" % status, file=sys.stderr)
+        return None
+    with open(out_path, encoding="utf-8") as f:
+        result = json.load(f)
+    result.update(facts)
+    return result
 
 
 def run(args, cfg, sp, model_dir, work_dir):
@@ -340,6 +382,8 @@ def run(args, cfg, sp, model_dir, work_dir):
             subprocess.run(cmd, check=True)
         job = {
             "ct2_dir": os.path.abspath(ct2_dir),
+            "device": args.device,
+            "compute_type": args.compute_type,
             "threads": args.threads,
             "beam_size": args.beam_size,
             "length_penalty": args.length_penalty,
@@ -390,7 +434,8 @@ def run(args, cfg, sp, model_dir, work_dir):
         xlate_note = "xlate bench binary not found at %s (build it first); CTranslate2 only" % xlate_bench
     else:
         cmd = [xlate_bench, "--model_dir", model_dir, "--plan", plan_path,
-               "--beam_size", str(args.beam_size), "--threads", str(args.threads)]
+               "--beam_size", str(args.beam_size), "--threads", str(args.threads),
+               "--device", args.device, "--compute_type", args.compute_type]
         stdout_path = os.path.join(work_dir, "xlate_stdout.txt")
         runs = []
         for rep in range(max(1, args.repeats)):
@@ -421,19 +466,24 @@ def run(args, cfg, sp, model_dir, work_dir):
             results["xlate"] = xl
     results["xlate_note"] = xlate_note
 
+    # ---- Hugging Face MarianMT
+    results["marian_hf"] = None
+    if args.marian:
+        results["marian_hf"] = run_marian(args, cfg, model_dir, batches, work_dir)
+
     # ---- report
-    rows = [r for r in (results["xlate"], results["ctranslate2"]) if r]
+    rows = [r for r in (results["xlate"], results["ctranslate2"], results["marian_hf"]) if r]
     print()
     print("%d sentences (newstest order sorted by source length), %d batches of %d, beam %d, "
           "%d threads, %d target tokens" % (n_sent, len(batches), args.batch_size,
                                             args.beam_size, args.threads, expected_tokens))
-    print("%-12s %12s %15s %12s %10s" % ("system", "sentences/s", "target tok/s", "peak RSS MB",
-                                         "seconds"))
+    print("%-12s %12s %15s %12s %12s %10s" % ("system", "sentences/s", "target tok/s",
+                                              "peak RSS MB", "GPU mem MB", "seconds"))
     for r in rows:
-        print("%-12s %12s %15s %12s %10s" % (
+        print("%-12s %12s %15s %12s %12s %10s" % (
             r["system"], fmt(r.get("sentences_per_second"), "%.2f"),
             fmt(r.get("tokens_per_second"), "%.1f"), fmt(r.get("peak_rss_mb"), "%.0f"),
-            fmt(r.get("seconds"), "%.2f")))
+            fmt(r.get("gpu_memory_mb"), "%.0f"), fmt(r.get("seconds"), "%.2f")))
     ratio = None
     if results["xlate"] and results["ctranslate2"]:
         ct2_tps = results["ctranslate2"]["tokens_per_second"]

@@ -7,7 +7,10 @@
 // every system. Tokenisation is done before timing (peers get pre-tokenised input too).
 //
 // Prints one JSON line: sentences, target_tokens, seconds, tokens_per_second,
-// sentences_per_second, peak_rss_mb, matmul_share (and the other op shares).
+// sentences_per_second, peak_rss_mb, and on the CPU matmul_share (and the other op shares: host
+// wall time, meaningless for asynchronous GPU work), on CUDA gpu_memory_mb (the caching
+// allocator's reserved bytes, its high-water mark). Per-kernel GPU time: run this binary under
+// `nsys profile --stats=true`.
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -22,6 +25,8 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "engine/backend/cuda_backend.h"
+#include "engine/placement_flags.h"
 #include "engine/profiling.h"
 #include "engine/translator.h"
 
@@ -30,6 +35,8 @@ ABSL_FLAG(std::string, plan, "", "plan file: batch_index<TAB>decode_length<TAB>s
 ABSL_FLAG(int, beam_size, 4, "beam size");
 ABSL_FLAG(int, threads, 2, "CPU threads");
 ABSL_FLAG(int, warmup_batches, 1, "batches translated once before timing");
+ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
+ABSL_FLAG(std::string, compute_type, "auto", "auto, float32, float16 or bfloat16");
 
 namespace {
 
@@ -48,7 +55,12 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   omp_set_num_threads(absl::GetFlag(FLAGS_threads));
-  auto translator = xlate::Translator::Load(absl::GetFlag(FLAGS_model_dir));
+  auto placement =
+      xlate::resolve_placement(absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_compute_type));
+  if (!placement.ok()) return fail(std::string(placement.status().message()));
+  if (!placement->note.empty()) std::cerr << "xlate_translate_bench: " << placement->note << "\n";
+  const bool on_gpu = placement->placement.device == xlate::Device::kCUDA;
+  auto translator = xlate::Translator::Load(absl::GetFlag(FLAGS_model_dir), placement->placement);
   if (!translator.ok()) return fail(std::string(translator.status().message()));
   std::ifstream plan(absl::GetFlag(FLAGS_plan));
   if (!plan) return fail("cannot open --plan " + absl::GetFlag(FLAGS_plan));
@@ -99,17 +111,23 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  const nlohmann::json report = {
+  nlohmann::json report = {
       {"system", "xlate"},
+      {"device", xlate::device_label(placement->placement.device)},
+      {"compute_type", xlate::dtype_label(placement->placement.dtype)},
       {"sentences", sentences},
       {"target_tokens", target_tokens},
       {"seconds", seconds},
       {"tokens_per_second", target_tokens / seconds},
       {"sentences_per_second", sentences / seconds},
-      {"peak_rss_mb", usage.ru_maxrss / 1024.0},
-      {"matmul_share", xlate::op_profile_seconds(xlate::OpCategory::kMatmul) / seconds},
-      {"attention_share", xlate::op_profile_seconds(xlate::OpCategory::kAttention) / seconds},
-      {"softmax_share", xlate::op_profile_seconds(xlate::OpCategory::kSoftmax) / seconds}};
+      {"peak_rss_mb", usage.ru_maxrss / 1024.0}};
+  if (on_gpu) {
+    report["gpu_memory_mb"] = xlate::cuda_backend::bytes_reserved() / (1024.0 * 1024.0);
+  } else {
+    report["matmul_share"] = xlate::op_profile_seconds(xlate::OpCategory::kMatmul) / seconds;
+    report["attention_share"] = xlate::op_profile_seconds(xlate::OpCategory::kAttention) / seconds;
+    report["softmax_share"] = xlate::op_profile_seconds(xlate::OpCategory::kSoftmax) / seconds;
+  }
   std::cout << report.dump() << std::endl;
   return 0;
 }

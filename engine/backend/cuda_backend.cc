@@ -36,6 +36,7 @@ std::shared_ptr<void> allocate(size_t bytes) {
 }
 
 size_t bytes_in_use() { return worker().allocator->stats().bytes_in_use; }
+size_t bytes_reserved() { return worker().allocator->stats().bytes_reserved; }
 
 kernels::Stream stream() { return worker().stream.get(); }
 kernels::GemmContext& gemm() { return worker().gemm; }

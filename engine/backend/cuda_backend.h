@@ -30,6 +30,8 @@ std::string device_description();
 std::shared_ptr<void> allocate(size_t bytes);
 // Bytes this worker's allocator has handed out and not received back.
 size_t bytes_in_use();
+// Bytes this worker's allocator holds from the device (in use + cached): its high-water mark.
+size_t bytes_reserved();
 
 kernels::Stream stream();
 kernels::GemmContext& gemm();

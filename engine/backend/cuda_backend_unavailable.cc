@@ -17,6 +17,7 @@ int device_count() { return 0; }
 std::string device_description() { unavailable(); }
 std::shared_ptr<void> allocate(size_t) { unavailable(); }
 size_t bytes_in_use() { return 0; }
+size_t bytes_reserved() { return 0; }
 kernels::Stream stream() { unavailable(); }
 kernels::GemmContext& gemm() { unavailable(); }
 void copy_host_to_device(void*, const void*, size_t) { unavailable(); }
