@@ -36,6 +36,25 @@ void require_int32_like(const Tensor& tensor, const Tensor& like, const char* op
 
 bool on_cuda(const Tensor& tensor) { return tensor.device() == Device::kCUDA; }
 
+// gather_rows / scatter_rows: `table` [I, ...] is addressed by indices int32 [R]; `packed`
+// [R, ...] holds one table row per index. Host indices must address rows of the table (device
+// indices are not read back).
+void require_indexed_rows(const Tensor& table, const Tensor& packed, const Tensor& indices,
+                          const char* op) {
+  require(table.defined() && packed.defined() && table.dtype() == packed.dtype() &&
+              table.device() == packed.device(),
+          op, "out and inp must share dtype and device");
+  require_int32_like(indices, table, op, "indices");
+  require(table.rank() >= 1 && table.dim(0) > 0, op, "the indexed tensor needs a leading row axis");
+  require(packed.numel() == indices.numel() * (table.numel() / table.dim(0)), op,
+          "the packed tensor must be [R, ...] with the indexed tensor's row size");
+  if (on_cuda(table)) return;
+  const int32_t* rows = indices.data<int32_t>();
+  for (int64_t r = 0; r < indices.numel(); ++r) {
+    require(rows[r] >= 0 && rows[r] < table.dim(0), op, "index beyond the indexed tensor's rows");
+  }
+}
+
 }  // namespace
 
 void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
@@ -146,37 +165,14 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
 }
 
 void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
-  require(out.defined() && inp.defined() && out.dtype() == inp.dtype() &&
-              out.device() == inp.device(),
-          "gather_rows", "out and inp must share dtype and device");
-  require_int32_like(indices, inp, "gather_rows", "indices");
-  require(inp.rank() >= 1 && out.rank() >= 1 && inp.dim(0) > 0, "gather_rows",
-          "inp and out need a leading row axis");
-  const int64_t row_elements = inp.numel() / inp.dim(0);
-  require(out.numel() == indices.numel() * row_elements, "gather_rows",
-          "out must be [R, ...] with inp's row size");
+  require_indexed_rows(inp, out, indices, "gather_rows");
   if (on_cuda(out)) return cuda::gather_rows(out, inp, indices);
-  const int32_t* rows = indices.data<int32_t>();
-  for (int64_t r = 0; r < indices.numel(); ++r) {
-    require(rows[r] >= 0 && rows[r] < inp.dim(0), "gather_rows", "index beyond inp's rows");
-  }
   cpu::gather_rows(out, inp, indices);
 }
 
 void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
-  require(out.defined() && inp.defined() && out.dtype() == inp.dtype() &&
-              out.device() == inp.device(),
-          "scatter_rows", "out and inp must share dtype and device");
-  require_int32_like(indices, inp, "scatter_rows", "indices");
-  require(out.rank() >= 1 && out.dim(0) > 0, "scatter_rows", "out needs a leading row axis");
-  const int64_t row_elements = out.numel() / out.dim(0);
-  require(inp.numel() == indices.numel() * row_elements, "scatter_rows",
-          "inp must be [R, ...] with out's row size");
+  require_indexed_rows(out, inp, indices, "scatter_rows");
   if (on_cuda(out)) return cuda::scatter_rows(out, inp, indices);
-  const int32_t* rows = indices.data<int32_t>();
-  for (int64_t r = 0; r < indices.numel(); ++r) {
-    require(rows[r] >= 0 && rows[r] < out.dim(0), "scatter_rows", "index beyond out's rows");
-  }
   cpu::scatter_rows(out, inp, indices);
 }
 
