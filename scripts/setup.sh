@@ -5,7 +5,8 @@ set -euo pipefail
 
 debian_packages=(
   build-essential cmake pkg-config git ca-certificates
-  libabsl-dev libdnnl-dev libsentencepiece-dev sentencepiece nlohmann-json3-dev
+  libabsl-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
+  libsentencepiece-dev sentencepiece nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   prometheus
