@@ -41,8 +41,19 @@ dnnl::memory wrap_f32(const dnnl::memory::dims& dims, dnnl::memory::format_tag t
                       const_cast<void*>(data));
 }
 
-void execute(const dnnl::primitive& primitive,
-             const std::unordered_map<int, dnnl::memory>& arguments) {
+dnnl::primitive_attr scratchpad_attributes() {
+  dnnl::primitive_attr attributes;
+  attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attributes;
+}
+
+void execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory> arguments) {
+  const dnnl_memory_desc_t* scratchpad = dnnl_primitive_desc_query_md(
+      primitive.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+  if (scratchpad != nullptr && scratchpad->ndims > 0) {
+    arguments.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(dnnl::memory::desc(*scratchpad),
+                                                        dnnl_engine()));
+  }
   dnnl::stream stream(dnnl_engine());
   primitive.execute(stream, arguments);
   stream.wait();

@@ -1,6 +1,9 @@
 // The oneDNN engine of the CPU backend and a cache of its primitives. Creating a primitive is
 // the expensive part of a oneDNN call, so each shape's primitive is made once and reused; the
-// cache is shared by all threads (oneDNN primitives may execute concurrently).
+// cache is shared by all threads. A primitive may execute on several threads at once only
+// because each execution brings its own scratchpad: in oneDNN's default (library) scratchpad
+// mode, executions of one primitive share a buffer, and concurrent translations corrupted each
+// other's matrix products. Make every primitive with scratchpad_attributes().
 #pragma once
 
 #include <functional>
@@ -17,12 +20,14 @@ const dnnl::engine& dnnl_engine();
 dnnl::primitive cached_primitive(const std::string& key,
                                  const std::function<dnnl::primitive()>& make);
 
+// Attributes that let execute() hand each execution a scratchpad of its own.
+dnnl::primitive_attr scratchpad_attributes();
+
 // Plain row-major f32 memory over caller-owned data.
 dnnl::memory wrap_f32(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,
                       const void* data);
 
-// Runs a primitive on a fresh stream of the engine and waits for it.
-void execute(const dnnl::primitive& primitive,
-             const std::unordered_map<int, dnnl::memory>& arguments);
+// Runs a primitive on a fresh stream of the engine, with a scratchpad of this call, and waits.
+void execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory> arguments);
 
 }  // namespace xlate::cpu

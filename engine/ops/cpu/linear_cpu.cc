@@ -14,7 +14,7 @@ using Tag = memory::format_tag;
 dnnl::primitive make_matmul(int64_t rows, int64_t outputs, int64_t inputs, bool bias, bool relu) {
   const auto f32 = memory::data_type::f32;
   const memory::desc bias_desc = bias ? memory::desc({1, outputs}, f32, Tag::ab) : memory::desc();
-  dnnl::primitive_attr attributes;
+  dnnl::primitive_attr attributes = scratchpad_attributes();
   if (relu) {
     dnnl::post_ops post;
     post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);

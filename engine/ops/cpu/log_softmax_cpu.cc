@@ -15,8 +15,8 @@ void log_softmax_forward(Tensor& out, const Tensor& inp) {
         const dnnl::memory::desc data({rows, width}, dnnl::memory::data_type::f32, Tag::ab);
         const dnnl::logsoftmax_forward::desc description(dnnl::prop_kind::forward_inference,
                                                          data, 1);
-        return dnnl::logsoftmax_forward(
-            dnnl::logsoftmax_forward::primitive_desc(description, dnnl_engine()));
+        return dnnl::logsoftmax_forward(dnnl::logsoftmax_forward::primitive_desc(
+            description, scratchpad_attributes(), dnnl_engine()));
       });
   execute(primitive, {{DNNL_ARG_SRC, wrap_f32({rows, width}, Tag::ab, inp.raw_data())},
                       {DNNL_ARG_DST, wrap_f32({rows, width}, Tag::ab, out.raw_data())}});
