@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "engine/ops/ops.h"
 
 namespace xlate {
 
@@ -107,34 +106,35 @@ void ContinuousDecoder::ReorderBeams(int slot, const std::vector<int32_t>& sourc
 
 std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
   std::vector<int32_t> tokens, rows, positions;
+  std::vector<float> row_scores;
   std::vector<int> active;  // slots, in row order
+  int candidates = 1;
   for (int slot = 0; slot < options_.max_sentences; ++slot) {
     const Sentence& sentence = sentences_[slot];
     if (sentence.handle < 0) continue;
     active.push_back(slot);
+    candidates = std::max(candidates, candidates_per_row(sentence.search));
     for (size_t b = 0; b < sentence.beam.live.size(); ++b) {
       const Hypothesis& hypothesis = sentence.beam.live[b];
       tokens.push_back(hypothesis.tokens.empty() ? sentence.search.start_token
                                                  : hypothesis.tokens.back());
       rows.push_back(static_cast<int32_t>(slot * options_.max_beam_size + b));
       positions.push_back(sentence.length);
+      row_scores.push_back(hypothesis.log_prob);
     }
   }
   std::vector<Finished> finished;
   if (active.empty()) return finished;
-  Tensor log_probs = model_.decode_slots(state_, tokens, rows, positions);
-  log_softmax_forward(log_probs, log_probs);
-  const int64_t vocabulary = log_probs.dim(1);
+  const TopK top = model_.decode_slots(state_, tokens, rows, positions, row_scores, candidates);
+  const int64_t k = top.values.dim(1);
   std::vector<std::vector<int32_t>> source_beams(active.size());
-  std::vector<int64_t> first_row(active.size());
-  for (size_t i = 0, row = 0; i < active.size(); row += sentences_[active[i]].beam.live.size(), ++i) {
-    first_row[i] = static_cast<int64_t>(row);
-  }
-#pragma omp parallel for schedule(dynamic) if (active.size() > 1)
-  for (size_t i = 0; i < active.size(); ++i) {
+  for (size_t i = 0, row = 0; i < active.size(); ++i) {
     Sentence& sentence = sentences_[active[i]];
-    advance(sentence.beam, log_probs.data<float>() + first_row[i] * vocabulary, vocabulary,
-            sentence.length + 1, sentence.search, source_beams[i]);
+    const size_t live = sentence.beam.live.size();
+    const int64_t offset = static_cast<int64_t>(row) * k;
+    advance(sentence.beam, top.values.data<float>() + offset, top.indices.data<int32_t>() + offset,
+            k, sentence.length + 1, sentence.search, source_beams[i]);
+    row += live;
   }
   for (size_t i = 0; i < active.size(); ++i) {
     Sentence& sentence = sentences_[active[i]];

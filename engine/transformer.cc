@@ -1,5 +1,6 @@
 #include "engine/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -223,6 +224,32 @@ Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, Decoder
 }
 
 Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const {
+  return logits_to_host(decode_on_device(state, tokens));
+}
+
+TopK TransformerModel::decode_top_k(DecoderState& state, const std::vector<int32_t>& tokens,
+                                    const std::vector<float>& row_scores, int k) const {
+  const int64_t rows = static_cast<int64_t>(tokens.size());
+  const Tensor logits = decode_on_device(state, Tensor::from_vector(tokens, {rows, 1}));
+  return top_k_to_host(logits.reshape({rows, config_.vocab_size}), row_scores, k);
+}
+
+TopK TransformerModel::top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores,
+                                     int k) const {
+  const int64_t rows = logits.dim(0);
+  k = static_cast<int>(std::min<int64_t>(k, logits.dim(1)));
+  const Tensor& source = k <= kMaxDeviceTopK ? logits : logits_to_host(logits);
+  const Device device = source.device();
+  TopK top{Tensor::empty({rows, k}, DType::kFloat32, device),
+           Tensor::empty({rows, k}, DType::kInt32, device)};
+  Tensor offsets = Tensor::from_vector(row_scores, {rows});
+  if (device != Device::kCPU) offsets = offsets.to(device);
+  log_softmax_top_k(top.values, top.indices, source, offsets, k);
+  if (device == Device::kCPU) return top;
+  return {top.values.to(Device::kCPU), top.indices.to(Device::kCPU)};
+}
+
+Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tokens) const {
   const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
   const int64_t total = state.length + steps;
   // New positions are written by each row into its own slot.
@@ -260,7 +287,7 @@ Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const
   state.length = total;
   Tensor logits = activations({rows, steps, config_.vocab_size});
   linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
-  return logits_to_host(logits);
+  return logits;
 }
 
 void TransformerModel::select_rows(DecoderState& state,
@@ -326,9 +353,10 @@ void TransformerModel::set_sources(DecoderState& state, const Tensor& encoder_ou
   }
 }
 
-Tensor TransformerModel::decode_slots(DecoderState& state, const std::vector<int32_t>& tokens,
-                                      const std::vector<int32_t>& slots,
-                                      const std::vector<int32_t>& positions) const {
+TopK TransformerModel::decode_slots(DecoderState& state, const std::vector<int32_t>& tokens,
+                                    const std::vector<int32_t>& slots,
+                                    const std::vector<int32_t>& positions,
+                                    const std::vector<float>& row_scores, int k) const {
   const int64_t rows = static_cast<int64_t>(slots.size());
   int64_t longest = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -371,7 +399,7 @@ Tensor TransformerModel::decode_slots(DecoderState& state, const std::vector<int
   }
   Tensor logits = activations({rows, config_.vocab_size});
   linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
-  return logits_to_host(logits);
+  return top_k_to_host(logits, row_scores, k);
 }
 
 }  // namespace xlate

@@ -11,6 +11,7 @@
 #include "engine/kv_cache.h"
 #include "engine/model_config.h"
 #include "engine/model_weights.h"
+#include "engine/ops/ops.h"
 
 namespace xlate {
 
@@ -48,6 +49,12 @@ class TransformerModel {
   // [R, T, V] of the next token at each of them. T = 1 is one incremental step; T > 1 with an
   // empty cache is the whole-prefix (teacher-forced) pass.
   Tensor decode(DecoderState& state, const Tensor& tokens) const;
+  // One incremental step (T = 1) that returns only what the search reads: per row, the k best
+  // tokens by log_softmax(logits) + row_scores[r], best first, selected on the model's device
+  // (host TopK: values float32 [R, k], indices int32 [R, k]). On a GPU this brings R·k pairs to
+  // the host instead of R·V logits.
+  TopK decode_top_k(DecoderState& state, const std::vector<int32_t>& tokens,
+                    const std::vector<float>& row_scores, int k) const;
 
   // Keeps rows: new row r continues old row source_rows[r] (beam reordering and shrinking).
   void select_rows(DecoderState& state, const std::vector<int32_t>& source_rows) const;
@@ -63,10 +70,11 @@ class TransformerModel {
                    const std::vector<int32_t>& sentence_slots) const;
   // One token for each listed row, each at its own position: row i writes position
   // positions[i] into its slot slots[i] (setting the ancestry entry) and reads its earlier
-  // positions through state.ancestry. Returns logits [n, V].
-  Tensor decode_slots(DecoderState& state, const std::vector<int32_t>& tokens,
-                      const std::vector<int32_t>& slots,
-                      const std::vector<int32_t>& positions) const;
+  // positions through state.ancestry. Returns the k best next tokens of each row as
+  // decode_top_k does, scored log_softmax(logits) + row_scores[i].
+  TopK decode_slots(DecoderState& state, const std::vector<int32_t>& tokens,
+                    const std::vector<int32_t>& slots, const std::vector<int32_t>& positions,
+                    const std::vector<float>& row_scores, int k) const;
 
   // Where each row's new keys/values go: position positions[r] (+ t) of physical slot slots[r].
   struct CacheWrites {
@@ -85,6 +93,11 @@ class TransformerModel {
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
   Tensor on_device(const Tensor& host) const;             // a host input on the model's device
   Tensor logits_to_host(const Tensor& logits) const;      // host float32 for the search
+  // decode() with the logits [R, T, V] left on the model's device.
+  Tensor decode_on_device(DecoderState& state, const Tensor& tokens) const;
+  // log_softmax_top_k of logits [R, V] on their device when the kernel takes k, else on the
+  // host; the result on the host.
+  TopK top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores, int k) const;
 
   ModelConfig config_;
   TransformerWeights weights_;

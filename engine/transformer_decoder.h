@@ -12,7 +12,8 @@ class TransformerDecoder : public IncrementalDecoder {
   TransformerDecoder(const TransformerModel& model, const Tensor& encoder_output,
                      const Tensor& source_lengths, int64_t max_rows, int64_t max_positions);
 
-  Tensor step(const std::vector<int32_t>& tokens) override;
+  TopK step(const std::vector<int32_t>& tokens, const std::vector<float>& row_scores,
+            int k) override;
   void select_rows(const std::vector<int32_t>& source_rows) override;
 
   // Logits [R, T, V] for T tokens per row at once (the teacher-forced pass).

@@ -1,8 +1,10 @@
 // Beam search and greedy search: exhaustive optimality against brute-force enumeration on a
 // tiny model, beam 1 == greedy, length limits and early stopping on scripted decoders.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -125,13 +127,24 @@ class ScriptedDecoder : public IncrementalDecoder {
  public:
   ScriptedDecoder(int vocabulary, std::function<float(int step, int token)> log_prob)
       : vocabulary_(vocabulary), log_prob_(std::move(log_prob)) {}
-  Tensor step(const std::vector<int32_t>& tokens) override {
+  TopK step(const std::vector<int32_t>& tokens, const std::vector<float>& row_scores,
+            int k) override {
     EXPECT_EQ(int64_t(tokens.size()), rows_);
-    Tensor out = Tensor::empty({rows_, vocabulary_}, DType::kFloat32);
-    for (int64_t r = 0; r < rows_; ++r)
-      for (int v = 0; v < vocabulary_; ++v) out.data<float>()[r * vocabulary_ + v] = log_prob_(steps_, v);
+    EXPECT_EQ(int64_t(row_scores.size()), rows_);
+    k = std::min(k, vocabulary_);
+    TopK top{Tensor::empty({rows_, k}, DType::kFloat32), Tensor::empty({rows_, k}, DType::kInt32)};
+    std::vector<int32_t> ids(static_cast<size_t>(vocabulary_));
+    for (int64_t r = 0; r < rows_; ++r) {
+      std::iota(ids.begin(), ids.end(), 0);
+      std::stable_sort(ids.begin(), ids.end(),
+                       [&](int32_t a, int32_t b) { return log_prob_(steps_, a) > log_prob_(steps_, b); });
+      for (int j = 0; j < k; ++j) {
+        top.values.data<float>()[r * k + j] = row_scores[r] + log_prob_(steps_, ids[j]);
+        top.indices.data<int32_t>()[r * k + j] = ids[j];
+      }
+    }
     ++steps_;
-    return out;
+    return top;
   }
   void select_rows(const std::vector<int32_t>& rows) override {
     for (int32_t row : rows) EXPECT_LT(row, rows_);

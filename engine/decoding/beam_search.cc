@@ -1,7 +1,3 @@
-#include <algorithm>
-#include <cmath>
-#include <queue>
-
 #include "engine/decoding/beam_step.h"
 #include "engine/decoding/search.h"
 
@@ -26,28 +22,29 @@ class BeamSearchRun : public SearchRun {
 
   void step() override {
     ++length_;
-    const Tensor log_probs = decoder_.step(last_tokens_);
-    const int64_t vocabulary = log_probs.dim(1);
-    std::vector<int64_t> first_row(active_.size());
-    for (size_t i = 0, row = 0; i < active_.size(); row += beams_[active_[i]].live.size(), ++i) {
-      first_row[i] = static_cast<int64_t>(row);
+    std::vector<float> row_scores;
+    for (int32_t s : active_) {
+      for (const Hypothesis& hypothesis : beams_[s].live) row_scores.push_back(hypothesis.log_prob);
     }
-    std::vector<std::vector<int32_t>> source_beams(active_.size());
-#pragma omp parallel for schedule(dynamic) if (active_.size() > 1)
-    for (size_t i = 0; i < active_.size(); ++i) {
-      advance(beams_[active_[i]], log_probs.data<float>() + first_row[i] * vocabulary, vocabulary,
-              length_, options_, source_beams[i]);
-    }
+    const TopK top = decoder_.step(last_tokens_, row_scores, candidates_per_row(options_));
+    const int64_t k = top.values.dim(1);
     std::vector<int32_t> rows, next_active;
+    std::vector<int32_t> source_beams;
     last_tokens_.clear();
-    for (size_t i = 0; i < active_.size(); ++i) {
+    for (size_t i = 0, first_row = 0; i < active_.size(); ++i) {
       SentenceBeam& sentence = beams_[active_[i]];
-      if (sentence.done) continue;
-      next_active.push_back(active_[i]);
-      for (size_t b = 0; b < sentence.live.size(); ++b) {
-        rows.push_back(static_cast<int32_t>(first_row[i] + source_beams[i][b]));
-        last_tokens_.push_back(sentence.live[b].tokens.back());
+      const size_t live = sentence.live.size();
+      const int64_t offset = static_cast<int64_t>(first_row) * k;
+      advance(sentence, top.values.data<float>() + offset, top.indices.data<int32_t>() + offset, k,
+              length_, options_, source_beams);
+      if (!sentence.done) {
+        next_active.push_back(active_[i]);
+        for (size_t b = 0; b < sentence.live.size(); ++b) {
+          rows.push_back(static_cast<int32_t>(first_row) + source_beams[b]);
+          last_tokens_.push_back(sentence.live[b].tokens.back());
+        }
       }
+      first_row += live;
     }
     active_ = std::move(next_active);
     if (!active_.empty()) decoder_.select_rows(rows);

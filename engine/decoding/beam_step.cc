@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
 
 namespace xlate {
 namespace {
@@ -11,45 +10,45 @@ struct Candidate {
   float log_prob;  // cumulative, after this token
   int32_t beam;    // index among the sentence's live hypotheses
   int32_t token;
-  bool operator>(const Candidate& other) const { return log_prob > other.log_prob; }
 };
 
 bool better(const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; }
 
-// The `count` best continuations of a sentence's live hypotheses, best first.
-// log_probs: [live, V] rows of this sentence.
-std::vector<Candidate> best_candidates(const SentenceBeam& sentence, const float* log_probs,
-                                       int64_t vocabulary, size_t count, bool allow_end,
+// The `count` best continuations of a sentence's live hypotheses, best first (ties: lower beam,
+// then smaller token), from each hypothesis's best k. scores/tokens: [live, k].
+std::vector<Candidate> best_candidates(size_t live, const float* scores, const int32_t* tokens,
+                                       int64_t k, size_t count, bool allow_end,
                                        int32_t end_token) {
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
-  for (size_t beam = 0; beam < sentence.live.size(); ++beam) {
-    const float base = sentence.live[beam].log_prob;
-    const float* row = log_probs + static_cast<int64_t>(beam) * vocabulary;
-    for (int32_t token = 0; token < vocabulary; ++token) {
-      if (!allow_end && token == end_token) continue;
-      const float score = base + row[token];
-      if (heap.size() < count) {
-        heap.push({score, static_cast<int32_t>(beam), token});
-      } else if (score > heap.top().log_prob) {
-        heap.pop();
-        heap.push({score, static_cast<int32_t>(beam), token});
-      }
+  std::vector<Candidate> candidates;
+  candidates.reserve(live * static_cast<size_t>(k));
+  for (size_t beam = 0; beam < live; ++beam) {
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t at = static_cast<int64_t>(beam) * k + j;
+      if (!allow_end && tokens[at] == end_token) continue;
+      candidates.push_back({scores[at], static_cast<int32_t>(beam), tokens[at]});
     }
   }
-  std::vector<Candidate> best;
-  for (; !heap.empty(); heap.pop()) best.push_back(heap.top());
-  std::reverse(best.begin(), best.end());
-  return best;
+  count = std::min(count, candidates.size());
+  std::partial_sort(candidates.begin(), candidates.begin() + static_cast<int64_t>(count),
+                    candidates.end(), [](const Candidate& a, const Candidate& b) {
+                      if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+                      return a.beam != b.beam ? a.beam < b.beam : a.token < b.token;
+                    });
+  candidates.resize(count);
+  return candidates;
 }
 
 }  // namespace
 
-void advance(SentenceBeam& sentence, const float* log_probs, int64_t vocabulary, int length,
-             const SearchOptions& options, std::vector<int32_t>& source_beams) {
+int candidates_per_row(const SearchOptions& options) { return 2 * options.beam_size + 1; }
+
+void advance(SentenceBeam& sentence, const float* scores, const int32_t* tokens, int64_t k,
+             int length, const SearchOptions& options, std::vector<int32_t>& source_beams) {
   const size_t beam_size = static_cast<size_t>(options.beam_size);
   const bool allow_end = length - 1 >= options.min_length;
-  const std::vector<Candidate> candidates = best_candidates(
-      sentence, log_probs, vocabulary, 2 * beam_size, allow_end, options.end_token);
+  const std::vector<Candidate> candidates =
+      best_candidates(sentence.live.size(), scores, tokens, k, 2 * beam_size, allow_end,
+                      options.end_token);
   std::vector<Hypothesis> next;
   source_beams.clear();
   for (size_t rank = 0; rank < candidates.size() && next.size() < beam_size; ++rank) {

@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include "engine/decoding/search.h"
 
 namespace xlate {
@@ -19,18 +17,19 @@ class GreedySearchRun : public SearchRun {
   int live_sentences() const override { return static_cast<int>(live_.size()); }
 
   void step() override {
-    const Tensor log_probs = decoder_.step(last_tokens_);
-    const int64_t vocabulary = log_probs.dim(1);
+    std::vector<float> row_scores;
+    for (int32_t s : live_) row_scores.push_back(running_[s].log_prob);
+    // The best token, and the runner-up in case the best is a forbidden end token.
+    const TopK top = decoder_.step(last_tokens_, row_scores, 2);
+    const int64_t k = top.values.dim(1);
+    const bool allow_end = step_ >= options_.min_length;
     std::vector<int32_t> kept_rows, kept_live, next_tokens;
     for (size_t row = 0; row < live_.size(); ++row) {
-      const float* scores = log_probs.data<float>() + static_cast<int64_t>(row) * vocabulary;
-      int32_t best = -1;
-      for (int32_t token = 0; token < vocabulary; ++token) {
-        if (token == options_.end_token && step_ < options_.min_length) continue;
-        if (best < 0 || scores[token] > scores[best]) best = token;
-      }
+      int64_t pick = static_cast<int64_t>(row) * k;
+      if (!allow_end && k > 1 && top.indices.data<int32_t>()[pick] == options_.end_token) ++pick;
+      const int32_t best = top.indices.data<int32_t>()[pick];
       Hypothesis& hypothesis = running_[live_[row]];
-      hypothesis.log_prob += scores[best];
+      hypothesis.log_prob = top.values.data<float>()[pick];
       const bool ended = best == options_.end_token;
       if (!ended) hypothesis.tokens.push_back(best);
       if (ended || step_ + 1 >= max_lengths_[live_[row]]) {

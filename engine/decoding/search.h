@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "engine/ops/ops.h"
 
 namespace xlate {
 
@@ -15,8 +15,13 @@ namespace xlate {
 class IncrementalDecoder {
  public:
   virtual ~IncrementalDecoder() = default;
-  // Feeds one token per live row; returns log-probabilities float32 [rows, V] of the next token.
-  virtual Tensor step(const std::vector<int32_t>& tokens) = 0;
+  // Feeds one token per live row and returns, per row r, the k most probable next tokens, best
+  // first (ties: smaller id first), scored row_scores[r] + log P(token | row r): host TopK,
+  // values float32 [rows, k], indices int32 [rows, k]. 1 <= k <= V. The search passes each
+  // hypothesis's log P so far as its row score; asking for k tokens instead of all V is what
+  // keeps a GPU decoder from copying the whole distribution to the host every step.
+  virtual TopK step(const std::vector<int32_t>& tokens, const std::vector<float>& row_scores,
+                    int k) = 0;
   // Keeps rows: new row r continues old row source_rows[r] (reorders, replicates, shrinks).
   virtual void select_rows(const std::vector<int32_t>& source_rows) = 0;
 };

@@ -150,7 +150,8 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
   require_float_like(logits, logits, op, "logits");
   require_int32_like(top_indices, logits, op, "top_indices");
   const int64_t vocabulary = logits.dim(-1), rows = logits.numel() / vocabulary;
-  require(k >= 1 && k <= 32 && k <= vocabulary, op, "k must be in [1, min(32, V)]");
+  require(k >= 1 && k <= vocabulary, op, "k must be in [1, V]");
+  require(!on_cuda(logits) || k <= kMaxDeviceTopK, op, "k must be <= 32 on CUDA");
   require(top_values.numel() == rows * k && top_indices.numel() == rows * k, op,
           "top_values and top_indices must be [N, k]");
   if (row_offsets.defined()) {

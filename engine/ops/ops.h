@@ -49,9 +49,17 @@ void log_softmax_forward(Tensor& out, const Tensor& inp);
 // For every row n of logits[N, V]: the k largest of log_softmax(logits[n]) + row_offsets[n],
 // best first, ties broken by the smaller id; top_values float32 [N, k], top_indices int32 [N, k].
 // row_offsets: float32 [N] (beam search's running scores) or undefined (no offset).
-// 1 <= k <= min(32, V).
+// 1 <= k <= V, and k <= kMaxDeviceTopK on CUDA (each thread of the kernel keeps its own top-k).
+constexpr int kMaxDeviceTopK = 32;
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k);
+
+// The result of log_softmax_top_k as the search reads it: values float32 [N, k], best first,
+// and their token ids int32 [N, k].
+struct TopK {
+  Tensor values;
+  Tensor indices;
+};
 
 // out[r, ...] = inp[indices[r], ...] for r < R: indices int32 [R], inp [I, ...], out [R, ...]
 // (same row size and dtype); reorders cache rows by copying. `out` must not alias `inp`.

@@ -80,5 +80,33 @@ TEST_F(ModelCuda, ReducedPrecisionLogitsStayClose) {
   }
 }
 
+// The search's step on the GPU: the k best tokens selected on the device (k <= 32) or, past the
+// kernel's limit, on the host, equal the CPU's for the same rows and running scores.
+TEST_F(ModelCuda, DecoderTopKStepEqualsTheCpu) {
+  auto cpu = load({Device::kCPU, DType::kFloat32});
+  auto gpu = load({Device::kCUDA, DType::kFloat32});
+  ASSERT_TRUE(cpu && gpu);
+  const Tensor source = Tensor::from_vector(std::vector<int32_t>{5, 17, 42, 8, 99, 3, 11, 3},
+                                            {2, 4});
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{4, 3}, {2});
+  const std::vector<int32_t> tokens = {2, 2};
+  const std::vector<float> row_scores = {-1.5f, -0.25f};
+  for (int k : {9, 40}) {
+    DecoderState cpu_state = cpu->model().start_decoding(cpu->model().encode(source, lengths),
+                                                         lengths, 2, 4);
+    DecoderState gpu_state = gpu->model().start_decoding(gpu->model().encode(source, lengths),
+                                                         lengths, 2, 4);
+    const TopK expected = cpu->model().decode_top_k(cpu_state, tokens, row_scores, k);
+    const TopK actual = gpu->model().decode_top_k(gpu_state, tokens, row_scores, k);
+    ASSERT_EQ(actual.values.device(), Device::kCPU);
+    ASSERT_EQ(actual.indices.numel(), 2 * k);
+    for (int64_t i = 0; i < 2 * k; ++i) {
+      EXPECT_EQ(actual.indices.data<int32_t>()[i], expected.indices.data<int32_t>()[i])
+          << "k " << k << " #" << i;
+      EXPECT_NEAR(actual.values.data<float>()[i], expected.values.data<float>()[i], 1e-4);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace xlate
