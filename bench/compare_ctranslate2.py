@@ -146,6 +146,45 @@ def cpu_ticks():
         return None
 
 
+class GpuMemorySampler:
+    """Device memory a child process holds on GPU 0, measured the same way for every system:
+    NVML's used memory, polled every 10 ms while the child runs, peak minus the level before it
+    started (each system runs alone, so the difference is its process: CUDA context, weights,
+    caches, allocator pools). Inactive (None) without pynvml or a GPU."""
+
+    def __init__(self):
+        self.peak = self.baseline = None
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self._used = lambda: pynvml.nvmlDeviceGetMemoryInfo(self._handle).used
+        except Exception:  # no pynvml, no driver, no GPU: no figure
+            self._used = None
+
+    def __enter__(self):
+        if self._used is None:
+            return self
+        import threading
+        self.baseline = self.peak = self._used()
+        self._stop = threading.Event()
+
+        def poll():
+            while not self._stop.wait(0.01):
+                self.peak = max(self.peak, self._used())
+        self._thread = threading.Thread(target=poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._used is not None:
+            self._stop.set()
+            self._thread.join()
+
+    def megabytes(self):
+        return None if self.peak is None else (self.peak - self.baseline) / 2**20
+
+
 def run_measured(cmd, stdout_path, env=None):
     """Runs cmd in a child process; returns (exit status, facts about the run).
 
@@ -154,7 +193,7 @@ def run_measured(cmd, stdout_path, env=None):
     it ran (plus hypervisor steal): a timing taken while that share is large is not reliable,
     above all with OpenMP threads that spin-wait for a core another process holds."""
     before = cpu_ticks()
-    with open(stdout_path, "wb") as out:
+    with open(stdout_path, "wb") as out, GpuMemorySampler() as gpu:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, env=env)
         try:
@@ -167,7 +206,7 @@ def run_measured(cmd, stdout_path, env=None):
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4, tell Popen
     child_cpu = usage.ru_utime + usage.ru_stime
     facts = {"process_seconds": elapsed, "peak_rss_mb": usage.ru_maxrss / 1024.0,
-             "process_cpu_seconds": child_cpu}
+             "process_cpu_seconds": child_cpu, "gpu_process_mb": gpu.megabytes()}
     if before and after and elapsed > 0:
         capacity = elapsed * (os.cpu_count() or 1)
         facts["other_cpu_share"] = max(0.0, (after[0] - before[0]) - child_cpu) / capacity
@@ -477,13 +516,17 @@ def run(args, cfg, sp, model_dir, work_dir):
     print("%d sentences (newstest order sorted by source length), %d batches of %d, beam %d, "
           "%d threads, %d target tokens" % (n_sent, len(batches), args.batch_size,
                                             args.beam_size, args.threads, expected_tokens))
-    print("%-12s %12s %15s %12s %12s %10s" % ("system", "sentences/s", "target tok/s",
-                                              "peak RSS MB", "GPU mem MB", "seconds"))
+    # GPU mem MB: the system's own account (xlate: its caching allocator's reserve; MarianMT:
+    # torch's peak allocation). GPU proc MB: NVML, the same way for all (GpuMemorySampler).
+    print("%-12s %12s %15s %12s %11s %12s %10s" % ("system", "sentences/s", "target tok/s",
+                                                   "peak RSS MB", "GPU mem MB", "GPU proc MB",
+                                                   "seconds"))
     for r in rows:
-        print("%-12s %12s %15s %12s %12s %10s" % (
+        print("%-12s %12s %15s %12s %11s %12s %10s" % (
             r["system"], fmt(r.get("sentences_per_second"), "%.2f"),
             fmt(r.get("tokens_per_second"), "%.1f"), fmt(r.get("peak_rss_mb"), "%.0f"),
-            fmt(r.get("gpu_memory_mb"), "%.0f"), fmt(r.get("seconds"), "%.2f")))
+            fmt(r.get("gpu_memory_mb"), "%.0f"), fmt(r.get("gpu_process_mb"), "%.0f"),
+            fmt(r.get("seconds"), "%.2f")))
     ratio = None
     if results["xlate"] and results["ctranslate2"]:
         ct2_tps = results["ctranslate2"]["tokens_per_second"]
@@ -491,8 +534,13 @@ def run(args, cfg, sp, model_dir, work_dir):
         if ct2_tps and xl_tps is not None:
             ratio = xl_tps / ct2_tps
             print("ratio xlate/CT2 target tokens/s: %.3f" % ratio)
-        if results["xlate"].get("matmul_share") is not None:
-            print("xlate matmul share of time: %.2f" % results["xlate"]["matmul_share"])
+    if results["xlate"]:
+        shares = ["%s %.2f" % (name[:-len("_share")], results["xlate"][name])
+                  for name in ("matmul_share", "attention_share", "softmax_share",
+                               "other_ops_share", "transfer_share") if name in results["xlate"]]
+        if shares:
+            print("xlate wall-time shares (on a GPU: host launch time; transfer = waiting for "
+                  "the device): " + ", ".join(shares))
     if xlate_note:
         print("note: %s" % xlate_note)
     results["ratio_xlate_over_ct2_tokens_per_second"] = ratio

@@ -7,7 +7,10 @@
 
 namespace xlate {
 
-enum class OpCategory { kMatmul, kAttention, kSoftmax, kCount };
+// kOther: embedding, layer norm, row gather/scatter. kTransfer: copies between host and device;
+// a copy to the host first waits for the device's queue, so on a GPU this is where the host
+// waits for the kernels it launched (the other categories are then the host's launch time).
+enum class OpCategory { kMatmul, kAttention, kSoftmax, kOther, kTransfer, kCount };
 
 void set_op_profiling(bool enabled);
 void reset_op_profile();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/backend/cuda_backend.h"
+#include "engine/profiling.h"
 
 namespace xlate {
 namespace {
@@ -104,7 +105,10 @@ void Tensor::copy_from(const Tensor& source) {
   }
   if (source.device_ == Device::kCPU && device_ == Device::kCPU) {
     std::memcpy(raw_data(), source.raw_data(), nbytes());
-  } else if (source.device_ == Device::kCPU) {
+    return;
+  }
+  ScopedOpTimer timer(OpCategory::kTransfer);
+  if (source.device_ == Device::kCPU) {
     cuda_backend::copy_host_to_device(raw_data(), source.raw_data(), nbytes());
   } else if (device_ == Device::kCPU) {
     cuda_backend::copy_device_to_host(raw_data(), source.raw_data(), nbytes());

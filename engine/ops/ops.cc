@@ -59,6 +59,7 @@ void require_indexed_rows(const Tensor& table, const Tensor& packed, const Tenso
 
 void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
                        const Tensor& positions, float scale, int64_t position_offset) {
+  ScopedOpTimer timer(OpCategory::kOther);
   require_float_like(table, out, "embedding_forward", "table");
   require_float_like(positions, out, "embedding_forward", "positions");
   require_int32_like(tokens, out, "embedding_forward", "tokens");
@@ -74,6 +75,7 @@ void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
 
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                     Activation activation) {
+  ScopedOpTimer timer(OpCategory::kMatmul);
   require_float_like(inp, out, "linear_forward", "inp");
   require_float_like(weight, out, "linear_forward", "weight");
   require(weight.rank() == 2 && inp.dim(-1) == weight.dim(1), "linear_forward",
@@ -88,6 +90,7 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps) {
+  ScopedOpTimer timer(OpCategory::kOther);
   require_float_like(inp, out, "add_layer_norm_forward", "inp");
   require_float_like(residual, out, "add_layer_norm_forward", "residual");
   require_float_like(gamma, out, "add_layer_norm_forward", "gamma");
@@ -166,12 +169,14 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
 }
 
 void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
+  ScopedOpTimer timer(OpCategory::kOther);
   require_indexed_rows(inp, out, indices, "gather_rows");
   if (on_cuda(out)) return cuda::gather_rows(out, inp, indices);
   cpu::gather_rows(out, inp, indices);
 }
 
 void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
+  ScopedOpTimer timer(OpCategory::kOther);
   require_indexed_rows(out, inp, indices, "scatter_rows");
   if (on_cuda(out)) return cuda::scatter_rows(out, inp, indices);
   cpu::scatter_rows(out, inp, indices);

@@ -3,7 +3,6 @@
 #include "absl/strings/str_cat.h"
 #include "engine/ops/cpu/cpu_ops.h"
 #include "engine/ops/cpu/dnnl_context.h"
-#include "engine/profiling.h"
 
 namespace xlate::cpu {
 namespace {
@@ -30,7 +29,6 @@ dnnl::primitive make_matmul(int64_t rows, int64_t outputs, int64_t inputs, bool 
 
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                     Activation activation) {
-  ScopedOpTimer timer(OpCategory::kMatmul);
   const int64_t outputs = weight.dim(0), inputs = weight.dim(1);
   const int64_t rows = inp.numel() / inputs;
   if (rows == 0) return;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Packs what the GPU checks need into one folder for a GPU machine that has the NVIDIA driver and
+# toolkit but none of xlate's Debian libraries: the test and benchmark binaries built here, the
+# shared libraries they load (except glibc's and the driver's), the test fixtures and the
+# newstest2014 text. bench/gpu/run_checks.sh runs there from the same folder.
+# usage: bench/gpu/make_bundle.sh [BUNDLE_DIR]   (default .gpu; run after scripts/build.sh and
+# tests/make_fixtures.sh); also writes BUNDLE_DIR.tar.xz
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bundle=${1:-.gpu}
+data=../shared/data
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/data"
+
+binaries=(build/tests/xlate_kernel_tests build/engine/xlate build/bench/xlate_translate_bench
+          build/bench/xlate_ops_bench)
+cp "${binaries[@]}" "$bundle/bin/"
+# The SentencePiece module is dlopen'ed from bin/../lib (engine/sentencepiece_wrapper.cc).
+cp build/lib/libxlate_sentencepiece.so "$bundle/lib/"
+
+# Every library the binaries and the module resolve, but for those the GPU machine provides
+# (glibc, the CUDA driver); cuBLASLt is dlopen'ed and comes from the machine's toolkit.
+system_libraries='^(linux-vdso|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|ld-linux|libcuda\.so)'
+for file in "$bundle"/bin/* "$bundle"/lib/libxlate_sentencepiece.so; do
+  ldd "$file" | awk '$3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  [[ $name =~ $system_libraries ]] || cp -L "$path" "$bundle/lib/$name"
+done
+
+cp -r build/fixtures/tiny "$bundle/data/tiny"
+cp build/fixtures/test_2016_flickr.en "$bundle/data/"
+cp "$data"/wmt14/newstest2014.{en,de} "$bundle/data/"
+gzip -dc "$data"/multi30k/train.en.gz > "$bundle/data/train.en"
+gzip -dc "$data"/multi30k/train.de.gz > "$bundle/data/train.de"
+# One compressed file travels (the device tool carries at most 64 MiB).
+tar -C "$(dirname "$bundle")" -cJf "$bundle.tar.xz" "$(basename "$bundle")"
+du -sh "$bundle" "$bundle.tar.xz"

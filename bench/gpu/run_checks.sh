@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine, from the repository root, over a bundle from bench/gpu/make_bundle.sh:
+#   checks     the CUDA op and whole-model tests against the CPU reference
+#   sanitize   the CUDA tests under compute-sanitizer memcheck and racecheck
+#   bench      newstest2014 on a base-size model: xlate float16/bfloat16 against CTranslate2
+#              and Hugging Face MarianMT generate in the same precision, batches of 32 and 64
+#              (XLATE_BENCH_TYPES, XLATE_BENCH_BATCHES; bench/compare_ctranslate2.py)
+#   kernels    per-kernel device time of a few decoding batches (Nsight Compute)
+# usage: bench/gpu/run_checks.sh BUNDLE OUT_DIR STAGE... [-- extra compare_ctranslate2 flags]
+# CTranslate2 (its wheel's files as .ct2site.tar.xz, made here with unzip + tar -cJ, since the
+# device tool carries at most 64 MiB) is unpacked into /tmp/site. XLATE_BENCH_TYPES picks the
+# precisions (default "float16 bfloat16"). Logs go to OUT_DIR; a short summary goes to stdout.
+set -uo pipefail
+bundle=$(realpath "$1") out=$(realpath "$2")
+shift 2
+stages=()
+while (($#)) && [[ $1 != -- ]]; do stages+=("$1"); shift; done
+[[ ${1:-} == -- ]] && shift
+bench_flags=("$@")
+
+# cuBLASLt (dlopen'ed by kernels/cublaslt_library.cc) from the machine's CUDA toolkit or wheels.
+cublaslt=$(find / -xdev -name 'libcublasLt.so.1[0-9]*' 2>/dev/null | grep -v "$bundle" | head -1)
+export LD_LIBRARY_PATH="$bundle/lib:$(dirname "$cublaslt"):${LD_LIBRARY_PATH:-}"
+export XLATE_TINY_MODEL=$bundle/data/tiny XLATE_SAMPLE_TEXT=$bundle/data/test_2016_flickr.en
+export XLATE_SCRATCH=/tmp/xlate_scratch XLATE_TEST_DATA=$PWD/tests/data
+mkdir -p "$XLATE_SCRATCH"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$out/gpu.txt"
+echo "cuBLASLt: $cublaslt"
+tests=$bundle/bin/xlate_kernel_tests
+cuda_filter='OpsCuda*:*ModelCuda*:*Cuda*'
+
+base_model() {
+  [[ -f /tmp/base/model.safetensors ]] && return
+  "$bundle/bin/xlate" init-model --preset base --spm_from "$bundle/data/train.en,$bundle/data/train.de" \
+    --vocab_size "${XLATE_BENCH_VOCAB:-16000}" --seed 1 --out /tmp/base > "$out/init_model.log" 2>&1
+}
+
+for stage in "${stages[@]}"; do
+  case $stage in
+    checks)
+      "$tests" --gtest_filter="$cuda_filter" > "$out/checks.log" 2>&1
+      echo "checks: exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|^\[==" "$out/checks.log" ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        filter=$cuda_filter
+        # racecheck is slow: the ops' tests (the whole model adds no new kernel).
+        [[ $tool == racecheck ]] && filter='*OpsCuda*'
+        timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 "$tests" \
+          --gtest_filter="$filter" > "$out/$tool.log" 2>&1
+        echo "$tool: exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$tool.log"
+      done ;;
+    bench)
+      base_model
+      ct2_libs=/tmp/ct2_cuda12
+      if [[ -f .ct2site.tar.xz ]]; then
+        mkdir -p /tmp/site && tar -C /tmp/site -xJf .ct2site.tar.xz
+        export PYTHONPATH=/tmp/site
+        # The wheel is built for CUDA 12 and dlopens libcublas.so.12; this machine has CUDA 13's
+        # cuBLAS only. The entry points CTranslate2 calls kept their ABI, so the CUDA 13 library
+        # answers to the old name (a benchmark-only arrangement, stated in the results).
+        mkdir -p "$ct2_libs"
+        cublas=$(find / -xdev -name 'libcublas.so.1[0-9]*' 2>/dev/null | grep -v "$bundle" | head -1)
+        ln -sf "$cublas" "$ct2_libs/libcublas.so.12"
+        ln -sf "$cublaslt" "$ct2_libs/libcublasLt.so.12"
+        export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$ct2_libs"
+      fi
+      for type in ${XLATE_BENCH_TYPES:-float16 bfloat16}; do
+        for batch in ${XLATE_BENCH_BATCHES:-32 64}; do
+          PYTHONUNBUFFERED=1 python3 bench/compare_ctranslate2.py --model_dir /tmp/base \
+            --device cuda --compute_type "$type" --batch_size "$batch" \
+            --source "$bundle/data/newstest2014.en" --reference "$bundle/data/newstest2014.de" \
+            --xlate_bench "$bundle/bin/xlate_translate_bench" --work_dir "/tmp/work_${type}_$batch" \
+            --json_out "$out/bench_${type}_$batch.json" "${bench_flags[@]}" \
+            > "$out/bench_${type}_$batch.log" 2>&1
+          echo "bench $type batch $batch: exit $?"; tail -6 "$out/bench_${type}_$batch.log"
+        done
+      done ;;
+    kernels)
+      base_model
+      head -32 /tmp/work_float16_32/plan.tsv > /tmp/plan_small.tsv
+      ncu --metrics gpu__time_duration.sum --csv "$bundle/bin/xlate_translate_bench" \
+        --model_dir /tmp/base --device cuda --compute_type float16 --plan /tmp/plan_small.tsv \
+        --warmup_batches 0 > /tmp/kernels.csv 2> "$out/kernels.err"
+      echo "kernels: exit $?"
+      python3 bench/gpu/kernel_table.py /tmp/kernels.csv /tmp/plan_small.tsv | tee "$out/kernels.txt" ;;
+    *) echo "unknown stage $stage" >&2; exit 2 ;;
+  esac
+done
