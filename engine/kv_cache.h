@@ -21,9 +21,15 @@ struct DecoderLayerCache {
 
 struct DecoderState {
   std::vector<DecoderLayerCache> layers;
-  // ancestry[s * R_cap + r]: the physical slot that holds position s of live row r. Beam
-  // reordering gathers this table (S x R integers, shared by every layer), not the cached
-  // keys and values.
+  // Batch decoding (start_decoding), on the model's device so that a GPU step needs no upload:
+  // row_table [R_cap, S_max] int32, entry [r, s] = s·R_cap + the slot that holds position s of
+  // live row r, i.e. the row of the time-major cache viewed as [S_max·R_cap, C]. Beam
+  // reordering gathers this table's rows (shared by every layer), not the cached keys and
+  // values. cross_rows [R, S_src] and cross_lengths [R]: the source keys of each row's sentence.
+  Tensor row_table;
+  Tensor cross_rows, cross_lengths;
+  // Slot decoding (start_slots), on the host: ancestry[s * R_cap + r] is the physical slot
+  // that holds position s of row r.
   std::vector<int32_t> ancestry;
   std::vector<int32_t> row_sentence;    // [R]: the source sentence of each live row
   std::vector<int32_t> source_lengths;  // [B]

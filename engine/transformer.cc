@@ -187,7 +187,10 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
   state.row_sentence = identity(state.rows);
   state.source_lengths.assign(source_lengths.data<int32_t>(),
                               source_lengths.data<int32_t>() + source_lengths.numel());
-  state.ancestry.assign(static_cast<size_t>(max_positions * state.row_capacity), 0);
+  // Entries are written (decode_positions) before any attention reads them.
+  state.row_table =
+      Tensor::empty({state.row_capacity, max_positions}, DType::kInt32, placement_.device);
+  set_cross_tables(state);
   for (const DecoderLayerWeights& layer : weights_.decoder) {
     DecoderLayerCache cache;
     cache.self_keys =
@@ -234,6 +237,18 @@ TopK TransformerModel::decode_top_k(DecoderState& state, const std::vector<int32
   return top_k_to_host(logits.reshape({rows, config_.vocab_size}), row_scores, k);
 }
 
+TopK TransformerModel::decode_top_k_on_device(DecoderState& state, const Tensor& tokens,
+                                              const Tensor& row_scores, int k) const {
+  const int64_t rows = tokens.numel();
+  const Tensor logits = decode_on_device(state, tokens.reshape({rows, 1}));
+  k = static_cast<int>(std::min<int64_t>(k, config_.vocab_size));
+  TopK top{Tensor::empty({rows, k}, DType::kFloat32, placement_.device),
+           Tensor::empty({rows, k}, DType::kInt32, placement_.device)};
+  log_softmax_top_k(top.values, top.indices, logits.reshape({rows, config_.vocab_size}),
+                    row_scores, k);
+  return top;
+}
+
 TopK TransformerModel::top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores,
                                      int k) const {
   const int64_t rows = logits.dim(0);
@@ -249,42 +264,34 @@ TopK TransformerModel::top_k_to_host(const Tensor& logits, const std::vector<flo
   return {top.values.to(Device::kCPU), top.indices.to(Device::kCPU)};
 }
 
+void TransformerModel::set_cross_tables(DecoderState& state) const {
+  std::vector<int32_t> lengths(state.row_sentence.size());
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    lengths[r] = state.source_lengths[state.row_sentence[r]];
+  }
+  state.cross_rows = on_device(batch_major_rows(state.row_sentence, state.source_steps));
+  state.cross_lengths =
+      on_device(Tensor::from_vector(lengths, {static_cast<int64_t>(lengths.size())}));
+}
+
 Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tokens) const {
   const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
-  const int64_t total = state.length + steps;
-  // New positions are written by each row into its own slot.
-  for (int64_t s = state.length; s < total; ++s) {
-    for (int64_t r = 0; r < rows; ++r) {
-      state.ancestry[s * state.row_capacity + r] = static_cast<int32_t>(r);
-    }
-  }
   KeyTables tables;
-  std::vector<int32_t> self_rows(static_cast<size_t>(rows * total));
-  std::vector<int32_t> cross_lengths(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t s = 0; s < total; ++s) {
-      self_rows[r * total + s] =
-          static_cast<int32_t>(s * state.row_capacity + state.ancestry[s * state.row_capacity + r]);
-    }
-    cross_lengths[r] = state.source_lengths[state.row_sentence[r]];
-  }
-  tables.self_rows = on_device(Tensor::from_vector(self_rows, {rows, total}));
-  tables.self_lengths = on_device(
-      Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(rows), int32_t(total)), {rows}));
-  tables.cross_rows = on_device(batch_major_rows(state.row_sentence, state.source_steps));
-  tables.cross_lengths = on_device(Tensor::from_vector(cross_lengths, {rows}));
+  tables.cache_rows = Tensor::empty({rows * steps}, DType::kInt32, placement_.device);
+  tables.self_lengths = Tensor::empty({rows}, DType::kInt32, placement_.device);
+  decode_positions(state.row_table, tables.cache_rows, tables.self_lengths, state.length,
+                   state.row_capacity);
+  tables.self_rows = state.row_table.view(0, {rows, state.row_table.dim(1)});
+  tables.cross_rows = state.cross_rows;
+  tables.cross_lengths = state.cross_lengths;
 
   Tensor x = activations({rows, steps, config_.d_model});
   embedding_forward(x, on_device(tokens), weights_.shared_embedding, weights_.decoder_positions,
                     std::sqrt(static_cast<float>(config_.d_model)), state.length);
-  CacheWrites writes;
-  writes.positions.assign(static_cast<size_t>(rows), state.length);
-  writes.slots = identity(rows);
-  tables.cache_rows = on_device(cache_rows_of(writes, steps, state.row_capacity));
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     x = decoder_layer(weights_.decoder[i], state.layers[i], tables, x);
   }
-  state.length = total;
+  state.length += steps;
   Tensor logits = activations({rows, steps, config_.vocab_size});
   linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
   return logits;
@@ -293,16 +300,24 @@ Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tok
 void TransformerModel::select_rows(DecoderState& state,
                                    const std::vector<int32_t>& source_rows) const {
   const int64_t rows = static_cast<int64_t>(source_rows.size());
-  std::vector<int32_t> reordered(static_cast<size_t>(rows));
-  for (int64_t s = 0; s < state.length; ++s) {
-    int32_t* slots = state.ancestry.data() + s * state.row_capacity;
-    for (int64_t r = 0; r < rows; ++r) reordered[r] = slots[source_rows[r]];
-    std::copy(reordered.begin(), reordered.end(), slots);
-  }
+  gather_table_rows(state, on_device(Tensor::from_vector(source_rows, {rows})));
   std::vector<int32_t> sentences(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) sentences[r] = state.row_sentence[source_rows[r]];
   state.row_sentence = std::move(sentences);
   state.rows = rows;
+  set_cross_tables(state);
+}
+
+void TransformerModel::select_rows_on_device(DecoderState& state,
+                                             const Tensor& source_rows) const {
+  gather_table_rows(state, source_rows);
+}
+
+void TransformerModel::gather_table_rows(DecoderState& state, const Tensor& source_rows) const {
+  Tensor reordered = Tensor::empty(state.row_table.shape(), DType::kInt32, placement_.device);
+  Tensor live = reordered.view(0, {source_rows.numel(), state.row_table.dim(1)});
+  gather_rows(live, state.row_table, source_rows);
+  state.row_table = std::move(reordered);
 }
 
 DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_source_tokens,

@@ -56,8 +56,17 @@ class TransformerModel {
   TopK decode_top_k(DecoderState& state, const std::vector<int32_t>& tokens,
                     const std::vector<float>& row_scores, int k) const;
 
+  // decode_top_k with every input and output on the model's device: tokens int32 [R],
+  // row_scores float32 [R], TopK [R, min(k, V)], k <= kMaxDeviceTopK. Nothing waits for the
+  // device, so a search that keeps its state there can run ahead of the GPU.
+  TopK decode_top_k_on_device(DecoderState& state, const Tensor& tokens, const Tensor& row_scores,
+                              int k) const;
+
   // Keeps rows: new row r continues old row source_rows[r] (beam reordering and shrinking).
   void select_rows(DecoderState& state, const std::vector<int32_t>& source_rows) const;
+  // Beam reordering with the rows on the device: source_rows int32 [R] (the current R rows),
+  // each naming a row of the same sentence (the rows' sentences do not change).
+  void select_rows_on_device(DecoderState& state, const Tensor& source_rows) const;
 
   // Slot decoding, for sentences that join and leave a running decode (continuous batching).
   // A state of `max_rows` fixed physical rows (slots) and `max_sentences` sentence slots of up
@@ -93,6 +102,10 @@ class TransformerModel {
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
   Tensor on_device(const Tensor& host) const;             // a host input on the model's device
   Tensor logits_to_host(const Tensor& logits) const;      // host float32 for the search
+  // row_table rows gathered by source_rows (on the device) into a fresh table.
+  void gather_table_rows(DecoderState& state, const Tensor& source_rows) const;
+  // cross_rows/cross_lengths of state.row_sentence, on the device.
+  void set_cross_tables(DecoderState& state) const;
   // decode() with the logits [R, T, V] left on the model's device.
   Tensor decode_on_device(DecoderState& state, const Tensor& tokens) const;
   // log_softmax_top_k of logits [R, V] on their device when the kernel takes k, else on the

@@ -13,6 +13,14 @@ TopK TransformerDecoder::step(const std::vector<int32_t>& tokens,
   return model_.decode_top_k(state_, tokens, row_scores, k);
 }
 
+TopK TransformerDecoder::step_on_device(const Tensor& tokens, const Tensor& row_scores, int k) {
+  return model_.decode_top_k_on_device(state_, tokens, row_scores, k);
+}
+
+void TransformerDecoder::select_rows_on_device(const Tensor& source_rows) {
+  model_.select_rows_on_device(state_, source_rows);
+}
+
 void TransformerDecoder::select_rows(const std::vector<int32_t>& source_rows) {
   model_.select_rows(state_, source_rows);
 }

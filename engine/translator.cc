@@ -187,9 +187,15 @@ std::unique_ptr<BatchTranslation> Translator::start_batch(
   search_options.min_length = options.min_output_length;
   search_options.start_token = config.decoder_start_id;
   search_options.end_token = config.eos_id;
-  const std::unique_ptr<Search> search =
-      options.beam_size == 1 ? make_greedy_search() : make_beam_search();
-  std::unique_ptr<SearchRun> run = search->start(*decoder, max_lengths, search_options);
+  std::unique_ptr<SearchRun> run;
+  if (model_->placement().device == Device::kCUDA && options.beam_size <= kMaxDeviceBeam) {
+    // The search state stays on the GPU: no host round trip per token.
+    run = start_device_beam_search(*decoder, max_lengths, search_options);
+  } else {
+    const std::unique_ptr<Search> search =
+        options.beam_size == 1 ? make_greedy_search() : make_beam_search();
+    run = search->start(*decoder, max_lengths, search_options);
+  }
   return std::make_unique<BatchTranslation>(std::move(decoder), std::move(run));
 }
 

@@ -182,4 +182,70 @@ void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
   cpu::scatter_rows(out, inp, indices);
 }
 
+void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths, int64_t length,
+                      int64_t row_capacity) {
+  ScopedOpTimer timer(OpCategory::kOther);
+  const char* op = "decode_positions";
+  require(row_table.defined() && row_table.dtype() == DType::kInt32 && row_table.rank() == 2, op,
+          "row_table must be int32 [rows, S_max]");
+  require_int32_like(cache_rows, row_table, op, "cache_rows");
+  require_int32_like(key_lengths, row_table, op, "key_lengths");
+  const int64_t rows = key_lengths.numel();
+  require(rows > 0 && cache_rows.numel() % rows == 0, op, "cache_rows must be [R·T]");
+  const int64_t steps = cache_rows.numel() / rows;
+  require(rows <= row_table.dim(0) && rows <= row_capacity, op, "more rows than the table holds");
+  require(length >= 0 && length + steps <= row_table.dim(1), op, "positions beyond S_max");
+  if (on_cuda(row_table)) {
+    return cuda::decode_positions(row_table, cache_rows, key_lengths, length, row_capacity);
+  }
+  cpu::decode_positions(row_table, cache_rows, key_lengths, length, row_capacity);
+}
+
+void beam_search_step(BeamSearchTensors& state, const TopK& top, const BeamStepParams& params) {
+  ScopedOpTimer timer(OpCategory::kOther);
+  const char* op = "beam_search_step";
+  const Tensor& like = top.indices;
+  require(top.values.defined() && top.values.dtype() == DType::kFloat32 &&
+              top.values.device() == like.device() && top.values.numel() == like.numel(),
+          op, "top values must be float32 like the indices");
+  require(params.beam >= 1 && params.beam <= 15, op, "beam must be in [1, 15]");
+  const int64_t sentences = state.sentence_ids.numel();
+  const int64_t rows = sentences * params.beam;
+  require(like.rank() == 2 && like.dim(0) == rows, op, "top must be [N·B, K]");
+  require(like.dim(1) <= 32, op, "at most 32 candidates per row");
+  for (const Tensor* t : {&state.sentence_ids, &state.max_lengths, &state.done,
+                          &state.finished_count, &state.finished_last_steps,
+                          &state.finished_last_index, &state.history_tokens,
+                          &state.history_parents, &state.next_tokens, &state.source_rows}) {
+    require_int32_like(*t, like, op, "every index tensor of the state");
+  }
+  for (const Tensor* t : {&state.finished_scores, &state.finished_log_probs, &state.next_scores}) {
+    require(t->defined() && t->dtype() == DType::kFloat32 && t->device() == like.device(), op,
+            "every score tensor of the state must be float32 on the candidates' device");
+  }
+  const int64_t total = state.max_lengths.numel();
+  require(state.done.numel() == total && state.finished_count.numel() == total, op,
+          "per-sentence tensors must be [S]");
+  require(state.finished_scores.rank() == 2 && state.finished_scores.dim(0) == total &&
+              state.finished_scores.dim(1) >= 3 * params.beam,
+          op, "finished tensors must be [S, F >= 3·B]");
+  for (const Tensor* t : {&state.finished_log_probs, &state.finished_last_steps,
+                          &state.finished_last_index}) {
+    require(t->numel() == state.finished_scores.numel(), op, "finished tensors must be [S, F]");
+  }
+  require(state.history_tokens.rank() == 2 && state.history_tokens.dim(1) == total * params.beam &&
+              params.step >= 0 && params.step < state.history_tokens.dim(0) &&
+              state.history_parents.numel() == state.history_tokens.numel(),
+          op, "history must be [L > step, S·B]");
+  require(state.next_tokens.numel() == rows && state.next_scores.numel() == rows &&
+              state.source_rows.numel() == rows,
+          op, "next tokens, scores and source rows must be [N·B]");
+  if (on_cuda(like)) return cuda::beam_search_step(state, top, params);
+  const int32_t* ids = state.sentence_ids.data<int32_t>();
+  for (int64_t n = 0; n < sentences; ++n) {
+    require(ids[n] >= 0 && ids[n] < total, op, "sentence id beyond S");
+  }
+  cpu::beam_search_step(state, top, params);
+}
+
 }  // namespace xlate

@@ -42,6 +42,7 @@ TEST_F(ModelCuda, Float32TranslationsEqualTheCpu) {
   for (int beam : {1, 4}) {
     TranslationOptions options;
     options.beam_size = beam;
+    options.n_best = beam;  // whole n-best lists: the GPU's device-resident search vs the host's
     options.max_batch_size = 8;
     auto expected = cpu->Translate(sentences, options);
     auto actual = gpu->Translate(sentences, options);

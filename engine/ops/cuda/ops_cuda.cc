@@ -5,7 +5,10 @@
 #include "engine/backend/cuda_backend.h"
 #include "engine/ops/cuda/cuda_ops.h"
 #include "kernels/add_layer_norm.h"
+#include "engine/ops/beam_step_views.h"
 #include "kernels/attention.h"
+#include "kernels/beam_search_step.h"
+#include "kernels/decode_positions.h"
 #include "kernels/embedding.h"
 #include "kernels/gather_rows.h"
 #include "kernels/gemm.h"
@@ -92,6 +95,19 @@ void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
   kernels::scatter_rows(out.raw_data(), inp.raw_data(), indices.data<int32_t>(), indices.numel(),
                         static_cast<int64_t>(out.nbytes() / static_cast<size_t>(out.dim(0))),
                         cuda_backend::stream());
+}
+
+void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths, int64_t length,
+                      int64_t row_capacity) {
+  const int64_t rows = key_lengths.numel();
+  kernels::decode_positions(row_table.data<int32_t>(), cache_rows.data<int32_t>(),
+                            key_lengths.data<int32_t>(), rows, cache_rows.numel() / rows,
+                            row_table.dim(1), length, row_capacity, cuda_backend::stream());
+}
+
+void beam_search_step(BeamSearchTensors& state, const TopK& top, const BeamStepParams& params) {
+  const BeamStepViews views = beam_step_views(state, top, params);
+  kernels::beam_search_step(views.rows, views.state, views.shape, cuda_backend::stream());
 }
 
 }  // namespace xlate::cuda

@@ -31,4 +31,7 @@ void log_softmax_top_k(Tensor&, Tensor&, const Tensor&, const Tensor&, int) { un
 void gather_rows(Tensor&, const Tensor&, const Tensor&) { unavailable(); }
 void scatter_rows(Tensor&, const Tensor&, const Tensor&) { unavailable(); }
 
+void decode_positions(Tensor&, Tensor&, Tensor&, int64_t, int64_t) { unavailable(); }
+void beam_search_step(BeamSearchTensors&, const TopK&, const BeamStepParams&) { unavailable(); }
+
 }  // namespace xlate::cuda

@@ -1,0 +1,19 @@
+#include "engine/ops/cpu/cpu_ops.h"
+
+namespace xlate::cpu {
+
+void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths, int64_t length,
+                      int64_t row_capacity) {
+  const int64_t rows = key_lengths.numel(), steps = cache_rows.numel() / rows;
+  const int64_t width = row_table.dim(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < steps; ++t) {
+      const auto cache_row = static_cast<int32_t>((length + t) * row_capacity + r);
+      row_table.data<int32_t>()[r * width + length + t] = cache_row;
+      cache_rows.data<int32_t>()[r * steps + t] = cache_row;
+    }
+    key_lengths.data<int32_t>()[r] = static_cast<int32_t>(length + steps);
+  }
+}
+
+}  // namespace xlate::cpu

@@ -1,0 +1,210 @@
+// One step of beam search with its state in device memory, so that a GPU decode loop needs no
+// host round trip per token. The per-sentence rule is written once, here, and compiled for the
+// host (the CPU op, engine/ops/cpu/beam_search_cpu.cc) and the device (beam_search_step.cu); it
+// is the rule of engine/decoding/beam_step.cc (advance), which the tests hold it to.
+//
+// Layout: N live sentences of B rows each; live sentence n owns rows n·B .. n·B + B - 1 and is
+// sentence sentence_ids[n] of the S sentences the per-sentence state is indexed by (finished
+// sentences leave the rows; their state stays where it was). CUDA-free.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/element_type.h"
+
+#if defined(__CUDACC__)
+#define XLATE_HOST_DEVICE __host__ __device__
+#else
+#define XLATE_HOST_DEVICE
+#endif
+
+namespace xlate::kernels {
+
+// Largest beam the step handles: it ranks 2·B candidates in registers, and the top-k kernel
+// that feeds it gives at most 32 = 2·15 + 1 candidates per row.
+constexpr int kMaxStepBeam = 15;
+
+struct BeamStepShape {
+  int sentences = 0;       // N live sentences
+  int beam = 1;            // B rows per sentence
+  int candidates = 1;      // K candidates per row, best first
+  int step = 0;            // 0-based: the hypotheses hold step + 1 tokens after it
+  int n_best = 1;
+  int min_length = 0;      // the end token is forbidden while step < min_length
+  int end_token = 3;
+  float length_penalty = 0.6f;  // α of ((5 + |Y|) / 6)^α; 0 disables
+  int finished_capacity = 3;    // F slots per sentence (3·B is enough: see beam_search_step)
+  int history_width = 1;        // S·B: the row width of the history tables
+};
+
+// The state of S sentences and their rows. Per sentence s: max_lengths[s] (tokens, the end
+// token included), done[s] (0/1), finished_count[s] and, for its F finished slots kept sorted by
+// score (best first), finished_scores (log P / lp), finished_log_probs, and where the
+// hypothesis's last token is in the history: finished_last_steps (-1 for an empty hypothesis)
+// and finished_last_index (its live index at that step). History [max steps, S·B]: the token
+// each live hypothesis b of sentence s took at a step and the live index it continued.
+struct BeamStepState {
+  const int32_t* max_lengths;
+  int32_t* done;
+  int32_t* finished_count;
+  float* finished_scores;
+  float* finished_log_probs;
+  int32_t* finished_last_steps;
+  int32_t* finished_last_index;
+  int32_t* history_tokens;
+  int32_t* history_parents;
+};
+
+// Per-row inputs and outputs of a step. top_values/top_indices [N·B, K]: each row's best
+// continuations, scored with the row's cumulative log P. Outputs [N·B]: the token each new row
+// feeds next, its cumulative log P, and the row it continues (a row of the same sentence).
+struct BeamStepRows {
+  const float* top_values;
+  const int32_t* top_indices;
+  const int32_t* sentence_ids;  // [N]
+  int32_t* next_tokens;
+  float* next_scores;
+  int32_t* source_rows;
+};
+
+namespace beam_step_detail {
+
+struct Candidate {
+  float log_prob;
+  int32_t beam;
+  int32_t token;
+};
+
+XLATE_HOST_DEVICE inline bool ranks_before(const Candidate& a, const Candidate& b) {
+  if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+  return a.beam != b.beam ? a.beam < b.beam : a.token < b.token;
+}
+
+XLATE_HOST_DEVICE inline float length_penalty(int length, float alpha) {
+  return alpha == 0.f ? 1.f : powf((5.f + static_cast<float>(length)) / 6.f, alpha);
+}
+
+// Inserts a finished hypothesis into sentence s's sorted slots (after equal scores).
+XLATE_HOST_DEVICE inline void add_finished(const BeamStepState& state, const BeamStepShape& shape,
+                                           int s, float score, float log_prob, int last_step,
+                                           int last_index) {
+  const int base = s * shape.finished_capacity;
+  int at = state.finished_count[s];
+  if (at >= shape.finished_capacity) return;  // unreachable with F = 3·B
+  while (at > 0 && state.finished_scores[base + at - 1] < score) {
+    state.finished_scores[base + at] = state.finished_scores[base + at - 1];
+    state.finished_log_probs[base + at] = state.finished_log_probs[base + at - 1];
+    state.finished_last_steps[base + at] = state.finished_last_steps[base + at - 1];
+    state.finished_last_index[base + at] = state.finished_last_index[base + at - 1];
+    --at;
+  }
+  state.finished_scores[base + at] = score;
+  state.finished_log_probs[base + at] = log_prob;
+  state.finished_last_steps[base + at] = last_step;
+  state.finished_last_index[base + at] = last_index;
+  ++state.finished_count[s];
+}
+
+}  // namespace beam_step_detail
+
+namespace beam_step_detail {
+
+// Rows b >= from of live sentence n idle: each continues itself with the end token, so the
+// decoder keeps reading valid tokens and rows until the host drops them.
+XLATE_HOST_DEVICE inline void idle_rows(int n, int from, const BeamStepRows& rows, int beam,
+                                        int end_token) {
+  for (int b = from; b < beam; ++b) {
+    const int64_t row = static_cast<int64_t>(n) * beam + b;
+    rows.next_tokens[row] = end_token;
+    rows.next_scores[row] = -INFINITY;
+    rows.source_rows[row] = static_cast<int32_t>(row);
+  }
+}
+
+}  // namespace beam_step_detail
+
+// The step of live sentence n. A sentence that is done keeps its rows (idle) until the host next
+// looks at `done` and drops them.
+XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRows& rows,
+                                                        const BeamStepState& state,
+                                                        const BeamStepShape& shape) {
+  using beam_step_detail::Candidate;
+  const int s = rows.sentence_ids[n];
+  if (state.done[s]) return beam_step_detail::idle_rows(n, 0, rows, shape.beam, shape.end_token);
+  const int beam = shape.beam, k = shape.candidates, length = shape.step + 1;
+  const bool allow_end = shape.step >= shape.min_length;
+
+  // The 2·B best continuations over the sentence's rows, best first.
+  Candidate best[2 * kMaxStepBeam];
+  int held = 0;
+  const int wanted = 2 * beam;
+  for (int b = 0; b < beam; ++b) {
+    const int64_t row = static_cast<int64_t>(n) * beam + b;
+    for (int j = 0; j < k; ++j) {
+      const Candidate c{rows.top_values[row * k + j], b, rows.top_indices[row * k + j]};
+      if (!allow_end && c.token == shape.end_token) continue;
+      if (held == wanted && !beam_step_detail::ranks_before(c, best[held - 1])) continue;
+      int at = held < wanted ? held++ : held - 1;
+      while (at > 0 && beam_step_detail::ranks_before(c, best[at - 1])) {
+        best[at] = best[at - 1];
+        --at;
+      }
+      best[at] = c;
+    }
+  }
+
+  // An end among the B best finishes its parent (so that beam 1 is greedy search); the others
+  // become the live hypotheses, in rank order.
+  const float penalty = beam_step_detail::length_penalty(length, shape.length_penalty);
+  const int64_t first_row = static_cast<int64_t>(n) * beam;
+  const int64_t history = static_cast<int64_t>(shape.step) * shape.history_width +
+                          static_cast<int64_t>(s) * beam;
+  int live = 0;
+  float best_live = -INFINITY;
+  for (int rank = 0; rank < held && live < beam; ++rank) {
+    const Candidate& c = best[rank];
+    if (c.token == shape.end_token) {
+      if (rank < beam) {
+        beam_step_detail::add_finished(state, shape, s, c.log_prob / penalty, c.log_prob,
+                                       shape.step - 1, c.beam);
+      }
+      continue;
+    }
+    rows.next_tokens[first_row + live] = c.token;
+    rows.next_scores[first_row + live] = c.log_prob;
+    rows.source_rows[first_row + live] = static_cast<int32_t>(first_row + c.beam);
+    state.history_tokens[history + live] = c.token;
+    state.history_parents[history + live] = c.beam;
+    best_live = best_live > c.log_prob ? best_live : c.log_prob;
+    ++live;
+  }
+  beam_step_detail::idle_rows(n, live, rows, beam, shape.end_token);
+
+  if (length >= state.max_lengths[s] || live == 0) {
+    for (int b = 0; b < live; ++b) {
+      const float log_prob = rows.next_scores[first_row + b];
+      beam_step_detail::add_finished(state, shape, s, log_prob / penalty, log_prob, shape.step, b);
+    }
+    state.done[s] = 1;
+    return;
+  }
+  const int finished = state.finished_count[s];
+  if (finished >= beam) {
+    state.done[s] = 1;
+  } else if (finished >= shape.n_best) {
+    // α >= 0: lp grows with length and log P only falls, so lp(max length) bounds the best
+    // score a live hypothesis can still reach.
+    const float bound =
+        best_live / beam_step_detail::length_penalty(state.max_lengths[s], shape.length_penalty);
+    if (bound <= state.finished_scores[s * shape.finished_capacity + shape.n_best - 1]) {
+      state.done[s] = 1;
+    }
+  }
+}
+
+// The step of every live sentence, one device thread each.
+void beam_search_step(const BeamStepRows& rows, const BeamStepState& state,
+                      const BeamStepShape& shape, Stream stream);
+
+}  // namespace xlate::kernels

@@ -1,0 +1,137 @@
+// The device beam search (its state in tensors, advanced by the op beam_search_step) against
+// the host beam search, both on the CPU backend over the same small random models: the same
+// hypotheses and scores for a batch of sentences with different source and output lengths,
+// across beam sizes, n-best lists, minimum lengths, length penalties and sync intervals.
+#include <algorithm>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "engine/decoding/device_beam_search.h"
+#include "engine/model_directory.h"
+#include "engine/ops/ops.h"
+#include "engine/transformer.h"
+#include "engine/transformer_decoder.h"
+
+namespace xlate {
+namespace {
+
+// Random weights and logit biases: with a 6-token vocabulary the end token competes at every
+// step (early stops, finished hypotheses of every length); with 40 it rarely does.
+std::shared_ptr<TransformerModel> random_model(int vocabulary, uint64_t seed) {
+  ModelConfig config;
+  config.vocab_size = vocabulary;
+  config.d_model = 8;
+  config.encoder_layers = config.decoder_layers = 1;
+  config.encoder_heads = config.decoder_heads = 2;
+  config.encoder_ffn_dim = config.decoder_ffn_dim = 16;
+  config.max_positions = 16;
+  TransformerWeights weights = random_weights(config, seed);
+  std::mt19937 generator(static_cast<unsigned>(seed));
+  std::normal_distribution<float> normal(0.f, 1.5f);
+  for (int v = 0; v < vocabulary; ++v) weights.logits_bias.data<float>()[v] = normal(generator);
+  return std::make_shared<TransformerModel>(config, weights);
+}
+
+struct Batch {
+  Tensor encoded, lengths;
+};
+
+Batch encode(const TransformerModel& model, const std::vector<std::vector<int32_t>>& sources) {
+  size_t longest = 0;
+  for (const auto& source : sources) longest = std::max(longest, source.size());
+  std::vector<int32_t> tokens(sources.size() * longest, 0), lengths;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    std::copy(sources[s].begin(), sources[s].end(), tokens.begin() + s * longest);
+    lengths.push_back(static_cast<int32_t>(sources[s].size()));
+  }
+  const int64_t count = static_cast<int64_t>(sources.size());
+  Batch batch;
+  batch.lengths = Tensor::from_vector(lengths, {count});
+  batch.encoded = model.encode(Tensor::from_vector(tokens, {count, int64_t(longest)}),
+                               batch.lengths);
+  return batch;
+}
+
+TEST(DeviceBeamSearch, EqualsTheHostSearch) {
+  const std::vector<std::vector<int32_t>> sources = {
+      {4, 5, 3}, {5, 4, 4, 5, 3}, {4, 3}, {5, 5, 4, 4, 4, 5, 3}, {4, 4, 5, 3}};
+  const std::vector<int> max_lengths = {3, 7, 12, 5, 9};
+  int compared = 0;
+  for (int vocabulary : {6, 40}) {
+    const auto model = random_model(vocabulary, 11 + vocabulary);
+    const Batch batch = encode(*model, sources);
+    for (int beam : {1, 2, 4, 6}) {
+      for (int n_best : {1, beam}) {
+        for (int min_length : {0, 2}) {
+          for (float alpha : {0.f, 0.6f}) {
+            SearchOptions options;
+            options.beam_size = beam;
+            options.n_best = n_best;
+            options.min_length = min_length;
+            options.length_penalty = alpha;
+            const int64_t rows = int64_t(sources.size()) * beam;
+            TransformerDecoder host_decoder(*model, batch.encoded, batch.lengths, rows, 12);
+            const auto expected = make_beam_search()->search(host_decoder, max_lengths, options);
+            for (int sync_interval : {1, 3}) {
+              TransformerDecoder decoder(*model, batch.encoded, batch.lengths, rows, 12);
+              auto run = start_device_beam_search(decoder, max_lengths, options, sync_interval);
+              while (!run->done()) run->step();
+              const auto actual = run->take_results();
+              ASSERT_EQ(actual.size(), expected.size());
+              for (size_t s = 0; s < expected.size(); ++s) {
+                const std::string where = "V " + std::to_string(vocabulary) + " beam " +
+                                          std::to_string(beam) + " n_best " +
+                                          std::to_string(n_best) + " min " +
+                                          std::to_string(min_length) + " α " +
+                                          std::to_string(alpha) + " sync " +
+                                          std::to_string(sync_interval) + " sentence " +
+                                          std::to_string(s);
+                ASSERT_EQ(actual[s].size(), expected[s].size()) << where;
+                for (size_t j = 0; j < expected[s].size(); ++j) {
+                  EXPECT_EQ(actual[s][j].tokens, expected[s][j].tokens) << where << " #" << j;
+                  EXPECT_NEAR(actual[s][j].score, expected[s][j].score, 1e-5) << where;
+                  EXPECT_NEAR(actual[s][j].log_prob, expected[s][j].log_prob, 1e-5) << where;
+                }
+                ++compared;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 2 * 4 * 2 * 2 * 2 * 2 * 5);
+}
+
+// Rows of a sentence that is done idle until the host drops them: they continue themselves
+// with the end token, so the decoder never reads an unwritten token or row.
+TEST(DeviceBeamSearch, DoneSentencesIdleTheirRows) {
+  BeamSearchTensors t;
+  t.sentence_ids = Tensor::from_vector(std::vector<int32_t>{1}, {1});
+  t.max_lengths = Tensor::from_vector(std::vector<int32_t>{5, 5}, {2});
+  t.done = Tensor::from_vector(std::vector<int32_t>{0, 1}, {2});
+  t.finished_count = Tensor::zeros({2}, DType::kInt32);
+  t.finished_scores = Tensor::zeros({2, 6}, DType::kFloat32);
+  t.finished_log_probs = Tensor::zeros({2, 6}, DType::kFloat32);
+  t.finished_last_steps = Tensor::zeros({2, 6}, DType::kInt32);
+  t.finished_last_index = Tensor::zeros({2, 6}, DType::kInt32);
+  t.history_tokens = Tensor::zeros({5, 4}, DType::kInt32);
+  t.history_parents = Tensor::zeros({5, 4}, DType::kInt32);
+  t.next_tokens = Tensor::from_vector(std::vector<int32_t>{-7, -7}, {2});
+  t.next_scores = Tensor::zeros({2}, DType::kFloat32);
+  t.source_rows = Tensor::from_vector(std::vector<int32_t>{-7, -7}, {2});
+  const TopK top{Tensor::zeros({2, 5}, DType::kFloat32), Tensor::zeros({2, 5}, DType::kInt32)};
+  BeamStepParams params;
+  params.beam = 2;
+  params.step = 2;
+  beam_search_step(t, top, params);
+  EXPECT_EQ(t.next_tokens.data<int32_t>()[0], params.end_token);
+  EXPECT_EQ(t.next_tokens.data<int32_t>()[1], params.end_token);
+  EXPECT_EQ(t.source_rows.data<int32_t>()[0], 0);
+  EXPECT_EQ(t.source_rows.data<int32_t>()[1], 1);
+  EXPECT_EQ(t.finished_count.data<int32_t>()[1], 0);
+}
+
+}  // namespace
+}  // namespace xlate

@@ -1,0 +1,163 @@
+// The search's device ops on CUDA against the CPU backend: decode_positions, and steps of
+// beam_search_step over random candidates (end tokens among them, sentences that finish, one
+// already done). Skipped without a GPU.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/ops/ops.h"
+
+namespace xlate {
+namespace {
+
+class SearchOpsCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+void expect_equal(const Tensor& gpu, const Tensor& cpu, const std::string& what,
+                  double tolerance = 0) {
+  const Tensor actual = gpu.to(Device::kCPU);
+  ASSERT_EQ(actual.numel(), cpu.numel()) << what;
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    if (cpu.dtype() == DType::kInt32) {
+      ASSERT_EQ(actual.data<int32_t>()[i], cpu.data<int32_t>()[i]) << what << " at " << i;
+    } else {
+      const float expected = cpu.data<float>()[i], got = actual.data<float>()[i];
+      if (std::isinf(expected)) {
+        ASSERT_EQ(got, expected) << what << " at " << i;
+      } else {
+        ASSERT_NEAR(got, expected, tolerance * std::max(1.f, std::fabs(expected)))
+            << what << " at " << i;
+      }
+    }
+  }
+}
+
+TEST_F(SearchOpsCuda, DecodePositionsMatchTheCpu) {
+  const int64_t rows = 7, capacity = 9, width = 12, length = 4;
+  for (int64_t steps : {1, 3}) {
+    Tensor table = Tensor::from_vector(std::vector<int32_t>(capacity * width, -1), {capacity, width});
+    Tensor table_gpu = table.to(Device::kCUDA);
+    Tensor cache_rows = Tensor::empty({rows * steps}, DType::kInt32);
+    Tensor lengths = Tensor::empty({rows}, DType::kInt32);
+    Tensor cache_rows_gpu = Tensor::empty({rows * steps}, DType::kInt32, Device::kCUDA);
+    Tensor lengths_gpu = Tensor::empty({rows}, DType::kInt32, Device::kCUDA);
+    decode_positions(table, cache_rows, lengths, length, capacity);
+    decode_positions(table_gpu, cache_rows_gpu, lengths_gpu, length, capacity);
+    expect_equal(table_gpu, table, "row_table");
+    expect_equal(cache_rows_gpu, cache_rows, "cache_rows");
+    expect_equal(lengths_gpu, lengths, "key_lengths");
+    EXPECT_EQ(table.data<int32_t>()[2 * width + length], length * capacity + 2);
+  }
+}
+
+// Random candidates of N·B rows: K distinct ids per row, best first, the end token (3) often
+// among them, scores falling with the step like cumulative log-probabilities.
+TopK random_candidates(int64_t rows, int k, int step, std::mt19937& generator) {
+  TopK top{Tensor::empty({rows, k}, DType::kFloat32), Tensor::empty({rows, k}, DType::kInt32)};
+  std::uniform_real_distribution<float> uniform(0.f, 1.f);
+  std::vector<int32_t> ids(40);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin() + 1, ids.end(), generator);
+    if (uniform(generator) < 0.5f) std::swap(ids[3], ids[static_cast<int>(uniform(generator) * 4)]);
+    float value = -static_cast<float>(step) - uniform(generator);
+    for (int j = 0; j < k; ++j) {
+      top.values.data<float>()[r * k + j] = value;
+      top.indices.data<int32_t>()[r * k + j] = ids[j];
+      value -= 0.01f + uniform(generator);
+    }
+  }
+  return top;
+}
+
+BeamSearchTensors initial_state(int sentences, int beam, int steps) {
+  std::vector<int32_t> ids(sentences), max_lengths(sentences), done(sentences, 0);
+  std::iota(ids.begin(), ids.end(), 0);
+  for (int s = 0; s < sentences; ++s) max_lengths[s] = 2 + s % steps;
+  done[1] = 1;  // a sentence already done: its rows idle
+  BeamSearchTensors t;
+  t.sentence_ids = Tensor::from_vector(ids, {sentences});
+  t.max_lengths = Tensor::from_vector(max_lengths, {sentences});
+  t.done = Tensor::from_vector(done, {sentences});
+  t.finished_count = Tensor::zeros({sentences}, DType::kInt32);
+  t.finished_scores = Tensor::zeros({sentences, 3 * beam}, DType::kFloat32);
+  t.finished_log_probs = Tensor::zeros({sentences, 3 * beam}, DType::kFloat32);
+  t.finished_last_steps = Tensor::zeros({sentences, 3 * beam}, DType::kInt32);
+  t.finished_last_index = Tensor::zeros({sentences, 3 * beam}, DType::kInt32);
+  t.history_tokens = Tensor::zeros({steps, sentences * beam}, DType::kInt32);
+  t.history_parents = Tensor::zeros({steps, sentences * beam}, DType::kInt32);
+  t.next_tokens = Tensor::zeros({sentences * beam}, DType::kInt32);
+  t.next_scores = Tensor::zeros({sentences * beam}, DType::kFloat32);
+  t.source_rows = Tensor::zeros({sentences * beam}, DType::kInt32);
+  return t;
+}
+
+BeamSearchTensors to_gpu(const BeamSearchTensors& t) {
+  BeamSearchTensors g;
+  g.sentence_ids = t.sentence_ids.to(Device::kCUDA);
+  g.max_lengths = t.max_lengths.to(Device::kCUDA);
+  g.done = t.done.to(Device::kCUDA);
+  g.finished_count = t.finished_count.to(Device::kCUDA);
+  g.finished_scores = t.finished_scores.to(Device::kCUDA);
+  g.finished_log_probs = t.finished_log_probs.to(Device::kCUDA);
+  g.finished_last_steps = t.finished_last_steps.to(Device::kCUDA);
+  g.finished_last_index = t.finished_last_index.to(Device::kCUDA);
+  g.history_tokens = t.history_tokens.to(Device::kCUDA);
+  g.history_parents = t.history_parents.to(Device::kCUDA);
+  g.next_tokens = t.next_tokens.to(Device::kCUDA);
+  g.next_scores = t.next_scores.to(Device::kCUDA);
+  g.source_rows = t.source_rows.to(Device::kCUDA);
+  return g;
+}
+
+TEST_F(SearchOpsCuda, BeamSearchStepsMatchTheCpu) {
+  std::mt19937 generator(5);
+  for (int beam : {1, 4, 15}) {
+    const int sentences = 70, steps = 6;  // more sentences than one block of threads
+    const int k = std::min(2 * beam + 1, 32);
+    BeamSearchTensors cpu = initial_state(sentences, beam, steps);
+    BeamSearchTensors gpu = to_gpu(cpu);
+    for (int step = 0; step < steps; ++step) {
+      const TopK top = random_candidates(int64_t(sentences) * beam, k, step, generator);
+      BeamStepParams params;
+      params.beam = beam;
+      params.step = step;
+      params.n_best = std::min(2, beam);
+      params.min_length = 1;
+      beam_search_step(cpu, top, params);
+      beam_search_step(gpu, TopK{top.values.to(Device::kCUDA), top.indices.to(Device::kCUDA)},
+                       params);
+    }
+    const std::string where = "beam " + std::to_string(beam);
+    expect_equal(gpu.done, cpu.done, where + " done");
+    expect_equal(gpu.finished_count, cpu.finished_count, where + " finished_count");
+    expect_equal(gpu.finished_scores, cpu.finished_scores, where + " finished_scores", 1e-6);
+    expect_equal(gpu.finished_log_probs, cpu.finished_log_probs, where + " log_probs", 1e-6);
+    expect_equal(gpu.finished_last_steps, cpu.finished_last_steps, where + " last_steps");
+    expect_equal(gpu.finished_last_index, cpu.finished_last_index, where + " last_index");
+    expect_equal(gpu.history_tokens, cpu.history_tokens, where + " history_tokens");
+    expect_equal(gpu.history_parents, cpu.history_parents, where + " history_parents");
+    expect_equal(gpu.next_tokens, cpu.next_tokens, where + " next_tokens");
+    expect_equal(gpu.next_scores, cpu.next_scores, where + " next_scores", 1e-6);
+    expect_equal(gpu.source_rows, cpu.source_rows, where + " source_rows");
+    // Every sentence whose maximum length the steps reached is done, with hypotheses.
+    for (int s = 0; s < sentences; ++s) {
+      if (s == 1 || cpu.max_lengths.data<int32_t>()[s] > steps) continue;
+      EXPECT_EQ(cpu.done.data<int32_t>()[s], 1) << where << " sentence " << s;
+      EXPECT_GE(cpu.finished_count.data<int32_t>()[s], 1) << where << " sentence " << s;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xlate
