@@ -8,30 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "engine/decoding/device_beam_search.h"
-#include "engine/model_directory.h"
 #include "engine/ops/ops.h"
 #include "engine/transformer.h"
 #include "engine/transformer_decoder.h"
+#include "tests/random_tensor.h"
 
 namespace xlate {
 namespace {
-
-// Random weights and logit biases: with a 6-token vocabulary the end token competes at every
-// step (early stops, finished hypotheses of every length); with 40 it rarely does.
-std::shared_ptr<TransformerModel> random_model(int vocabulary, uint64_t seed) {
-  ModelConfig config;
-  config.vocab_size = vocabulary;
-  config.d_model = 8;
-  config.encoder_layers = config.decoder_layers = 1;
-  config.encoder_heads = config.decoder_heads = 2;
-  config.encoder_ffn_dim = config.decoder_ffn_dim = 16;
-  config.max_positions = 16;
-  TransformerWeights weights = random_weights(config, seed);
-  std::mt19937 generator(static_cast<unsigned>(seed));
-  std::normal_distribution<float> normal(0.f, 1.5f);
-  for (int v = 0; v < vocabulary; ++v) weights.logits_bias.data<float>()[v] = normal(generator);
-  return std::make_shared<TransformerModel>(config, weights);
-}
 
 struct Batch {
   Tensor encoded, lengths;
@@ -59,7 +42,7 @@ TEST(DeviceBeamSearch, EqualsTheHostSearch) {
   const std::vector<int> max_lengths = {3, 7, 12, 5, 9};
   int compared = 0;
   for (int vocabulary : {6, 40}) {
-    const auto model = random_model(vocabulary, 11 + vocabulary);
+    const auto model = tiny_random_model(vocabulary, 11 + vocabulary, 1.5f);
     const Batch batch = encode(*model, sources);
     for (int beam : {1, 2, 4, 6}) {
       for (int n_best : {1, beam}) {

@@ -13,6 +13,7 @@
 #include "engine/model_directory.h"
 #include "engine/transformer.h"
 #include "engine/transformer_decoder.h"
+#include "tests/random_tensor.h"
 
 namespace xlate {
 namespace {
@@ -21,20 +22,7 @@ constexpr int kStart = 2, kEnd = 3;
 
 // A tiny model with a 6-token vocabulary and random logit biases, so that the end token has
 // a real chance at every step.
-std::shared_ptr<TransformerModel> tiny_model(uint64_t seed) {
-  ModelConfig config;
-  config.vocab_size = 6;
-  config.d_model = 8;
-  config.encoder_layers = config.decoder_layers = 1;
-  config.encoder_heads = config.decoder_heads = 2;
-  config.encoder_ffn_dim = config.decoder_ffn_dim = 16;
-  config.max_positions = 16;
-  TransformerWeights weights = random_weights(config, seed);
-  std::mt19937 generator(static_cast<unsigned>(seed));
-  std::normal_distribution<float> normal(0.f, 1.f);
-  for (int v = 0; v < config.vocab_size; ++v) weights.logits_bias.data<float>()[v] = normal(generator);
-  return std::make_shared<TransformerModel>(config, weights);
-}
+std::shared_ptr<TransformerModel> tiny_model(uint64_t seed) { return tiny_random_model(6, seed); }
 
 struct Encoded {
   Tensor output, lengths;

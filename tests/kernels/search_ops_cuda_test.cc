@@ -6,6 +6,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -102,22 +103,21 @@ BeamSearchTensors initial_state(int sentences, int beam, int steps) {
   return t;
 }
 
-BeamSearchTensors to_gpu(const BeamSearchTensors& t) {
-  BeamSearchTensors g;
-  g.sentence_ids = t.sentence_ids.to(Device::kCUDA);
-  g.max_lengths = t.max_lengths.to(Device::kCUDA);
-  g.done = t.done.to(Device::kCUDA);
-  g.finished_count = t.finished_count.to(Device::kCUDA);
-  g.finished_scores = t.finished_scores.to(Device::kCUDA);
-  g.finished_log_probs = t.finished_log_probs.to(Device::kCUDA);
-  g.finished_last_steps = t.finished_last_steps.to(Device::kCUDA);
-  g.finished_last_index = t.finished_last_index.to(Device::kCUDA);
-  g.history_tokens = t.history_tokens.to(Device::kCUDA);
-  g.history_parents = t.history_parents.to(Device::kCUDA);
-  g.next_tokens = t.next_tokens.to(Device::kCUDA);
-  g.next_scores = t.next_scores.to(Device::kCUDA);
-  g.source_rows = t.source_rows.to(Device::kCUDA);
-  return g;
+// Every tensor of the state, by name.
+std::vector<std::pair<const char*, Tensor*>> tensors_of(BeamSearchTensors& t) {
+  return {{"sentence_ids", &t.sentence_ids},
+          {"max_lengths", &t.max_lengths},
+          {"done", &t.done},
+          {"finished_count", &t.finished_count},
+          {"finished_scores", &t.finished_scores},
+          {"finished_log_probs", &t.finished_log_probs},
+          {"finished_last_steps", &t.finished_last_steps},
+          {"finished_last_index", &t.finished_last_index},
+          {"history_tokens", &t.history_tokens},
+          {"history_parents", &t.history_parents},
+          {"next_tokens", &t.next_tokens},
+          {"next_scores", &t.next_scores},
+          {"source_rows", &t.source_rows}};
 }
 
 TEST_F(SearchOpsCuda, BeamSearchStepsMatchTheCpu) {
@@ -126,7 +126,8 @@ TEST_F(SearchOpsCuda, BeamSearchStepsMatchTheCpu) {
     const int sentences = 70, steps = 6;  // more sentences than one block of threads
     const int k = std::min(2 * beam + 1, 32);
     BeamSearchTensors cpu = initial_state(sentences, beam, steps);
-    BeamSearchTensors gpu = to_gpu(cpu);
+    BeamSearchTensors gpu = cpu;
+    for (auto& [name, tensor] : tensors_of(gpu)) *tensor = tensor->to(Device::kCUDA);
     for (int step = 0; step < steps; ++step) {
       const TopK top = random_candidates(int64_t(sentences) * beam, k, step, generator);
       BeamStepParams params;
@@ -139,17 +140,10 @@ TEST_F(SearchOpsCuda, BeamSearchStepsMatchTheCpu) {
                        params);
     }
     const std::string where = "beam " + std::to_string(beam);
-    expect_equal(gpu.done, cpu.done, where + " done");
-    expect_equal(gpu.finished_count, cpu.finished_count, where + " finished_count");
-    expect_equal(gpu.finished_scores, cpu.finished_scores, where + " finished_scores", 1e-6);
-    expect_equal(gpu.finished_log_probs, cpu.finished_log_probs, where + " log_probs", 1e-6);
-    expect_equal(gpu.finished_last_steps, cpu.finished_last_steps, where + " last_steps");
-    expect_equal(gpu.finished_last_index, cpu.finished_last_index, where + " last_index");
-    expect_equal(gpu.history_tokens, cpu.history_tokens, where + " history_tokens");
-    expect_equal(gpu.history_parents, cpu.history_parents, where + " history_parents");
-    expect_equal(gpu.next_tokens, cpu.next_tokens, where + " next_tokens");
-    expect_equal(gpu.next_scores, cpu.next_scores, where + " next_scores", 1e-6);
-    expect_equal(gpu.source_rows, cpu.source_rows, where + " source_rows");
+    const auto expected = tensors_of(cpu), actual = tensors_of(gpu);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      expect_equal(*actual[i].second, *expected[i].second, where + " " + expected[i].first, 1e-6);
+    }
     // Every sentence whose maximum length the steps reached is done, with hypotheses.
     for (int s = 0; s < sentences; ++s) {
       if (s == 1 || cpu.max_lengths.data<int32_t>()[s] > steps) continue;
