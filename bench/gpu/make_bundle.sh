@@ -2,7 +2,8 @@
 # Packs what the GPU checks need into one folder for a GPU machine that has the NVIDIA driver and
 # toolkit but none of xlate's Debian libraries: the test and benchmark binaries built here, the
 # shared libraries they load (except glibc's and the driver's), the test fixtures and the
-# newstest2014 text. bench/gpu/run_checks.sh runs there from the same folder.
+# newstest2014 text; and CTranslate2's wheel as .ct2site.tar.xz. bench/gpu/run_checks.sh runs
+# there from the same folder (carry BUNDLE_DIR.tar.xz and .ct2site.tar.xz).
 # usage: bench/gpu/make_bundle.sh [BUNDLE_DIR]   (default .gpu; run after scripts/build.sh and
 # tests/make_fixtures.sh); also writes BUNDLE_DIR.tar.xz
 set -euo pipefail
@@ -32,6 +33,19 @@ cp build/fixtures/test_2016_flickr.en "$bundle/data/"
 cp "$data"/wmt14/newstest2014.{en,de} "$bundle/data/"
 gzip -dc "$data"/multi30k/train.en.gz > "$bundle/data/train.en"
 gzip -dc "$data"/multi30k/train.de.gz > "$bundle/data/train.de"
+# CTranslate2 for the GPU machine's Python 3.12, unpacked and recompressed (its wheel is 41 MiB
+# as a zip, 25 MiB as .tar.xz): bench/gpu/run_checks.sh unpacks it into /tmp/site there.
+ct2_version=${XLATE_CT2_VERSION:-4.8.5}
+if [[ ! -f .ct2site.tar.xz ]]; then
+  wheels=$(mktemp -d) site=$(mktemp -d)
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_17_x86_64 -d "$wheels" "ctranslate2==$ct2_version"
+  unzip -q "$wheels"/ctranslate2-*.whl -d "$site"
+  tar -C "$site" -cJf .ct2site.tar.xz .
+  rm -rf "$wheels" "$site"
+fi
+
 # One compressed file travels (the device tool carries at most 64 MiB).
 tar -C "$(dirname "$bundle")" -cJf "$bundle.tar.xz" "$(basename "$bundle")"
 du -sh "$bundle" "$bundle.tar.xz"
