@@ -1,34 +1,65 @@
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+#include <utility>
 #include <vector>
 
 #include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/cpu/vector_math.h"
 
 namespace xlate::cpu {
+namespace {
+
+using Entry = std::pair<float, int32_t>;  // (shifted log-probability, id)
+
+// a ranks before b: larger value first, then the smaller id.
+bool ranks_before(const Entry& a, const Entry& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+// The k best (row[v] + shift, v) of a row, best first. A heap of the k best so far, its worst on
+// top, so that most of the row is turned away by one comparison.
+void best_of_row(std::vector<Entry>& heap, const float* row, float shift, int64_t vocabulary,
+                 int k) {
+  heap.clear();
+  for (int64_t v = 0; v < vocabulary; ++v) {
+    const Entry entry{row[v] + shift, static_cast<int32_t>(v)};
+    if (static_cast<int>(heap.size()) == k) {
+      if (!ranks_before(entry, heap.front())) continue;
+      std::pop_heap(heap.begin(), heap.end(), ranks_before);
+      heap.back() = entry;
+    } else {
+      heap.push_back(entry);
+    }
+    std::push_heap(heap.begin(), heap.end(), ranks_before);
+  }
+  std::sort_heap(heap.begin(), heap.end(), ranks_before);
+}
+
+}  // namespace
 
 // The reference of the CUDA kernel's fused log-softmax + top-k: log-probabilities in float32
-// (max-shifted, log of the sum of exponentials), then a partial sort by (value desc, id asc).
+// (max-shifted, log of the sum of exponentials) plus the row offset, the k largest ranked by
+// (value desc, id asc), as the kernel ranks them. Rows run in parallel.
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k) {
   const int64_t vocabulary = logits.dim(-1), rows = logits.numel() / vocabulary;
-  std::vector<float> shifted(static_cast<size_t>(vocabulary));
-  std::vector<int32_t> ids(static_cast<size_t>(vocabulary));
-  for (int64_t n = 0; n < rows; ++n) {
-    const float* row = logits.data<float>() + n * vocabulary;
-    const float best = *std::max_element(row, row + vocabulary);
-    float sum = 0.f;
-    for (int64_t v = 0; v < vocabulary; ++v) sum += std::exp(row[v] - best);
-    const float offset = row_offsets.defined() ? row_offsets.data<float>()[n] : 0.f;
-    const float shift = offset - best - std::log(sum);
-    for (int64_t v = 0; v < vocabulary; ++v) shifted[v] = row[v] + shift;
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
-      return shifted[a] > shifted[b] || (shifted[a] == shifted[b] && a < b);
-    });
-    for (int j = 0; j < k; ++j) {
-      top_values.data<float>()[n * k + j] = shifted[ids[j]];
-      top_indices.data<int32_t>()[n * k + j] = ids[j];
+#pragma omp parallel if (rows > 1)
+  {
+    std::vector<float> exps(static_cast<size_t>(vocabulary));
+    std::vector<Entry> heap;
+    heap.reserve(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < rows; ++n) {
+      const float* row = logits.data<float>() + n * vocabulary;
+      const float best = max_of(row, vocabulary);
+      const float sum = exp_shifted_sum(exps.data(), row, best, vocabulary);
+      const float offset = row_offsets.defined() ? row_offsets.data<float>()[n] : 0.f;
+      const float shift = offset - best - std::log(sum);
+      best_of_row(heap, row, shift, vocabulary, k);
+      for (int j = 0; j < k; ++j) {
+        top_values.data<float>()[n * k + j] = heap[j].first;
+        top_indices.data<int32_t>()[n * k + j] = heap[j].second;
+      }
     }
   }
 }
