@@ -3,12 +3,14 @@
 // a GPU.
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "engine/backend/cuda_backend.h"
+#include "engine/continuous_decoder.h"
 #include "engine/translator.h"
 #include "tests/test_paths.h"
 
@@ -105,6 +107,51 @@ TEST_F(ModelCuda, DecoderTopKStepEqualsTheCpu) {
       EXPECT_EQ(actual.indices.data<int32_t>()[i], expected.indices.data<int32_t>()[i])
           << "k " << k << " #" << i;
       EXPECT_NEAR(actual.values.data<float>()[i], expected.values.data<float>()[i], 1e-4);
+    }
+  }
+}
+
+// The server's decoder (sentences joining and leaving between steps, search on the host over
+// the device's top-k) on the GPU in float32 gives the CPU's hypotheses.
+TEST_F(ModelCuda, ContinuousDecodingEqualsTheCpu) {
+  auto cpu = load({Device::kCPU, DType::kFloat32});
+  auto gpu = load({Device::kCUDA, DType::kFloat32});
+  ASSERT_TRUE(cpu && gpu);
+  std::vector<std::vector<int32_t>> sources;
+  for (const std::string& sentence : sample_sentences(10)) {
+    sources.push_back(*cpu->tokenizer().encode(sentence));
+  }
+  auto decode_all = [&](const TransformerModel& model) {
+    ContinuousDecoderOptions decoder_options;
+    decoder_options.max_sentences = 6;
+    ContinuousDecoder decoder(model, decoder_options);
+    TranslationOptions options;
+    options.n_best = 2;
+    std::map<int64_t, std::vector<Hypothesis>> results;
+    size_t next = 0;
+    // Four now, the rest as slots free up: sentences join a decode already under way.
+    auto admitted = decoder.Admit({sources.begin(), sources.begin() + 4}, options);
+    EXPECT_TRUE(admitted.ok()) << admitted.status();
+    next = 4;
+    while (decoder.live_sentences() > 0) {
+      for (auto& finished : decoder.Step()) results[finished.handle] = finished.hypotheses;
+      if (next < sources.size() && decoder.free_slots() > 0) {
+        EXPECT_TRUE(decoder.Admit({sources[next]}, options).ok());
+        ++next;
+      }
+    }
+    EXPECT_EQ(results.size(), sources.size());
+    return results;
+  };
+  const auto expected = decode_all(cpu->model());
+  const auto actual = decode_all(gpu->model());
+  ASSERT_EQ(actual.size(), expected.size());
+  for (const auto& [handle, hypotheses] : expected) {
+    const auto& got = actual.at(handle);
+    ASSERT_EQ(got.size(), hypotheses.size()) << "sentence " << handle;
+    for (size_t j = 0; j < hypotheses.size(); ++j) {
+      EXPECT_EQ(got[j].tokens, hypotheses[j].tokens) << "sentence " << handle << " #" << j;
+      EXPECT_NEAR(got[j].score, hypotheses[j].score, 1e-3);
     }
   }
 }
