@@ -398,13 +398,10 @@ TopK TransformerModel::decode_slots(DecoderState& state, const std::vector<int32
 
   // Each row embeds its token at its own position.
   Tensor x = activations({rows, 1, config_.d_model});
-  const Tensor token_ids = on_device(Tensor::from_vector(tokens, {rows, 1}));
-  for (int64_t r = 0; r < rows; ++r) {
-    Tensor row = x.view(r * config_.d_model, {1, 1, config_.d_model});
-    embedding_forward(row, token_ids.view(r, {1, 1}), weights_.shared_embedding,
-                      weights_.decoder_positions, std::sqrt(static_cast<float>(config_.d_model)),
-                      positions[r]);
-  }
+  embedding_forward(x, on_device(Tensor::from_vector(tokens, {rows, 1})),
+                    weights_.shared_embedding, weights_.decoder_positions,
+                    std::sqrt(static_cast<float>(config_.d_model)), 0,
+                    on_device(Tensor::from_vector(positions, {rows})));
   CacheWrites writes;
   writes.positions.assign(positions.begin(), positions.end());
   writes.slots = slots;

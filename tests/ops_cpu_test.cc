@@ -174,6 +174,21 @@ TEST(OpsCpu, EmbeddingScalesAndAddsPositionsFromOffset) {
       for (int c = 0; c < 4; ++c)
         expected.push_back(2.0 * table.data<float>()[ids[n * 3 + t] * 4 + c] + positions.data<float>()[(2 + t) * 4 + c]);
   expect_near_all(out, expected, 1e-6);
+
+  // Rows at their own positions (continuous decoding): row n starts at 1 + row_positions[n].
+  const Tensor row_positions = Tensor::from_vector(std::vector<int32_t>{4, 0}, {2});
+  embedding_forward(out, Tensor::from_vector(ids, {2, 3}), table, positions, 2.f, 1, row_positions);
+  expected.clear();
+  for (int n = 0; n < 2; ++n)
+    for (int t = 0; t < 3; ++t)
+      for (int c = 0; c < 4; ++c)
+        expected.push_back(2.0 * table.data<float>()[ids[n * 3 + t] * 4 + c] +
+                           positions.data<float>()[(1 + (n == 0 ? 4 : 0) + t) * 4 + c]);
+  expect_near_all(out, expected, 1e-6);
+  const Tensor beyond = Tensor::from_vector(std::vector<int32_t>{5, 0}, {2});  // 1 + 5 + 2 > 7
+  EXPECT_THROW(embedding_forward(out, Tensor::from_vector(ids, {2, 3}), table, positions, 2.f, 1,
+                                 beyond),
+               std::logic_error);
 }
 
 TEST(OpsCpu, LogSoftmaxTopKPicksTheBestShiftedLogProbabilitiesInOrder) {

@@ -58,7 +58,8 @@ void require_indexed_rows(const Tensor& table, const Tensor& packed, const Tenso
 }  // namespace
 
 void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
-                       const Tensor& positions, float scale, int64_t position_offset) {
+                       const Tensor& positions, float scale, int64_t position_offset,
+                       const Tensor& row_positions) {
   ScopedOpTimer timer(OpCategory::kOther);
   require_float_like(table, out, "embedding_forward", "table");
   require_float_like(positions, out, "embedding_forward", "positions");
@@ -67,10 +68,22 @@ void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
   require(position_offset + tokens.dim(1) <= positions.dim(0), "embedding_forward",
           "positions beyond the positional table");
   require(out.numel() == tokens.numel() * table.dim(1), "embedding_forward", "out shape");
-  if (on_cuda(out)) {
-    return cuda::embedding_forward(out, tokens, table, positions, scale, position_offset);
+  if (row_positions.defined()) {
+    require_int32_like(row_positions, out, "embedding_forward", "row_positions");
+    require(row_positions.numel() == tokens.dim(0), "embedding_forward",
+            "row_positions must be int32 [N]");
   }
-  cpu::embedding_forward(out, tokens, table, positions, scale, position_offset);
+  // Device row positions are not read back: the kernel clamps positions to the table.
+  if (on_cuda(out)) {
+    return cuda::embedding_forward(out, tokens, table, positions, scale, position_offset,
+                                   row_positions);
+  }
+  for (int64_t n = 0; row_positions.defined() && n < tokens.dim(0); ++n) {
+    const int64_t first = position_offset + row_positions.data<int32_t>()[n];
+    require(first >= 0 && first + tokens.dim(1) <= positions.dim(0), "embedding_forward",
+            "a row's positions beyond the positional table");
+  }
+  cpu::embedding_forward(out, tokens, table, positions, scale, position_offset, row_positions);
 }
 
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,

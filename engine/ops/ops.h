@@ -16,10 +16,12 @@
 
 namespace xlate {
 
-// out[N, T, C] = table[tokens[n, t]] * scale + positions[position_offset + t]
-// tokens: int32 [N, T]; table: [V, C]; positions: [P, C].
+// out[N, T, C] = table[tokens[n, t]] * scale + positions[position_offset + row_positions[n] + t]
+// tokens: int32 [N, T]; table: [V, C]; positions: [P, C]; row_positions: int32 [N], or
+// undefined for 0 (rows that sit at different positions, as in continuous decoding).
 void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
-                       const Tensor& positions, float scale, int64_t position_offset);
+                       const Tensor& positions, float scale, int64_t position_offset,
+                       const Tensor& row_positions = Tensor());
 
 enum class Activation { kNone, kRelu };
 

@@ -68,6 +68,12 @@ TEST_P(OpsCuda, EmbeddingScalesAndAddsPositions) {
   Tensor out = empty_gpu({3, 5, 24});
   embedding_forward(out, on_gpu(tokens), on_gpu(table), on_gpu(positions), std::sqrt(24.f), 2);
   expect_close(out, expected, "embedding");
+  // Rows at their own positions (the server's continuous decoding).
+  const Tensor row_positions = int_tensor({7, 0, 4}, {3});
+  embedding_forward(expected, tokens, table, positions, std::sqrt(24.f), 1, row_positions);
+  embedding_forward(out, on_gpu(tokens), on_gpu(table), on_gpu(positions), std::sqrt(24.f), 1,
+                    row_positions.to(Device::kCUDA));
+  expect_close(out, expected, "embedding at row positions");
 }
 
 TEST_P(OpsCuda, LinearWithEveryEpilogue) {

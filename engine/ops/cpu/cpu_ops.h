@@ -6,7 +6,8 @@
 namespace xlate::cpu {
 
 void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
-                       const Tensor& positions, float scale, int64_t position_offset);
+                       const Tensor& positions, float scale, int64_t position_offset,
+                       const Tensor& row_positions);
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                     Activation activation);
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,

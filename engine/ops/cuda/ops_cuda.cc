@@ -24,11 +24,19 @@ kernels::ElementType type_of(const Tensor& tensor) {
 }  // namespace
 
 void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
-                       const Tensor& positions, float scale, int64_t position_offset) {
+                       const Tensor& positions, float scale, int64_t position_offset,
+                       const Tensor& row_positions) {
+  kernels::EmbeddingShape shape;
+  shape.rows = tokens.dim(0);
+  shape.steps = tokens.dim(1);
+  shape.channels = table.dim(1);
+  shape.vocabulary = table.dim(0);
+  shape.positions = positions.dim(0);
+  shape.position_offset = position_offset;
   kernels::embedding_forward(out.raw_data(), tokens.data<int32_t>(), table.raw_data(),
-                             positions.raw_data(), tokens.dim(0), tokens.dim(1), table.dim(1),
-                             table.dim(0), scale, position_offset, type_of(out),
-                             cuda_backend::stream());
+                             positions.raw_data(),
+                             row_positions.defined() ? row_positions.data<int32_t>() : nullptr,
+                             shape, scale, type_of(out), cuda_backend::stream());
 }
 
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,

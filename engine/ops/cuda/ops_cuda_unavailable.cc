@@ -12,7 +12,8 @@ namespace {
 
 }  // namespace
 
-void embedding_forward(Tensor&, const Tensor&, const Tensor&, const Tensor&, float, int64_t) {
+void embedding_forward(Tensor&, const Tensor&, const Tensor&, const Tensor&, float, int64_t,
+                       const Tensor&) {
   unavailable();
 }
 void linear_forward(Tensor&, const Tensor&, const Tensor&, const Tensor&, Activation) {
