@@ -15,9 +15,9 @@ namespace xlate {
 class IncrementalDecoder {
  public:
   virtual ~IncrementalDecoder() = default;
-  // Feeds one token per live row and returns, per row r, the k most probable next tokens, best
-  // first (ties: smaller id first), scored row_scores[r] + log P(token | row r): host TopK,
-  // values float32 [rows, k], indices int32 [rows, k]. 1 <= k <= V. The search passes each
+  // Feeds one token per live row and returns, per row r, the k' = min(k, V) most probable next
+  // tokens, best first (ties: smaller id first), scored row_scores[r] + log P(token | row r):
+  // host TopK, values float32 [rows, k'], indices int32 [rows, k']. k >= 1. The search passes each
   // hypothesis's log P so far as its row score; asking for k tokens instead of all V is what
   // keeps a GPU decoder from copying the whole distribution to the host every step.
   virtual TopK step(const std::vector<int32_t>& tokens, const std::vector<float>& row_scores,
