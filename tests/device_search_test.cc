@@ -87,6 +87,15 @@ TEST(DeviceBeamSearch, EqualsTheHostSearch) {
   EXPECT_EQ(compared, 2 * 4 * 2 * 2 * 2 * 2 * 5);
 }
 
+TEST(DeviceBeamSearch, AnEmptyBatchIsDoneAtOnce) {
+  const auto model = tiny_random_model(6, 3);
+  const Batch batch = encode(*model, {{4, 3}});
+  TransformerDecoder decoder(*model, batch.encoded, batch.lengths, 4, 4);
+  auto run = start_device_beam_search(decoder, {}, SearchOptions());
+  EXPECT_TRUE(run->done());
+  EXPECT_TRUE(run->take_results().empty());
+}
+
 // Rows of a sentence that is done idle until the host drops them: they continue themselves
 // with the end token, so the decoder never reads an unwritten token or row.
 TEST(DeviceBeamSearch, DoneSentencesIdleTheirRows) {

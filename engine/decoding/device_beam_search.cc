@@ -26,6 +26,10 @@ class DeviceBeamSearchRun : public SearchRun {
       throw std::logic_error("device beam search: beam_size must be in [1, 15]");
     }
     const int64_t sentences = static_cast<int64_t>(max_lengths.size());
+    if (sentences == 0) {
+      finished_ = true;
+      return;
+    }
     const int64_t finished_slots = 3 * beam_;
     const int longest = *std::max_element(max_lengths.begin(), max_lengths.end());
     for (int32_t s = 0; s < sentences; ++s) live_.push_back(s);
@@ -77,6 +81,7 @@ class DeviceBeamSearchRun : public SearchRun {
   }
 
   std::vector<std::vector<Hypothesis>> take_results() override {
+    if (max_lengths_.empty()) return {};
     const Tensor count = t_.finished_count.to(Device::kCPU);
     const Tensor scores = t_.finished_scores.to(Device::kCPU);
     const Tensor log_probs = t_.finished_log_probs.to(Device::kCPU);
