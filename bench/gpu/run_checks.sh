@@ -5,7 +5,8 @@
 #   bench      newstest2014 on a base-size model: xlate float16/bfloat16 against CTranslate2
 #              and Hugging Face MarianMT generate in the same precision, batches of 32 and 64
 #              (XLATE_BENCH_TYPES, XLATE_BENCH_BATCHES; bench/compare_ctranslate2.py)
-#   kernels    per-kernel device time of a few decoding batches (Nsight Compute)
+#   kernels    per-kernel device time of one decoding batch (Nsight Compute; after a bench
+#              stage that ran float16 with batch 32, whose plan it reuses)
 # usage: bench/gpu/run_checks.sh BUNDLE OUT_DIR STAGE... [-- extra compare_ctranslate2 flags]
 # CTranslate2 (its wheel's files as .ct2site.tar.xz, made here with unzip + tar -cJ, since the
 # device tool carries at most 64 MiB) is unpacked into /tmp/site. XLATE_BENCH_TYPES picks the
@@ -77,7 +78,12 @@ for stage in "${stages[@]}"; do
       done ;;
     kernels)
       base_model
-      head -32 /tmp/work_float16_32/plan.tsv > /tmp/plan_small.tsv
+      plan=/tmp/work_float16_32/plan.tsv
+      if [[ ! -f $plan ]]; then
+        echo "kernels: needs the plan of a bench stage with float16 and batch 32 ($plan)" >&2
+        continue
+      fi
+      head -32 "$plan" > /tmp/plan_small.tsv
       ncu --metrics gpu__time_duration.sum --csv "$bundle/bin/xlate_translate_bench" \
         --model_dir /tmp/base --device cuda --compute_type float16 --plan /tmp/plan_small.tsv \
         --warmup_batches 0 > /tmp/kernels.csv 2> "$out/kernels.err"
