@@ -241,27 +241,26 @@ TopK TransformerModel::decode_top_k_on_device(DecoderState& state, const Tensor&
                                               const Tensor& row_scores, int k) const {
   const int64_t rows = tokens.numel();
   const Tensor logits = decode_on_device(state, tokens.reshape({rows, 1}));
-  k = static_cast<int>(std::min<int64_t>(k, config_.vocab_size));
-  TopK top{Tensor::empty({rows, k}, DType::kFloat32, placement_.device),
-           Tensor::empty({rows, k}, DType::kInt32, placement_.device)};
-  log_softmax_top_k(top.values, top.indices, logits.reshape({rows, config_.vocab_size}),
-                    row_scores, k);
-  return top;
+  return top_k_of(logits.reshape({rows, config_.vocab_size}), row_scores, k);
 }
 
 TopK TransformerModel::top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores,
                                      int k) const {
+  const Tensor& source = k <= kMaxDeviceTopK ? logits : logits_to_host(logits);
+  Tensor offsets = Tensor::from_vector(row_scores, {logits.dim(0)});
+  if (source.device() != Device::kCPU) offsets = offsets.to(source.device());
+  const TopK top = top_k_of(source, offsets, k);
+  if (source.device() == Device::kCPU) return top;
+  return {top.values.to(Device::kCPU), top.indices.to(Device::kCPU)};
+}
+
+TopK TransformerModel::top_k_of(const Tensor& logits, const Tensor& offsets, int k) {
   const int64_t rows = logits.dim(0);
   k = static_cast<int>(std::min<int64_t>(k, logits.dim(1)));
-  const Tensor& source = k <= kMaxDeviceTopK ? logits : logits_to_host(logits);
-  const Device device = source.device();
-  TopK top{Tensor::empty({rows, k}, DType::kFloat32, device),
-           Tensor::empty({rows, k}, DType::kInt32, device)};
-  Tensor offsets = Tensor::from_vector(row_scores, {rows});
-  if (device != Device::kCPU) offsets = offsets.to(device);
-  log_softmax_top_k(top.values, top.indices, source, offsets, k);
-  if (device == Device::kCPU) return top;
-  return {top.values.to(Device::kCPU), top.indices.to(Device::kCPU)};
+  TopK top{Tensor::empty({rows, k}, DType::kFloat32, logits.device()),
+           Tensor::empty({rows, k}, DType::kInt32, logits.device())};
+  log_softmax_top_k(top.values, top.indices, logits, offsets, k);
+  return top;
 }
 
 void TransformerModel::set_cross_tables(DecoderState& state) const {

@@ -111,6 +111,8 @@ class TransformerModel {
   // log_softmax_top_k of logits [R, V] on their device when the kernel takes k, else on the
   // host; the result on the host.
   TopK top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores, int k) const;
+  // log_softmax_top_k of logits [R, V] with offsets [R] on the logits' device, min(k, V) per row.
+  static TopK top_k_of(const Tensor& logits, const Tensor& offsets, int k);
 
   ModelConfig config_;
   TransformerWeights weights_;
