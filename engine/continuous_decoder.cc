@@ -6,18 +6,31 @@
 
 namespace xlate {
 
+namespace {
+
+int max_positions(const TransformerModel& model, const ContinuousDecoderOptions& options) {
+  return std::max(1, std::min(options.max_target_tokens, model.config().max_positions));
+}
+
+}  // namespace
+
+// On the CPU looking at the done flags costs nothing: every step does, and no row idles.
 ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
                                      const ContinuousDecoderOptions& options)
-    : model_(model), options_(options), sentences_(static_cast<size_t>(options.max_sentences)) {
-  state_ = model.start_slots(options.max_sentences, options.max_source_tokens,
-                             int64_t{options.max_sentences} * options.max_beam_size,
-                             std::min(options.max_target_tokens, model.config().max_positions));
+    : model_(model),
+      options_(options),
+      decoder_(model, TransformerDecoder::Slots{options.max_sentences, options.max_source_tokens,
+                                                int64_t{options.max_sentences} *
+                                                    options.max_beam_size,
+                                                max_positions(model, options)}),
+      search_(decoder_, options.max_sentences, options.max_beam_size,
+              max_positions(model, options),
+              model.placement().device == Device::kCPU ? 1 : 4),
+      handles_(static_cast<size_t>(options.max_sentences), -1) {
   for (int slot = options.max_sentences - 1; slot >= 0; --slot) free_.push_back(slot);
 }
 
-int ContinuousDecoder::live_sentences() const {
-  return options_.max_sentences - static_cast<int>(free_.size());
-}
+int ContinuousDecoder::live_sentences() const { return search_.live_sentences(); }
 
 absl::Status ContinuousDecoder::Check(const std::vector<std::vector<int32_t>>& sources,
                                       const TranslationOptions& options) const {
@@ -58,96 +71,35 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
   for (const auto& source : sources) padded = std::max<int64_t>(padded, source.size() + 1);
   std::vector<int32_t> tokens(static_cast<size_t>(count * padded), config.pad_id);
   std::vector<int32_t> lengths(static_cast<size_t>(count)), slots(lengths);
+  std::vector<int> max_lengths(lengths.size());
+  const int capacity = max_positions(model_, options_);
   for (int64_t n = 0; n < count; ++n) {
     std::copy(sources[n].begin(), sources[n].end(), tokens.begin() + n * padded);
     tokens[n * padded + sources[n].size()] = config.eos_id;
     lengths[n] = static_cast<int32_t>(sources[n].size() + 1);
     slots[n] = free_.back();
     free_.pop_back();
+    max_lengths[n] = options.max_output_tokens(sources[n].size(), capacity);
   }
   const Tensor source_lengths = Tensor::from_vector(lengths, {count});
   const Tensor encoded = model_.encode(Tensor::from_vector(tokens, {count, padded}), source_lengths);
-  model_.set_sources(state_, encoded, source_lengths, slots);
+  decoder_.set_sources(encoded, source_lengths, slots);
 
-  const int capacity = static_cast<int>(state_.ancestry.size() / state_.row_capacity);
+  search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths, options.search(config));
   std::vector<int64_t> handles;
-  for (int64_t n = 0; n < count; ++n) {
-    Sentence& sentence = sentences_[slots[n]];
-    sentence = Sentence();
-    sentence.handle = next_handle_++;
-    sentence.beam.live.push_back(Hypothesis{});
-    int limit = static_cast<int>(sources[n].size()) + options.max_extra_length;
-    if (options.max_output_length > 0) limit = std::min(limit, options.max_output_length);
-    sentence.beam.max_length = std::max(1, std::min(limit, capacity));
-    sentence.search.beam_size = options.beam_size;
-    sentence.search.length_penalty = options.length_penalty;
-    sentence.search.n_best = options.n_best;
-    sentence.search.min_length = options.min_output_length;
-    sentence.search.start_token = config.decoder_start_id;
-    sentence.search.end_token = config.eos_id;
-    for (int b = 0; b < options_.max_beam_size; ++b) {
-      state_.row_sentence[slots[n] * options_.max_beam_size + b] = slots[n];
-    }
-    handles.push_back(sentence.handle);
+  for (int32_t slot : slots) {
+    handles_[slot] = next_handle_++;
+    handles.push_back(handles_[slot]);
   }
   return handles;
 }
 
-void ContinuousDecoder::ReorderBeams(int slot, const std::vector<int32_t>& source_beams,
-                                     int length) {
-  const int64_t base = int64_t{slot} * options_.max_beam_size;
-  std::vector<int32_t> reordered(source_beams.size());
-  for (int s = 0; s <= length; ++s) {
-    int32_t* row = state_.ancestry.data() + s * state_.row_capacity + base;
-    for (size_t i = 0; i < source_beams.size(); ++i) reordered[i] = row[source_beams[i]];
-    std::copy(reordered.begin(), reordered.end(), row);
-  }
-}
-
 std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
-  std::vector<int32_t> tokens, rows, positions;
-  std::vector<float> row_scores;
-  std::vector<int> active;  // slots, in row order
-  int candidates = 1;
-  for (int slot = 0; slot < options_.max_sentences; ++slot) {
-    const Sentence& sentence = sentences_[slot];
-    if (sentence.handle < 0) continue;
-    active.push_back(slot);
-    candidates = std::max(candidates, candidates_per_row(sentence.search));
-    for (size_t b = 0; b < sentence.beam.live.size(); ++b) {
-      const Hypothesis& hypothesis = sentence.beam.live[b];
-      tokens.push_back(hypothesis.tokens.empty() ? sentence.search.start_token
-                                                 : hypothesis.tokens.back());
-      rows.push_back(static_cast<int32_t>(slot * options_.max_beam_size + b));
-      positions.push_back(sentence.length);
-      row_scores.push_back(hypothesis.log_prob);
-    }
-  }
   std::vector<Finished> finished;
-  if (active.empty()) return finished;
-  const TopK top = model_.decode_slots(state_, tokens, rows, positions, row_scores, candidates);
-  const int64_t k = top.values.dim(1);
-  std::vector<std::vector<int32_t>> source_beams(active.size());
-  for (size_t i = 0, row = 0; i < active.size(); ++i) {
-    Sentence& sentence = sentences_[active[i]];
-    const size_t live = sentence.beam.live.size();
-    const int64_t offset = static_cast<int64_t>(row) * k;
-    advance(sentence.beam, top.values.data<float>() + offset, top.indices.data<int32_t>() + offset,
-            k, sentence.length + 1, sentence.search, source_beams[i]);
-    row += live;
-  }
-  for (size_t i = 0; i < active.size(); ++i) {
-    Sentence& sentence = sentences_[active[i]];
-    if (sentence.beam.done) {
-      std::vector<Hypothesis>& best = sentence.beam.finished;
-      if (best.size() > static_cast<size_t>(sentence.search.n_best)) best.resize(sentence.search.n_best);
-      finished.push_back({sentence.handle, std::move(best)});
-      sentence = Sentence();
-      free_.push_back(active[i]);
-      continue;
-    }
-    ReorderBeams(active[i], source_beams[i], sentence.length);
-    ++sentence.length;
+  for (DeviceBeamSearch::Finished& done : search_.step()) {
+    finished.push_back({handles_[done.slot], std::move(done.hypotheses)});
+    handles_[done.slot] = -1;
+    free_.push_back(done.slot);
   }
   return finished;
 }

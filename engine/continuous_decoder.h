@@ -1,24 +1,26 @@
 // Iteration-level ("continuous") batching: sentences join a running decode between two steps
-// and leave it as soon as their search ends, and every step decodes the live hypotheses of all
-// sentences as one batch (one pass over the weights). A sentence keeps a fixed range of
-// max_beam_size physical rows of the KV cache for its whole life, so a newcomer writing its
-// position 0 never touches a live row's keys and values; its beams are reordered through the
-// ancestry table within that range (TransformerModel::decode_slots).
-// Results equal Translator::TranslateTokens's for the same sentences and options.
+// and leave it once their search ends, and every step decodes the live hypotheses of all
+// sentences as one batch (one pass over the weights). The search is DeviceBeamSearch, its state
+// on the model's device: on a GPU a step waits for nothing, and the host looks for finished
+// sentences every few steps. A sentence keeps a fixed range of max_beam_size physical rows of
+// the KV cache for its whole life, so a newcomer writing its position 0 never touches a live
+// row's keys and values. Results equal Translator::TranslateTokens's for the same sentences and
+// options.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/decoding/beam_step.h"
+#include "engine/decoding/device_beam_search.h"
+#include "engine/transformer_decoder.h"
 #include "engine/translator.h"
 
 namespace xlate {
 
 struct ContinuousDecoderOptions {
   int max_sentences = 32;       // sentences decoding at once
-  int max_beam_size = 4;        // rows reserved per sentence
+  int max_beam_size = 4;        // rows reserved per sentence, <= kMaxDeviceBeam (15)
   int max_source_tokens = 256;  // per sentence, end token included
   int max_target_tokens = 306;  // output tokens per sentence at most (caps max_extra_length)
 };
@@ -43,26 +45,20 @@ class ContinuousDecoder {
     int64_t handle;
     std::vector<Hypothesis> hypotheses;  // up to n_best, best first
   };
-  // Decodes one token for every live sentence; returns the sentences that finished.
+  // Decodes one token for every live sentence; returns the sentences found finished (on a GPU
+  // the search looks every few steps, so a sentence may come a few steps after its last token).
   std::vector<Finished> Step();
 
  private:
-  struct Sentence {
-    int64_t handle = -1;
-    SentenceBeam beam;
-    SearchOptions search;
-    int length = 0;  // tokens decoded so far
-  };
   absl::Status Check(const std::vector<std::vector<int32_t>>& sources,
                      const TranslationOptions& options) const;
-  // New beam i of sentence `slot` continues old beam source_beams[i] at positions 0..length.
-  void ReorderBeams(int slot, const std::vector<int32_t>& source_beams, int length);
 
   const TransformerModel& model_;
   const ContinuousDecoderOptions options_;
-  DecoderState state_;
-  std::vector<Sentence> sentences_;  // by slot; handle < 0 = free
-  std::vector<int> free_;            // free slots
+  TransformerDecoder decoder_;
+  DeviceBeamSearch search_;
+  std::vector<int64_t> handles_;  // by slot; -1 = free
+  std::vector<int> free_;         // free slots
   int64_t next_handle_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
@@ -53,20 +54,6 @@ void append_to_cache(Tensor& cache, const Tensor& fresh, const Tensor& cache_row
   scatter_rows(rows, fresh, cache_rows);
 }
 
-// Where step t of row r goes: position writes.positions[r] + t of slot writes.slots[r], as a row
-// of the time-major cache [S_max * R_cap, C]; [R * T] in fresh's row order.
-Tensor cache_rows_of(const TransformerModel::CacheWrites& writes, int64_t steps, int64_t slots) {
-  const int64_t rows = static_cast<int64_t>(writes.slots.size());
-  std::vector<int32_t> table(static_cast<size_t>(rows * steps));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t t = 0; t < steps; ++t) {
-      table[r * steps + t] =
-          static_cast<int32_t>((writes.positions[r] + t) * slots + writes.slots[r]);
-    }
-  }
-  return Tensor::from_vector(table, {rows * steps});
-}
-
 void convert_weights(TransformerWeights& weights, const ModelConfig& config,
                      const Placement& placement) {
   for (NamedParameter& parameter : named_parameters(weights, config)) {
@@ -85,7 +72,7 @@ void convert_weights(TransformerWeights& weights, const ModelConfig& config,
 }  // namespace
 
 struct TransformerModel::KeyTables {
-  Tensor cache_rows;                 // [R * T]: where the new keys/values go (cache_rows_of)
+  Tensor cache_rows;                 // [R * T]: where the new keys/values go (decode_positions)
   Tensor self_rows, self_lengths;    // [R, length + T], [R]
   Tensor cross_rows, cross_lengths;  // [R, S_src], [R]
 };
@@ -180,25 +167,36 @@ Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengt
 DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
                                               const Tensor& source_lengths, int64_t max_rows,
                                               int64_t max_positions) const {
+  const int64_t sentences = encoder_output.dim(0);
+  DecoderState state = empty_state(std::max(max_rows, sentences), max_positions,
+                                   encoder_output.dim(1), source_lengths);
+  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
+    const AttentionWeights& cross = weights_.decoder[i].cross_attention;
+    state.layers[i].cross_keys = linear(encoder_output, cross.key);
+    state.layers[i].cross_values = linear(encoder_output, cross.value);
+  }
+  std::vector<RowPlacement> rows(static_cast<size_t>(sentences));
+  for (int32_t r = 0; r < sentences; ++r) rows[r] = {-1, r, r, 0};
+  place_rows(state, rows);
+  return state;
+}
+
+DecoderState TransformerModel::empty_state(int64_t max_rows, int64_t max_positions,
+                                           int64_t source_steps,
+                                           const Tensor& source_lengths) const {
   DecoderState state;
-  state.rows = encoder_output.dim(0);
-  state.row_capacity = std::max(max_rows, state.rows);
-  state.source_steps = encoder_output.dim(1);
-  state.row_sentence = identity(state.rows);
+  state.row_capacity = max_rows;
+  state.source_steps = source_steps;
   state.source_lengths.assign(source_lengths.data<int32_t>(),
                               source_lengths.data<int32_t>() + source_lengths.numel());
   // Entries are written (decode_positions) before any attention reads them.
-  state.row_table =
-      Tensor::empty({state.row_capacity, max_positions}, DType::kInt32, placement_.device);
-  set_cross_tables(state);
+  state.row_table = Tensor::empty({max_rows, max_positions}, DType::kInt32, placement_.device);
   for (const DecoderLayerWeights& layer : weights_.decoder) {
     DecoderLayerCache cache;
     cache.self_keys =
-        activations({max_positions, state.row_capacity, layer.self_attention.key.weight.dim(0)});
+        activations({max_positions, max_rows, layer.self_attention.key.weight.dim(0)});
     cache.self_values =
-        activations({max_positions, state.row_capacity, layer.self_attention.value.weight.dim(0)});
-    cache.cross_keys = linear(encoder_output, layer.cross_attention.key);
-    cache.cross_values = linear(encoder_output, layer.cross_attention.value);
+        activations({max_positions, max_rows, layer.self_attention.value.weight.dim(0)});
     state.layers.push_back(std::move(cache));
   }
   return state;
@@ -278,15 +276,16 @@ Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tok
   KeyTables tables;
   tables.cache_rows = Tensor::empty({rows * steps}, DType::kInt32, placement_.device);
   tables.self_lengths = Tensor::empty({rows}, DType::kInt32, placement_.device);
-  decode_positions(state.row_table, tables.cache_rows, tables.self_lengths, state.length,
-                   state.row_capacity);
+  decode_positions(state.row_table, tables.cache_rows, tables.self_lengths, state.row_slots,
+                   state.row_positions, state.length, state.row_capacity);
   tables.self_rows = state.row_table.view(0, {rows, state.row_table.dim(1)});
   tables.cross_rows = state.cross_rows;
   tables.cross_lengths = state.cross_lengths;
 
   Tensor x = activations({rows, steps, config_.d_model});
   embedding_forward(x, on_device(tokens), weights_.shared_embedding, weights_.decoder_positions,
-                    std::sqrt(static_cast<float>(config_.d_model)), state.length);
+                    std::sqrt(static_cast<float>(config_.d_model)), state.length,
+                    state.row_positions);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     x = decoder_layer(weights_.decoder[i], state.layers[i], tables, x);
   }
@@ -298,49 +297,73 @@ Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tok
 
 void TransformerModel::select_rows(DecoderState& state,
                                    const std::vector<int32_t>& source_rows) const {
-  const int64_t rows = static_cast<int64_t>(source_rows.size());
-  gather_table_rows(state, on_device(Tensor::from_vector(source_rows, {rows})));
-  std::vector<int32_t> sentences(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) sentences[r] = state.row_sentence[source_rows[r]];
-  state.row_sentence = std::move(sentences);
-  state.rows = rows;
-  set_cross_tables(state);
+  // Every row of a batch decode is at the same position, so new row r may write slot r.
+  std::vector<RowPlacement> rows(source_rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int32_t source = source_rows[r];
+    rows[r] = {source, state.row_sentence[source], static_cast<int32_t>(r),
+               static_cast<int32_t>(state.row_position[source] + state.length)};
+  }
+  place_rows(state, rows);
 }
 
 void TransformerModel::select_rows_on_device(DecoderState& state,
                                              const Tensor& source_rows) const {
-  gather_table_rows(state, source_rows);
+  gather_table_rows(state, source_rows, source_rows.numel());
 }
 
-void TransformerModel::gather_table_rows(DecoderState& state, const Tensor& source_rows) const {
+void TransformerModel::gather_table_rows(DecoderState& state, const Tensor& source_rows,
+                                         int64_t rows) const {
   Tensor reordered = Tensor::empty(state.row_table.shape(), DType::kInt32, placement_.device);
-  Tensor live = reordered.view(0, {source_rows.numel(), state.row_table.dim(1)});
-  gather_rows(live, state.row_table, source_rows);
+  if (rows > 0) {
+    Tensor live = reordered.view(0, {rows, state.row_table.dim(1)});
+    gather_rows(live, state.row_table, source_rows);
+  }
   state.row_table = std::move(reordered);
+}
+
+void TransformerModel::place_rows(DecoderState& state,
+                                  const std::vector<RowPlacement>& rows) const {
+  const int64_t count = static_cast<int64_t>(rows.size());
+  if (count > state.row_capacity) throw std::logic_error("place_rows: more rows than R_cap");
+  std::vector<int32_t> kept, slots, positions, sentences;
+  for (const RowPlacement& row : rows) {
+    if (row.source_row >= 0) {
+      if (kept.size() != slots.size()) {
+        throw std::logic_error("place_rows: continuing rows must come before first rows");
+      }
+      kept.push_back(row.source_row);
+    }
+    slots.push_back(row.slot);
+    positions.push_back(row.position);
+    sentences.push_back(row.sentence);
+  }
+  const auto kept_count = static_cast<int64_t>(kept.size());
+  gather_table_rows(state, on_device(Tensor::from_vector(kept, {kept_count})), kept_count);
+  state.row_slots = on_device(Tensor::from_vector(slots, {count}));
+  state.row_positions = on_device(Tensor::from_vector(positions, {count}));
+  state.row_sentence = std::move(sentences);
+  state.row_position = std::move(positions);
+  state.rows = count;
+  state.length = 0;
+  set_cross_tables(state);
 }
 
 DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_source_tokens,
                                           int64_t max_rows, int64_t max_positions) const {
-  DecoderState state;
-  state.row_capacity = max_rows;
-  state.source_steps = max_source_tokens;
-  state.row_sentence.assign(static_cast<size_t>(max_rows), 0);
-  state.source_lengths.assign(static_cast<size_t>(max_sentences), 0);
-  state.ancestry.assign(static_cast<size_t>(max_positions * max_rows), 0);
-  for (const DecoderLayerWeights& layer : weights_.decoder) {
-    DecoderLayerCache cache;
-    cache.self_keys =
-        activations({max_positions, max_rows, layer.self_attention.key.weight.dim(0)});
-    cache.self_values =
-        activations({max_positions, max_rows, layer.self_attention.value.weight.dim(0)});
-    cache.cross_keys = Tensor::zeros(
-        {max_sentences, max_source_tokens, layer.cross_attention.key.weight.dim(0)},
-        placement_.dtype, placement_.device);
-    cache.cross_values = Tensor::zeros(
-        {max_sentences, max_source_tokens, layer.cross_attention.value.weight.dim(0)},
-        placement_.dtype, placement_.device);
-    state.layers.push_back(std::move(cache));
+  DecoderState state =
+      empty_state(max_rows, max_positions, max_source_tokens,
+                  Tensor::zeros({max_sentences}, DType::kInt32));
+  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
+    const AttentionWeights& cross = weights_.decoder[i].cross_attention;
+    state.layers[i].cross_keys =
+        Tensor::zeros({max_sentences, max_source_tokens, cross.key.weight.dim(0)},
+                      placement_.dtype, placement_.device);
+    state.layers[i].cross_values =
+        Tensor::zeros({max_sentences, max_source_tokens, cross.value.weight.dim(0)},
+                      placement_.dtype, placement_.device);
   }
+  place_rows(state, {});
   return state;
 }
 
@@ -365,52 +388,6 @@ void TransformerModel::set_sources(DecoderState& state, const Tensor& encoder_ou
   for (int64_t n = 0; n < sentences; ++n) {
     state.source_lengths[sentence_slots[n]] = source_lengths.data<int32_t>()[n];
   }
-}
-
-TopK TransformerModel::decode_slots(DecoderState& state, const std::vector<int32_t>& tokens,
-                                    const std::vector<int32_t>& slots,
-                                    const std::vector<int32_t>& positions,
-                                    const std::vector<float>& row_scores, int k) const {
-  const int64_t rows = static_cast<int64_t>(slots.size());
-  int64_t longest = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    state.ancestry[positions[r] * state.row_capacity + slots[r]] = slots[r];
-    longest = std::max<int64_t>(longest, positions[r] + 1);
-  }
-  std::vector<int32_t> self_rows(static_cast<size_t>(rows * longest), 0);
-  std::vector<int32_t> self_lengths(static_cast<size_t>(rows)), cross_lengths(self_lengths);
-  std::vector<int32_t> sentence_of_row(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t s = 0; s <= positions[r]; ++s) {
-      self_rows[r * longest + s] = static_cast<int32_t>(
-          s * state.row_capacity + state.ancestry[s * state.row_capacity + slots[r]]);
-    }
-    self_lengths[r] = positions[r] + 1;
-    sentence_of_row[r] = state.row_sentence[slots[r]];
-    cross_lengths[r] = state.source_lengths[sentence_of_row[r]];
-  }
-  KeyTables tables;
-  tables.self_rows = on_device(Tensor::from_vector(self_rows, {rows, longest}));
-  tables.self_lengths = on_device(Tensor::from_vector(self_lengths, {rows}));
-  tables.cross_rows = on_device(batch_major_rows(sentence_of_row, state.source_steps));
-  tables.cross_lengths = on_device(Tensor::from_vector(cross_lengths, {rows}));
-
-  // Each row embeds its token at its own position.
-  Tensor x = activations({rows, 1, config_.d_model});
-  embedding_forward(x, on_device(Tensor::from_vector(tokens, {rows, 1})),
-                    weights_.shared_embedding, weights_.decoder_positions,
-                    std::sqrt(static_cast<float>(config_.d_model)), 0,
-                    on_device(Tensor::from_vector(positions, {rows})));
-  CacheWrites writes;
-  writes.positions.assign(positions.begin(), positions.end());
-  writes.slots = slots;
-  tables.cache_rows = on_device(cache_rows_of(writes, 1, state.row_capacity));
-  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    x = decoder_layer(weights_.decoder[i], state.layers[i], tables, x);
-  }
-  Tensor logits = activations({rows, config_.vocab_size});
-  linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
-  return top_k_to_host(logits, row_scores, k);
 }
 
 }  // namespace xlate

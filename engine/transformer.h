@@ -62,34 +62,27 @@ class TransformerModel {
   TopK decode_top_k_on_device(DecoderState& state, const Tensor& tokens, const Tensor& row_scores,
                               int k) const;
 
-  // Keeps rows: new row r continues old row source_rows[r] (beam reordering and shrinking).
+  // Keeps rows of a batch decode: new row r continues old row source_rows[r] (beam reordering,
+  // replication and shrinking).
   void select_rows(DecoderState& state, const std::vector<int32_t>& source_rows) const;
   // Beam reordering with the rows on the device: source_rows int32 [R] (the current R rows),
-  // each naming a row of the same sentence (the rows' sentences do not change).
+  // each naming a row of the same sentence (the rows' sentences, slots and positions stay).
   void select_rows_on_device(DecoderState& state, const Tensor& source_rows) const;
+  // Replaces the live rows (sentences joining or leaving): new row i is rows[i]. Rows that
+  // continue a live row come first. Two live rows never share a slot, and a slot's positions
+  // from the current one on may be overwritten only if no live row reads them.
+  void place_rows(DecoderState& state, const std::vector<RowPlacement>& rows) const;
 
   // Slot decoding, for sentences that join and leave a running decode (continuous batching).
-  // A state of `max_rows` fixed physical rows (slots) and `max_sentences` sentence slots of up
-  // to `max_source_tokens` source tokens; state.row_sentence[slot] names a row's sentence slot.
+  // A state with no rows, room for `max_rows` rows (physical slots) and `max_sentences` sentence
+  // slots of up to `max_source_tokens` source tokens. Rows come with place_rows; they decode
+  // through decode_top_k_on_device and select_rows_on_device.
   DecoderState start_slots(int64_t max_sentences, int64_t max_source_tokens, int64_t max_rows,
                            int64_t max_positions) const;
   // Computes the cross-attention keys/values of encoder_output [n, S <= max_source_tokens, C]
-  // into sentence slots sentence_slots[0..n).
+  // into sentence slots sentence_slots[0..n); rows placed afterwards read them.
   void set_sources(DecoderState& state, const Tensor& encoder_output, const Tensor& source_lengths,
                    const std::vector<int32_t>& sentence_slots) const;
-  // One token for each listed row, each at its own position: row i writes position
-  // positions[i] into its slot slots[i] (setting the ancestry entry) and reads its earlier
-  // positions through state.ancestry. Returns the k best next tokens of each row as
-  // decode_top_k does, scored log_softmax(logits) + row_scores[i].
-  TopK decode_slots(DecoderState& state, const std::vector<int32_t>& tokens,
-                    const std::vector<int32_t>& slots, const std::vector<int32_t>& positions,
-                    const std::vector<float>& row_scores, int k) const;
-
-  // Where each row's new keys/values go: position positions[r] (+ t) of physical slot slots[r].
-  struct CacheWrites {
-    std::vector<int64_t> positions;
-    std::vector<int32_t> slots;
-  };
 
  private:
   struct KeyTables;  // the attention key_rows/key_lengths of one decoding call
@@ -102,8 +95,11 @@ class TransformerModel {
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
   Tensor on_device(const Tensor& host) const;             // a host input on the model's device
   Tensor logits_to_host(const Tensor& logits) const;      // host float32 for the search
-  // row_table rows gathered by source_rows (on the device) into a fresh table.
-  void gather_table_rows(DecoderState& state, const Tensor& source_rows) const;
+  // A state with caches and no rows.
+  DecoderState empty_state(int64_t max_rows, int64_t max_positions, int64_t source_steps,
+                           const Tensor& source_lengths) const;
+  // The first `rows` rows of a fresh row_table gathered by source_rows (on the device).
+  void gather_table_rows(DecoderState& state, const Tensor& source_rows, int64_t rows) const;
   // cross_rows/cross_lengths of state.row_sentence, on the device.
   void set_cross_tables(DecoderState& state) const;
   // decode() with the logits [R, T, V] left on the model's device.

@@ -8,6 +8,11 @@ TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Tens
     : model_(model),
       state_(model.start_decoding(encoder_output, source_lengths, max_rows, max_positions)) {}
 
+TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Slots& slots)
+    : model_(model),
+      state_(model.start_slots(slots.sentences, slots.source_tokens, slots.rows,
+                               slots.positions)) {}
+
 TopK TransformerDecoder::step(const std::vector<int32_t>& tokens,
                               const std::vector<float>& row_scores, int k) {
   return model_.decode_top_k(state_, tokens, row_scores, k);
@@ -19,6 +24,15 @@ TopK TransformerDecoder::step_on_device(const Tensor& tokens, const Tensor& row_
 
 void TransformerDecoder::select_rows_on_device(const Tensor& source_rows) {
   model_.select_rows_on_device(state_, source_rows);
+}
+
+void TransformerDecoder::place_rows(const std::vector<RowPlacement>& rows) {
+  model_.place_rows(state_, rows);
+}
+
+void TransformerDecoder::set_sources(const Tensor& encoder_output, const Tensor& source_lengths,
+                                     const std::vector<int32_t>& sentence_slots) {
+  model_.set_sources(state_, encoder_output, source_lengths, sentence_slots);
 }
 
 void TransformerDecoder::select_rows(const std::vector<int32_t>& source_rows) {

@@ -1,4 +1,4 @@
-// Binds a TransformerModel and one decoding state to the search interface.
+// Binds a TransformerModel and one decoding state to the search interfaces.
 #pragma once
 
 #include "engine/decoding/device_beam_search.h"
@@ -6,18 +6,32 @@
 
 namespace xlate {
 
-class TransformerDecoder : public DeviceIncrementalDecoder {
+class TransformerDecoder : public IncrementalDecoder, public DeviceIncrementalDecoder {
  public:
-  // encoder_output [B, S_src, C]; room for max_rows rows and max_positions target positions.
+  // A batch: encoder_output [B, S_src, C], one row per sentence; room for max_rows rows and
+  // max_positions target positions.
   TransformerDecoder(const TransformerModel& model, const Tensor& encoder_output,
                      const Tensor& source_lengths, int64_t max_rows, int64_t max_positions);
+  // Slots for sentences that join and leave (TransformerModel::start_slots): no rows until
+  // place_rows, sources through set_sources.
+  struct Slots {
+    int64_t sentences, source_tokens, rows, positions;
+  };
+  TransformerDecoder(const TransformerModel& model, const Slots& slots);
 
+  // IncrementalDecoder, for a batch.
   TopK step(const std::vector<int32_t>& tokens, const std::vector<float>& row_scores,
             int k) override;
   void select_rows(const std::vector<int32_t>& source_rows) override;
+
   Device device() const override { return model_.placement().device; }
   TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k) override;
   void select_rows_on_device(const Tensor& source_rows) override;
+  void place_rows(const std::vector<RowPlacement>& rows) override;
+
+  // encoder_output [n, S, C] of sentences that will decode in sentence slots sentence_slots.
+  void set_sources(const Tensor& encoder_output, const Tensor& source_lengths,
+                   const std::vector<int32_t>& sentence_slots);
 
   // Logits [R, T, V] for T tokens per row at once (the teacher-forced pass).
   Tensor logits(const Tensor& tokens);

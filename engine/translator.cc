@@ -37,6 +37,23 @@ absl::Status TranslationOptions::Validate() const {
   return absl::OkStatus();
 }
 
+SearchOptions TranslationOptions::search(const ModelConfig& config) const {
+  SearchOptions search;
+  search.beam_size = beam_size;
+  search.length_penalty = length_penalty;
+  search.n_best = n_best;
+  search.min_length = min_output_length;
+  search.start_token = config.decoder_start_id;
+  search.end_token = config.eos_id;
+  return search;
+}
+
+int TranslationOptions::max_output_tokens(int64_t source_tokens, int capacity) const {
+  int64_t limit = source_tokens + max_extra_length;
+  if (max_output_length > 0) limit = std::min<int64_t>(limit, max_output_length);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(limit, capacity)));
+}
+
 absl::StatusOr<std::unique_ptr<Translator>> Translator::Load(const std::string& model_dir,
                                                              const Placement& placement) {
   auto model = TransformerModel::Load(model_dir, placement);
@@ -169,24 +186,15 @@ std::unique_ptr<BatchTranslation> Translator::start_batch(
     std::copy(source.begin(), source.end(), tokens.begin() + b * padded);
     tokens[b * padded + source.size()] = config.eos_id;
     lengths[b] = static_cast<int32_t>(source.size() + 1);
-    int limit = static_cast<int>(source.size()) + options.max_extra_length;
-    if (options.max_output_length > 0) limit = std::min(limit, options.max_output_length);
-    limit = std::max(1, std::min(limit, config.max_positions));
-    max_lengths[b] = limit;
-    longest_output = std::max(longest_output, limit);
+    max_lengths[b] = options.max_output_tokens(source.size(), config.max_positions);
+    longest_output = std::max(longest_output, max_lengths[b]);
   }
   const Tensor source_lengths = Tensor::from_vector(lengths, {batch});
   const Tensor encoded =
       model_->encode(Tensor::from_vector(tokens, {batch, padded}), source_lengths);
   auto decoder = std::make_unique<TransformerDecoder>(*model_, encoded, source_lengths,
                                                      batch * options.beam_size, longest_output);
-  SearchOptions search_options;
-  search_options.beam_size = options.beam_size;
-  search_options.length_penalty = options.length_penalty;
-  search_options.n_best = options.n_best;
-  search_options.min_length = options.min_output_length;
-  search_options.start_token = config.decoder_start_id;
-  search_options.end_token = config.eos_id;
+  const SearchOptions search_options = options.search(config);
   std::unique_ptr<SearchRun> run;
   if (model_->placement().device == Device::kCUDA && options.beam_size <= kMaxDeviceBeam) {
     // The search state stays on the GPU: no host round trip per token.

@@ -26,6 +26,12 @@ struct TranslationOptions {
 
   // Names the option and its limit when out of range.
   absl::Status Validate() const;
+  // The search's settings, with `config`'s start and end tokens.
+  SearchOptions search(const ModelConfig& config) const;
+  // Most tokens a source of `source_tokens` tokens (end token excluded) may produce, the end
+  // token included: the paper's input + max_extra_length, within max_output_length and
+  // `capacity`, at least 1.
+  int max_output_tokens(int64_t source_tokens, int capacity) const;
 };
 
 struct Translation {

@@ -3,9 +3,11 @@
 // host (the CPU op, engine/ops/cpu/beam_search_cpu.cc) and the device (beam_search_step.cu); it
 // is the rule of engine/decoding/beam_step.cc (advance), which the tests hold it to.
 //
-// Layout: N live sentences of B rows each; live sentence n owns rows n·B .. n·B + B - 1 and is
-// sentence sentence_ids[n] of the S sentences the per-sentence state is indexed by (finished
-// sentences leave the rows; their state stays where it was). CUDA-free.
+// Layout: S sentence slots, each with its own search settings and state; N live sentences whose
+// rows lie one after another: live sentence n is slot sentence_ids[n] and owns rows
+// first_rows[n] .. first_rows[n] + beams[s] - 1. Sentences start and finish at different steps
+// (continuous batching): each counts its own steps. A finished sentence idles its rows until
+// the host drops them. CUDA-free.
 #pragma once
 
 #include <cmath>
@@ -26,26 +28,35 @@ namespace xlate::kernels {
 constexpr int kMaxStepBeam = 15;
 
 struct BeamStepShape {
-  int sentences = 0;       // N live sentences
-  int beam = 1;            // B rows per sentence
-  int candidates = 1;      // K candidates per row, best first
-  int step = 0;            // 0-based: the hypotheses hold step + 1 tokens after it
-  int n_best = 1;
-  int min_length = 0;      // the end token is forbidden while step < min_length
+  int sentences = 0;            // N live sentences
+  int candidates = 1;           // K candidates per row, best first
   int end_token = 3;
-  float length_penalty = 0.6f;  // α of ((5 + |Y|) / 6)^α; 0 disables
-  int finished_capacity = 3;    // F slots per sentence (3·B is enough: see beam_search_step)
-  int history_width = 1;        // S·B: the row width of the history tables
+  int beam_stride = 1;          // B_max >= every beams[s]: columns per sentence in the history
+  int finished_capacity = 3;    // F slots per sentence (3·B_max is enough: see add_finished)
+  int history_steps = 1;        // L: rows of the history tables, steps a sentence may take
+  int sentence_slots = 1;       // S
+
+  XLATE_HOST_DEVICE int64_t history_width() const {
+    return static_cast<int64_t>(sentence_slots) * beam_stride;
+  }
 };
 
-// The state of S sentences and their rows. Per sentence s: max_lengths[s] (tokens, the end
-// token included), done[s] (0/1), finished_count[s] and, for its F finished slots kept sorted by
-// score (best first), finished_scores (log P / lp), finished_log_probs, and where the
-// hypothesis's last token is in the history: finished_last_steps (-1 for an empty hypothesis)
-// and finished_last_index (its live index at that step). History [max steps, S·B]: the token
-// each live hypothesis b of sentence s took at a step and the live index it continued.
+// The settings and state of S sentence slots. Settings (set when a sentence starts): beams,
+// n_bests, min_lengths (the end token is forbidden before this many tokens), max_lengths
+// (tokens, the end token included), length_penalties (α of ((5 + |Y|) / 6)^α; 0 disables).
+// State: steps (tokens decoded so far), done (0/1), finished_count and, for its F finished
+// slots kept sorted by score (best first), finished_scores (log P / lp), finished_log_probs, and
+// where the hypothesis's last token is in the history: finished_last_steps (-1 for an empty
+// hypothesis) and finished_last_index (its live index at that step). History [L, S·B_max]: the
+// token each live hypothesis b of sentence s took at its step t, at [t, s·B_max + b], and the
+// live index it continued.
 struct BeamStepState {
+  const int32_t* beams;
+  const int32_t* n_bests;
+  const int32_t* min_lengths;
   const int32_t* max_lengths;
+  const float* length_penalties;
+  int32_t* steps;
   int32_t* done;
   int32_t* finished_count;
   float* finished_scores;
@@ -56,13 +67,14 @@ struct BeamStepState {
   int32_t* history_parents;
 };
 
-// Per-row inputs and outputs of a step. top_values/top_indices [N·B, K]: each row's best
-// continuations, scored with the row's cumulative log P. Outputs [N·B]: the token each new row
+// Per-row inputs and outputs of a step. top_values/top_indices [R, K]: each row's best
+// continuations, scored with the row's cumulative log P. Outputs [R]: the token each new row
 // feeds next, its cumulative log P, and the row it continues (a row of the same sentence).
 struct BeamStepRows {
   const float* top_values;
   const int32_t* top_indices;
   const int32_t* sentence_ids;  // [N]
+  const int32_t* first_rows;    // [N]
   int32_t* next_tokens;
   float* next_scores;
   int32_t* source_rows;
@@ -91,7 +103,9 @@ XLATE_HOST_DEVICE inline void add_finished(const BeamStepState& state, const Bea
                                            int last_index) {
   const int base = s * shape.finished_capacity;
   int at = state.finished_count[s];
-  if (at >= shape.finished_capacity) return;  // unreachable with F = 3·B
+  // Unreachable with F = 3·B: fewer than B before a sentence's last step, which adds at most B
+  // ends and B live hypotheses.
+  if (at >= shape.finished_capacity) return;
   while (at > 0 && state.finished_scores[base + at - 1] < score) {
     state.finished_scores[base + at] = state.finished_scores[base + at - 1];
     state.finished_log_probs[base + at] = state.finished_log_probs[base + at - 1];
@@ -106,16 +120,12 @@ XLATE_HOST_DEVICE inline void add_finished(const BeamStepState& state, const Bea
   ++state.finished_count[s];
 }
 
-}  // namespace beam_step_detail
-
-namespace beam_step_detail {
-
-// Rows b >= from of live sentence n idle: each continues itself with the end token, so the
-// decoder keeps reading valid tokens and rows until the host drops them.
-XLATE_HOST_DEVICE inline void idle_rows(int n, int from, const BeamStepRows& rows, int beam,
-                                        int end_token) {
+// Rows first_row + from .. first_row + beam - 1 idle: each continues itself with the end token,
+// so the decoder keeps reading valid tokens and rows until the host drops them.
+XLATE_HOST_DEVICE inline void idle_rows(int64_t first_row, int from, int beam,
+                                        const BeamStepRows& rows, int end_token) {
   for (int b = from; b < beam; ++b) {
-    const int64_t row = static_cast<int64_t>(n) * beam + b;
+    const int64_t row = first_row + b;
     rows.next_tokens[row] = end_token;
     rows.next_scores[row] = -INFINITY;
     rows.source_rows[row] = static_cast<int32_t>(row);
@@ -131,16 +141,22 @@ XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRow
                                                         const BeamStepShape& shape) {
   using beam_step_detail::Candidate;
   const int s = rows.sentence_ids[n];
-  if (state.done[s]) return beam_step_detail::idle_rows(n, 0, rows, shape.beam, shape.end_token);
-  const int beam = shape.beam, k = shape.candidates, length = shape.step + 1;
-  const bool allow_end = shape.step >= shape.min_length;
+  const int beam = state.beams[s], k = shape.candidates, step = state.steps[s];
+  const int64_t first_row = rows.first_rows[n];
+  // A sentence past the history's end is done whatever its settings say (max_lengths <= L).
+  if (state.done[s] || step >= shape.history_steps) {
+    state.done[s] = 1;
+    return beam_step_detail::idle_rows(first_row, 0, beam, rows, shape.end_token);
+  }
+  const int length = step + 1;
+  const bool allow_end = step >= state.min_lengths[s];
 
   // The 2·B best continuations over the sentence's rows, best first.
   Candidate best[2 * kMaxStepBeam];
   int held = 0;
   const int wanted = 2 * beam;
   for (int b = 0; b < beam; ++b) {
-    const int64_t row = static_cast<int64_t>(n) * beam + b;
+    const int64_t row = first_row + b;
     for (int j = 0; j < k; ++j) {
       const Candidate c{rows.top_values[row * k + j], b, rows.top_indices[row * k + j]};
       if (!allow_end && c.token == shape.end_token) continue;
@@ -156,10 +172,10 @@ XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRow
 
   // An end among the B best finishes its parent (so that beam 1 is greedy search); the others
   // become the live hypotheses, in rank order.
-  const float penalty = beam_step_detail::length_penalty(length, shape.length_penalty);
-  const int64_t first_row = static_cast<int64_t>(n) * beam;
-  const int64_t history = static_cast<int64_t>(shape.step) * shape.history_width +
-                          static_cast<int64_t>(s) * beam;
+  const float alpha = state.length_penalties[s];
+  const float penalty = beam_step_detail::length_penalty(length, alpha);
+  const int64_t history = static_cast<int64_t>(step) * shape.history_width() +
+                          static_cast<int64_t>(s) * shape.beam_stride;
   int live = 0;
   float best_live = -INFINITY;
   for (int rank = 0; rank < held && live < beam; ++rank) {
@@ -167,7 +183,7 @@ XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRow
     if (c.token == shape.end_token) {
       if (rank < beam) {
         beam_step_detail::add_finished(state, shape, s, c.log_prob / penalty, c.log_prob,
-                                       shape.step - 1, c.beam);
+                                       step - 1, c.beam);
       }
       continue;
     }
@@ -179,25 +195,26 @@ XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRow
     best_live = best_live > c.log_prob ? best_live : c.log_prob;
     ++live;
   }
-  beam_step_detail::idle_rows(n, live, rows, beam, shape.end_token);
+  beam_step_detail::idle_rows(first_row, live, beam, rows, shape.end_token);
+  state.steps[s] = length;
 
-  if (length >= state.max_lengths[s] || live == 0) {
+  const int max_length = state.max_lengths[s];
+  if (length >= max_length || live == 0) {
     for (int b = 0; b < live; ++b) {
       const float log_prob = rows.next_scores[first_row + b];
-      beam_step_detail::add_finished(state, shape, s, log_prob / penalty, log_prob, shape.step, b);
+      beam_step_detail::add_finished(state, shape, s, log_prob / penalty, log_prob, step, b);
     }
     state.done[s] = 1;
     return;
   }
-  const int finished = state.finished_count[s];
+  const int finished = state.finished_count[s], n_best = state.n_bests[s];
   if (finished >= beam) {
     state.done[s] = 1;
-  } else if (finished >= shape.n_best) {
+  } else if (finished >= n_best) {
     // α >= 0: lp grows with length and log P only falls, so lp(max length) bounds the best
     // score a live hypothesis can still reach.
-    const float bound =
-        best_live / beam_step_detail::length_penalty(state.max_lengths[s], shape.length_penalty);
-    if (bound <= state.finished_scores[s * shape.finished_capacity + shape.n_best - 1]) {
+    const float bound = best_live / beam_step_detail::length_penalty(max_length, alpha);
+    if (bound <= state.finished_scores[s * shape.finished_capacity + n_best - 1]) {
       state.done[s] = 1;
     }
   }

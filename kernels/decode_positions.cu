@@ -6,29 +6,33 @@ namespace {
 
 // One thread per (row, new position).
 __global__ void decode_positions_kernel(int32_t* row_table, int32_t* cache_rows,
-                                        int32_t* key_lengths, int64_t rows, int64_t steps,
-                                        int64_t table_width, int64_t length,
+                                        int32_t* key_lengths, const int32_t* row_slots,
+                                        const int32_t* row_positions, int64_t rows,
+                                        int64_t steps, int64_t table_width, int64_t length,
                                         int64_t row_capacity) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * steps) return;
   const int64_t r = i / steps, t = i % steps;
-  const auto cache_row = static_cast<int32_t>((length + t) * row_capacity + r);
-  row_table[r * table_width + length + t] = cache_row;
+  const int64_t position = row_positions[r] + length + t;
+  const auto cache_row = static_cast<int32_t>(position * row_capacity + row_slots[r]);
+  row_table[r * table_width + position] = cache_row;
   cache_rows[i] = cache_row;
-  if (t == 0) key_lengths[r] = static_cast<int32_t>(length + steps);
+  if (t == 0) key_lengths[r] = static_cast<int32_t>(position + steps);
 }
 
 }  // namespace
 
-void decode_positions(int32_t* row_table, int32_t* cache_rows, int32_t* key_lengths, int64_t rows,
+void decode_positions(int32_t* row_table, int32_t* cache_rows, int32_t* key_lengths,
+                      const int32_t* row_slots, const int32_t* row_positions, int64_t rows,
                       int64_t steps, int64_t table_width, int64_t length, int64_t row_capacity,
                       Stream stream) {
   const int64_t count = rows * steps;
   if (count == 0) return;
   constexpr int kThreads = 256;
   decode_positions_kernel<<<static_cast<unsigned>((count + kThreads - 1) / kThreads), kThreads, 0,
-                            stream>>>(row_table, cache_rows, key_lengths, rows, steps, table_width,
-                                      length, row_capacity);
+                            stream>>>(row_table, cache_rows, key_lengths, row_slots,
+                                      row_positions, rows, steps, table_width, length,
+                                      row_capacity);
   check_last_launch("decode_positions_kernel");
 }
 

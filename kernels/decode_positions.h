@@ -8,8 +8,10 @@
 
 namespace xlate::kernels {
 
-// row_table int32 [>= rows, table_width]; cache_rows int32 [rows·steps]; key_lengths [rows].
-void decode_positions(int32_t* row_table, int32_t* cache_rows, int32_t* key_lengths, int64_t rows,
+// row_table int32 [>= rows, table_width]; cache_rows int32 [rows·steps]; key_lengths,
+// row_slots, row_positions int32 [rows].
+void decode_positions(int32_t* row_table, int32_t* cache_rows, int32_t* key_lengths,
+                      const int32_t* row_slots, const int32_t* row_positions, int64_t rows,
                       int64_t steps, int64_t table_width, int64_t length, int64_t row_capacity,
                       Stream stream);
 

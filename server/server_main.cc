@@ -45,7 +45,7 @@ ABSL_FLAG(int, max_queue_delay_ms, 5, "longest a sentence waits for its batch to
 ABSL_FLAG(int64_t, queue_capacity, 4096, "sentences waiting at most; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_input_bytes, 2048, "longest sentence accepted, in bytes");
 ABSL_FLAG(int, max_sentences_per_request, 64, "most sentences in one request");
-ABSL_FLAG(int, max_beam_size, 8, "largest beam_size a request may ask for (the decoder "
+ABSL_FLAG(int, max_beam_size, 8, "largest beam_size a request may ask for, <= 15 (the decoder "
           "reserves this many KV-cache rows per decoding sentence)");
 ABSL_FLAG(int, decoding_sentences, 64, "sentences decoded together at most; new ones join "
           "between decoding steps as others finish");
@@ -130,8 +130,10 @@ absl::Status check_flags() {
   for (const auto& [name, value] : non_negative) {
     if (value < 0) return absl::InvalidArgumentError(absl::StrCat(name, " must be >= 0"));
   }
-  if (absl::GetFlag(FLAGS_max_beam_size) > 256) {
-    return absl::InvalidArgumentError("--max_beam_size must be <= 256");
+  if (absl::GetFlag(FLAGS_max_beam_size) > kMaxDeviceBeam) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_beam_size must be <= ", kMaxDeviceBeam, " (the server's beam search runs on the "
+        "model's device, up to 15 beams; `xlate translate` takes wider ones)"));
   }
   if (absl::GetFlag(FLAGS_model_dir).empty()) {
     return absl::InvalidArgumentError("--model_dir is required");

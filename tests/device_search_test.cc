@@ -87,6 +87,70 @@ TEST(DeviceBeamSearch, EqualsTheHostSearch) {
   EXPECT_EQ(compared, 2 * 4 * 2 * 2 * 2 * 2 * 5);
 }
 
+// Continuous batching: sentences join a running search at different steps, each with its own
+// beam and options, into slots that finished sentences freed. Every sentence gets what the host
+// search gives it decoded alone.
+TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
+  const std::vector<std::vector<int32_t>> sources = {
+      {4, 5, 3}, {5, 4, 4, 5, 3}, {4, 3}, {5, 5, 4, 4, 4, 5, 3}, {4, 4, 5, 3}, {5, 3}, {4, 5, 5, 3}};
+  const std::vector<int> max_lengths = {3, 7, 12, 5, 9, 12, 6};
+  std::vector<SearchOptions> settings(4);
+  settings[0].beam_size = 4;
+  settings[1].beam_size = 1;
+  settings[2].beam_size = 3;
+  settings[2].n_best = 3;
+  settings[2].min_length = 2;
+  settings[3].beam_size = 2;
+  settings[3].length_penalty = 0.f;
+  settings[3].n_best = 2;
+  const int slots = 3, max_beam = 4, longest = 12;
+  int compared = 0;
+  for (int vocabulary : {6, 40}) {
+    const auto model = tiny_random_model(vocabulary, 5 + vocabulary, 1.5f);
+    for (int sync_interval : {1, 3}) {
+      TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, slots * max_beam,
+                                                                   longest});
+      DeviceBeamSearch search(decoder, slots, max_beam, longest, sync_interval);
+      std::vector<int> free_slots = {2, 1, 0}, sentence_in(slots, -1);
+      std::vector<std::vector<Hypothesis>> results(sources.size());
+      size_t next = 0, returned = 0;
+      for (int step = 0; returned < sources.size(); ++step) {
+        ASSERT_LT(step, 200);
+        // One sentence joins every other step while a slot is free.
+        if (step % 2 == 0 && next < sources.size() && !free_slots.empty()) {
+          const int slot = free_slots.back();
+          free_slots.pop_back();
+          const Batch one = encode(*model, {sources[next]});
+          decoder.set_sources(one.encoded, one.lengths, {slot});
+          search.add({slot}, {max_lengths[next]}, settings[next % settings.size()]);
+          sentence_in[slot] = static_cast<int>(next++);
+        }
+        for (DeviceBeamSearch::Finished& finished : search.step()) {
+          results[sentence_in[finished.slot]] = std::move(finished.hypotheses);
+          free_slots.push_back(finished.slot);
+          ++returned;
+        }
+      }
+      EXPECT_EQ(search.live_sentences(), 0);
+      for (size_t i = 0; i < sources.size(); ++i) {
+        const SearchOptions& options = settings[i % settings.size()];
+        const Batch one = encode(*model, {sources[i]});
+        TransformerDecoder alone(*model, one.encoded, one.lengths, options.beam_size, longest);
+        const auto expected = make_beam_search()->search(alone, {max_lengths[i]}, options)[0];
+        const std::string where = "V " + std::to_string(vocabulary) + " sync " +
+                                  std::to_string(sync_interval) + " sentence " + std::to_string(i);
+        ASSERT_EQ(results[i].size(), expected.size()) << where;
+        for (size_t j = 0; j < expected.size(); ++j) {
+          EXPECT_EQ(results[i][j].tokens, expected[j].tokens) << where << " #" << j;
+          EXPECT_NEAR(results[i][j].score, expected[j].score, 1e-5) << where;
+        }
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 2 * 2 * 7);
+}
+
 TEST(DeviceBeamSearch, AnEmptyBatchIsDoneAtOnce) {
   const auto model = tiny_random_model(6, 3);
   const Batch batch = encode(*model, {{4, 3}});
@@ -101,7 +165,13 @@ TEST(DeviceBeamSearch, AnEmptyBatchIsDoneAtOnce) {
 TEST(DeviceBeamSearch, DoneSentencesIdleTheirRows) {
   BeamSearchTensors t;
   t.sentence_ids = Tensor::from_vector(std::vector<int32_t>{1}, {1});
+  t.first_rows = Tensor::from_vector(std::vector<int32_t>{0}, {1});
+  t.beams = Tensor::from_vector(std::vector<int32_t>{2, 2}, {2});
+  t.n_bests = Tensor::from_vector(std::vector<int32_t>{1, 1}, {2});
+  t.min_lengths = Tensor::zeros({2}, DType::kInt32);
   t.max_lengths = Tensor::from_vector(std::vector<int32_t>{5, 5}, {2});
+  t.length_penalties = Tensor::zeros({2}, DType::kFloat32);
+  t.steps = Tensor::from_vector(std::vector<int32_t>{2, 2}, {2});
   t.done = Tensor::from_vector(std::vector<int32_t>{0, 1}, {2});
   t.finished_count = Tensor::zeros({2}, DType::kInt32);
   t.finished_scores = Tensor::zeros({2, 6}, DType::kFloat32);
@@ -114,15 +184,14 @@ TEST(DeviceBeamSearch, DoneSentencesIdleTheirRows) {
   t.next_scores = Tensor::zeros({2}, DType::kFloat32);
   t.source_rows = Tensor::from_vector(std::vector<int32_t>{-7, -7}, {2});
   const TopK top{Tensor::zeros({2, 5}, DType::kFloat32), Tensor::zeros({2, 5}, DType::kInt32)};
-  BeamStepParams params;
-  params.beam = 2;
-  params.step = 2;
-  beam_search_step(t, top, params);
-  EXPECT_EQ(t.next_tokens.data<int32_t>()[0], params.end_token);
-  EXPECT_EQ(t.next_tokens.data<int32_t>()[1], params.end_token);
+  const int end_token = 3;
+  beam_search_step(t, top, end_token);
+  EXPECT_EQ(t.next_tokens.data<int32_t>()[0], end_token);
+  EXPECT_EQ(t.next_tokens.data<int32_t>()[1], end_token);
   EXPECT_EQ(t.source_rows.data<int32_t>()[0], 0);
   EXPECT_EQ(t.source_rows.data<int32_t>()[1], 1);
   EXPECT_EQ(t.finished_count.data<int32_t>()[1], 0);
+  EXPECT_EQ(t.steps.data<int32_t>()[1], 2);
 }
 
 }  // namespace

@@ -11,155 +11,237 @@ namespace {
 
 Tensor on(Device device, Tensor host) { return device == Device::kCPU ? host : host.to(device); }
 
-Tensor int_tensor(Device device, const std::vector<int32_t>& values) {
+template <typename T>
+Tensor tensor_on(Device device, const std::vector<T>& values) {
   return on(device, Tensor::from_vector(values, {static_cast<int64_t>(values.size())}));
 }
 
+// array[slots[i]] = values[i] for a per-slot array [S] on the device; slots int32 [n] there.
+template <typename T>
+void set_entries(Tensor& array, const Tensor& slots, const std::vector<T>& values) {
+  Tensor entries = array.reshape({array.numel(), 1});
+  scatter_rows(entries, tensor_on(array.device(), values).reshape({slots.numel(), 1}), slots);
+}
+
+}  // namespace
+
+DeviceBeamSearch::DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots, int max_beam,
+                                   int max_length, int sync_interval)
+    : decoder_(decoder), device_(decoder.device()), max_beam_(max_beam),
+      sync_interval_(std::max(1, sync_interval)) {
+  if (slots < 1 || max_beam < 1 || max_beam > kMaxDeviceBeam || max_length < 1) {
+    throw std::logic_error("DeviceBeamSearch: needs slots >= 1, max_beam in [1, 15], max_length >= 1");
+  }
+  const int64_t count = slots, finished = 3 * max_beam;
+  for (Tensor* t : {&t_.beams, &t_.n_bests, &t_.min_lengths, &t_.max_lengths}) {
+    *t = Tensor::zeros({count}, DType::kInt32, device_);
+  }
+  t_.length_penalties = Tensor::zeros({count}, DType::kFloat32, device_);
+  for (Tensor* t : {&t_.steps, &t_.done, &t_.finished_count}) {
+    *t = Tensor::zeros({count}, DType::kInt32, device_);
+  }
+  t_.finished_scores = Tensor::empty({count, finished}, DType::kFloat32, device_);
+  t_.finished_log_probs = Tensor::empty({count, finished}, DType::kFloat32, device_);
+  t_.finished_last_steps = Tensor::empty({count, finished}, DType::kInt32, device_);
+  t_.finished_last_index = Tensor::empty({count, finished}, DType::kInt32, device_);
+  t_.history_tokens = Tensor::empty({max_length, count * max_beam}, DType::kInt32, device_);
+  t_.history_parents = Tensor::empty({max_length, count * max_beam}, DType::kInt32, device_);
+  place({});
+}
+
+void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>& max_lengths,
+                           const SearchOptions& options) {
+  if (slots.empty()) return;
+  const int64_t capacity = t_.beams.numel(), longest = t_.history_tokens.dim(0);
+  if (options.beam_size < 1 || options.beam_size > max_beam_ || slots.size() != max_lengths.size() ||
+      (end_token_ >= 0 && options.end_token != end_token_)) {
+    throw std::logic_error("DeviceBeamSearch::add: beam beyond max_beam or another end token");
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const bool taken = std::any_of(live_.begin(), live_.end(),
+                                   [&](const Sentence& s) { return s.slot == slots[i]; });
+    if (slots[i] < 0 || slots[i] >= capacity || taken || max_lengths[i] < 1 ||
+        max_lengths[i] > longest) {
+      throw std::logic_error("DeviceBeamSearch::add: a slot taken or out of range, or a max "
+                             "length outside [1, max_length]");
+    }
+  }
+  start_token_ = options.start_token;
+  end_token_ = options.end_token;
+  const auto count = slots.size();
+  const Tensor slot_ids = tensor_on(device_, std::vector<int32_t>(slots.begin(), slots.end()));
+  set_entries(t_.beams, slot_ids, std::vector<int32_t>(count, options.beam_size));
+  set_entries(t_.n_bests, slot_ids, std::vector<int32_t>(count, options.n_best));
+  set_entries(t_.min_lengths, slot_ids, std::vector<int32_t>(count, options.min_length));
+  set_entries(t_.max_lengths, slot_ids, std::vector<int32_t>(max_lengths.begin(), max_lengths.end()));
+  set_entries(t_.length_penalties, slot_ids, std::vector<float>(count, options.length_penalty));
+  for (Tensor* state : {&t_.steps, &t_.done, &t_.finished_count}) {
+    set_entries(*state, slot_ids, std::vector<int32_t>(count, 0));
+  }
+  std::vector<int32_t> kept_rows(static_cast<size_t>(rows_));
+  for (int r = 0; r < rows_; ++r) kept_rows[r] = r;
+  for (size_t i = 0; i < count; ++i) {
+    live_.push_back({slots[i], options.beam_size, options.n_best, max_lengths[i], 0});
+  }
+  place(kept_rows);
+}
+
+std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::step() {
+  if (live_.empty()) return {};
+  const TopK top = decoder_.step_on_device(t_.next_tokens, t_.next_scores, candidates_);
+  beam_search_step(t_, top, end_token_);
+  decoder_.select_rows_on_device(t_.source_rows);
+  for (Sentence& sentence : live_) ++sentence.decoded;
+  --steps_to_max_length_;
+  if (++since_sync_ >= sync_interval_ || steps_to_max_length_ <= 0) return sync();
+  return {};
+}
+
+// Reads the done flags (the one wait for the device), returns the finished sentences' results
+// and drops their rows.
+std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::sync() {
+  since_sync_ = 0;
+  const Tensor done = t_.done.to(Device::kCPU);
+  std::vector<Sentence> finished, kept;
+  std::vector<int32_t> kept_rows;
+  int first_row = 0;
+  for (const Sentence& sentence : live_) {
+    if (done.data<int32_t>()[sentence.slot]) {
+      finished.push_back(sentence);
+    } else {
+      kept.push_back(sentence);
+      for (int b = 0; b < sentence.beam; ++b) kept_rows.push_back(first_row + b);
+    }
+    first_row += sentence.beam;
+  }
+  if (finished.empty()) {
+    if (steps_to_max_length_ <= 0) {
+      throw std::logic_error("DeviceBeamSearch: a sentence outlived its maximum length");
+    }
+    return {};
+  }
+  live_ = std::move(kept);
+  place(kept_rows);
+  return collect(finished);
+}
+
+std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::collect(
+    const std::vector<Sentence>& sentences) const {
+  const Tensor count = t_.finished_count.to(Device::kCPU);
+  const Tensor scores = t_.finished_scores.to(Device::kCPU);
+  const Tensor log_probs = t_.finished_log_probs.to(Device::kCPU);
+  const Tensor last_steps = t_.finished_last_steps.to(Device::kCPU);
+  const Tensor last_index = t_.finished_last_index.to(Device::kCPU);
+  // The history up to the longest of these sentences' steps, no further.
+  int steps = 0;
+  for (const Sentence& sentence : sentences) steps = std::max(steps, sentence.decoded);
+  const int64_t width = t_.history_tokens.dim(1);
+  const Tensor tokens = t_.history_tokens.view(0, {steps, width}).to(Device::kCPU);
+  const Tensor parents = t_.history_parents.view(0, {steps, width}).to(Device::kCPU);
+  const int64_t slots = scores.dim(1);
+  std::vector<Finished> results;
+  for (const Sentence& sentence : sentences) {
+    Finished finished{sentence.slot, {}};
+    const int kept = std::min(count.data<int32_t>()[sentence.slot], sentence.n_best);
+    for (int j = 0; j < kept; ++j) {
+      const int64_t at = static_cast<int64_t>(sentence.slot) * slots + j;
+      Hypothesis hypothesis;
+      hypothesis.score = scores.data<float>()[at];
+      hypothesis.log_prob = log_probs.data<float>()[at];
+      // Walk back through the history from the hypothesis's last token.
+      int32_t index = last_index.data<int32_t>()[at];
+      for (int32_t t = last_steps.data<int32_t>()[at]; t >= 0; --t) {
+        const int64_t cell = t * width + static_cast<int64_t>(sentence.slot) * max_beam_ + index;
+        hypothesis.tokens.push_back(tokens.data<int32_t>()[cell]);
+        index = parents.data<int32_t>()[cell];
+      }
+      std::reverse(hypothesis.tokens.begin(), hypothesis.tokens.end());
+      finished.hypotheses.push_back(std::move(hypothesis));
+    }
+    results.push_back(std::move(finished));
+  }
+  return results;
+}
+
+void DeviceBeamSearch::place(const std::vector<int32_t>& kept_rows) {
+  std::vector<RowPlacement> placements;
+  std::vector<int32_t> sentence_ids, first_rows, new_tokens;
+  std::vector<float> new_scores;
+  candidates_ = 1;
+  steps_to_max_length_ = t_.history_tokens.dim(0);
+  for (const Sentence& sentence : live_) {
+    sentence_ids.push_back(sentence.slot);
+    first_rows.push_back(static_cast<int32_t>(placements.size()));
+    const bool starts = placements.size() >= kept_rows.size();
+    for (int b = 0; b < sentence.beam; ++b) {
+      const int32_t source = starts ? -1 : kept_rows[placements.size()];
+      placements.push_back({source, sentence.slot, sentence.slot * max_beam_ + b, sentence.decoded});
+      if (starts) {
+        // All but the first row start at log P = -inf, so the first step continues the first
+        // alone (as the host search's single start hypothesis).
+        new_tokens.push_back(start_token_);
+        new_scores.push_back(b == 0 ? 0.f : -INFINITY);
+      }
+    }
+    candidates_ = std::max(candidates_, 2 * sentence.beam + 1);
+    steps_to_max_length_ = std::min(steps_to_max_length_, sentence.max_length - sentence.decoded);
+  }
+  decoder_.place_rows(placements);
+  rows_ = static_cast<int>(placements.size());
+  const int64_t kept = static_cast<int64_t>(kept_rows.size()), rows = rows_;
+  Tensor tokens = Tensor::empty({rows}, DType::kInt32, device_);
+  Tensor scores = Tensor::empty({rows}, DType::kFloat32, device_);
+  if (kept > 0) {
+    const Tensor sources = tensor_on(device_, kept_rows);
+    Tensor kept_tokens = tokens.view(0, {kept}), kept_scores = scores.view(0, {kept});
+    gather_rows(kept_tokens, t_.next_tokens, sources);
+    gather_rows(kept_scores, t_.next_scores, sources);
+  }
+  if (rows > kept) {
+    tokens.view(kept, {rows - kept}).copy_from(Tensor::from_vector(new_tokens, {rows - kept}));
+    scores.view(kept, {rows - kept}).copy_from(Tensor::from_vector(new_scores, {rows - kept}));
+  }
+  t_.next_tokens = std::move(tokens);
+  t_.next_scores = std::move(scores);
+  t_.source_rows = Tensor::empty({rows}, DType::kInt32, device_);
+  t_.sentence_ids = tensor_on(device_, sentence_ids);
+  t_.first_rows = tensor_on(device_, first_rows);
+}
+
+namespace {
+
+// One batch through DeviceBeamSearch: every sentence in its own slot from the first step.
 class DeviceBeamSearchRun : public SearchRun {
  public:
   DeviceBeamSearchRun(DeviceIncrementalDecoder& decoder, const std::vector<int>& max_lengths,
                       const SearchOptions& options, int sync_interval)
-      : decoder_(decoder), options_(options), device_(decoder.device()),
-        beam_(options.beam_size), max_lengths_(max_lengths),
-        sync_interval_(std::max(1, sync_interval)) {
-    if (beam_ < 1 || beam_ > kMaxDeviceBeam) {
-      throw std::logic_error("device beam search: beam_size must be in [1, 15]");
-    }
-    const int64_t sentences = static_cast<int64_t>(max_lengths.size());
-    if (sentences == 0) {
-      finished_ = true;
-      return;
-    }
-    const int64_t finished_slots = 3 * beam_;
+      : results_(max_lengths.size()), live_(static_cast<int>(max_lengths.size())) {
+    if (max_lengths.empty()) return;
+    const int sentences = static_cast<int>(max_lengths.size());
     const int longest = *std::max_element(max_lengths.begin(), max_lengths.end());
-    for (int32_t s = 0; s < sentences; ++s) live_.push_back(s);
-    t_.sentence_ids = int_tensor(device_, live_);
-    t_.max_lengths = int_tensor(device_, max_lengths_);
-    t_.done = Tensor::zeros({sentences}, DType::kInt32, device_);
-    t_.finished_count = Tensor::zeros({sentences}, DType::kInt32, device_);
-    t_.finished_scores = Tensor::empty({sentences, finished_slots}, DType::kFloat32, device_);
-    t_.finished_log_probs = Tensor::empty({sentences, finished_slots}, DType::kFloat32, device_);
-    t_.finished_last_steps = Tensor::empty({sentences, finished_slots}, DType::kInt32, device_);
-    t_.finished_last_index = Tensor::empty({sentences, finished_slots}, DType::kInt32, device_);
-    t_.history_tokens = Tensor::empty({longest, sentences * beam_}, DType::kInt32, device_);
-    t_.history_parents = Tensor::empty({longest, sentences * beam_}, DType::kInt32, device_);
-
-    // Every sentence gets its B rows at once; all but the first start at log P = -inf, so the
-    // first step continues the first alone (as the host search's single start hypothesis).
-    std::vector<int32_t> rows;
-    std::vector<float> scores;
-    for (int32_t s = 0; s < sentences; ++s) {
-      for (int b = 0; b < beam_; ++b) {
-        rows.push_back(s);
-        scores.push_back(b == 0 ? 0.f : -INFINITY);
-      }
-    }
-    decoder_.select_rows(rows);
-    const auto row_count = static_cast<int64_t>(rows.size());
-    t_.next_tokens = int_tensor(device_, std::vector<int32_t>(rows.size(), options.start_token));
-    t_.next_scores = on(device_, Tensor::from_vector(scores, {row_count}));
-    t_.source_rows = Tensor::empty({row_count}, DType::kInt32, device_);
-    max_live_length_ = longest;
+    search_ = std::make_unique<DeviceBeamSearch>(decoder, sentences, options.beam_size, longest,
+                                                 sync_interval);
+    std::vector<int> slots(max_lengths.size());
+    for (int s = 0; s < sentences; ++s) slots[s] = s;
+    search_->add(slots, max_lengths, options);
   }
 
-  bool done() const override { return finished_; }
-  int live_sentences() const override { return finished_ ? 0 : static_cast<int>(live_.size()); }
+  bool done() const override { return live_ == 0; }
+  int live_sentences() const override { return live_; }
 
   void step() override {
-    const TopK top = decoder_.step_on_device(t_.next_tokens, t_.next_scores, 2 * beam_ + 1);
-    BeamStepParams params;
-    params.beam = beam_;
-    params.step = step_;
-    params.n_best = options_.n_best;
-    params.min_length = options_.min_length;
-    params.end_token = options_.end_token;
-    params.length_penalty = options_.length_penalty;
-    beam_search_step(t_, top, params);
-    decoder_.select_rows_on_device(t_.source_rows);
-    ++step_;
-    if (++since_sync_ >= sync_interval_ || step_ >= max_live_length_) sync();
+    for (DeviceBeamSearch::Finished& finished : search_->step()) {
+      results_[finished.slot] = std::move(finished.hypotheses);
+    }
+    live_ = search_->live_sentences();
   }
 
-  std::vector<std::vector<Hypothesis>> take_results() override {
-    if (max_lengths_.empty()) return {};
-    const Tensor count = t_.finished_count.to(Device::kCPU);
-    const Tensor scores = t_.finished_scores.to(Device::kCPU);
-    const Tensor log_probs = t_.finished_log_probs.to(Device::kCPU);
-    const Tensor last_steps = t_.finished_last_steps.to(Device::kCPU);
-    const Tensor last_index = t_.finished_last_index.to(Device::kCPU);
-    const Tensor tokens = t_.history_tokens.to(Device::kCPU);
-    const Tensor parents = t_.history_parents.to(Device::kCPU);
-    const int64_t slots = scores.dim(1), width = tokens.dim(1);
-    std::vector<std::vector<Hypothesis>> results(max_lengths_.size());
-    for (size_t s = 0; s < results.size(); ++s) {
-      const int kept = std::min(count.data<int32_t>()[s], options_.n_best);
-      for (int j = 0; j < kept; ++j) {
-        const int64_t at = static_cast<int64_t>(s) * slots + j;
-        Hypothesis hypothesis;
-        hypothesis.score = scores.data<float>()[at];
-        hypothesis.log_prob = log_probs.data<float>()[at];
-        // Walk back through the history from the hypothesis's last token.
-        int32_t index = last_index.data<int32_t>()[at];
-        for (int32_t t = last_steps.data<int32_t>()[at]; t >= 0; --t) {
-          const int64_t cell = t * width + static_cast<int64_t>(s) * beam_ + index;
-          hypothesis.tokens.push_back(tokens.data<int32_t>()[cell]);
-          index = parents.data<int32_t>()[cell];
-        }
-        std::reverse(hypothesis.tokens.begin(), hypothesis.tokens.end());
-        results[s].push_back(std::move(hypothesis));
-      }
-    }
-    return results;
-  }
+  std::vector<std::vector<Hypothesis>> take_results() override { return std::move(results_); }
 
  private:
-  // Reads the done flags (the one wait for the device) and drops finished sentences' rows.
-  void sync() {
-    since_sync_ = 0;
-    const Tensor done = t_.done.to(Device::kCPU);
-    std::vector<int32_t> kept_live, kept_rows;
-    for (size_t i = 0; i < live_.size(); ++i) {
-      if (done.data<int32_t>()[live_[i]]) continue;
-      kept_live.push_back(live_[i]);
-      for (int b = 0; b < beam_; ++b) kept_rows.push_back(static_cast<int32_t>(i) * beam_ + b);
-    }
-    if (kept_live.empty()) {
-      finished_ = true;
-      return;
-    }
-    if (kept_live.size() != live_.size()) {
-      decoder_.select_rows(kept_rows);
-      const Tensor rows = int_tensor(device_, kept_rows);
-      const auto row_count = static_cast<int64_t>(kept_rows.size());
-      Tensor tokens = Tensor::empty({row_count}, DType::kInt32, device_);
-      Tensor scores = Tensor::empty({row_count}, DType::kFloat32, device_);
-      gather_rows(tokens, t_.next_tokens, rows);
-      gather_rows(scores, t_.next_scores, rows);
-      t_.next_tokens = std::move(tokens);
-      t_.next_scores = std::move(scores);
-      t_.source_rows = Tensor::empty({row_count}, DType::kInt32, device_);
-      t_.sentence_ids = int_tensor(device_, kept_live);
-      live_ = std::move(kept_live);
-    }
-    max_live_length_ = 0;
-    for (int32_t s : live_) max_live_length_ = std::max(max_live_length_, max_lengths_[s]);
-    if (step_ >= max_live_length_) {
-      throw std::logic_error("device beam search: a sentence outlived its maximum length");
-    }
-  }
-
-  DeviceIncrementalDecoder& decoder_;
-  const SearchOptions options_;
-  const Device device_;
-  const int beam_;
-  const std::vector<int> max_lengths_;
-  const int sync_interval_;
-  BeamSearchTensors t_;
-  std::vector<int32_t> live_;  // sentences with rows, in row order (as of the last sync)
-  int step_ = 0;
-  int since_sync_ = 0;
-  int max_live_length_ = 0;
-  bool finished_ = false;
+  std::unique_ptr<DeviceBeamSearch> search_;
+  std::vector<std::vector<Hypothesis>> results_;
+  int live_;
 };
 
 }  // namespace
@@ -168,6 +250,9 @@ std::unique_ptr<SearchRun> start_device_beam_search(DeviceIncrementalDecoder& de
                                                     const std::vector<int>& max_lengths,
                                                     const SearchOptions& options,
                                                     int sync_interval) {
+  if (options.beam_size < 1 || options.beam_size > kMaxDeviceBeam) {
+    throw std::logic_error("device beam search: beam_size must be in [1, 15]");
+  }
   return std::make_unique<DeviceBeamSearchRun>(decoder, max_lengths, options, sync_interval);
 }
 

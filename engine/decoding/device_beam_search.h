@@ -1,32 +1,95 @@
 // Beam search whose state lives on the decoder's device (the op beam_search_step), for GPU
 // decoding: a step launches the decoder, the top-k and the search step and returns without
 // waiting for the device. The host looks at the sentences' done flags every `sync_interval`
-// steps (one small copy), drops the rows of finished sentences then, and reads the finished
-// hypotheses back once, at the end. Same results as make_beam_search() (the host search, which
-// is its reference in the tests); beams of 1 to 15 (kernels/beam_search_step.h).
+// steps (one small copy), and then reads the finished sentences' hypotheses back and drops
+// their rows. Sentences may join between any two steps, each with its own beam and options
+// (continuous batching); a batch is the case where all join at once. Same results as
+// make_beam_search() (the host search, which is its reference in the tests); beams of 1 to 15
+// (kernels/beam_search_step.h).
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "engine/decoding/search.h"
+#include "engine/kv_cache.h"
 
 namespace xlate {
 
-// An incremental decoder that takes and returns device tensors as well.
-class DeviceIncrementalDecoder : public IncrementalDecoder {
+// What the device search needs of a model: every input and output on device().
+class DeviceIncrementalDecoder {
  public:
+  virtual ~DeviceIncrementalDecoder() = default;
   virtual Device device() const = 0;
-  // step() on device(): tokens int32 [R], row_scores float32 [R]; TopK [R, min(k, V)] stays
-  // there. k <= kMaxDeviceTopK.
+  // IncrementalDecoder::step on device(): tokens int32 [R], row_scores float32 [R]; TopK
+  // [R, min(k, V)] stays there. k <= kMaxDeviceTopK.
   virtual TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k) = 0;
-  // select_rows() with source_rows int32 [R] on device(), each a row of the same sentence.
+  // Beam reordering: source_rows int32 [R] on device(), each a row of the same sentence.
   virtual void select_rows_on_device(const Tensor& source_rows) = 0;
+  // New live rows when sentences join or leave (TransformerModel::place_rows).
+  virtual void place_rows(const std::vector<RowPlacement>& rows) = 0;
 };
 
 constexpr int kMaxDeviceBeam = 15;
 
-// `decoder` holds one row per sentence and must outlive the run; 1 <= beam_size <= 15.
+class DeviceBeamSearch {
+ public:
+  // Up to `slots` sentences at once, each of up to `max_beam` (<= 15) rows and `max_length`
+  // tokens. `decoder` must outlive the search and hold slots·max_beam rows and max_length
+  // positions: beam b of the sentence in slot s writes cache slot s·max_beam + b, and reads the
+  // source sentence s. sync_interval >= 1.
+  DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots, int max_beam, int max_length,
+                   int sync_interval);
+
+  // Sentences in free `slots` (whose source the decoder holds) decode from the next step on,
+  // searched with `options` (beam_size <= max_beam; the same end token for every sentence),
+  // sentence i producing at most max_lengths[i] <= max_length tokens, the end token included.
+  void add(const std::vector<int>& slots, const std::vector<int>& max_lengths,
+           const SearchOptions& options);
+
+  struct Finished {
+    int slot;
+    std::vector<Hypothesis> hypotheses;  // up to n_best, best first
+  };
+  // One token for every live sentence. Every sync_interval-th step, and whenever a sentence may
+  // have reached its max length, waits for the device and returns the sentences that finished;
+  // their slots are free again.
+  std::vector<Finished> step();
+
+  // Sentences added and not yet returned by step().
+  int live_sentences() const { return static_cast<int>(live_.size()); }
+
+ private:
+  struct Sentence {
+    int slot;
+    int beam;
+    int n_best;
+    int max_length;
+    int decoded;  // steps it has taken part in (the position its rows decode next)
+  };
+  std::vector<Finished> sync();
+  std::vector<Finished> collect(const std::vector<Sentence>& sentences) const;
+  // Places the rows of live_: its first kept_rows.size() rows continue those rows (the kept
+  // sentences, in order); the sentences after them start.
+  void place(const std::vector<int32_t>& kept_rows);
+
+  DeviceIncrementalDecoder& decoder_;
+  const Device device_;
+  const int max_beam_;
+  const int sync_interval_;
+  BeamSearchTensors t_;
+  std::vector<Sentence> live_;  // in row order
+  int rows_ = 0;                // their rows
+  int start_token_ = 2;
+  int end_token_ = -1;
+  int candidates_ = 1;          // per row: 2·B + 1 for the widest live beam
+  int since_sync_ = 0;
+  int steps_to_max_length_ = 0;  // the fewest steps a live sentence has left
+};
+
+// The device search of one batch: every sentence joins at the first step. `decoder` holds one
+// row per sentence and must outlive the run; 1 <= beam_size <= 15.
 std::unique_ptr<SearchRun> start_device_beam_search(DeviceIncrementalDecoder& decoder,
                                                     const std::vector<int>& max_lengths,
                                                     const SearchOptions& options,

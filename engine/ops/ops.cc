@@ -195,7 +195,8 @@ void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
   cpu::scatter_rows(out, inp, indices);
 }
 
-void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths, int64_t length,
+void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
+                      const Tensor& row_slots, const Tensor& row_positions, int64_t length,
                       int64_t row_capacity) {
   ScopedOpTimer timer(OpCategory::kOther);
   const char* op = "decode_positions";
@@ -203,62 +204,84 @@ void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths
           "row_table must be int32 [rows, S_max]");
   require_int32_like(cache_rows, row_table, op, "cache_rows");
   require_int32_like(key_lengths, row_table, op, "key_lengths");
+  require_int32_like(row_slots, row_table, op, "row_slots");
+  require_int32_like(row_positions, row_table, op, "row_positions");
   const int64_t rows = key_lengths.numel();
   require(rows > 0 && cache_rows.numel() % rows == 0, op, "cache_rows must be [R·T]");
+  require(row_slots.numel() >= rows && row_positions.numel() >= rows, op,
+          "row_slots and row_positions must hold R rows");
   const int64_t steps = cache_rows.numel() / rows;
   require(rows <= row_table.dim(0) && rows <= row_capacity, op, "more rows than the table holds");
-  require(length >= 0 && length + steps <= row_table.dim(1), op, "positions beyond S_max");
+  require(length >= 0, op, "length must be >= 0");
   if (on_cuda(row_table)) {
-    return cuda::decode_positions(row_table, cache_rows, key_lengths, length, row_capacity);
+    return cuda::decode_positions(row_table, cache_rows, key_lengths, row_slots, row_positions,
+                                  length, row_capacity);
   }
-  cpu::decode_positions(row_table, cache_rows, key_lengths, length, row_capacity);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t position = row_positions.data<int32_t>()[r] + length;
+    const int32_t slot = row_slots.data<int32_t>()[r];
+    require(position >= 0 && position + steps <= row_table.dim(1), op, "positions beyond S_max");
+    require(slot >= 0 && slot < row_capacity, op, "a row slot beyond R_cap");
+  }
+  cpu::decode_positions(row_table, cache_rows, key_lengths, row_slots, row_positions, length,
+                        row_capacity);
 }
 
-void beam_search_step(BeamSearchTensors& state, const TopK& top, const BeamStepParams& params) {
+void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) {
   ScopedOpTimer timer(OpCategory::kOther);
   const char* op = "beam_search_step";
   const Tensor& like = top.indices;
   require(top.values.defined() && top.values.dtype() == DType::kFloat32 &&
               top.values.device() == like.device() && top.values.numel() == like.numel(),
           op, "top values must be float32 like the indices");
-  require(params.beam >= 1 && params.beam <= 15, op, "beam must be in [1, 15]");
-  const int64_t sentences = state.sentence_ids.numel();
-  const int64_t rows = sentences * params.beam;
-  require(like.rank() == 2 && like.dim(0) == rows, op, "top must be [N·B, K]");
+  const int64_t rows = state.next_tokens.numel();
+  require(like.rank() == 2 && like.dim(0) == rows, op, "top must be [R, K]");
   require(like.dim(1) <= 32, op, "at most 32 candidates per row");
-  for (const Tensor* t : {&state.sentence_ids, &state.max_lengths, &state.done,
-                          &state.finished_count, &state.finished_last_steps,
-                          &state.finished_last_index, &state.history_tokens,
-                          &state.history_parents, &state.next_tokens, &state.source_rows}) {
+  for (const Tensor* t :
+       {&state.sentence_ids, &state.first_rows, &state.beams, &state.n_bests, &state.min_lengths,
+        &state.max_lengths, &state.steps, &state.done, &state.finished_count,
+        &state.finished_last_steps, &state.finished_last_index, &state.history_tokens,
+        &state.history_parents, &state.next_tokens, &state.source_rows}) {
     require_int32_like(*t, like, op, "every index tensor of the state");
   }
-  for (const Tensor* t : {&state.finished_scores, &state.finished_log_probs, &state.next_scores}) {
+  for (const Tensor* t : {&state.length_penalties, &state.finished_scores,
+                          &state.finished_log_probs, &state.next_scores}) {
     require(t->defined() && t->dtype() == DType::kFloat32 && t->device() == like.device(), op,
             "every score tensor of the state must be float32 on the candidates' device");
   }
-  const int64_t total = state.max_lengths.numel();
-  require(state.done.numel() == total && state.finished_count.numel() == total, op,
-          "per-sentence tensors must be [S]");
-  require(state.finished_scores.rank() == 2 && state.finished_scores.dim(0) == total &&
-              state.finished_scores.dim(1) >= 3 * params.beam,
-          op, "finished tensors must be [S, F >= 3·B]");
+  const int64_t slots = state.beams.numel();
+  for (const Tensor* t : {&state.n_bests, &state.min_lengths, &state.max_lengths,
+                          &state.length_penalties, &state.steps, &state.done,
+                          &state.finished_count}) {
+    require(t->numel() == slots && slots > 0, op, "per-sentence tensors must be [S]");
+  }
+  require(state.history_tokens.rank() == 2 && state.history_tokens.dim(1) % slots == 0 &&
+              state.history_parents.numel() == state.history_tokens.numel(),
+          op, "history must be [L, S·B_max]");
+  const int64_t beam_stride = state.history_tokens.dim(1) / slots;
+  require(beam_stride >= 1 && beam_stride <= 15, op, "B_max must be in [1, 15]");
+  require(state.finished_scores.rank() == 2 && state.finished_scores.dim(0) == slots &&
+              state.finished_scores.dim(1) >= 3 * beam_stride,
+          op, "finished tensors must be [S, F >= 3·B_max]");
   for (const Tensor* t : {&state.finished_log_probs, &state.finished_last_steps,
                           &state.finished_last_index}) {
     require(t->numel() == state.finished_scores.numel(), op, "finished tensors must be [S, F]");
   }
-  require(state.history_tokens.rank() == 2 && state.history_tokens.dim(1) == total * params.beam &&
-              params.step >= 0 && params.step < state.history_tokens.dim(0) &&
-              state.history_parents.numel() == state.history_tokens.numel(),
-          op, "history must be [L > step, S·B]");
-  require(state.next_tokens.numel() == rows && state.next_scores.numel() == rows &&
-              state.source_rows.numel() == rows,
-          op, "next tokens, scores and source rows must be [N·B]");
-  if (on_cuda(like)) return cuda::beam_search_step(state, top, params);
+  const int64_t sentences = state.sentence_ids.numel();
+  require(state.first_rows.numel() == sentences, op, "first_rows must be [N]");
+  require(state.next_scores.numel() == rows && state.source_rows.numel() == rows, op,
+          "next tokens, scores and source rows must be [R]");
+  if (on_cuda(like)) return cuda::beam_search_step(state, top, end_token);
+  // On the host the layout is checked too (a device step trusts its caller).
   const int32_t* ids = state.sentence_ids.data<int32_t>();
   for (int64_t n = 0; n < sentences; ++n) {
-    require(ids[n] >= 0 && ids[n] < total, op, "sentence id beyond S");
+    require(ids[n] >= 0 && ids[n] < slots, op, "sentence id beyond S");
+    const int32_t beam = state.beams.data<int32_t>()[ids[n]];
+    const int32_t first = state.first_rows.data<int32_t>()[n];
+    require(beam >= 1 && beam <= beam_stride, op, "a sentence's beam outside [1, B_max]");
+    require(first >= 0 && first + beam <= rows, op, "a sentence's rows beyond R");
   }
-  cpu::beam_search_step(state, top, params);
+  cpu::beam_search_step(state, top, end_token);
 }
 
 }  // namespace xlate

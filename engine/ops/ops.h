@@ -71,40 +71,37 @@ void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
 // out [O, ...] (same row size and dtype); writes new keys/values into their KV-cache rows.
 void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
 
-// The positions of one decoding call that appends T positions from `length` to rows r < R of
-// a batch decode (each row writes its own cache slot r; row_capacity = R_cap slots):
-//   row_table[r, length + t] = (length + t)·R_cap + r   the row of the time-major cache that
-//                                                       holds position length + t of row r
-//   cache_rows[r·T + t]      = (length + t)·R_cap + r   where the new keys/values go
-//   key_lengths[r]           = length + T               positions row r attends to
-// row_table int32 [>= R, S_max] (S_max >= length + T), cache_rows int32 [R·T], key_lengths
-// int32 [R]. Computed where the tensors are, so that a GPU decode step uploads nothing.
-void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths, int64_t length,
+// The positions of one decoding call that appends T positions to each of rows r < R. Row r
+// decodes positions p_r .. p_r + T - 1 with p_r = row_positions[r] + length (its position when
+// the rows were last placed, plus the positions decoded since) and writes them to its physical
+// cache slot row_slots[r] (of row_capacity = R_cap slots):
+//   row_table[r, p_r + t]  = (p_r + t)·R_cap + row_slots[r]   the row of the time-major cache
+//                                                            that holds position p_r + t of row r
+//   cache_rows[r·T + t]    = (p_r + t)·R_cap + row_slots[r]   where the new keys/values go
+//   key_lengths[r]         = p_r + T                         positions row r attends to
+// row_table int32 [>= R, S_max] (S_max > every p_r + T - 1), cache_rows int32 [R·T],
+// key_lengths, row_slots and row_positions int32 [R]. Computed where the tensors are, so that a
+// GPU decode step uploads nothing.
+void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
+                      const Tensor& row_slots, const Tensor& row_positions, int64_t length,
                       int64_t row_capacity);
 
-// Scalars of one beam search step (kernels/beam_search_step.h has the rule and the layouts).
-struct BeamStepParams {
-  int beam = 4;
-  int step = 0;  // 0-based; the hypotheses hold step + 1 tokens after it
-  int n_best = 1;
-  int min_length = 0;
-  int end_token = 3;
-  float length_penalty = 0.6f;
-};
-
-// A beam search's state in tensors on one device, for N live sentences of B rows out of S.
+// A beam search's state in tensors on one device (kernels/beam_search_step.h has the rule and the
+// layouts): S sentence slots of up to B_max rows each, N live sentences, R rows.
 struct BeamSearchTensors {
-  Tensor sentence_ids;                               // int32 [N]
-  Tensor max_lengths, done, finished_count;          // int32 [S]
-  Tensor finished_scores, finished_log_probs;        // float32 [S, F], F = 3·B
-  Tensor finished_last_steps, finished_last_index;   // int32 [S, F]
-  Tensor history_tokens, history_parents;            // int32 [L, S·B]
-  Tensor next_tokens, next_scores, source_rows;      // int32, float32, int32 [N·B]
+  Tensor sentence_ids, first_rows;                    // int32 [N]
+  Tensor beams, n_bests, min_lengths, max_lengths;    // int32 [S], settings
+  Tensor length_penalties;                            // float32 [S]
+  Tensor steps, done, finished_count;                 // int32 [S], state
+  Tensor finished_scores, finished_log_probs;         // float32 [S, F], F >= 3·B_max
+  Tensor finished_last_steps, finished_last_index;    // int32 [S, F]
+  Tensor history_tokens, history_parents;             // int32 [L, S·B_max]
+  Tensor next_tokens, next_scores, source_rows;       // int32, float32, int32 [R]
 };
 
-// One step of beam search for every live sentence from its rows' candidates `top` ([N·B, K]
-// on the state's device, K >= min(2·B + 1, V)): writes next_tokens/next_scores/source_rows and
-// updates the per-sentence state and history at `step`. 1 <= B <= 15.
-void beam_search_step(BeamSearchTensors& state, const TopK& top, const BeamStepParams& params);
+// One step of beam search for every live sentence from its rows' candidates `top` ([R, K] on the
+// state's device, K >= min(2·beams[s] + 1, V) for every live s): writes next_tokens/next_scores/
+// source_rows and advances each live sentence's state and history. 1 <= beams[s] <= B_max <= 15.
+void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token);
 
 }  // namespace xlate

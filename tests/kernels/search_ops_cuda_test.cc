@@ -1,6 +1,6 @@
 // The search's device ops on CUDA against the CPU backend: decode_positions, and steps of
-// beam_search_step over random candidates (end tokens among them, sentences that finish, one
-// already done). Skipped without a GPU.
+// beam_search_step over random candidates (sentences with their own beams and settings, end
+// tokens among the candidates, sentences that finish, one already done). Skipped without a GPU.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -43,8 +43,11 @@ void expect_equal(const Tensor& gpu, const Tensor& cpu, const std::string& what,
   }
 }
 
+// Rows at different positions writing scattered slots, as in continuous decoding.
 TEST_F(SearchOpsCuda, DecodePositionsMatchTheCpu) {
-  const int64_t rows = 7, capacity = 9, width = 12, length = 4;
+  const int64_t rows = 7, capacity = 9, width = 12, length = 2;
+  const Tensor slots = Tensor::from_vector(std::vector<int32_t>{8, 0, 3, 5, 1, 6, 2}, {rows});
+  const Tensor positions = Tensor::from_vector(std::vector<int32_t>{0, 4, 1, 7, 2, 0, 3}, {rows});
   for (int64_t steps : {1, 3}) {
     Tensor table = Tensor::from_vector(std::vector<int32_t>(capacity * width, -1), {capacity, width});
     Tensor table_gpu = table.to(Device::kCUDA);
@@ -52,12 +55,14 @@ TEST_F(SearchOpsCuda, DecodePositionsMatchTheCpu) {
     Tensor lengths = Tensor::empty({rows}, DType::kInt32);
     Tensor cache_rows_gpu = Tensor::empty({rows * steps}, DType::kInt32, Device::kCUDA);
     Tensor lengths_gpu = Tensor::empty({rows}, DType::kInt32, Device::kCUDA);
-    decode_positions(table, cache_rows, lengths, length, capacity);
-    decode_positions(table_gpu, cache_rows_gpu, lengths_gpu, length, capacity);
+    decode_positions(table, cache_rows, lengths, slots, positions, length, capacity);
+    decode_positions(table_gpu, cache_rows_gpu, lengths_gpu, slots.to(Device::kCUDA),
+                     positions.to(Device::kCUDA), length, capacity);
     expect_equal(table_gpu, table, "row_table");
     expect_equal(cache_rows_gpu, cache_rows, "cache_rows");
     expect_equal(lengths_gpu, lengths, "key_lengths");
-    EXPECT_EQ(table.data<int32_t>()[2 * width + length], length * capacity + 2);
+    // Row 3 (slot 5) decodes position 7 + 2.
+    EXPECT_EQ(table.data<int32_t>()[3 * width + 9], 9 * capacity + 5);
   }
 }
 
@@ -81,32 +86,57 @@ TopK random_candidates(int64_t rows, int k, int step, std::mt19937& generator) {
   return top;
 }
 
-BeamSearchTensors initial_state(int sentences, int beam, int steps) {
-  std::vector<int32_t> ids(sentences), max_lengths(sentences), done(sentences, 0);
-  std::iota(ids.begin(), ids.end(), 0);
-  for (int s = 0; s < sentences; ++s) max_lengths[s] = 2 + s % steps;
-  done[1] = 1;  // a sentence already done: its rows idle
+// S sentences with their own beams (1 .. max_beam) and settings, all live, rows one after
+// another; sentence 1 is already done (its rows idle).
+BeamSearchTensors initial_state(int sentences, int max_beam, int steps) {
+  std::vector<int32_t> ids(sentences), first_rows, beams, n_bests, min_lengths, max_lengths;
+  std::vector<float> alphas;
+  int rows = 0;
+  for (int s = 0; s < sentences; ++s) {
+    ids[s] = s;
+    first_rows.push_back(rows);
+    beams.push_back(1 + (s * 7) % max_beam);
+    n_bests.push_back(1 + s % beams.back());
+    min_lengths.push_back(s % 3);
+    max_lengths.push_back(2 + s % steps);
+    alphas.push_back(s % 2 == 0 ? 0.6f : 0.f);
+    rows += beams.back();
+  }
+  std::vector<int32_t> done(sentences, 0);
+  done[1] = 1;
   BeamSearchTensors t;
   t.sentence_ids = Tensor::from_vector(ids, {sentences});
+  t.first_rows = Tensor::from_vector(first_rows, {sentences});
+  t.beams = Tensor::from_vector(beams, {sentences});
+  t.n_bests = Tensor::from_vector(n_bests, {sentences});
+  t.min_lengths = Tensor::from_vector(min_lengths, {sentences});
   t.max_lengths = Tensor::from_vector(max_lengths, {sentences});
+  t.length_penalties = Tensor::from_vector(alphas, {sentences});
+  t.steps = Tensor::zeros({sentences}, DType::kInt32);
   t.done = Tensor::from_vector(done, {sentences});
   t.finished_count = Tensor::zeros({sentences}, DType::kInt32);
-  t.finished_scores = Tensor::zeros({sentences, 3 * beam}, DType::kFloat32);
-  t.finished_log_probs = Tensor::zeros({sentences, 3 * beam}, DType::kFloat32);
-  t.finished_last_steps = Tensor::zeros({sentences, 3 * beam}, DType::kInt32);
-  t.finished_last_index = Tensor::zeros({sentences, 3 * beam}, DType::kInt32);
-  t.history_tokens = Tensor::zeros({steps, sentences * beam}, DType::kInt32);
-  t.history_parents = Tensor::zeros({steps, sentences * beam}, DType::kInt32);
-  t.next_tokens = Tensor::zeros({sentences * beam}, DType::kInt32);
-  t.next_scores = Tensor::zeros({sentences * beam}, DType::kFloat32);
-  t.source_rows = Tensor::zeros({sentences * beam}, DType::kInt32);
+  t.finished_scores = Tensor::zeros({sentences, 3 * max_beam}, DType::kFloat32);
+  t.finished_log_probs = Tensor::zeros({sentences, 3 * max_beam}, DType::kFloat32);
+  t.finished_last_steps = Tensor::zeros({sentences, 3 * max_beam}, DType::kInt32);
+  t.finished_last_index = Tensor::zeros({sentences, 3 * max_beam}, DType::kInt32);
+  t.history_tokens = Tensor::zeros({steps, sentences * max_beam}, DType::kInt32);
+  t.history_parents = Tensor::zeros({steps, sentences * max_beam}, DType::kInt32);
+  t.next_tokens = Tensor::zeros({rows}, DType::kInt32);
+  t.next_scores = Tensor::zeros({rows}, DType::kFloat32);
+  t.source_rows = Tensor::zeros({rows}, DType::kInt32);
   return t;
 }
 
 // Every tensor of the state, by name.
 std::vector<std::pair<const char*, Tensor*>> tensors_of(BeamSearchTensors& t) {
   return {{"sentence_ids", &t.sentence_ids},
+          {"first_rows", &t.first_rows},
+          {"beams", &t.beams},
+          {"n_bests", &t.n_bests},
+          {"min_lengths", &t.min_lengths},
           {"max_lengths", &t.max_lengths},
+          {"length_penalties", &t.length_penalties},
+          {"steps", &t.steps},
           {"done", &t.done},
           {"finished_count", &t.finished_count},
           {"finished_scores", &t.finished_scores},
@@ -122,24 +152,18 @@ std::vector<std::pair<const char*, Tensor*>> tensors_of(BeamSearchTensors& t) {
 
 TEST_F(SearchOpsCuda, BeamSearchStepsMatchTheCpu) {
   std::mt19937 generator(5);
-  for (int beam : {1, 4, 15}) {
+  for (int max_beam : {1, 4, 15}) {
     const int sentences = 70, steps = 6;  // more sentences than one block of threads
-    const int k = std::min(2 * beam + 1, 32);
-    BeamSearchTensors cpu = initial_state(sentences, beam, steps);
+    const int k = std::min(2 * max_beam + 1, 32);
+    BeamSearchTensors cpu = initial_state(sentences, max_beam, steps);
     BeamSearchTensors gpu = cpu;
     for (auto& [name, tensor] : tensors_of(gpu)) *tensor = tensor->to(Device::kCUDA);
     for (int step = 0; step < steps; ++step) {
-      const TopK top = random_candidates(int64_t(sentences) * beam, k, step, generator);
-      BeamStepParams params;
-      params.beam = beam;
-      params.step = step;
-      params.n_best = std::min(2, beam);
-      params.min_length = 1;
-      beam_search_step(cpu, top, params);
-      beam_search_step(gpu, TopK{top.values.to(Device::kCUDA), top.indices.to(Device::kCUDA)},
-                       params);
+      const TopK top = random_candidates(cpu.next_tokens.numel(), k, step, generator);
+      beam_search_step(cpu, top, 3);
+      beam_search_step(gpu, TopK{top.values.to(Device::kCUDA), top.indices.to(Device::kCUDA)}, 3);
     }
-    const std::string where = "beam " + std::to_string(beam);
+    const std::string where = "max beam " + std::to_string(max_beam);
     const auto expected = tensors_of(cpu), actual = tensors_of(gpu);
     for (size_t i = 0; i < expected.size(); ++i) {
       expect_equal(*actual[i].second, *expected[i].second, where + " " + expected[i].first, 1e-6);

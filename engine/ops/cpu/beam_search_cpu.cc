@@ -5,8 +5,8 @@
 
 namespace xlate::cpu {
 
-void beam_search_step(BeamSearchTensors& state, const TopK& top, const BeamStepParams& params) {
-  const BeamStepViews views = beam_step_views(state, top, params);
+void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) {
+  const BeamStepViews views = beam_step_views(state, top, end_token);
   for (int n = 0; n < views.shape.sentences; ++n) {
     kernels::beam_search_step_sentence(n, views.rows, views.state, views.shape);
   }

@@ -21,8 +21,9 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
 void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
 void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
 
-void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths, int64_t length,
+void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
+                      const Tensor& row_slots, const Tensor& row_positions, int64_t length,
                       int64_t row_capacity);
-void beam_search_step(BeamSearchTensors& state, const TopK& top, const BeamStepParams& params);
+void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token);
 
 }  // namespace xlate::cuda

@@ -105,16 +105,18 @@ void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
                         cuda_backend::stream());
 }
 
-void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths, int64_t length,
+void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
+                      const Tensor& row_slots, const Tensor& row_positions, int64_t length,
                       int64_t row_capacity) {
   const int64_t rows = key_lengths.numel();
   kernels::decode_positions(row_table.data<int32_t>(), cache_rows.data<int32_t>(),
-                            key_lengths.data<int32_t>(), rows, cache_rows.numel() / rows,
+                            key_lengths.data<int32_t>(), row_slots.data<int32_t>(),
+                            row_positions.data<int32_t>(), rows, cache_rows.numel() / rows,
                             row_table.dim(1), length, row_capacity, cuda_backend::stream());
 }
 
-void beam_search_step(BeamSearchTensors& state, const TopK& top, const BeamStepParams& params) {
-  const BeamStepViews views = beam_step_views(state, top, params);
+void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) {
+  const BeamStepViews views = beam_step_views(state, top, end_token);
   kernels::beam_search_step(views.rows, views.state, views.shape, cuda_backend::stream());
 }
 

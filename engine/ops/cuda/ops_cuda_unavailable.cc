@@ -32,7 +32,9 @@ void log_softmax_top_k(Tensor&, Tensor&, const Tensor&, const Tensor&, int) { un
 void gather_rows(Tensor&, const Tensor&, const Tensor&) { unavailable(); }
 void scatter_rows(Tensor&, const Tensor&, const Tensor&) { unavailable(); }
 
-void decode_positions(Tensor&, Tensor&, Tensor&, int64_t, int64_t) { unavailable(); }
-void beam_search_step(BeamSearchTensors&, const TopK&, const BeamStepParams&) { unavailable(); }
+void decode_positions(Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&, int64_t, int64_t) {
+  unavailable();
+}
+void beam_search_step(BeamSearchTensors&, const TopK&, int) { unavailable(); }
 
 }  // namespace xlate::cuda
