@@ -38,6 +38,15 @@ Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device) {
   return tensor;
 }
 
+Tensor Tensor::pinned(std::vector<int64_t> shape, DType dtype) {
+  Tensor tensor;
+  tensor.shape_ = std::move(shape);
+  tensor.dtype_ = dtype;
+  tensor.device_ = Device::kCPU;
+  tensor.storage_ = cuda_backend::allocate_pinned(tensor.nbytes());
+  return tensor;
+}
+
 Tensor Tensor::zeros(std::vector<int64_t> shape, DType dtype, Device device) {
   Tensor tensor = empty(std::move(shape), dtype, device);
   if (device == Device::kCPU) {

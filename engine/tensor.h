@@ -23,6 +23,9 @@ class Tensor {
   // Uninitialised storage (64-byte aligned on the CPU).
   static Tensor empty(std::vector<int64_t> shape, DType dtype, Device device = Device::kCPU);
   static Tensor zeros(std::vector<int64_t> shape, DType dtype, Device device = Device::kCPU);
+  // A host tensor in page-locked memory (CUDA builds): copies between it and a GPU run without
+  // the driver's staging copy. For buffers a decode loop reads back from the GPU again and again.
+  static Tensor pinned(std::vector<int64_t> shape, DType dtype);
   static Tensor from_vector(const std::vector<float>& values, std::vector<int64_t> shape);
   static Tensor from_vector(const std::vector<int32_t>& values, std::vector<int64_t> shape);
 

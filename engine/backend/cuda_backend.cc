@@ -35,6 +35,12 @@ std::shared_ptr<void> allocate(size_t bytes) {
   return std::shared_ptr<void>(block, [allocator](void* p) { allocator->free(p); });
 }
 
+std::shared_ptr<void> allocate_pinned(size_t bytes) {
+  auto buffer = std::make_shared<kernels::PinnedBuffer>(bytes);
+  void* data = buffer->data();
+  return std::shared_ptr<void>(std::move(buffer), data);
+}
+
 size_t bytes_in_use() { return worker().allocator->stats().bytes_in_use; }
 size_t bytes_reserved() { return worker().allocator->stats().bytes_reserved; }
 

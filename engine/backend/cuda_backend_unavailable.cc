@@ -16,6 +16,7 @@ bool built() { return false; }
 int device_count() { return 0; }
 std::string device_description() { unavailable(); }
 std::shared_ptr<void> allocate(size_t) { unavailable(); }
+std::shared_ptr<void> allocate_pinned(size_t) { unavailable(); }
 size_t bytes_in_use() { return 0; }
 size_t bytes_reserved() { return 0; }
 kernels::Stream stream() { unavailable(); }

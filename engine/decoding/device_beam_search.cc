@@ -46,6 +46,7 @@ DeviceBeamSearch::DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots,
   t_.finished_last_index = Tensor::empty({count, finished}, DType::kInt32, device_);
   t_.history_tokens = Tensor::empty({max_length, count * max_beam}, DType::kInt32, device_);
   t_.history_parents = Tensor::empty({max_length, count * max_beam}, DType::kInt32, device_);
+  done_on_host_ = device_ == Device::kCPU ? t_.done : Tensor::pinned({count}, DType::kInt32);
   place({});
 }
 
@@ -101,7 +102,8 @@ std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::step() {
 // and drops their rows.
 std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::sync() {
   since_sync_ = 0;
-  const Tensor done = t_.done.to(Device::kCPU);
+  if (device_ != Device::kCPU) done_on_host_.copy_from(t_.done);
+  const Tensor& done = done_on_host_;
   std::vector<Sentence> finished, kept;
   std::vector<int32_t> kept_rows;
   int first_row = 0;

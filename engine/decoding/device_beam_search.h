@@ -79,6 +79,7 @@ class DeviceBeamSearch {
   const int max_beam_;
   const int sync_interval_;
   BeamSearchTensors t_;
+  Tensor done_on_host_;  // where a GPU's done flags are read into: pinned, reused every sync
   std::vector<Sentence> live_;  // in row order
   int rows_ = 0;                // their rows
   int start_token_ = 2;

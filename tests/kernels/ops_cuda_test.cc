@@ -213,6 +213,12 @@ TEST_P(OpsCuda, GatherScatterAndDeviceCopiesAreExact) {
   const Tensor back = out.to(Device::kCPU);
   ASSERT_EQ(back.nbytes(), expected.nbytes());
   EXPECT_EQ(std::memcmp(back.raw_data(), expected.raw_data(), back.nbytes()), 0);
+  // Through page-locked host memory, both ways.
+  Tensor pinned = Tensor::pinned({4, 2, 10}, dtype());
+  pinned.copy_from(out);
+  EXPECT_EQ(std::memcmp(pinned.raw_data(), expected.raw_data(), pinned.nbytes()), 0);
+  EXPECT_EQ(std::memcmp(pinned.to(Device::kCUDA).to(Device::kCPU).raw_data(), expected.raw_data(),
+                        expected.nbytes()), 0);
   Tensor scattered = cache.clone(), scattered_gpu = cache.to(Device::kCUDA);
   const Tensor fresh = random_tensor({2, 2, 10}, generator).to_dtype(dtype());
   const Tensor targets = int_tensor({4, 1}, {2});
