@@ -6,6 +6,10 @@
 // exactly decode_length target tokens (min = max output length, no end token), the same for
 // every system. Tokenisation is done before timing (peers get pre-tokenised input too).
 //
+// --engine batch (default) translates each planned batch with Translator; --engine continuous
+// runs every sentence through the server's engine (ContinuousDecoder, as many sentences at once
+// as the largest planned batch), admitting each batch's sentences as slots free up.
+//
 // Prints one JSON line: sentences, target_tokens, seconds, tokens_per_second,
 // sentences_per_second, peak_rss_mb, and on the CPU matmul_share (and the other op shares: host
 // wall time, meaningless for asynchronous GPU work), on CUDA gpu_memory_mb (the caching
@@ -16,6 +20,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -26,6 +31,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "engine/backend/cuda_backend.h"
+#include "engine/continuous_decoder.h"
 #include "engine/placement_flags.h"
 #include "engine/profiling.h"
 #include "engine/translator.h"
@@ -37,6 +43,7 @@ ABSL_FLAG(int, threads, 2, "CPU threads");
 ABSL_FLAG(int, warmup_batches, 1, "batches translated once before timing");
 ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
 ABSL_FLAG(std::string, compute_type, "auto", "auto, float32, float16 or bfloat16");
+ABSL_FLAG(std::string, engine, "batch", "batch (Translator) or continuous (the server's engine)");
 
 namespace {
 
@@ -48,6 +55,59 @@ struct PlannedBatch {
 int fail(const std::string& message) {
   std::cerr << "xlate_translate_bench: " << message << "\n";
   return 1;
+}
+
+using Plan = std::map<int, PlannedBatch>;
+using OptionsFor = std::function<xlate::TranslationOptions(const PlannedBatch&)>;
+
+struct Counts {
+  int64_t sentences = 0, target_tokens = 0;
+  void add(const std::vector<xlate::Hypothesis>& hypotheses) {
+    ++sentences;
+    target_tokens += static_cast<int64_t>(hypotheses.at(0).tokens.size());
+  }
+};
+
+absl::StatusOr<Counts> translate_batches(const xlate::Translator& translator, const Plan& plan,
+                                         const OptionsFor& options_for) {
+  Counts counts;
+  for (const auto& [index, batch] : plan) {
+    auto result = translator.TranslateTokens(batch.sources, options_for(batch));
+    if (!result.ok()) return result.status();
+    for (const auto& hypotheses : *result) counts.add(hypotheses);
+  }
+  return counts;
+}
+
+absl::StatusOr<Counts> translate_continuously(const xlate::Translator& translator,
+                                              const Plan& plan, const OptionsFor& options_for) {
+  xlate::ContinuousDecoderOptions limits;
+  limits.max_beam_size = absl::GetFlag(FLAGS_beam_size);
+  limits.max_source_tokens = translator.max_input_tokens();
+  limits.max_sentences = 1;
+  limits.max_target_tokens = 1;
+  for (const auto& [index, batch] : plan) {
+    limits.max_sentences = std::max<int>(limits.max_sentences, batch.sources.size());
+    limits.max_target_tokens = std::max(limits.max_target_tokens, batch.decode_length);
+  }
+  xlate::ContinuousDecoder decoder(translator.model(), limits);
+  Counts counts;
+  auto next = plan.begin();
+  size_t admitted = 0;  // sentences of `next` already decoding
+  while (next != plan.end() || decoder.live_sentences() > 0) {
+    while (next != plan.end() && decoder.free_slots() > 0) {
+      const auto& sources = next->second.sources;
+      const size_t count = std::min(sources.size() - admitted, size_t(decoder.free_slots()));
+      const std::vector<std::vector<int32_t>> group(sources.begin() + admitted,
+                                                    sources.begin() + admitted + count);
+      auto handles = decoder.Admit(group, options_for(next->second));
+      if (!handles.ok()) return handles.status();
+      admitted += count;
+      if (admitted == sources.size()) ++next, admitted = 0;
+    }
+    for (const auto& finished : decoder.Step()) counts.add(finished.hypotheses);
+  }
+  return counts;
 }
 
 }  // namespace
@@ -65,7 +125,7 @@ int main(int argc, char** argv) {
   std::ifstream plan(absl::GetFlag(FLAGS_plan));
   if (!plan) return fail("cannot open --plan " + absl::GetFlag(FLAGS_plan));
 
-  std::map<int, PlannedBatch> batches;
+  Plan batches;
   int64_t line_number = 0;
   for (std::string line; std::getline(plan, line);) {
     ++line_number;
@@ -81,7 +141,12 @@ int main(int argc, char** argv) {
     batches[batch_index].sources.push_back(*std::move(ids));
   }
 
-  auto options_for = [](const PlannedBatch& batch) {
+  const std::string engine = absl::GetFlag(FLAGS_engine);
+  if (engine != "batch" && engine != "continuous") {
+    return fail("--engine must be batch or continuous, not " + engine);
+  }
+  const auto translate = engine == "batch" ? translate_batches : translate_continuously;
+  const OptionsFor options_for = [](const PlannedBatch& batch) {
     xlate::TranslationOptions options;
     options.beam_size = absl::GetFlag(FLAGS_beam_size);
     options.max_batch_size = static_cast<int>(batch.sources.size());
@@ -90,29 +155,29 @@ int main(int argc, char** argv) {
     options.max_output_length = batch.decode_length;
     return options;
   };
-  int warmup = absl::GetFlag(FLAGS_warmup_batches);
-  for (auto it = batches.begin(); it != batches.end() && warmup-- > 0; ++it) {
-    (void)(*translator)->TranslateTokens(it->second.sources, options_for(it->second));
+  Plan warmup;
+  for (auto it = batches.begin(); it != batches.end() &&
+                                  static_cast<int>(warmup.size()) < absl::GetFlag(FLAGS_warmup_batches);
+       ++it) {
+    warmup.insert(*it);
+  }
+  if (auto warmed = translate(**translator, warmup, options_for); !warmed.ok()) {
+    return fail(std::string(warmed.status().message()));
   }
 
   xlate::set_op_profiling(true);
   xlate::reset_op_profile();
-  int64_t sentences = 0, target_tokens = 0;
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& [index, batch] : batches) {
-    auto result = (*translator)->TranslateTokens(batch.sources, options_for(batch));
-    if (!result.ok()) return fail(std::string(result.status().message()));
-    for (const auto& hypotheses : *result) {
-      ++sentences;
-      target_tokens += static_cast<int64_t>(hypotheses.at(0).tokens.size());
-    }
-  }
+  const absl::StatusOr<Counts> counts = translate(**translator, batches, options_for);
+  if (!counts.ok()) return fail(std::string(counts.status().message()));
+  const int64_t sentences = counts->sentences, target_tokens = counts->target_tokens;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   nlohmann::json report = {
       {"system", "xlate"},
+      {"engine", engine},
       {"device", xlate::device_label(placement->placement.device)},
       {"compute_type", xlate::dtype_label(placement->placement.dtype)},
       {"sentences", sentences},

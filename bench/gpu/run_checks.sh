@@ -7,6 +7,8 @@
 #              (XLATE_BENCH_TYPES, XLATE_BENCH_BATCHES; bench/compare_ctranslate2.py)
 #   kernels    per-kernel device time of one decoding batch (Nsight Compute; after a bench
 #              stage that ran float16 with batch 32, whose plan it reuses)
+#   engines    the server's engine (ContinuousDecoder) against Translator's batches on that
+#              plan, float16 (xlate_translate_bench --engine continuous / batch)
 # usage: bench/gpu/run_checks.sh BUNDLE OUT_DIR STAGE... [-- extra compare_ctranslate2 flags]
 # CTranslate2 (its wheel's files as .ct2site.tar.xz, made here with unzip + tar -cJ, since the
 # device tool carries at most 64 MiB) is unpacked into /tmp/site. XLATE_BENCH_TYPES picks the
@@ -75,6 +77,17 @@ for stage in "${stages[@]}"; do
             > "$out/bench_${type}_$batch.log" 2>&1
           echo "bench $type batch $batch: exit $?"; tail -6 "$out/bench_${type}_$batch.log"
         done
+      done ;;
+    engines)
+      base_model
+      plan=/tmp/work_float16_32/plan.tsv
+      if [[ ! -f $plan ]]; then
+        echo "engines: needs the plan of a bench stage with float16 and batch 32 ($plan)" >&2
+        continue
+      fi
+      for engine in batch continuous; do
+        "$bundle/bin/xlate_translate_bench" --model_dir /tmp/base --device cuda \
+          --compute_type float16 --plan "$plan" --engine "$engine" 2>&1 | tee "$out/engine_$engine.json"
       done ;;
     kernels)
       base_model
