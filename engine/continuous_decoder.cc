@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "engine/backend/cuda_backend.h"
 
 namespace xlate {
 
@@ -28,6 +29,8 @@ ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
               model.placement().device == Device::kCPU ? 1 : 4),
       handles_(static_cast<size_t>(options.max_sentences), -1) {
   for (int slot = options.max_sentences - 1; slot >= 0; --slot) free_.push_back(slot);
+  // The caches were zeroed on this thread's stream; the server decodes on another thread's.
+  if (model.placement().device == Device::kCUDA) cuda_backend::synchronize();
 }
 
 int ContinuousDecoder::live_sentences() const { return search_.live_sentences(); }
