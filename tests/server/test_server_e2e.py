@@ -4,6 +4,7 @@ concurrency, every bad-input case, health, reflection, metrics, deadlines and SI
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
 import concurrent.futures
+import subprocess
 import sys
 import threading
 import unittest
@@ -13,7 +14,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from harness import Server, offline_translations, pb2, sample_sentences, wait_until
+from harness import (MODEL_DIR, SERVER_BIN, Server, offline_translations, pb2, sample_sentences,
+                     wait_until)
 
 
 def request(contents, **options):
@@ -169,6 +171,15 @@ class Backpressure(unittest.TestCase):
             self.assertIn("of 4 sentences", caught.exception.details())
         finally:
             server.close()
+
+
+class BadFlags(unittest.TestCase):
+    def test_a_beam_wider_than_the_device_search_is_refused_at_start(self):
+        result = subprocess.run([SERVER_BIN, f"--model_dir={MODEL_DIR}", "--port=0",
+                                 "--metrics_port=0", "--max_beam_size=16"],
+                                capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("--max_beam_size must be <= 15", result.stderr)
 
 
 class GracefulShutdown(unittest.TestCase):
