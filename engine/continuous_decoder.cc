@@ -15,7 +15,6 @@ int max_positions(const TransformerModel& model, const ContinuousDecoderOptions&
 
 }  // namespace
 
-// On the CPU looking at the done flags costs nothing: every step does, and no row idles.
 ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
                                      const ContinuousDecoderOptions& options)
     : model_(model),
@@ -26,7 +25,9 @@ ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
                                                 max_positions(model, options)}),
       search_(decoder_, options.max_sentences, options.max_beam_size,
               max_positions(model, options),
-              model.placement().device == Device::kCPU ? 1 : 4),
+              options.sync_interval > 0                     ? options.sync_interval
+              : model.placement().device == Device::kCPU ? 1
+                                                         : 4),
       handles_(static_cast<size_t>(options.max_sentences), -1) {
   for (int slot = options.max_sentences - 1; slot >= 0; --slot) free_.push_back(slot);
   // The caches were zeroed on this thread's stream; the server decodes on another thread's.

@@ -23,6 +23,9 @@ struct ContinuousDecoderOptions {
   int max_beam_size = 4;        // rows reserved per sentence, <= kMaxDeviceBeam (15)
   int max_source_tokens = 256;  // per sentence, end token included
   int max_target_tokens = 306;  // output tokens per sentence at most (caps max_extra_length)
+  // Steps between two looks at the sentences' done flags (each waits for the device); 0: every
+  // step on the CPU, where looking costs nothing, every 4th on a GPU.
+  int sync_interval = 0;
 };
 
 class ContinuousDecoder {

@@ -89,8 +89,9 @@ class DeviceBeamSearch {
   int steps_to_max_length_ = 0;  // the fewest steps a live sentence has left
 };
 
-// The device search of one batch: every sentence joins at the first step. `decoder` holds one
-// row per sentence and must outlive the run; 1 <= beam_size <= 15.
+// The device search of one batch: every sentence joins at the first step. `decoder` reads source
+// sentence s for sentence s, holds S·beam_size rows and max(max_lengths) positions, and must
+// outlive the run; 1 <= beam_size <= 15.
 std::unique_ptr<SearchRun> start_device_beam_search(DeviceIncrementalDecoder& decoder,
                                                     const std::vector<int>& max_lengths,
                                                     const SearchOptions& options,
