@@ -24,7 +24,9 @@ class Tensor {
   static Tensor empty(std::vector<int64_t> shape, DType dtype, Device device = Device::kCPU);
   static Tensor zeros(std::vector<int64_t> shape, DType dtype, Device device = Device::kCPU);
   // A host tensor in page-locked memory (CUDA builds): copies between it and a GPU run without
-  // the driver's staging copy. For buffers a decode loop reads back from the GPU again and again.
+  // the driver's staging copy. For buffers a decode loop reads back from the GPU again and again
+  // (a copy to the host waits for the stream; a copy from this tensor does not, so it must not be
+  // freed before the stream is next waited for).
   static Tensor pinned(std::vector<int64_t> shape, DType dtype);
   static Tensor from_vector(const std::vector<float>& values, std::vector<int64_t> shape);
   static Tensor from_vector(const std::vector<int32_t>& values, std::vector<int64_t> shape);

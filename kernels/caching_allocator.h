@@ -1,6 +1,6 @@
-// A caching allocator for device memory: freed blocks are kept and handed out again, so a
-// decoding step that allocates the same shapes as the last one never reaches cudaMalloc (which
-// synchronises the device and costs tens of microseconds).
+// A caching allocator for device memory (and page-locked host memory): freed blocks are kept and
+// handed out again, so a decoding step that allocates the same shapes as the last one never
+// reaches cudaMalloc (which synchronises the device and costs tens of microseconds).
 //
 // Sizes are rounded to a size class (512 B steps up to 1 MiB, 2 MiB steps above) and a request
 // is served by a cached block of exactly its class, so memory use stays close to the peak of

@@ -59,14 +59,6 @@ void synchronize_stream(Stream stream) { XLATE_CUDA_CHECK(cudaStreamSynchronize(
 
 void check_last_launch(const char* kernel) { throw_on_cuda_error(cudaGetLastError(), kernel); }
 
-PinnedBuffer::PinnedBuffer(size_t bytes) : size_(bytes) {
-  XLATE_CUDA_CHECK(cudaMallocHost(&data_, bytes == 0 ? 1 : bytes));
-}
-
-PinnedBuffer::~PinnedBuffer() {
-  if (data_ != nullptr) cudaFreeHost(data_);
-}
-
 namespace {
 
 class CudaBackingMemory : public BackingMemory {
@@ -84,10 +76,29 @@ class CudaBackingMemory : public BackingMemory {
   void release(void* block) override { cudaFree(block); }
 };
 
+class PinnedBackingMemory : public BackingMemory {
+ public:
+  void* allocate(size_t bytes) override {
+    void* block = nullptr;
+    const cudaError_t error = cudaMallocHost(&block, bytes);
+    if (error == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    throw_on_cuda_error(error, "cudaMallocHost");
+    return block;
+  }
+  void release(void* block) override { cudaFreeHost(block); }
+};
+
 }  // namespace
 
 std::unique_ptr<BackingMemory> make_cuda_backing_memory() {
   return std::make_unique<CudaBackingMemory>();
+}
+
+std::unique_ptr<BackingMemory> make_pinned_backing_memory() {
+  return std::make_unique<PinnedBackingMemory>();
 }
 
 }  // namespace xlate::kernels

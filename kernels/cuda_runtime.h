@@ -1,5 +1,5 @@
 // The CUDA runtime as the engine needs it, behind a CUDA-free header: device discovery, streams,
-// copies, pinned host buffers and the device memory behind CachingAllocator.
+// copies, and the device and pinned host memory behind CachingAllocator.
 // CUDA errors become std::runtime_error naming the call and CUDA's message (they are faults of
 // the machine or of the program, never of user input).
 #pragma once
@@ -41,22 +41,10 @@ void synchronize_stream(Stream stream);
 // Raises the first error of an earlier asynchronous kernel launch, if any.
 void check_last_launch(const char* kernel);
 
-// Page-locked host memory: copies from it run asynchronously and at full bus speed.
-class PinnedBuffer {
- public:
-  explicit PinnedBuffer(size_t bytes);
-  ~PinnedBuffer();
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void* data() { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 // cudaMalloc/cudaFree of the current device, for CachingAllocator.
 std::unique_ptr<BackingMemory> make_cuda_backing_memory();
+// Page-locked host memory (cudaMallocHost/cudaFreeHost), for CachingAllocator: copies between
+// it and the device skip the driver's staging buffer. Pinning is slow, hence the cache.
+std::unique_ptr<BackingMemory> make_pinned_backing_memory();
 
 }  // namespace xlate::kernels

@@ -15,6 +15,10 @@ struct Worker {
   kernels::CudaStream stream;
   std::shared_ptr<kernels::CachingAllocator> allocator =
       std::make_shared<kernels::CachingAllocator>(kernels::make_cuda_backing_memory());
+  // Host blocks for copies that are complete before their owner lets go (copy_device_to_host
+  // waits), so reusing them needs no event either.
+  std::shared_ptr<kernels::CachingAllocator> pinned =
+      std::make_shared<kernels::CachingAllocator>(kernels::make_pinned_backing_memory());
   kernels::GemmContext gemm{stream.get()};
 };
 
@@ -36,9 +40,9 @@ std::shared_ptr<void> allocate(size_t bytes) {
 }
 
 std::shared_ptr<void> allocate_pinned(size_t bytes) {
-  auto buffer = std::make_shared<kernels::PinnedBuffer>(bytes);
-  void* data = buffer->data();
-  return std::shared_ptr<void>(std::move(buffer), data);
+  std::shared_ptr<kernels::CachingAllocator> allocator = worker().pinned;
+  void* block = allocator->allocate(bytes);
+  return std::shared_ptr<void>(block, [allocator](void* p) { allocator->free(p); });
 }
 
 size_t bytes_in_use() { return worker().allocator->stats().bytes_in_use; }

@@ -28,7 +28,8 @@ std::string device_description();
 
 // Device memory from this worker's caching allocator; throws std::bad_alloc when the GPU is full.
 std::shared_ptr<void> allocate(size_t bytes);
-// Page-locked host memory (cudaMallocHost), freed when the last owner lets go.
+// Page-locked host memory from this worker's pinned caching allocator, for buffers a copy from
+// the device fills (such copies wait for the stream, so a block is idle when it comes back).
 std::shared_ptr<void> allocate_pinned(size_t bytes);
 // Bytes this worker's allocator has handed out and not received back.
 size_t bytes_in_use();
