@@ -1,6 +1,7 @@
 #include "engine/continuous_decoder.h"
 
 #include <algorithm>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda_backend.h"
@@ -32,6 +33,40 @@ ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
   for (int slot = options.max_sentences - 1; slot >= 0; --slot) free_.push_back(slot);
   // The caches were zeroed on this thread's stream; the server decodes on another thread's.
   if (model.placement().device == Device::kCUDA) cuda_backend::synchronize();
+}
+
+absl::StatusOr<std::unique_ptr<ContinuousDecoder>> ContinuousDecoder::Create(
+    const TransformerModel& model, const ContinuousDecoderOptions& options) {
+  if (options.max_sentences < 1 || options.max_beam_size < 1 ||
+      options.max_beam_size > kMaxDeviceBeam || options.max_source_tokens < 2 ||
+      options.max_target_tokens < 1 || options.sync_interval < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "continuous decoder options out of range: max_sentences ", options.max_sentences,
+        " (>= 1), max_beam_size ", options.max_beam_size, " (1 to ", kMaxDeviceBeam,
+        "), max_source_tokens ", options.max_source_tokens, " (>= 2), max_target_tokens ",
+        options.max_target_tokens, " (>= 1), sync_interval ", options.sync_interval, " (>= 0)"));
+  }
+  try {
+    return std::make_unique<ContinuousDecoder>(model, options);
+  } catch (const std::bad_alloc&) {
+    const Placement& placement = model.placement();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of ", placement.device == Device::kCPU ? "host" : "GPU", " memory for the KV caches "
+        "of ", options.max_sentences, " sentences x ", options.max_beam_size, " beams x ",
+        options.max_target_tokens, " target tokens (", options.max_source_tokens,
+        " source tokens each): ", cache_bytes(model.config(), placement.dtype, options) >> 20,
+        " MiB"));
+  }
+}
+
+int64_t ContinuousDecoder::cache_bytes(const ModelConfig& config, DType dtype,
+                                       const ContinuousDecoderOptions& options) {
+  const int64_t width = int64_t{config.decoder_heads} * (config.head_dim_k(config.decoder_heads) +
+                                                         config.head_dim_v(config.decoder_heads));
+  const int64_t rows = int64_t{options.max_sentences} * options.max_beam_size;
+  const int64_t positions = int64_t{std::min(options.max_target_tokens, config.max_positions)} * rows +
+                            int64_t{options.max_source_tokens} * options.max_sentences;
+  return int64_t{config.decoder_layers} * positions * width * static_cast<int64_t>(dtype_size(dtype));
 }
 
 int ContinuousDecoder::live_sentences() const { return search_.live_sentences(); }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,9 +31,17 @@ struct ContinuousDecoderOptions {
 
 class ContinuousDecoder {
  public:
-  // `model` must outlive the decoder. Memory: the self-attention cache holds
-  // max_target_tokens x max_sentences x max_beam_size rows per layer.
+  // `model` must outlive the decoder. Errors: options out of range (InvalidArgument), caches
+  // that do not fit in the model device's memory (ResourceExhausted, with their size).
+  static absl::StatusOr<std::unique_ptr<ContinuousDecoder>> Create(
+      const TransformerModel& model, const ContinuousDecoderOptions& options);
+  // As Create, for options known to be valid; throws std::bad_alloc when memory runs out.
   ContinuousDecoder(const TransformerModel& model, const ContinuousDecoderOptions& options);
+
+  // Bytes of the KV caches: per decoder layer, keys and values of max_target_tokens positions of
+  // max_sentences x max_beam_size rows, and of max_source_tokens source positions per sentence.
+  static int64_t cache_bytes(const ModelConfig& config, DType dtype,
+                             const ContinuousDecoderOptions& options);
 
   int free_slots() const { return static_cast<int>(free_.size()); }
   int live_sentences() const;

@@ -168,8 +168,10 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
                                               const Tensor& source_lengths, int64_t max_rows,
                                               int64_t max_positions) const {
   const int64_t sentences = encoder_output.dim(0);
-  DecoderState state = empty_state(std::max(max_rows, sentences), max_positions,
-                                   encoder_output.dim(1), source_lengths);
+  DecoderState state =
+      empty_state(std::max(max_rows, sentences), max_positions, encoder_output.dim(1));
+  state.source_lengths.assign(source_lengths.data<int32_t>(),
+                              source_lengths.data<int32_t>() + source_lengths.numel());
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     const AttentionWeights& cross = weights_.decoder[i].cross_attention;
     state.layers[i].cross_keys = linear(encoder_output, cross.key);
@@ -182,13 +184,10 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
 }
 
 DecoderState TransformerModel::empty_state(int64_t max_rows, int64_t max_positions,
-                                           int64_t source_steps,
-                                           const Tensor& source_lengths) const {
+                                           int64_t source_steps) const {
   DecoderState state;
   state.row_capacity = max_rows;
   state.source_steps = source_steps;
-  state.source_lengths.assign(source_lengths.data<int32_t>(),
-                              source_lengths.data<int32_t>() + source_lengths.numel());
   // Entries are written (decode_positions) before any attention reads them.
   state.row_table = Tensor::empty({max_rows, max_positions}, DType::kInt32, placement_.device);
   for (const DecoderLayerWeights& layer : weights_.decoder) {
@@ -351,9 +350,8 @@ void TransformerModel::place_rows(DecoderState& state,
 
 DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_source_tokens,
                                           int64_t max_rows, int64_t max_positions) const {
-  DecoderState state =
-      empty_state(max_rows, max_positions, max_source_tokens,
-                  Tensor::zeros({max_sentences}, DType::kInt32));
+  DecoderState state = empty_state(max_rows, max_positions, max_source_tokens);
+  state.source_lengths.assign(static_cast<size_t>(max_sentences), 0);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     const AttentionWeights& cross = weights_.decoder[i].cross_attention;
     state.layers[i].cross_keys =

@@ -95,9 +95,9 @@ class TransformerModel {
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
   Tensor on_device(const Tensor& host) const;             // a host input on the model's device
   Tensor logits_to_host(const Tensor& logits) const;      // host float32 for the search
-  // A state with caches and no rows.
-  DecoderState empty_state(int64_t max_rows, int64_t max_positions, int64_t source_steps,
-                           const Tensor& source_lengths) const;
+  // A state with self-attention caches, no rows and no sources. The caches come first: they are
+  // what may not fit.
+  DecoderState empty_state(int64_t max_rows, int64_t max_positions, int64_t source_steps) const;
   // The first `rows` rows of a fresh row_table gathered by source_rows (on the device).
   void gather_table_rows(DecoderState& state, const Tensor& source_rows, int64_t rows) const;
   // cross_rows/cross_lengths of state.row_sentence, on the device.

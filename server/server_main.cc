@@ -62,24 +62,24 @@ namespace {
 // The engine's continuous decoder behind the scheduler's interface.
 class ContinuousEngine : public StreamingEngine {
  public:
-  ContinuousEngine(const TransformerModel& model, const ContinuousDecoderOptions& options)
-      : decoder_(model, options) {}
-  int free_slots() const override { return decoder_.free_slots(); }
-  int live_sentences() const override { return decoder_.live_sentences(); }
+  explicit ContinuousEngine(std::unique_ptr<ContinuousDecoder> decoder)
+      : decoder_(std::move(decoder)) {}
+  int free_slots() const override { return decoder_->free_slots(); }
+  int live_sentences() const override { return decoder_->live_sentences(); }
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
                                              const TranslationOptions& options) override {
-    return decoder_.Admit(sources, options);
+    return decoder_->Admit(sources, options);
   }
   std::vector<Finished> Step() override {
     std::vector<Finished> finished;
-    for (ContinuousDecoder::Finished& done : decoder_.Step()) {
+    for (ContinuousDecoder::Finished& done : decoder_->Step()) {
       finished.push_back({done.handle, std::move(done.hypotheses)});
     }
     return finished;
   }
 
  private:
-  ContinuousDecoder decoder_;
+  std::unique_ptr<ContinuousDecoder> decoder_;
 };
 
 int fail(const std::string& message, int code = 1) {
@@ -200,7 +200,12 @@ int serve() {
     return fail("--decoding_sentences, --max_beam_size and --max_output_tokens must be >= 1 "
                 "and --max_input_tokens >= 2", 2);
   }
-  ContinuousEngine continuous(engine->model(), decoder_options);
+  auto decoder = ContinuousDecoder::Create(engine->model(), decoder_options);
+  if (!decoder.ok()) {
+    return fail(absl::StrCat(decoder.status().message(), "; lower --decoding_sentences, "
+                             "--max_beam_size or --max_output_tokens"), 2);
+  }
+  ContinuousEngine continuous(*std::move(decoder));
   auto scheduler = Scheduler::Create(scheduler_options, &continuous, &metrics);
   if (!scheduler.ok()) return fail(std::string(scheduler.status().message()), 2);
 

@@ -153,6 +153,43 @@ TEST_F(TranslatorTest, ContinuousDecodingEqualsBatchTranslation) {
   }
 }
 
+// Create names what is wrong: options out of range, or caches that cannot be allocated (here
+// 2^28 sentences x 15 beams: the first cache alone exceeds any address space, so it fails the
+// same way under every overcommit policy, before any memory is touched).
+TEST_F(TranslatorTest, ContinuousDecoderOptionsAndMemoryAreChecked) {
+  const TransformerModel& model = translator_->model();
+  ContinuousDecoderOptions fine;
+  fine.max_sentences = 3;
+  fine.max_beam_size = 2;
+  fine.max_source_tokens = 8;
+  fine.max_target_tokens = 16;
+  EXPECT_TRUE(ContinuousDecoder::Create(model, fine).ok());
+  const ModelConfig& config = model.config();
+  EXPECT_EQ(ContinuousDecoder::cache_bytes(config, DType::kFloat32, fine),
+            int64_t{config.decoder_layers} * (16 * 3 * 2 + 8 * 3) * (2 * config.d_model) * 4);
+
+  ContinuousDecoderOptions wide = fine;
+  wide.max_beam_size = 16;
+  auto refused = ContinuousDecoder::Create(model, wide);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("max_beam_size 16 (1 to 15)"), std::string::npos)
+      << refused.status();
+  ContinuousDecoderOptions none = fine;
+  none.max_sentences = 0;
+  EXPECT_EQ(ContinuousDecoder::Create(model, none).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  ContinuousDecoderOptions huge = fine;
+  huge.max_sentences = 1 << 28;
+  huge.max_beam_size = 15;
+  huge.max_target_tokens = 256;
+  auto exhausted = ContinuousDecoder::Create(model, huge);
+  EXPECT_EQ(exhausted.status().code(), absl::StatusCode::kResourceExhausted) << exhausted.status();
+  EXPECT_NE(exhausted.status().message().find("268435456 sentences x 15 beams"),
+            std::string::npos)
+      << exhausted.status();
+}
+
 TEST_F(TranslatorTest, ConcurrentCallersGetTheSerialResults) {
   const std::vector<std::string> sentences = real_sentences(6);
   TranslationOptions options;
