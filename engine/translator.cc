@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <new>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -145,7 +146,18 @@ absl::StatusOr<std::unique_ptr<BatchTranslation>> Translator::StartBatch(
   if (auto status = check_sources(sources, options); !status.ok()) return status;
   std::vector<const std::vector<int32_t>*> batch;
   for (const std::vector<int32_t>& source : sources) batch.push_back(&source);
-  return start_batch(batch, options);
+  try {
+    return start_batch(batch, options);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(batch.size(), options);
+  }
+}
+
+absl::Status Translator::out_of_memory(size_t sentences, const TranslationOptions& options) const {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "out of ", model_->placement().device == Device::kCPU ? "host" : "GPU",
+      " memory decoding a batch of ", sentences, " sentences with beam_size ", options.beam_size,
+      " (", sentences * options.beam_size, " rows of KV cache): lower the batch size or the beam"));
 }
 
 absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens(
@@ -161,10 +173,15 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
     const size_t end = std::min(order.size(), begin + options.max_batch_size);
     std::vector<const std::vector<int32_t>*> batch;
     for (size_t k = begin; k < end; ++k) batch.push_back(&sources[order[k]]);
-    const std::unique_ptr<BatchTranslation> translation = start_batch(batch, options);
-    while (!translation->Step()) {
+    std::vector<std::vector<Hypothesis>> translated;
+    try {
+      const std::unique_ptr<BatchTranslation> translation = start_batch(batch, options);
+      while (!translation->Step()) {
+      }
+      translated = translation->TakeResults();
+    } catch (const std::bad_alloc&) {
+      return out_of_memory(batch.size(), options);
     }
-    std::vector<std::vector<Hypothesis>> translated = translation->TakeResults();
     for (size_t k = begin; k < end; ++k) results[order[k]] = std::move(translated[k - begin]);
   }
   return results;

@@ -70,7 +70,8 @@ class Translator {
   absl::StatusOr<std::vector<Translation>> Translate(const std::vector<std::string>& sentences,
                                                      const TranslationOptions& options) const;
 
-  // The same on token ids (no end token; it is appended): hypotheses per sentence.
+  // The same on token ids (no end token; it is appended): hypotheses per sentence. A batch whose
+  // decoding state does not fit in memory is a ResourceExhausted error naming its size.
   absl::StatusOr<std::vector<std::vector<Hypothesis>>> TranslateTokens(
       const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const;
 
@@ -88,6 +89,8 @@ class Translator {
  private:
   absl::Status check_sources(const std::vector<std::vector<int32_t>>& sources,
                              const TranslationOptions& options) const;
+  // ResourceExhausted for a batch whose state did not fit in the model device's memory.
+  absl::Status out_of_memory(size_t sentences, const TranslationOptions& options) const;
   std::unique_ptr<BatchTranslation> start_batch(
       const std::vector<const std::vector<int32_t>*>& sources,
       const TranslationOptions& options) const;
