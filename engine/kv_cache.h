@@ -43,7 +43,6 @@ struct DecoderState {
   std::vector<int32_t> source_lengths;  // [B]
   int64_t source_steps = 0;             // S_src
   int64_t row_capacity = 0;             // R_cap
-  int64_t rows = 0;                     // R
   int64_t length = 0;                   // positions each row decoded since the rows were placed
 };
 

@@ -343,7 +343,6 @@ void TransformerModel::place_rows(DecoderState& state,
   state.row_positions = on_device(Tensor::from_vector(positions, {count}));
   state.row_sentence = std::move(sentences);
   state.row_position = std::move(positions);
-  state.rows = count;
   state.length = 0;
   set_cross_tables(state);
 }

@@ -61,44 +61,38 @@ void check_last_launch(const char* kernel) { throw_on_cuda_error(cudaGetLastErro
 
 namespace {
 
-class CudaBackingMemory : public BackingMemory {
+// Blocks from an allocate/free pair of the runtime (device or page-locked host memory).
+template <cudaError_t (*kAllocate)(void**, size_t), cudaError_t (*kFree)(void*)>
+class RuntimeBackingMemory : public BackingMemory {
  public:
+  explicit RuntimeBackingMemory(const char* call) : call_(call) {}
   void* allocate(size_t bytes) override {
     void* block = nullptr;
-    const cudaError_t error = cudaMalloc(&block, bytes);
+    const cudaError_t error = kAllocate(&block, bytes);
     if (error == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // out of memory is recoverable: the allocator empties its cache
       return nullptr;
     }
-    throw_on_cuda_error(error, "cudaMalloc");
+    throw_on_cuda_error(error, call_);
     return block;
   }
-  void release(void* block) override { cudaFree(block); }
+  void release(void* block) override { kFree(block); }
+
+ private:
+  const char* call_;
 };
 
-class PinnedBackingMemory : public BackingMemory {
- public:
-  void* allocate(size_t bytes) override {
-    void* block = nullptr;
-    const cudaError_t error = cudaMallocHost(&block, bytes);
-    if (error == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      return nullptr;
-    }
-    throw_on_cuda_error(error, "cudaMallocHost");
-    return block;
-  }
-  void release(void* block) override { cudaFreeHost(block); }
-};
+cudaError_t malloc_device(void** block, size_t bytes) { return cudaMalloc(block, bytes); }
+cudaError_t malloc_host(void** block, size_t bytes) { return cudaMallocHost(block, bytes); }
 
 }  // namespace
 
 std::unique_ptr<BackingMemory> make_cuda_backing_memory() {
-  return std::make_unique<CudaBackingMemory>();
+  return std::make_unique<RuntimeBackingMemory<malloc_device, cudaFree>>("cudaMalloc");
 }
 
 std::unique_ptr<BackingMemory> make_pinned_backing_memory() {
-  return std::make_unique<PinnedBackingMemory>();
+  return std::make_unique<RuntimeBackingMemory<malloc_host, cudaFreeHost>>("cudaMallocHost");
 }
 
 }  // namespace xlate::kernels

@@ -38,6 +38,14 @@ base_model() {
     --vocab_size "${XLATE_BENCH_VOCAB:-16000}" --seed 1 --out /tmp/base > "$out/init_model.log" 2>&1
 }
 
+# Sets $plan to the plan a bench stage with float16 and batch 32 wrote; fails naming STAGE if none.
+bench_plan() {
+  plan=/tmp/work_float16_32/plan.tsv
+  [[ -f $plan ]] && return
+  echo "$1: needs the plan of a bench stage with float16 and batch 32 ($plan)" >&2
+  return 1
+}
+
 for stage in "${stages[@]}"; do
   case $stage in
     checks)
@@ -80,22 +88,14 @@ for stage in "${stages[@]}"; do
       done ;;
     engines)
       base_model
-      plan=/tmp/work_float16_32/plan.tsv
-      if [[ ! -f $plan ]]; then
-        echo "engines: needs the plan of a bench stage with float16 and batch 32 ($plan)" >&2
-        continue
-      fi
+      bench_plan engines || continue
       for engine in batch continuous; do
         "$bundle/bin/xlate_translate_bench" --model_dir /tmp/base --device cuda \
           --compute_type float16 --plan "$plan" --engine "$engine" 2>&1 | tee "$out/engine_$engine.json"
       done ;;
     kernels)
       base_model
-      plan=/tmp/work_float16_32/plan.tsv
-      if [[ ! -f $plan ]]; then
-        echo "kernels: needs the plan of a bench stage with float16 and batch 32 ($plan)" >&2
-        continue
-      fi
+      bench_plan kernels || continue
       head -32 "$plan" > /tmp/plan_small.tsv
       ncu --metrics gpu__time_duration.sum --csv "$bundle/bin/xlate_translate_bench" \
         --model_dir /tmp/base --device cuda --compute_type float16 --plan /tmp/plan_small.tsv \
