@@ -191,11 +191,15 @@ TEST(OpsCpu, EmbeddingScalesAndAddsPositionsFromOffset) {
                std::logic_error);
 }
 
-TEST(OpsCpu, LogSoftmaxTopKPicksTheBestShiftedLogProbabilitiesInOrder) {
+TEST(OpsCpu, LogSoftmaxTopKRanksByLogitAndShiftsTheLogProbabilities) {
   std::mt19937 generator(8);
   const int64_t rows = 3, vocabulary = 50;
   Tensor logits = random_tensor({rows, vocabulary}, generator, 3.f);
   logits.data<float>()[7] = logits.data<float>()[9] = 20.f;  // a tie: id 7 ranks before 9
+  // Distinct logits whose shifted log-probabilities round to one float (about -27.7 in row 2):
+  // the larger logit, id 3, still ranks first.
+  logits.data<float>()[2 * vocabulary + 3] = 1e-8f;
+  logits.data<float>()[2 * vocabulary + 2] = 0.f;
   Tensor offsets = Tensor::from_vector(std::vector<float>{-1.5f, 0.f, -7.f}, {rows});
   Tensor log_probs = Tensor::empty({rows, vocabulary}, DType::kFloat32);
   log_softmax_forward(log_probs, logits);
@@ -206,14 +210,14 @@ TEST(OpsCpu, LogSoftmaxTopKPicksTheBestShiftedLogProbabilitiesInOrder) {
     for (int64_t n = 0; n < rows; ++n) {
       std::vector<std::pair<float, int>> ranked;
       for (int v = 0; v < vocabulary; ++v) {
-        ranked.push_back({-log_probs.data<float>()[n * vocabulary + v], v});
+        ranked.push_back({-logits.data<float>()[n * vocabulary + v], v});
       }
       std::sort(ranked.begin(), ranked.end());
       for (int j = 0; j < k; ++j) {
-        EXPECT_EQ(ids.data<int32_t>()[n * k + j], ranked[j].second)
-            << "k " << k << " row " << n << " rank " << j;
-        EXPECT_NEAR(values.data<float>()[n * k + j], -ranked[j].first + offsets.data<float>()[n],
-                    1e-5);
+        const int id = ranked[j].second;
+        EXPECT_EQ(ids.data<int32_t>()[n * k + j], id) << "k " << k << " row " << n << " rank " << j;
+        EXPECT_NEAR(values.data<float>()[n * k + j],
+                    log_probs.data<float>()[n * vocabulary + id] + offsets.data<float>()[n], 1e-5);
       }
     }
     EXPECT_EQ(ids.data<int32_t>()[0], 7);

@@ -48,10 +48,12 @@ void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, con
 // out[M, V] = log_softmax(inp[M, V]) along the last axis; may alias.
 void log_softmax_forward(Tensor& out, const Tensor& inp);
 
-// For every row n of logits[N, V]: the k largest of log_softmax(logits[n]) + row_offsets[n],
-// best first, ties broken by the smaller id; top_values float32 [N, k], top_indices int32 [N, k].
-// row_offsets: float32 [N] (beam search's running scores) or undefined (no offset).
-// 1 <= k <= V, and k <= kMaxDeviceTopK on CUDA (each thread of the kernel keeps its own top-k).
+// For every row n of logits[N, V]: the k ids with the largest logits, best first, ties broken by
+// the smaller id, as top_indices int32 [N, k], with their log_softmax(logits[n]) + row_offsets[n]
+// as top_values float32 [N, k]. Ranking by the logit, not by the rounded shifted value, makes
+// the order exact on every backend. row_offsets: float32 [N] (beam search's running scores) or
+// undefined (no offset). 1 <= k <= V, and k <= kMaxDeviceTopK on CUDA (the kernel keeps each
+// thread's candidates in registers).
 constexpr int kMaxDeviceTopK = 32;
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k);

@@ -9,20 +9,19 @@
 namespace xlate::cpu {
 namespace {
 
-using Entry = std::pair<float, int32_t>;  // (shifted log-probability, id)
+using Entry = std::pair<float, int32_t>;  // (logit, id)
 
-// a ranks before b: larger value first, then the smaller id.
+// a ranks before b: larger logit first, then the smaller id.
 bool ranks_before(const Entry& a, const Entry& b) {
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
 
-// The k best (row[v] + shift, v) of a row, best first. A heap of the k best so far, its worst on
-// top, so that most of the row is turned away by one comparison.
-void best_of_row(std::vector<Entry>& heap, const float* row, float shift, int64_t vocabulary,
-                 int k) {
+// The k best (row[v], v) of a row, best first. A heap of the k best so far, its worst on top,
+// so that most of the row is turned away by one comparison.
+void best_of_row(std::vector<Entry>& heap, const float* row, int64_t vocabulary, int k) {
   heap.clear();
   for (int64_t v = 0; v < vocabulary; ++v) {
-    const Entry entry{row[v] + shift, static_cast<int32_t>(v)};
+    const Entry entry{row[v], static_cast<int32_t>(v)};
     if (static_cast<int>(heap.size()) == k) {
       if (!ranks_before(entry, heap.front())) continue;
       std::pop_heap(heap.begin(), heap.end(), ranks_before);
@@ -37,9 +36,9 @@ void best_of_row(std::vector<Entry>& heap, const float* row, float shift, int64_
 
 }  // namespace
 
-// The reference of the CUDA kernel's fused log-softmax + top-k: log-probabilities in float32
-// (max-shifted, log of the sum of exponentials) plus the row offset, the k largest ranked by
-// (value desc, id asc), as the kernel ranks them. Rows run in parallel.
+// The reference of the CUDA kernel's fused log-softmax + top-k: the k best ids ranked by
+// (logit desc, id asc), as the kernel ranks them, with their float32 log-probabilities
+// (max-shifted, log of the sum of exponentials) plus the row offset. Rows run in parallel.
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k) {
   const int64_t vocabulary = logits.dim(-1), rows = logits.numel() / vocabulary;
@@ -55,9 +54,9 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
       const float sum = exp_shifted_sum(exps.data(), row, best, vocabulary);
       const float offset = row_offsets.defined() ? row_offsets.data<float>()[n] : 0.f;
       const float shift = offset - best - std::log(sum);
-      best_of_row(heap, row, shift, vocabulary, k);
+      best_of_row(heap, row, vocabulary, k);
       for (int j = 0; j < k; ++j) {
-        top_values.data<float>()[n * k + j] = heap[j].first;
+        top_values.data<float>()[n * k + j] = heap[j].first + shift;
         top_indices.data<int32_t>()[n * k + j] = heap[j].second;
       }
     }

@@ -13,6 +13,7 @@
 #include "kernels/gather_rows.h"
 #include "kernels/gemm.h"
 #include "kernels/log_softmax.h"
+#include "kernels/log_softmax_top_k.h"
 
 namespace xlate::cuda {
 namespace {
@@ -85,11 +86,14 @@ void log_softmax_forward(Tensor& out, const Tensor& inp) {
 
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k) {
-  const int64_t vocabulary = logits.dim(-1);
+  const int64_t vocabulary = logits.dim(-1), rows = logits.numel() / vocabulary;
+  const size_t workspace_bytes = kernels::log_softmax_top_k_workspace_bytes(rows, vocabulary, k);
+  Tensor workspace = Tensor::empty({static_cast<int64_t>(workspace_bytes / sizeof(int32_t))},
+                                   DType::kInt32, Device::kCUDA);
   kernels::log_softmax_top_k(top_values.data<float>(), top_indices.data<int32_t>(),
                              logits.raw_data(),
-                             row_offsets.defined() ? row_offsets.data<float>() : nullptr,
-                             logits.numel() / vocabulary, vocabulary, k, type_of(logits),
+                             row_offsets.defined() ? row_offsets.data<float>() : nullptr, rows,
+                             vocabulary, k, workspace.raw_data(), type_of(logits),
                              cuda_backend::stream());
 }
 
