@@ -109,20 +109,29 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
   int64_t padded = 0;
   for (const auto& source : sources) padded = std::max<int64_t>(padded, source.size() + 1);
   std::vector<int32_t> tokens(static_cast<size_t>(count * padded), config.pad_id);
-  std::vector<int32_t> lengths(static_cast<size_t>(count)), slots(lengths);
+  std::vector<int32_t> lengths(static_cast<size_t>(count));
+  std::vector<int32_t> slots(free_.rbegin(), free_.rbegin() + count);  // taken once encoded
   std::vector<int> max_lengths(lengths.size());
   const int capacity = max_positions(model_, options_);
   for (int64_t n = 0; n < count; ++n) {
     std::copy(sources[n].begin(), sources[n].end(), tokens.begin() + n * padded);
     tokens[n * padded + sources[n].size()] = config.eos_id;
     lengths[n] = static_cast<int32_t>(sources[n].size() + 1);
-    slots[n] = free_.back();
-    free_.pop_back();
     max_lengths[n] = options.max_output_tokens(sources[n].size(), capacity);
   }
   const Tensor source_lengths = Tensor::from_vector(lengths, {count});
-  const Tensor encoded = model_.encode(Tensor::from_vector(tokens, {count, padded}), source_lengths);
-  decoder_.set_sources(encoded, source_lengths, slots);
+  // The encoder pass is the one allocation here that grows with the request (the caches exist).
+  try {
+    const Tensor encoded =
+        model_.encode(Tensor::from_vector(tokens, {count, padded}), source_lengths);
+    decoder_.set_sources(encoded, source_lengths, slots);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of ", model_.placement().device == Device::kCPU ? "host" : "GPU",
+        " memory encoding ", count, " sentences of up to ", padded,
+        " tokens: admit fewer tokens at a time"));
+  }
+  free_.resize(free_.size() - static_cast<size_t>(count));
 
   search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths, options.search(config));
   std::vector<int64_t> handles;

@@ -49,7 +49,7 @@ class ContinuousDecoder {
   // Encodes `sources` (token ids, no end token) and adds them to the decode with `options`;
   // returns one handle per source, in order. Errors (nothing admitted): more sources than free
   // slots, a source too long or with ids outside the vocabulary, options out of range or a beam
-  // wider than max_beam_size.
+  // wider than max_beam_size; ResourceExhausted when the encoder pass cannot be allocated.
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
                                              const TranslationOptions& options);
 

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <thread>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "engine/continuous_decoder.h"
@@ -188,6 +191,52 @@ TEST_F(TranslatorTest, ContinuousDecoderOptionsAndMemoryAreChecked) {
   EXPECT_NE(exhausted.status().message().find("268435456 sentences x 15 beams"),
             std::string::npos)
       << exhausted.status();
+}
+
+// The address space this process has mapped, in bytes (/proc/self/statm's first field).
+size_t mapped_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// An encoder pass that cannot be allocated is ResourceExhausted and takes no slot: in a child
+// process whose address space is capped 64 MiB above what it has mapped, 512 sentences of 255
+// tokens (~130k tokens, a 133 MB feed-forward activation alone) are refused; with the cap lifted
+// all 512 slots are still free.
+TEST_F(TranslatorTest, ContinuousDecoderRefusesAnEncoderPassBeyondMemory) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the child runs afresh, not forked mid-run
+  ContinuousDecoderOptions options;
+  options.max_sentences = 512;
+  options.max_beam_size = 1;
+  options.max_source_tokens = 256;
+  options.max_target_tokens = 2;
+  auto decoder = ContinuousDecoder::Create(translator_->model(), options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const std::vector<std::vector<int32_t>> longest(512, std::vector<int32_t>(255, 7));
+  const std::vector<std::vector<int32_t>> shortest(512, std::vector<int32_t>(1, 7));
+  TranslationOptions greedy;
+  greedy.beam_size = 1;
+  EXPECT_EXIT(
+      {
+        rlimit limit{};
+        getrlimit(RLIMIT_AS, &limit);
+        const rlim_t unlimited = limit.rlim_cur;
+        limit.rlim_cur = mapped_bytes() + (size_t{64} << 20);
+        setrlimit(RLIMIT_AS, &limit);
+        const auto refused = (*decoder)->Admit(longest, greedy);
+        limit.rlim_cur = unlimited;
+        setrlimit(RLIMIT_AS, &limit);
+        std::cerr << refused.status() << "\n";
+        const bool named = refused.status().code() == absl::StatusCode::kResourceExhausted &&
+                           refused.status().message().find("512 sentences of up to 256 tokens") !=
+                               std::string::npos;
+        const auto admitted = (*decoder)->Admit(shortest, greedy);
+        std::cerr << admitted.status() << "\n";
+        _exit(named && admitted.ok() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST_F(TranslatorTest, ConcurrentCallersGetTheSerialResults) {
