@@ -8,20 +8,21 @@ namespace xlate::kernels {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kLanesDims = kMaxAttentionHeadDim / kWarpSize;  // head dims per lane
+constexpr int kKeysInFlight = 4;  // keys a warp scores at once: independent loads overlap
 
-// One block of kWarps warps per (head, query position, row). Warp w visits key positions
-// w, w + kWarps, ...; its 32 lanes split the head dimensions for the dot product and for the
-// weighted value sum. Each warp keeps an online softmax (running max m, running sum l, running
-// weighted values acc), so no score vector or [T, S] matrix is ever stored; the warps' partial
-// results are merged at the end: out = Σ_w acc_w e^(m_w - M) / Σ_w l_w e^(m_w - M).
-template <typename T>
+// One block of kWarps warps per (head, query position, row). Warp w visits key positions in
+// groups of kKeysInFlight: w·4 .. w·4 + 3, then 4·kWarps further on; its 32 lanes split the head
+// dimensions (kDims per lane) for the dot products and for the weighted value sums. Each warp
+// keeps an online softmax (running max m, running sum l, running weighted values acc), so no
+// score vector or [T, S] matrix is ever stored; the warps' partial results are merged at the
+// end: out = Σ_w acc_w e^(m_w - M) / Σ_w l_w e^(m_w - M).
+template <typename T, int kDims>
 __global__ void attention_forward_kernel(T* out, const T* query, const T* keys, const T* values,
                                          const int32_t* key_rows, const int32_t* key_lengths,
                                          AttentionShape shape, float scale) {
   __shared__ float warp_max_score[kWarps];
   __shared__ float warp_total[kWarps];
-  __shared__ float warp_values[kWarps][kMaxAttentionHeadDim];
+  __shared__ float warp_values[kWarps][kDims * kWarpSize];
   const int head = blockIdx.x;
   const int64_t t = blockIdx.y, n = blockIdx.z;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -39,37 +40,58 @@ __global__ void attention_forward_kernel(T* out, const T* query, const T* keys, 
     return;
   }
 
-  float q[kLanesDims];
+  float q[kDims];
   const T* query_head = query + query_row * shape.heads * shape.key_dim + head * shape.key_dim;
 #pragma unroll
-  for (int j = 0; j < kLanesDims; ++j) {
+  for (int j = 0; j < kDims; ++j) {
     const int d = lane + j * kWarpSize;
     q[j] = d < shape.key_dim ? to_float(query_head[d]) * scale : 0.f;
   }
-  float running_max = -INFINITY, total = 0.f, acc[kLanesDims];
+  float running_max = -INFINITY, total = 0.f, acc[kDims];
 #pragma unroll
-  for (int j = 0; j < kLanesDims; ++j) acc[j] = 0.f;
+  for (int j = 0; j < kDims; ++j) acc[j] = 0.f;
 
   const int32_t* positions = key_rows + n * shape.table_width;
-  for (int64_t s = warp; s < visible; s += kWarps) {
-    const int64_t row = positions[s];
-    const T* key = keys + row * shape.key_stride + head * shape.key_dim;
-    float partial = 0.f;
+  for (int64_t first = warp * kKeysInFlight; first < visible; first += kWarps * kKeysInFlight) {
+    int64_t rows[kKeysInFlight];
+    float scores[kKeysInFlight];
+    float group_max = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < kLanesDims; ++j) {
-      const int d = lane + j * kWarpSize;
-      if (d < shape.key_dim) partial += q[j] * to_float(key[d]);
+    for (int u = 0; u < kKeysInFlight; ++u) {
+      const bool seen = first + u < visible;
+      rows[u] = seen ? positions[first + u] : -1;
+      float partial = 0.f;
+      if (seen) {
+        const T* key = keys + rows[u] * shape.key_stride + head * shape.key_dim;
+#pragma unroll
+        for (int j = 0; j < kDims; ++j) {
+          const int d = lane + j * kWarpSize;
+          if (d < shape.key_dim) partial += q[j] * to_float(key[d]);
+        }
+      }
+      scores[u] = partial;
     }
-    const float score = warp_sum(partial);
-    const float new_max = fmaxf(running_max, score);
-    const float rescale = expf(running_max - new_max);  // 0 on the first key (max was -inf)
-    const float weight = expf(score - new_max);
-    total = total * rescale + weight;
-    const T* value = values + row * shape.value_stride + head * shape.value_dim;
 #pragma unroll
-    for (int j = 0; j < kLanesDims; ++j) {
-      const int d = lane + j * kWarpSize;
-      acc[j] = acc[j] * rescale + (d < shape.value_dim ? weight * to_float(value[d]) : 0.f);
+    for (int u = 0; u < kKeysInFlight; ++u) {
+      scores[u] = rows[u] < 0 ? -INFINITY : warp_sum(scores[u]);
+      group_max = fmaxf(group_max, scores[u]);
+    }
+    const float new_max = fmaxf(running_max, group_max);
+    const float rescale = expf(running_max - new_max);  // 0 on the first keys (max was -inf)
+    total *= rescale;
+#pragma unroll
+    for (int j = 0; j < kDims; ++j) acc[j] *= rescale;
+#pragma unroll
+    for (int u = 0; u < kKeysInFlight; ++u) {
+      if (rows[u] < 0) continue;
+      const float weight = expf(scores[u] - new_max);
+      total += weight;
+      const T* value = values + rows[u] * shape.value_stride + head * shape.value_dim;
+#pragma unroll
+      for (int j = 0; j < kDims; ++j) {
+        const int d = lane + j * kWarpSize;
+        if (d < shape.value_dim) acc[j] += weight * to_float(value[d]);
+      }
     }
     running_max = new_max;
   }
@@ -79,7 +101,7 @@ __global__ void attention_forward_kernel(T* out, const T* query, const T* keys, 
     warp_total[warp] = total;
   }
 #pragma unroll
-  for (int j = 0; j < kLanesDims; ++j) {
+  for (int j = 0; j < kDims; ++j) {
     const int d = lane + j * kWarpSize;
     if (d < shape.value_dim) warp_values[warp][d] = acc[j];
   }
@@ -99,6 +121,22 @@ __global__ void attention_forward_kernel(T* out, const T* query, const T* keys, 
   }
 }
 
+// Launches the kernel with the fewest head dimensions per lane that cover both head sizes.
+template <typename T, int kDims>
+void launch_attention(const dim3& grid, T* out, const T* query, const T* keys, const T* values,
+                      const int32_t* key_rows, const int32_t* key_lengths,
+                      const AttentionShape& shape, float scale, Stream stream) {
+  const int widest = shape.key_dim > shape.value_dim ? shape.key_dim : shape.value_dim;
+  if constexpr (kDims < kMaxAttentionHeadDim / kWarpSize) {
+    if (widest > kDims * kWarpSize) {
+      return launch_attention<T, 2 * kDims>(grid, out, query, keys, values, key_rows,
+                                            key_lengths, shape, scale, stream);
+    }
+  }
+  attention_forward_kernel<T, kDims><<<grid, kWarps * kWarpSize, 0, stream>>>(
+      out, query, keys, values, key_rows, key_lengths, shape, scale);
+}
+
 }  // namespace
 
 void attention_forward(void* out, const void* query, const void* keys, const void* values,
@@ -113,9 +151,9 @@ void attention_forward(void* out, const void* query, const void* keys, const voi
   const float scale = 1.f / std::sqrt(static_cast<float>(shape.key_dim));
   dispatch_float_type(type, [&](auto tag) {
     using T = decltype(tag);
-    attention_forward_kernel<T><<<grid, kWarps * kWarpSize, 0, stream>>>(
-        static_cast<T*>(out), static_cast<const T*>(query), static_cast<const T*>(keys),
-        static_cast<const T*>(values), key_rows, key_lengths, shape, scale);
+    launch_attention<T, 1>(grid, static_cast<T*>(out), static_cast<const T*>(query),
+                           static_cast<const T*>(keys), static_cast<const T*>(values), key_rows,
+                           key_lengths, shape, scale, stream);
   });
   check_last_launch("attention_forward_kernel");
 }

@@ -133,11 +133,13 @@ TEST_P(OpsCuda, EncoderAttentionWithPadding) {
 }
 
 // Decoder attention over a time-major cache whose rows are reached through a beam-reordering
-// table, one query (a decoding step) and several (causal prefix), head dims 64 and 40.
+// table, one query (a decoding step) and several (causal prefix), head dims for every
+// dims-per-lane variant of the kernel (40 and 64: 2, 100: 4, 256: 8), lengths that end inside
+// and past a round of keys (the kernel scores 16 keys per block at once).
 TEST_P(OpsCuda, CausalAttentionThroughTheRowTable) {
   std::mt19937 generator(5);
-  const int64_t rows = 4, table_width = 12, cache_rows = 60;
-  for (int head_dim : {64, 40}) {
+  const int64_t rows = 4, table_width = 37, cache_rows = 90;
+  for (int head_dim : {64, 40, 100, 256}) {
     for (int64_t steps : {1, 3}) {
       const int heads = 8;
       const Tensor query = rounded(random_tensor({rows, steps, heads * head_dim}, generator));
@@ -147,7 +149,7 @@ TEST_P(OpsCuda, CausalAttentionThroughTheRowTable) {
       std::uniform_int_distribution<int32_t> any_row(0, cache_rows - 1);
       for (int64_t i = 0; i < rows * table_width; ++i) table.push_back(any_row(generator));
       const Tensor key_rows = int_tensor(table, {rows, table_width});
-      const Tensor lengths = int_tensor({12, 3, 7, static_cast<int32_t>(steps)}, {rows});
+      const Tensor lengths = int_tensor({37, 3, 17, static_cast<int32_t>(steps)}, {rows});
       Tensor expected = Tensor::empty({rows, steps, heads * head_dim}, DType::kFloat32);
       attention_forward(expected, query, keys, values, key_rows, lengths, heads, true);
       Tensor out = empty_gpu({rows, steps, heads * head_dim});
