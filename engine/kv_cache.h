@@ -11,12 +11,12 @@
 namespace xlate {
 
 struct DecoderLayerCache {
+  // Keys and values side by side in each row (columns [0, h·d_k) and [h·d_k, h·d_k + h·d_v)):
+  // one projection GEMM and one scatter write both.
   // Time-major: entry [s, p] holds position s of whichever row occupied physical slot p when
   // position s was decoded. Each position is written once and never moved.
-  Tensor self_keys;     // [S_max, R_cap, h·d_k]
-  Tensor self_values;   // [S_max, R_cap, h·d_v]
-  Tensor cross_keys;    // [B, S_src, h·d_k], computed once from the encoder output
-  Tensor cross_values;  // [B, S_src, h·d_v]
+  Tensor self_key_values;   // [S_max, R_cap, h·d_k + h·d_v]
+  Tensor cross_key_values;  // [B, S_src, h·d_k + h·d_v], computed once from the encoder output
 };
 
 // Where a row of a decoding state comes from when the rows change (TransformerModel::place_rows).

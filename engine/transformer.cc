@@ -46,10 +46,11 @@ std::vector<int32_t> identity(int64_t count) {
   return values;
 }
 
-// Writes fresh keys/values [R, T, C] into the time-major cache [S_max, R_cap, C]: step t of row r
+// Writes fresh keys/values (columns of [R, T, ...]) into the time-major cache [S_max, R_cap, W]:
+// step t of row r
 // goes to position writes.positions[r] + t of physical slot writes.slots[r].
 // cache_rows [R*T] (host): the row of the cache viewed as [S_max * R_cap, C].
-void append_to_cache(Tensor& cache, const Tensor& fresh, const Tensor& cache_rows) {
+void append_to_cache(Tensor& cache, const Columns& fresh, const Tensor& cache_rows) {
   Tensor rows = cache.reshape({cache.dim(0) * cache.dim(1), cache.dim(2)});
   scatter_rows(rows, fresh, cache_rows);
 }
@@ -67,6 +68,29 @@ void convert_weights(TransformerWeights& weights, const ModelConfig& config,
       tensor = tensor.to(placement.device);
     }
   }
+}
+
+// Copies `parts` (projections of one input) into one weight [Σ out, in] and one bias [Σ out] and
+// re-points each part to its rows of them.
+LinearWeights fuse(const std::vector<LinearWeights*>& parts) {
+  const Tensor& like = parts.front()->weight;
+  const int64_t inputs = like.dim(1);
+  int64_t outputs = 0;
+  for (const LinearWeights* part : parts) outputs += part->weight.dim(0);
+  LinearWeights fused{Tensor::empty({outputs, inputs}, like.dtype(), like.device()),
+                      Tensor::zeros({outputs}, like.dtype(), like.device())};
+  int64_t row = 0;
+  for (LinearWeights* part : parts) {
+    const int64_t count = part->weight.dim(0);
+    Tensor weight = fused.weight.view(row * inputs, {count, inputs});
+    Tensor bias = fused.bias.view(row, {count});
+    weight.copy_from(part->weight);
+    if (part->bias.defined()) bias.copy_from(part->bias);
+    part->weight = weight;
+    part->bias = bias;
+    row += count;
+  }
+  return fused;
 }
 
 }  // namespace
@@ -111,8 +135,22 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
                                    const Placement& placement)
     : config_(std::move(config)), weights_(std::move(weights)), placement_(placement) {
   convert_weights(weights_, config_, placement_);
+  fuse_projections();
   // The uploads ran on this thread's stream; the model is used from other workers' streams.
   if (placement_.device == Device::kCUDA) cuda_backend::synchronize();
+}
+
+void TransformerModel::fuse_projections() {
+  for (EncoderLayerWeights& layer : weights_.encoder) {
+    AttentionWeights& self = layer.self_attention;
+    encoder_projections_.push_back(fuse({&self.query, &self.key, &self.value}));
+  }
+  for (DecoderLayerWeights& layer : weights_.decoder) {
+    AttentionWeights& self = layer.self_attention;
+    decoder_projections_.push_back(fuse({&self.query, &self.key, &self.value}));
+    cross_projections_.push_back(
+        fuse({&layer.cross_attention.key, &layer.cross_attention.value}));
+  }
 }
 
 Tensor TransformerModel::activations(std::vector<int64_t> shape) const {
@@ -137,15 +175,19 @@ Tensor TransformerModel::feed_forward(const LinearWeights& inner, const LinearWe
   return result;
 }
 
-Tensor TransformerModel::encoder_layer(const EncoderLayerWeights& layer, const Tensor& x,
-                                       const Tensor& key_rows, const Tensor& lengths) const {
+Tensor TransformerModel::encoder_layer(size_t index, const Tensor& x, const Tensor& key_rows,
+                                       const Tensor& lengths) const {
+  const EncoderLayerWeights& layer = weights_.encoder[index];
   const AttentionWeights& attention = layer.self_attention;
-  Tensor query = linear(x, attention.query);
-  Tensor keys = linear(x, attention.key);
-  Tensor values = linear(x, attention.value);
-  Tensor context = activations({x.dim(0), x.dim(1), values.dim(-1)});
-  attention_forward(context, query, keys, values, key_rows, lengths, config_.encoder_heads,
-                    /*causal=*/false);
+  const int64_t query_width = attention.query.weight.dim(0);
+  const int64_t key_width = attention.key.weight.dim(0);
+  const int64_t value_width = attention.value.weight.dim(0);
+  const Tensor projected = linear(x, encoder_projections_[index]);  // [B, S, q | k | v]
+  Tensor context = activations({x.dim(0), x.dim(1), value_width});
+  attention_forward(context, Columns(projected, 0, query_width),
+                    Columns(projected, query_width, key_width),
+                    Columns(projected, query_width + key_width, value_width), key_rows, lengths,
+                    config_.encoder_heads, /*causal=*/false);
   Tensor hidden = x;
   residual_norm(hidden, linear(context, attention.output), layer.self_attention_norm);
   return feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, hidden);
@@ -158,9 +200,7 @@ Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengt
                     std::sqrt(static_cast<float>(config_.d_model)), 0);
   const Tensor key_rows = on_device(batch_major_rows(identity(batch), steps));
   const Tensor lengths = on_device(source_lengths);
-  for (const EncoderLayerWeights& layer : weights_.encoder) {
-    x = encoder_layer(layer, x, key_rows, lengths);
-  }
+  for (size_t i = 0; i < weights_.encoder.size(); ++i) x = encoder_layer(i, x, key_rows, lengths);
   return x;
 }
 
@@ -173,9 +213,7 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
   state.source_lengths.assign(source_lengths.data<int32_t>(),
                               source_lengths.data<int32_t>() + source_lengths.numel());
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    const AttentionWeights& cross = weights_.decoder[i].cross_attention;
-    state.layers[i].cross_keys = linear(encoder_output, cross.key);
-    state.layers[i].cross_values = linear(encoder_output, cross.value);
+    state.layers[i].cross_key_values = linear(encoder_output, cross_projections_[i]);
   }
   std::vector<RowPlacement> rows(static_cast<size_t>(sentences));
   for (int32_t r = 0; r < sentences; ++r) rows[r] = {-1, r, r, 0};
@@ -191,33 +229,36 @@ DecoderState TransformerModel::empty_state(int64_t max_rows, int64_t max_positio
   // Entries are written (decode_positions) before any attention reads them.
   state.row_table = Tensor::empty({max_rows, max_positions}, DType::kInt32, placement_.device);
   for (const DecoderLayerWeights& layer : weights_.decoder) {
+    const int64_t width =
+        layer.self_attention.key.weight.dim(0) + layer.self_attention.value.weight.dim(0);
     DecoderLayerCache cache;
-    cache.self_keys =
-        activations({max_positions, max_rows, layer.self_attention.key.weight.dim(0)});
-    cache.self_values =
-        activations({max_positions, max_rows, layer.self_attention.value.weight.dim(0)});
+    cache.self_key_values = activations({max_positions, max_rows, width});
     state.layers.push_back(std::move(cache));
   }
   return state;
 }
 
-Tensor TransformerModel::decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
-                                       const KeyTables& tables,
-                                       const Tensor& x) const {
+Tensor TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
+                                       const KeyTables& tables, const Tensor& x) const {
+  const DecoderLayerWeights& layer = weights_.decoder[index];
   const AttentionWeights& self = layer.self_attention;
-  Tensor query = linear(x, self.query);
-  append_to_cache(cache.self_keys, linear(x, self.key), tables.cache_rows);
-  append_to_cache(cache.self_values, linear(x, self.value), tables.cache_rows);
-  Tensor context = activations({x.dim(0), x.dim(1), self.value.weight.dim(0)});
-  attention_forward(context, query, cache.self_keys, cache.self_values, tables.self_rows,
+  const int64_t query_width = self.query.weight.dim(0), key_width = self.key.weight.dim(0);
+  const int64_t value_width = self.value.weight.dim(0);
+  const Tensor projected = linear(x, decoder_projections_[index]);  // [R, T, q | k | v]
+  append_to_cache(cache.self_key_values,
+                  Columns(projected, query_width, key_width + value_width), tables.cache_rows);
+  Tensor context = activations({x.dim(0), x.dim(1), value_width});
+  attention_forward(context, Columns(projected, 0, query_width),
+                    Columns(cache.self_key_values, 0, key_width),
+                    Columns(cache.self_key_values, key_width, value_width), tables.self_rows,
                     tables.self_lengths, config_.decoder_heads, /*causal=*/true);
   Tensor hidden = x;
   residual_norm(hidden, linear(context, self.output), layer.self_attention_norm);
 
   const AttentionWeights& cross = layer.cross_attention;
-  query = linear(hidden, cross.query);
-  context = activations({x.dim(0), x.dim(1), cross.value.weight.dim(0)});
-  attention_forward(context, query, cache.cross_keys, cache.cross_values, tables.cross_rows,
+  const Tensor query = linear(hidden, cross.query);
+  attention_forward(context, query, Columns(cache.cross_key_values, 0, key_width),
+                    Columns(cache.cross_key_values, key_width, value_width), tables.cross_rows,
                     tables.cross_lengths, config_.decoder_heads, /*causal=*/false);
   residual_norm(hidden, linear(context, cross.output), layer.cross_attention_norm);
   return feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, hidden);
@@ -286,7 +327,7 @@ Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tok
                     std::sqrt(static_cast<float>(config_.d_model)), state.length,
                     state.row_positions);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    x = decoder_layer(weights_.decoder[i], state.layers[i], tables, x);
+    x = decoder_layer(i, state.layers[i], tables, x);
   }
   state.length += steps;
   Tensor logits = activations({rows, steps, config_.vocab_size});
@@ -352,12 +393,8 @@ DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_so
   DecoderState state = empty_state(max_rows, max_positions, max_source_tokens);
   state.source_lengths.assign(static_cast<size_t>(max_sentences), 0);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    const AttentionWeights& cross = weights_.decoder[i].cross_attention;
-    state.layers[i].cross_keys =
-        Tensor::zeros({max_sentences, max_source_tokens, cross.key.weight.dim(0)},
-                      placement_.dtype, placement_.device);
-    state.layers[i].cross_values =
-        Tensor::zeros({max_sentences, max_source_tokens, cross.value.weight.dim(0)},
+    state.layers[i].cross_key_values =
+        Tensor::zeros({max_sentences, max_source_tokens, cross_projections_[i].weight.dim(0)},
                       placement_.dtype, placement_.device);
   }
   place_rows(state, {});
@@ -369,17 +406,12 @@ void TransformerModel::set_sources(DecoderState& state, const Tensor& encoder_ou
                                    const std::vector<int32_t>& sentence_slots) const {
   const int64_t sentences = encoder_output.dim(0), steps = encoder_output.dim(1);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    const AttentionWeights& cross = weights_.decoder[i].cross_attention;
-    DecoderLayerCache& cache = state.layers[i];
-    const Tensor keys = linear(encoder_output, cross.key);
-    const Tensor values = linear(encoder_output, cross.value);
-    const int64_t key_width = keys.dim(2), value_width = values.dim(2);
+    const Tensor key_values = linear(encoder_output, cross_projections_[i]);  // [n, S, k | v]
+    const int64_t width = key_values.dim(2);
     for (int64_t n = 0; n < sentences; ++n) {
-      const int64_t slot = sentence_slots[n];
-      cache.cross_keys.view(slot * state.source_steps * key_width, {steps * key_width})
-          .copy_from(keys.view(n * steps * key_width, {steps * key_width}));
-      cache.cross_values.view(slot * state.source_steps * value_width, {steps * value_width})
-          .copy_from(values.view(n * steps * value_width, {steps * value_width}));
+      state.layers[i]
+          .cross_key_values.view(sentence_slots[n] * state.source_steps * width, {steps * width})
+          .copy_from(key_values.view(n * steps * width, {steps * width}));
     }
   }
   for (int64_t n = 0; n < sentences; ++n) {

@@ -27,9 +27,10 @@ class TransformerModel {
  public:
   static absl::StatusOr<std::shared_ptr<const TransformerModel>> Load(
       const std::string& dir, const Placement& placement = {});
-  // Moves/converts `weights` to the placement (no copy when they are there already: the
-  // trainer's translator shares its live parameters this way). The placement must be valid
-  // (check_placement).
+  // Moves/converts `weights` to the placement (no copy when they are there already), except the
+  // attention projections, which are copied side by side (one GEMM per attention input): a
+  // model made from live parameters (the trainer's) sees their values at construction. The
+  // placement must be valid (check_placement).
   TransformerModel(ModelConfig config, TransformerWeights weights, const Placement& placement = {});
 
   const ModelConfig& config() const { return config_; }
@@ -86,10 +87,13 @@ class TransformerModel {
 
  private:
   struct KeyTables;  // the attention key_rows/key_lengths of one decoding call
-  Tensor encoder_layer(const EncoderLayerWeights& layer, const Tensor& x, const Tensor& key_rows,
+  // Copies each attention's projections of one input into one weight and one bias (weights_'s
+  // separate projections become views of them).
+  void fuse_projections();
+  Tensor encoder_layer(size_t index, const Tensor& x, const Tensor& key_rows,
                        const Tensor& lengths) const;
-  Tensor decoder_layer(const DecoderLayerWeights& layer, DecoderLayerCache& cache,
-                       const KeyTables& tables, const Tensor& x) const;
+  Tensor decoder_layer(size_t index, DecoderLayerCache& cache, const KeyTables& tables,
+                       const Tensor& x) const;
   Tensor feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                       const LayerNormWeights& norm, const Tensor& x) const;
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
@@ -113,6 +117,9 @@ class TransformerModel {
   ModelConfig config_;
   TransformerWeights weights_;
   Placement placement_;
+  // Per layer: the self-attentions' q | k | v [h·d_k + h·d_k + h·d_v, C] (encoder, decoder) and
+  // the cross-attentions' k | v [h·d_k + h·d_v, C] (they project the encoder output).
+  std::vector<LinearWeights> encoder_projections_, decoder_projections_, cross_projections_;
 };
 
 // OK, or why `placement` cannot run in this build / on this machine ("--dtype F16 needs the

@@ -41,7 +41,7 @@ __global__ void attention_forward_kernel(T* out, const T* query, const T* keys, 
   }
 
   float q[kDims];
-  const T* query_head = query + query_row * shape.heads * shape.key_dim + head * shape.key_dim;
+  const T* query_head = query + query_row * shape.query_stride + head * shape.key_dim;
 #pragma unroll
   for (int j = 0; j < kDims; ++j) {
     const int d = lane + j * kWarpSize;

@@ -25,6 +25,7 @@ struct AttentionShape {
   int heads = 0;
   int key_dim = 0;    // d_k <= kMaxAttentionHeadDim
   int value_dim = 0;  // d_v <= kMaxAttentionHeadDim
+  int64_t query_stride = 0;  // elements from one query row to the next (>= h·d_k)
   int64_t key_stride = 0;
   int64_t value_stride = 0;
   bool causal = false;

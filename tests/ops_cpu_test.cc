@@ -1,6 +1,7 @@
 // Each CPU op against a naive loop written straight from its definition in engine/ops/ops.h.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -243,6 +244,46 @@ TEST(OpsCpu, ScatterRowsWritesTheIndexedRowsOnly) {
   expect_near_all(cache, {0, 1, -3, -4, 20, 21, -1, -2}, 0);
   EXPECT_THROW(scatter_rows(cache, fresh, Tensor::from_vector(std::vector<int32_t>{4, 0}, {2})),
                std::logic_error);
+}
+
+// The fused projection's layout: query, keys and values read as column blocks of one
+// [rows, q | k | v] tensor (key width 12, value width 6) give exactly the separate tensors'
+// attention; a scatter from the k | v block writes just those columns.
+TEST(OpsCpu, AttentionAndScatterReadColumnBlocks) {
+  std::mt19937 generator(12);
+  const int64_t rows = 2, steps = 3, key_width = 12, value_width = 6;
+  const int heads = 3;
+  const Tensor query = random_tensor({rows, steps, key_width}, generator);
+  const Tensor keys = random_tensor({rows, steps, key_width}, generator);
+  const Tensor values = random_tensor({rows, steps, value_width}, generator);
+  const Tensor fused = side_by_side({query, keys, values});
+  std::vector<int32_t> table;
+  for (int32_t i = 0; i < rows * steps; ++i) table.push_back(i);
+  const Tensor key_rows = Tensor::from_vector(table, {rows, steps});
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{3, 2}, {rows});
+  Tensor expected = Tensor::empty({rows, steps, value_width}, DType::kFloat32);
+  attention_forward(expected, query, keys, values, key_rows, lengths, heads, false);
+  Tensor out = Tensor::empty({rows, steps, value_width}, DType::kFloat32);
+  attention_forward(out, Columns(fused, 0, key_width), Columns(fused, key_width, key_width),
+                    Columns(fused, 2 * key_width, value_width), key_rows, lengths, heads, false);
+  EXPECT_EQ(std::memcmp(out.raw_data(), expected.raw_data(), out.nbytes()), 0);
+
+  Tensor cache = Tensor::zeros({10, key_width + value_width}, DType::kFloat32);
+  const Tensor indices = Tensor::from_vector(std::vector<int32_t>{9, 0, 4, 2, 7, 5}, {6});
+  scatter_rows(cache, Columns(fused, key_width, key_width + value_width), indices);
+  const Tensor key_values = side_by_side({keys, values});
+  for (int64_t r = 0; r < 6; ++r) {
+    const int64_t row = indices.data<int32_t>()[r], width = key_width + value_width;
+    EXPECT_EQ(std::memcmp(cache.data<float>() + row * width, key_values.data<float>() + r * width,
+                          width * sizeof(float)),
+              0)
+        << "row " << r;
+  }
+  EXPECT_THROW(scatter_rows(cache, Columns(fused, key_width, key_width), indices),
+               std::logic_error);  // narrower than a cache row
+  EXPECT_THROW(attention_forward(out, Columns(fused, 20, key_width), keys, values, key_rows,
+                                 lengths, heads, false),
+               std::logic_error);  // beyond the fused rows
 }
 
 TEST(OpsCpu, ShapeMismatchIsALogicError) {

@@ -11,6 +11,26 @@ Tensor random_tensor(std::vector<int64_t> shape, std::mt19937& generator, float 
   return tensor;
 }
 
+Tensor side_by_side(const std::vector<Tensor>& parts) {
+  std::vector<int64_t> shape = parts.front().shape();
+  const int64_t rows = parts.front().numel() / shape.back();
+  int64_t width = 0;
+  for (const Tensor& part : parts) width += part.dim(-1);
+  shape.back() = width;
+  Tensor joined = Tensor::empty(shape, DType::kFloat32);
+  int64_t first = 0;
+  for (const Tensor& part : parts) {
+    const int64_t part_width = part.dim(-1);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < part_width; ++c) {
+        joined.data<float>()[r * width + first + c] = part.data<float>()[r * part_width + c];
+      }
+    }
+    first += part_width;
+  }
+  return joined;
+}
+
 std::shared_ptr<TransformerModel> tiny_random_model(int vocabulary, uint64_t seed,
                                                     float bias_scale) {
   ModelConfig config;

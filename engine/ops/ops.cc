@@ -36,18 +36,31 @@ void require_int32_like(const Tensor& tensor, const Tensor& like, const char* op
 
 bool on_cuda(const Tensor& tensor) { return tensor.device() == Device::kCUDA; }
 
+// `columns` is a block of columns [first, first + width) of a tensor on like's device in like's
+// dtype.
+void require_columns(const Columns& columns, const Tensor& like, const char* op,
+                     const char* name) {
+  require(columns.tensor.defined() && columns.tensor.dtype() == like.dtype() &&
+              columns.tensor.device() == like.device(),
+          op, std::string(name) + " must share out's dtype and device");
+  require(columns.tensor.rank() >= 1 && columns.first >= 0 && columns.width > 0 &&
+              columns.first + columns.width <= columns.stride(),
+          op, std::string(name) + ": columns beyond the rows");
+}
+
 // gather_rows / scatter_rows: `table` [I, ...] is addressed by indices int32 [R]; `packed`
-// [R, ...] holds one table row per index. Host indices must address rows of the table (device
-// indices are not read back).
-void require_indexed_rows(const Tensor& table, const Tensor& packed, const Tensor& indices,
+// (R rows, or columns of R rows) holds one table row per index. Host indices must address rows
+// of the table (device indices are not read back).
+void require_indexed_rows(const Tensor& table, const Columns& packed, const Tensor& indices,
                           const char* op) {
-  require(table.defined() && packed.defined() && table.dtype() == packed.dtype() &&
-              table.device() == packed.device(),
-          op, "out and inp must share dtype and device");
+  require(table.defined(), op, "the indexed tensor is undefined");
+  require_columns(packed, table, op, "the packed rows");
   require_int32_like(indices, table, op, "indices");
   require(table.rank() >= 1 && table.dim(0) > 0, op, "the indexed tensor needs a leading row axis");
-  require(packed.numel() == indices.numel() * (table.numel() / table.dim(0)), op,
-          "the packed tensor must be [R, ...] with the indexed tensor's row size");
+  const int64_t row_size = table.numel() / table.dim(0);
+  require(packed.whole() ? packed.tensor.numel() == indices.numel() * row_size
+                         : packed.rows() == indices.numel() && packed.width == row_size,
+          op, "the packed tensor must be [R, ...] with the indexed tensor's row size");
   if (on_cuda(table)) return;
   const int32_t* rows = indices.data<int32_t>();
   for (int64_t r = 0; r < indices.numel(); ++r) {
@@ -116,34 +129,37 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
   cpu::add_layer_norm_forward(out, inp, residual, gamma, beta, eps);
 }
 
-void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
-                       const Tensor& key_rows, const Tensor& key_lengths, int heads,
-                       bool causal) {
+void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
+                       const Columns& values, const Tensor& key_rows, const Tensor& key_lengths,
+                       int heads, bool causal) {
   ScopedOpTimer timer(OpCategory::kAttention);
-  require_float_like(query, out, "attention_forward", "query");
-  require_float_like(keys, out, "attention_forward", "keys");
-  require_float_like(values, out, "attention_forward", "values");
-  require_int32_like(key_rows, out, "attention_forward", "key_rows");
-  require_int32_like(key_lengths, out, "attention_forward", "key_lengths");
-  require(query.rank() == 3 && keys.rank() == values.rank() &&
-              keys.numel() / keys.dim(-1) == values.numel() / values.dim(-1),
-          "attention_forward", "query [N, T, h*d_k], keys [..., h*d_k], values [..., h*d_v]");
-  require(query.dim(2) == keys.dim(-1) && query.dim(2) % heads == 0 &&
-              values.dim(-1) % heads == 0,
-          "attention_forward", "query/key widths must match and divide by heads");
-  require(key_rows.rank() == 2 && key_rows.dim(0) == query.dim(0) &&
-              key_lengths.numel() == query.dim(0),
-          "attention_forward", "key_rows [N, S] and key_lengths [N]");
-  require(out.numel() == query.dim(0) * query.dim(1) * values.dim(-1), "attention_forward",
-          "out [N, T, h*d_v]");
+  const char* op = "attention_forward";
+  require(out.defined(), op, "out is undefined");
+  const auto require_input = [&](const Columns& columns, const char* name) {
+    require_float_like(columns.tensor, out, op, name);
+    require_columns(columns, out, op, name);
+  };
+  require_input(query, "query");
+  require_input(keys, "keys");
+  require_input(values, "values");
+  require_int32_like(key_rows, out, op, "key_rows");
+  require_int32_like(key_lengths, out, op, "key_lengths");
+  require(query.tensor.rank() == 3 && keys.rows() == values.rows(), op,
+          "query [N, T, h*d_k], keys [..., h*d_k], values [..., h*d_v]");
+  require(query.width == keys.width && query.width % heads == 0 && values.width % heads == 0,
+          op, "query/key widths must match and divide by heads");
+  const int64_t rows = query.tensor.dim(0), steps = query.tensor.dim(1);
+  require(key_rows.rank() == 2 && key_rows.dim(0) == rows && key_lengths.numel() == rows, op,
+          "key_rows [N, S] and key_lengths [N]");
+  require(out.numel() == rows * steps * values.width, op, "out [N, T, h*d_v]");
   // Device lengths are not read back (that would synchronise): the kernel clamps them to S.
   if (on_cuda(out)) {
     return cuda::attention_forward(out, query, keys, values, key_rows, key_lengths, heads, causal);
   }
   const int32_t* lengths = key_lengths.data<int32_t>();
-  for (int64_t n = 0; n < query.dim(0); ++n) {
-    require(lengths[n] <= key_rows.dim(1) && (!causal || lengths[n] >= query.dim(1)),
-            "attention_forward", "key_lengths beyond the key_rows table");
+  for (int64_t n = 0; n < rows; ++n) {
+    require(lengths[n] <= key_rows.dim(1) && (!causal || lengths[n] >= steps), op,
+            "key_lengths beyond the key_rows table");
   }
   cpu::attention_forward(out, query, keys, values, key_rows, key_lengths, heads, causal);
 }
@@ -188,7 +204,7 @@ void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
   cpu::gather_rows(out, inp, indices);
 }
 
-void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
+void scatter_rows(Tensor& out, const Columns& inp, const Tensor& indices) {
   ScopedOpTimer timer(OpCategory::kOther);
   require_indexed_rows(out, inp, indices, "scatter_rows");
   if (on_cuda(out)) return cuda::scatter_rows(out, inp, indices);

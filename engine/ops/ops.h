@@ -34,16 +34,36 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps);
 
+// Columns [first, first + width) of every row of `tensor` (rows of tensor.dim(-1) elements): one
+// projection's block of a fused projection's output [..., q | k | v], or of a cache that holds
+// keys and values side by side. A tensor converts to all of its columns.
+struct Columns {
+  Columns(const Tensor& whole) : Columns(whole, 0, whole.defined() ? whole.dim(-1) : 0) {}
+  Columns(const Tensor& tensor, int64_t first, int64_t width)
+      : tensor(tensor), first(first), width(width) {}
+  int64_t stride() const { return tensor.dim(-1); }
+  int64_t rows() const { return tensor.numel() / tensor.dim(-1); }
+  bool whole() const { return first == 0 && width == stride(); }
+  // Elements from one row of `row_size` elements to the next: a whole tensor's rows are packed
+  // (they may span several of its dimensions); a block's rows are the tensor's rows.
+  int64_t row_stride(int64_t row_size) const { return whole() ? row_size : stride(); }
+
+  Tensor tensor;
+  int64_t first;
+  int64_t width;
+};
+
 // Multi-head scaled dot-product attention with `heads` heads, scale 1/sqrt(d_k).
-// out[N, T, h·d_v]; query[N, T, h·d_k]; keys: any shape [..., h·d_k] and values [..., h·d_v],
-// read as rows (the same row index addresses both).
+// out[N, T, h·d_v]; query: h·d_k columns of [N, T, ...]; keys: h·d_k columns and values: h·d_v
+// columns of any [..., ...], read as rows (the same row index addresses both).
 // key_rows: int32 [N, S_table]: key position s of query row n is row key_rows[n, s] of
 // keys/values, so one op serves batch-major encoder keys, per-sentence cross-attention keys
 // and the decoder's time-major cache whose beams are reordered through this table (no copy).
 // key_lengths: int32 [N], the valid positions of each query row. When causal, query t sees
 // positions s <= key_lengths[n] - T + t (the queries are the last T positions).
-void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
-                       const Tensor& key_rows, const Tensor& key_lengths, int heads, bool causal);
+void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
+                       const Columns& values, const Tensor& key_rows, const Tensor& key_lengths,
+                       int heads, bool causal);
 
 // out[M, V] = log_softmax(inp[M, V]) along the last axis; may alias.
 void log_softmax_forward(Tensor& out, const Tensor& inp);
@@ -69,9 +89,10 @@ struct TopK {
 // (same row size and dtype); reorders cache rows by copying. `out` must not alias `inp`.
 void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
 
-// out[indices[r], ...] = inp[r, ...] for r < R: indices int32 [R] (distinct), inp [R, ...],
-// out [O, ...] (same row size and dtype); writes new keys/values into their KV-cache rows.
-void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
+// out[indices[r], ...] = inp[r, ...] for r < R: indices int32 [R] (distinct), inp R rows (or
+// columns of R rows) of out's row size, out [O, ...] (same dtype); writes new keys/values into
+// their KV-cache rows.
+void scatter_rows(Tensor& out, const Columns& inp, const Tensor& indices);
 
 // The positions of one decoding call that appends T positions to each of rows r < R. Row r
 // decodes positions p_r .. p_r + T - 1 with p_r = row_positions[r] + length (its position when

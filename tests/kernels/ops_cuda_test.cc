@@ -161,6 +161,39 @@ TEST_P(OpsCuda, CausalAttentionThroughTheRowTable) {
   }
 }
 
+// Query, keys and values as column blocks of one [rows, q | k | v] tensor (key width 64, value
+// width 32, 2 heads), and a scatter of its k | v block into cache rows, as the decoder runs them.
+TEST_P(OpsCuda, AttentionAndScatterReadColumnBlocks) {
+  std::mt19937 generator(13);
+  const int64_t rows = 3, steps = 5, key_width = 64, value_width = 32;
+  const int64_t width = 2 * key_width + value_width;
+  const int heads = 2;
+  const Tensor fused = rounded(random_tensor({rows, steps, width}, generator));
+  std::vector<int32_t> table;
+  for (int32_t i = rows * steps - 1; i >= 0; --i) table.push_back(i);  // reversed rows
+  const Tensor key_rows = int_tensor(table, {rows, steps});
+  const Tensor lengths = int_tensor({5, 1, 3}, {rows});
+  const Columns query(fused, 0, key_width), keys(fused, key_width, key_width);
+  const Columns values(fused, 2 * key_width, value_width);
+  Tensor expected = Tensor::empty({rows, steps, value_width}, DType::kFloat32);
+  attention_forward(expected, query, keys, values, key_rows, lengths, heads, false);
+  const Tensor device_fused = on_gpu(fused);
+  Tensor out = empty_gpu({rows, steps, value_width});
+  attention_forward(out, Columns(device_fused, 0, key_width),
+                    Columns(device_fused, key_width, key_width),
+                    Columns(device_fused, 2 * key_width, value_width), on_gpu(key_rows),
+                    on_gpu(lengths), heads, false);
+  expect_close(out, expected, "attention over column blocks");
+
+  const Tensor indices = int_tensor({14, 0, 7, 3, 11, 1, 2, 9, 4, 5, 6, 8, 10, 12, 13}, {15});
+  Tensor cache = Tensor::zeros({15, width - key_width}, dtype()).to_float32();
+  scatter_rows(cache, Columns(fused, key_width, width - key_width), indices);
+  Tensor device_cache = on_gpu(Tensor::zeros({15, width - key_width}, DType::kFloat32));
+  scatter_rows(device_cache, Columns(device_fused, key_width, width - key_width),
+               indices.to(Device::kCUDA));
+  expect_close(device_cache, cache, "scatter of a column block");
+}
+
 TEST_P(OpsCuda, LogSoftmax) {
   std::mt19937 generator(6);
   const Tensor logits = rounded(random_tensor({5, 1000}, generator, 4.f));

@@ -125,12 +125,8 @@ absl::Status Trainer::initialise() {
   if (!same.ok()) return same;
 
   if (is_leader() && valid_ && options_.bleu_sentences > 0) {
-    absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
-        Tokenizer::Load(options_.data_directory + "/spm.model");
-    if (!tokenizer.ok()) return tokenizer.status();
-    // The model's tensors are views of the live parameters: BLEU sees the current weights.
-    translator_ = std::make_unique<Translator>(
-        std::make_shared<TransformerModel>(config_, parameters_.weights()), std::move(*tokenizer));
+    absl::Status loaded = load_translator();
+    if (!loaded.ok()) return loaded;
   }
   started_ = last_checkpoint_ = Clock::now();
   return absl::OkStatus();
@@ -185,7 +181,20 @@ absl::Status Trainer::train_step(StepReport* report) {
   return absl::OkStatus();
 }
 
+absl::Status Trainer::load_translator() {
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      Tokenizer::Load(options_.data_directory + "/spm.model");
+  if (!tokenizer.ok()) return tokenizer.status();
+  translator_ = std::make_unique<Translator>(
+      std::make_shared<TransformerModel>(config_, parameters_.weights()), std::move(*tokenizer));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<double> Trainer::validation_bleu() {
+  // The model copies the attention projections when it is made: a new one sees this step's
+  // weights (the rest are views of the live parameters).
+  absl::Status loaded = load_translator();
+  if (!loaded.ok()) return loaded;
   std::vector<std::vector<int32_t>> sources;
   std::vector<std::string> references;
   const int64_t count = std::min<int64_t>(options_.bleu_sentences, valid_->size());

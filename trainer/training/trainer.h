@@ -40,6 +40,8 @@ class Trainer {
   absl::Status initialise();
   absl::Status train_step(StepReport* report);
   absl::Status validate();
+  // translator_ over a model of the current parameters.
+  absl::Status load_translator();
   absl::StatusOr<double> validation_bleu();
   absl::Status checkpoint();
   bool checkpoint_due();

@@ -9,15 +9,18 @@ namespace xlate::cpu {
 
 // One task per (query row, head); the score vector [S] is the only scratch, the [T, S] matrix
 // is never materialised.
-void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
-                       const Tensor& key_rows, const Tensor& key_lengths, int heads,
-                       bool causal) {
-  const int64_t rows = query.dim(0), steps = query.dim(1);
-  const int64_t key_width = query.dim(2), value_width = values.dim(-1);
+void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
+                       const Columns& values, const Tensor& key_rows, const Tensor& key_lengths,
+                       int heads, bool causal) {
+  const int64_t rows = query.tensor.dim(0), steps = query.tensor.dim(1);
+  const int64_t key_width = query.width, value_width = values.width;
   const int64_t table_width = key_rows.dim(1);
   const int64_t key_dim = key_width / heads, value_dim = value_width / heads;
   const float scale = 1.f / std::sqrt(static_cast<float>(key_dim));
   const int32_t* lengths = key_lengths.data<int32_t>();
+  const float* query_data = query.tensor.data<float>() + query.first;
+  const float* key_data = keys.tensor.data<float>() + keys.first;
+  const float* value_data = values.tensor.data<float>() + values.first;
 #pragma omp parallel
   {
     std::vector<float> scores(static_cast<size_t>(table_width));
@@ -30,10 +33,10 @@ void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, con
           const int64_t visible = causal ? length - steps + t + 1 : length;
           const int64_t query_row = n * steps + t;
           attend_head(out.data<float>() + query_row * value_width + h * value_dim,
-                      query.data<float>() + query_row * key_width + h * key_dim,
-                      keys.data<float>() + h * key_dim, values.data<float>() + h * value_dim,
-                      positions, std::max<int64_t>(visible, 0), {key_width, key_dim},
-                      {value_width, value_dim}, scale, scores.data());
+                      query_data + query_row * query.stride() + h * key_dim,
+                      key_data + h * key_dim, value_data + h * value_dim, positions,
+                      std::max<int64_t>(visible, 0), {keys.stride(), key_dim},
+                      {values.stride(), value_dim}, scale, scores.data());
         }
       }
     }

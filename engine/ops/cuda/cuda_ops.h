@@ -13,13 +13,14 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
                     Activation activation);
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps);
-void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
-                       const Tensor& key_rows, const Tensor& key_lengths, int heads, bool causal);
+void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
+                       const Columns& values, const Tensor& key_rows, const Tensor& key_lengths,
+                       int heads, bool causal);
 void log_softmax_forward(Tensor& out, const Tensor& inp);
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k);
 void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
-void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices);
+void scatter_rows(Tensor& out, const Columns& inp, const Tensor& indices);
 
 void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
                       const Tensor& row_slots, const Tensor& row_positions, int64_t length,

@@ -22,6 +22,12 @@ kernels::ElementType type_of(const Tensor& tensor) {
   return cuda_backend::element_type(tensor.dtype());
 }
 
+// The first element of the block's first row.
+const void* column_data(const Columns& columns) {
+  return static_cast<const char*>(columns.tensor.raw_data()) +
+         columns.first * static_cast<int64_t>(dtype_size(columns.tensor.dtype()));
+}
+
 }  // namespace
 
 void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
@@ -60,22 +66,24 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
                                   channels, eps, type_of(out), cuda_backend::stream());
 }
 
-void attention_forward(Tensor& out, const Tensor& query, const Tensor& keys, const Tensor& values,
-                       const Tensor& key_rows, const Tensor& key_lengths, int heads,
-                       bool causal) {
+void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
+                       const Columns& values, const Tensor& key_rows, const Tensor& key_lengths,
+                       int heads, bool causal) {
   kernels::AttentionShape shape;
-  shape.rows = query.dim(0);
-  shape.steps = query.dim(1);
+  shape.rows = query.tensor.dim(0);
+  shape.steps = query.tensor.dim(1);
   shape.table_width = key_rows.dim(1);
   shape.heads = heads;
-  shape.key_dim = static_cast<int>(query.dim(2) / heads);
-  shape.value_dim = static_cast<int>(values.dim(-1) / heads);
-  shape.key_stride = keys.dim(-1);
-  shape.value_stride = values.dim(-1);
+  shape.key_dim = static_cast<int>(query.width / heads);
+  shape.value_dim = static_cast<int>(values.width / heads);
+  shape.query_stride = query.stride();
+  shape.key_stride = keys.stride();
+  shape.value_stride = values.stride();
   shape.causal = causal;
-  kernels::attention_forward(out.raw_data(), query.raw_data(), keys.raw_data(), values.raw_data(),
-                             key_rows.data<int32_t>(), key_lengths.data<int32_t>(), shape,
-                             type_of(out), cuda_backend::stream());
+  kernels::attention_forward(out.raw_data(), column_data(query), column_data(keys),
+                             column_data(values), key_rows.data<int32_t>(),
+                             key_lengths.data<int32_t>(), shape, type_of(out),
+                             cuda_backend::stream());
 }
 
 void log_softmax_forward(Tensor& out, const Tensor& inp) {
@@ -103,9 +111,11 @@ void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
                        cuda_backend::stream());
 }
 
-void scatter_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
-  kernels::scatter_rows(out.raw_data(), inp.raw_data(), indices.data<int32_t>(), indices.numel(),
-                        static_cast<int64_t>(out.nbytes() / static_cast<size_t>(out.dim(0))),
+void scatter_rows(Tensor& out, const Columns& inp, const Tensor& indices) {
+  const int64_t element = static_cast<int64_t>(dtype_size(out.dtype()));
+  const int64_t row_size = out.numel() / out.dim(0);
+  kernels::scatter_rows(out.raw_data(), column_data(inp), indices.data<int32_t>(),
+                        indices.numel(), row_size * element, inp.row_stride(row_size) * element,
                         cuda_backend::stream());
 }
 

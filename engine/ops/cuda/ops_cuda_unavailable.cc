@@ -23,14 +23,14 @@ void add_layer_norm_forward(Tensor&, const Tensor&, const Tensor&, const Tensor&
                             float) {
   unavailable();
 }
-void attention_forward(Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+void attention_forward(Tensor&, const Columns&, const Columns&, const Columns&, const Tensor&,
                        const Tensor&, int, bool) {
   unavailable();
 }
 void log_softmax_forward(Tensor&, const Tensor&) { unavailable(); }
 void log_softmax_top_k(Tensor&, Tensor&, const Tensor&, const Tensor&, int) { unavailable(); }
 void gather_rows(Tensor&, const Tensor&, const Tensor&) { unavailable(); }
-void scatter_rows(Tensor&, const Tensor&, const Tensor&) { unavailable(); }
+void scatter_rows(Tensor&, const Columns&, const Tensor&) { unavailable(); }
 
 void decode_positions(Tensor&, Tensor&, Tensor&, const Tensor&, const Tensor&, int64_t, int64_t) {
   unavailable();
