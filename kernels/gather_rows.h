@@ -1,6 +1,5 @@
-// out[r, :] = inp[indices[r], :] for r < rows: reorders KV-cache rows when beams are reordered
-// by copying (the engine's decoder addresses rows through an ancestry table instead; this is the
-// copy for caches that must stay contiguous, e.g. before handing a state to another batch).
+// out[r, :] = inp[indices[r], :] for r < rows: the decoder's beam reordering gathers the rows of
+// its row table this way (the cached keys and values themselves never move).
 // Rows are `row_bytes` bytes (any element type; a multiple of 2). `out` must not alias `inp`.
 #pragma once
 
