@@ -143,11 +143,22 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
 }
 
 std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
+  std::vector<DeviceBeamSearch::Finished> done;
+  absl::Status failure;
+  try {
+    done = search_.step();
+  } catch (const std::bad_alloc&) {
+    failure = absl::ResourceExhaustedError(absl::StrCat(
+        "out of ", model_.placement().device == Device::kCPU ? "host" : "GPU",
+        " memory in a decoding step of ", search_.live_sentences(),
+        " sentences; every one of them failed"));
+    for (int slot : search_.abandon()) done.push_back({slot, {}});
+  }
   std::vector<Finished> finished;
-  for (DeviceBeamSearch::Finished& done : search_.step()) {
-    finished.push_back({handles_[done.slot], std::move(done.hypotheses)});
-    handles_[done.slot] = -1;
-    free_.push_back(done.slot);
+  for (DeviceBeamSearch::Finished& sentence : done) {
+    finished.push_back({handles_[sentence.slot], std::move(sentence.hypotheses), failure});
+    handles_[sentence.slot] = -1;
+    free_.push_back(sentence.slot);
   }
   return finished;
 }

@@ -56,9 +56,12 @@ class ContinuousDecoder {
   struct Finished {
     int64_t handle;
     std::vector<Hypothesis> hypotheses;  // up to n_best, best first
+    absl::Status status;                 // not OK: the sentence failed (no hypotheses)
   };
   // Decodes one token for every live sentence; returns the sentences found finished (on a GPU
   // the search looks every few steps, so a sentence may come a few steps after its last token).
+  // A step that runs out of memory fails every live sentence (ResourceExhausted) and frees
+  // their slots; the decoder stays usable.
   std::vector<Finished> Step();
 
  private:

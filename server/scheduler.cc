@@ -224,6 +224,11 @@ void Scheduler::StepEngine() {
   for (StreamingEngine::Finished& finished : engine_->Step()) {
     const auto destination = in_flight_.find(finished.handle);
     if (destination == in_flight_.end()) continue;  // not ours: cannot happen
+    if (!finished.status.ok()) {
+      destination->second.job->Fail(finished.status);
+      in_flight_.erase(destination);
+      continue;
+    }
     if (!finished.hypotheses.empty()) {
       generated += static_cast<int64_t>(finished.hypotheses[0].tokens.size());
     }

@@ -40,6 +40,7 @@ class StreamingEngine {
   struct Finished {
     int64_t handle;
     std::vector<Hypothesis> hypotheses;
+    absl::Status status;  // not OK: the sentence failed, and with it its request
   };
   // One decoding step of every live sentence; returns those that finished.
   virtual std::vector<Finished> Step() = 0;

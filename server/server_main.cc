@@ -73,7 +73,7 @@ class ContinuousEngine : public StreamingEngine {
   std::vector<Finished> Step() override {
     std::vector<Finished> finished;
     for (ContinuousDecoder::Finished& done : decoder_->Step()) {
-      finished.push_back({done.handle, std::move(done.hypotheses)});
+      finished.push_back({done.handle, std::move(done.hypotheses), std::move(done.status)});
     }
     return finished;
   }

@@ -151,6 +151,49 @@ TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
   EXPECT_EQ(compared, 2 * 2 * 7);
 }
 
+// After a few steps of two sentences, abandon() hands both slots back with no results; the same
+// slots then decode new sentences exactly as the host search does.
+TEST(DeviceBeamSearch, AbandonedSlotsDecodeNewSentencesAfresh) {
+  const auto model = tiny_random_model(40, 11, 1.5f);
+  const int slots = 2, max_beam = 3, longest = 10;
+  SearchOptions options;
+  options.beam_size = 3;
+  options.n_best = 2;
+  TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, slots * max_beam,
+                                                               longest});
+  DeviceBeamSearch search(decoder, slots, max_beam, longest, /*sync_interval=*/4);
+  const Batch first = encode(*model, {{4, 5, 3}, {5, 4, 4, 3}});
+  decoder.set_sources(first.encoded, first.lengths, {0, 1});
+  search.add({0, 1}, {longest, longest}, options);
+  for (int step = 0; step < 3; ++step) EXPECT_TRUE(search.step().empty());
+  std::vector<int> abandoned = search.abandon();
+  std::sort(abandoned.begin(), abandoned.end());
+  EXPECT_EQ(abandoned, (std::vector<int>{0, 1}));
+  EXPECT_EQ(search.live_sentences(), 0);
+
+  const std::vector<std::vector<int32_t>> sources = {{5, 5, 4, 3}, {4, 3}};
+  const Batch second = encode(*model, sources);
+  decoder.set_sources(second.encoded, second.lengths, {1, 0});
+  search.add({1, 0}, {longest, longest}, options);
+  std::vector<std::vector<Hypothesis>> results(2);
+  for (int step = 0; search.live_sentences() > 0; ++step) {
+    ASSERT_LT(step, 50);
+    for (DeviceBeamSearch::Finished& finished : search.step()) {
+      results[finished.slot == 1 ? 0 : 1] = std::move(finished.hypotheses);
+    }
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const Batch one = encode(*model, {sources[i]});
+    TransformerDecoder alone(*model, one.encoded, one.lengths, options.beam_size, longest);
+    const auto expected = make_beam_search()->search(alone, {longest}, options)[0];
+    ASSERT_EQ(results[i].size(), expected.size()) << "sentence " << i;
+    for (size_t j = 0; j < expected.size(); ++j) {
+      EXPECT_EQ(results[i][j].tokens, expected[j].tokens) << "sentence " << i << " #" << j;
+      EXPECT_NEAR(results[i][j].score, expected[j].score, 1e-5) << "sentence " << i << " #" << j;
+    }
+  }
+}
+
 TEST(DeviceBeamSearch, AnEmptyBatchIsDoneAtOnce) {
   const auto model = tiny_random_model(6, 3);
   const Batch batch = encode(*model, {{4, 3}});

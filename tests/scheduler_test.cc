@@ -13,7 +13,8 @@ namespace xlate::server {
 namespace {
 
 // A fake engine: the hypothesis of a source is the source reversed; a sentence decodes for as
-// many steps as its first token says, or until finish() when that token is 0. `slots` sentences
+// many steps as its first token says, or until finish() when that token is 0; a negative first
+// token fails the sentence (ResourceExhausted) after one step. `slots` sentences
 // decode at once. Optionally blocks each admission until released, and records what it saw.
 class FakeEngine : public StreamingEngine {
  public:
@@ -30,7 +31,7 @@ class FakeEngine : public StreamingEngine {
     if (blocking_) release_.WaitForNotification();
     std::vector<int64_t> handles;
     for (const auto& source : sources) {
-      const int steps = source.empty() ? 1 : std::max(0, source.front());
+      const int steps = source.empty() || source.front() < 0 ? 1 : source.front();
       live_.push_back({next_handle_, steps, std::vector<int32_t>(source.rbegin(), source.rend())});
       handles.push_back(next_handle_++);
     }
@@ -45,7 +46,12 @@ class FakeEngine : public StreamingEngine {
         ++i;
         continue;
       }
-      finished.push_back({sentence.handle, {Hypothesis{sentence.output, 0.f, 0.f}}});
+      if (sentence.output.back() < 0) {
+        finished.push_back({sentence.handle, {}, absl::ResourceExhaustedError("fake: no memory")});
+      } else {
+        finished.push_back(
+            {sentence.handle, {Hypothesis{sentence.output, 0.f, 0.f}}, absl::OkStatus()});
+      }
       live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
     }
     return finished;
@@ -102,6 +108,22 @@ TEST(Scheduler, ResultsReachTheirRequestInOrder) {
   EXPECT_EQ(a[1][0].tokens, (std::vector<int32_t>{5, 4, 3}));
   EXPECT_EQ(b[0][0].tokens, (std::vector<int32_t>{6}));
   EXPECT_EQ(b[2][0].tokens, (std::vector<int32_t>{11, 10, 9}));
+}
+
+// An engine step that fails a sentence fails its request with that status (the other
+// sentence of the request decodes on, unseen); other requests are not affected.
+TEST(Scheduler, ASentenceTheEngineFailsFailsItsRequest) {
+  FakeEngine engine;
+  auto scheduler = Scheduler::Create(options(8, absl::Milliseconds(1)), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto failing = (*scheduler)->Submit({{3, 4}, {-1, 2}}, {}, kNoDeadline);
+  auto fine = (*scheduler)->Submit({{2, 6}}, {}, kNoDeadline);
+  ASSERT_TRUE(failing.ok() && fine.ok());
+  ASSERT_TRUE((*failing)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  ASSERT_TRUE((*fine)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ((*failing)->status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE((*fine)->status().ok()) << (*fine)->status();
+  EXPECT_EQ((*fine)->TakeResults()[0][0].tokens, (std::vector<int32_t>{6, 2}));
 }
 
 TEST(Scheduler, FullBatchIsDispatchedWithoutWaitingForTheDelay) {

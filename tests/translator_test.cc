@@ -239,6 +239,49 @@ TEST_F(TranslatorTest, ContinuousDecoderRefusesAnEncoderPassBeyondMemory) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// A decoding step that cannot be allocated fails every live sentence with ResourceExhausted and
+// frees their slots; with memory back, the decoder translates again. In a child process capped
+// 1 MiB above what it has mapped (one step of 256 sentences x 4 beams needs 4 MB of logits).
+TEST_F(TranslatorTest, ContinuousDecoderStepBeyondMemoryFailsItsSentences) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ContinuousDecoderOptions options;
+  options.max_sentences = 256;
+  options.max_source_tokens = 16;
+  options.max_target_tokens = 8;
+  auto decoder = ContinuousDecoder::Create(translator_->model(), options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const std::vector<std::vector<int32_t>> sources(256, std::vector<int32_t>{7, 8, 9});
+  EXPECT_EXIT(
+      {
+        const bool admitted = (*decoder)->Admit(sources, TranslationOptions{}).ok();
+        rlimit limit{};
+        getrlimit(RLIMIT_AS, &limit);
+        const rlim_t unlimited = limit.rlim_cur;
+        limit.rlim_cur = mapped_bytes() + (size_t{1} << 20);
+        setrlimit(RLIMIT_AS, &limit);
+        const std::vector<ContinuousDecoder::Finished> failed = (*decoder)->Step();
+        limit.rlim_cur = unlimited;
+        setrlimit(RLIMIT_AS, &limit);
+        bool all_failed = failed.size() == sources.size() && (*decoder)->free_slots() == 256;
+        for (const ContinuousDecoder::Finished& sentence : failed) {
+          all_failed = all_failed &&
+                       sentence.status.code() == absl::StatusCode::kResourceExhausted &&
+                       sentence.hypotheses.empty();
+        }
+        std::cerr << "admitted " << admitted << ", failed " << failed.size() << ": "
+                  << (failed.empty() ? absl::OkStatus() : failed[0].status) << "\n";
+        const bool again = (*decoder)->Admit({sources[0]}, TranslationOptions{}).ok();
+        size_t translated = 0;
+        for (int step = 0; step < 20 && translated == 0; ++step) {
+          for (const ContinuousDecoder::Finished& sentence : (*decoder)->Step()) {
+            translated += sentence.status.ok() && !sentence.hypotheses.empty();
+          }
+        }
+        _exit(admitted && all_failed && again && translated == 1 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST_F(TranslatorTest, ConcurrentCallersGetTheSerialResults) {
   const std::vector<std::string> sentences = real_sentences(6);
   TranslationOptions options;

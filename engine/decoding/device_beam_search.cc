@@ -98,6 +98,15 @@ std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::step() {
   return {};
 }
 
+std::vector<int> DeviceBeamSearch::abandon() {
+  std::vector<int> slots;
+  for (const Sentence& sentence : live_) slots.push_back(sentence.slot);
+  live_.clear();
+  since_sync_ = 0;
+  place({});
+  return slots;
+}
+
 // Reads the done flags (the one wait for the device), returns the finished sentences' results
 // and drops their rows.
 std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::sync() {

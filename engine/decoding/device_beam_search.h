@@ -57,6 +57,10 @@ class DeviceBeamSearch {
   // their slots are free again.
   std::vector<Finished> step();
 
+  // Drops every live sentence without results (after a step that failed part-way, e.g. out of
+  // memory); returns their slots, free again. The search stays usable for new sentences.
+  std::vector<int> abandon();
+
   // Sentences added and not yet returned by step().
   int live_sentences() const { return static_cast<int>(live_.size()); }
 
