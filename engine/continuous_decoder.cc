@@ -51,7 +51,7 @@ absl::StatusOr<std::unique_ptr<ContinuousDecoder>> ContinuousDecoder::Create(
   } catch (const std::bad_alloc&) {
     const Placement& placement = model.placement();
     return absl::ResourceExhaustedError(absl::StrCat(
-        "out of ", placement.device == Device::kCPU ? "host" : "GPU", " memory for the KV caches "
+        "out of ", memory_name(placement.device), " memory for the KV caches "
         "of ", options.max_sentences, " sentences x ", options.max_beam_size, " beams x ",
         options.max_target_tokens, " target tokens (", options.max_source_tokens,
         " source tokens each): ", cache_bytes(model.config(), placement.dtype, options) >> 20,
@@ -127,7 +127,7 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     decoder_.set_sources(encoded, source_lengths, slots);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "out of ", model_.placement().device == Device::kCPU ? "host" : "GPU",
+        "out of ", memory_name(model_.placement().device),
         " memory encoding ", count, " sentences of up to ", padded,
         " tokens: admit fewer tokens at a time"));
   }
@@ -149,7 +149,7 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
     done = search_.step();
   } catch (const std::bad_alloc&) {
     failure = absl::ResourceExhaustedError(absl::StrCat(
-        "out of ", model_.placement().device == Device::kCPU ? "host" : "GPU",
+        "out of ", memory_name(model_.placement().device),
         " memory in a decoding step of ", search_.live_sentences(),
         " sentences; every one of them failed"));
     for (int slot : search_.abandon()) done.push_back({slot, {}});

@@ -16,6 +16,9 @@ namespace xlate {
 // device pointer: only the CUDA backend dereferences it.
 enum class Device { kCPU, kCUDA };
 
+// "host" or "GPU": whose memory ran out, in error messages.
+inline const char* memory_name(Device device) { return device == Device::kCPU ? "host" : "GPU"; }
+
 class Tensor {
  public:
   Tensor() = default;

@@ -155,7 +155,7 @@ absl::StatusOr<std::unique_ptr<BatchTranslation>> Translator::StartBatch(
 
 absl::Status Translator::out_of_memory(size_t sentences, const TranslationOptions& options) const {
   return absl::ResourceExhaustedError(absl::StrCat(
-      "out of ", model_->placement().device == Device::kCPU ? "host" : "GPU",
+      "out of ", memory_name(model_->placement().device),
       " memory decoding a batch of ", sentences, " sentences with beam_size ", options.beam_size,
       " (", sentences * options.beam_size, " rows of KV cache): lower the batch size or the beam"));
 }

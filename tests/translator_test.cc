@@ -201,6 +201,21 @@ size_t mapped_bytes() {
   return pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
+// Runs `body` with this process's address space capped `headroom` bytes above what it has
+// mapped, then lifts the cap (for death-test children that must run out of memory).
+template <typename Body>
+auto with_memory_headroom(size_t headroom, Body body) {
+  rlimit limit{};
+  getrlimit(RLIMIT_AS, &limit);
+  const rlim_t unlimited = limit.rlim_cur;
+  limit.rlim_cur = mapped_bytes() + headroom;
+  setrlimit(RLIMIT_AS, &limit);
+  auto result = body();
+  limit.rlim_cur = unlimited;
+  setrlimit(RLIMIT_AS, &limit);
+  return result;
+}
+
 // An encoder pass that cannot be allocated is ResourceExhausted and takes no slot: in a child
 // process whose address space is capped 64 MiB above what it has mapped, 512 sentences of 255
 // tokens (~130k tokens, a 133 MB feed-forward activation alone) are refused; with the cap lifted
@@ -220,14 +235,8 @@ TEST_F(TranslatorTest, ContinuousDecoderRefusesAnEncoderPassBeyondMemory) {
   greedy.beam_size = 1;
   EXPECT_EXIT(
       {
-        rlimit limit{};
-        getrlimit(RLIMIT_AS, &limit);
-        const rlim_t unlimited = limit.rlim_cur;
-        limit.rlim_cur = mapped_bytes() + (size_t{64} << 20);
-        setrlimit(RLIMIT_AS, &limit);
-        const auto refused = (*decoder)->Admit(longest, greedy);
-        limit.rlim_cur = unlimited;
-        setrlimit(RLIMIT_AS, &limit);
+        const auto refused = with_memory_headroom(
+            size_t{64} << 20, [&] { return (*decoder)->Admit(longest, greedy); });
         std::cerr << refused.status() << "\n";
         const bool named = refused.status().code() == absl::StatusCode::kResourceExhausted &&
                            refused.status().message().find("512 sentences of up to 256 tokens") !=
@@ -254,14 +263,8 @@ TEST_F(TranslatorTest, ContinuousDecoderStepBeyondMemoryFailsItsSentences) {
   EXPECT_EXIT(
       {
         const bool admitted = (*decoder)->Admit(sources, TranslationOptions{}).ok();
-        rlimit limit{};
-        getrlimit(RLIMIT_AS, &limit);
-        const rlim_t unlimited = limit.rlim_cur;
-        limit.rlim_cur = mapped_bytes() + (size_t{1} << 20);
-        setrlimit(RLIMIT_AS, &limit);
-        const std::vector<ContinuousDecoder::Finished> failed = (*decoder)->Step();
-        limit.rlim_cur = unlimited;
-        setrlimit(RLIMIT_AS, &limit);
+        const std::vector<ContinuousDecoder::Finished> failed =
+            with_memory_headroom(size_t{1} << 20, [&] { return (*decoder)->Step(); });
         bool all_failed = failed.size() == sources.size() && (*decoder)->free_slots() == 256;
         for (const ContinuousDecoder::Finished& sentence : failed) {
           all_failed = all_failed &&
