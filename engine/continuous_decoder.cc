@@ -4,7 +4,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 
 namespace xlate {
 
@@ -25,14 +25,11 @@ ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
                                                     options.max_beam_size,
                                                 max_positions(model, options)}),
       search_(decoder_, options.max_sentences, options.max_beam_size,
-              max_positions(model, options),
-              options.sync_interval > 0                     ? options.sync_interval
-              : model.placement().device == Device::kCPU ? 1
-                                                         : 4),
+              max_positions(model, options), options.sync_interval),
       handles_(static_cast<size_t>(options.max_sentences), -1) {
   for (int slot = options.max_sentences - 1; slot >= 0; --slot) free_.push_back(slot);
   // The caches were zeroed on this thread's stream; the server decodes on another thread's.
-  if (model.placement().device == Device::kCUDA) cuda_backend::synchronize();
+  op_backend(model.placement().device).synchronize();
 }
 
 absl::StatusOr<std::unique_ptr<ContinuousDecoder>> ContinuousDecoder::Create(

@@ -10,6 +10,10 @@ namespace xlate {
 
 enum class PositionalEncoding { kSinusoidal, kLearned };
 
+// The ε inside every layer norm's square root (PyTorch's nn.LayerNorm default, which Hugging
+// Face's Marian models use), in the engine and the trainer alike.
+constexpr float kLayerNormEps = 1e-5f;
+
 struct ModelConfig {
   int vocab_size = 0;
   int d_model = 512;

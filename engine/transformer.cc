@@ -7,12 +7,10 @@
 
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
-#include "engine/ops/ops.h"
+#include "engine/ops/backend.h"
 
 namespace xlate {
 namespace {
-
-constexpr float kLayerNormEps = 1e-5f;
 
 // [rows..., in] -> [rows..., out], on x's device in x's dtype
 Tensor linear(const Tensor& x, const LinearWeights& w, Activation activation = Activation::kNone) {
@@ -112,7 +110,7 @@ absl::Status check_placement(const Placement& placement) {
     }
     return absl::OkStatus();
   }
-  if (!cuda_backend::built()) {
+  if (find_op_backend(Device::kCUDA) == nullptr) {
     return absl::FailedPreconditionError(
         "this build of xlate has no CUDA backend (nvcc was not found when it was built)");
   }
@@ -137,7 +135,7 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
   convert_weights(weights_, config_, placement_);
   fuse_projections();
   // The uploads ran on this thread's stream; the model is used from other workers' streams.
-  if (placement_.device == Device::kCUDA) cuda_backend::synchronize();
+  op_backend(placement_.device).synchronize();
 }
 
 void TransformerModel::fuse_projections() {
@@ -284,7 +282,7 @@ TopK TransformerModel::decode_top_k_on_device(DecoderState& state, const Tensor&
 
 TopK TransformerModel::top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores,
                                      int k) const {
-  const Tensor& source = k <= kMaxDeviceTopK ? logits : logits_to_host(logits);
+  const Tensor& source = k <= backend_of(logits).max_top_k ? logits : logits_to_host(logits);
   Tensor offsets = Tensor::from_vector(row_scores, {logits.dim(0)});
   if (source.device() != Device::kCPU) offsets = offsets.to(source.device());
   const TopK top = top_k_of(source, offsets, k);

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "engine/ops/backend.h"
 #include "engine/transformer_decoder.h"
 #include "engine/utf8.h"
 
@@ -213,10 +214,13 @@ std::unique_ptr<BatchTranslation> Translator::start_batch(
                                                      batch * options.beam_size, longest_output);
   const SearchOptions search_options = options.search(config);
   std::unique_ptr<SearchRun> run;
-  if (model_->placement().device == Device::kCUDA && options.beam_size <= kMaxDeviceBeam) {
+  const Device device = model_->placement().device;
+  if (device != Device::kCPU && options.beam_size <= op_backend(device).max_beam) {
     // The search state stays on the GPU: no host round trip per token.
     run = start_device_beam_search(*decoder, max_lengths, search_options);
   } else {
+    // On the host (the same rule), over the decoder's host rows: a sentence's first step
+    // decodes one row, not beam_size.
     const std::unique_ptr<Search> search =
         options.beam_size == 1 ? make_greedy_search() : make_beam_search();
     run = search->start(*decoder, max_lengths, search_options);

@@ -1,12 +1,23 @@
+// UTF-8 decoding and encoding, the one implementation of the project: the engine and server
+// check their inputs with it, the BLEU scorer (evaluation/) walks text with it.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace xlate {
 
-// Whether `text` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
-// On failure, *error_offset is the byte offset of the first bad sequence.
+// Decodes the code point that starts at text[*pos] and moves *pos past it. Returns false (and
+// leaves *pos) on a malformed, truncated, overlong, surrogate or out-of-range (> U+10FFFF)
+// sequence.
+bool decode_utf8(std::string_view text, size_t* pos, char32_t* code_point);
+
+// Appends the UTF-8 encoding of `code_point` (a valid scalar value) to *out.
+void append_utf8(char32_t code_point, std::string* out);
+
+// Whether `text` is well-formed UTF-8 (every sequence decodes). On failure, *error_offset is the
+// byte offset of the first bad sequence.
 bool is_valid_utf8(std::string_view text, size_t* error_offset);
 
 }  // namespace xlate

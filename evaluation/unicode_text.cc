@@ -279,64 +279,10 @@ char32_t lowercase_sigma(const std::vector<char32_t>& text, size_t i) {
 
 }  // namespace
 
-bool decode_utf8(std::string_view text, size_t* pos, char32_t* code_point) {
-  const size_t start = *pos;
-  if (start >= text.size()) return false;
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[start + k]); };
-  const unsigned char lead = byte(0);
-  if (lead < 0x80) {
-    *code_point = lead;
-    *pos = start + 1;
-    return true;
-  }
-  size_t length;
-  char32_t value;
-  char32_t min_value;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2, value = lead & 0x1F, min_value = 0x80;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3, value = lead & 0x0F, min_value = 0x800;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4, value = lead & 0x07, min_value = 0x10000;
-  } else {
-    return false;  // a continuation byte, an overlong 2-byte lead, or past U+10FFFF
-  }
-  if (text.size() - start < length) return false;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(k) & 0xC0) != 0x80) return false;
-    value = (value << 6) | (byte(k) & 0x3F);
-  }
-  if (value < min_value || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return false;
-  *code_point = value;
-  *pos = start + length;
-  return true;
-}
-
-void append_utf8(char32_t c, std::string* out) {
-  if (c < 0x80) {
-    out->push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
-
 absl::Status check_utf8(std::string_view text) {
-  size_t pos = 0;
-  char32_t c;
-  while (pos < text.size()) {
-    if (!decode_utf8(text, &pos, &c)) {
-      return absl::InvalidArgumentError(absl::StrCat("invalid UTF-8 at byte ", pos));
-    }
+  size_t offset = 0;
+  if (!is_valid_utf8(text, &offset)) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid UTF-8 at byte ", offset));
   }
   return absl::OkStatus();
 }

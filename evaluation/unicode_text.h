@@ -13,15 +13,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/utf8.h"
 
 namespace xlate::evaluation {
 
-// Decodes the code point that starts at text[*pos] and moves *pos past it. Returns false (and
-// leaves *pos) on a malformed, overlong, surrogate or out-of-range sequence.
-bool decode_utf8(std::string_view text, size_t* pos, char32_t* code_point);
-
-// Appends the UTF-8 encoding of `code_point` (a valid scalar value) to *out.
-void append_utf8(char32_t code_point, std::string* out);
+// Code points are decoded and encoded with xlate::decode_utf8 / append_utf8 (engine/utf8.h).
 
 // OK, or InvalidArgument "invalid UTF-8 at byte N" (N counted from 0).
 absl::Status check_utf8(std::string_view text);

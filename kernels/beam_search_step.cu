@@ -9,7 +9,8 @@ namespace {
 __global__ void beam_search_step_kernel(BeamStepRows rows, BeamStepState state,
                                         BeamStepShape shape) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
-  if (n < shape.sentences) beam_search_step_sentence(n, rows, state, shape);
+  BeamCandidate best[2 * kMaxStepBeam];
+  if (n < shape.sentences) beam_search_step_sentence(n, rows, state, shape, best);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // One step of beam search with its state in device memory, so that a GPU decode loop needs no
-// host round trip per token. The per-sentence rule is written once, here, and compiled for the
-// host (the CPU op, engine/ops/cpu/beam_search_cpu.cc) and the device (beam_search_step.cu); it
-// is the rule of engine/decoding/beam_step.cc (advance), which the tests hold it to.
+// host round trip per token. The per-sentence rule and the length penalty are written once,
+// here, and compiled for the host (the CPU op, engine/ops/cpu/beam_search_cpu.cc, which every
+// host search runs: engine/decoding/) and the device (beam_search_step.cu). tests/search_test.cc
+// holds the rule to hand-worked and exhaustive references.
 //
 // Layout: S sentence slots, each with its own search settings and state; N live sentences whose
 // rows lie one after another: live sentence n is slot sentence_ids[n] and owns rows
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "kernels/element_type.h"
+#include "kernels/log_softmax_top_k.h"
 
 #if defined(__CUDACC__)
 #define XLATE_HOST_DEVICE __host__ __device__
@@ -23,9 +25,16 @@
 
 namespace xlate::kernels {
 
-// Largest beam the step handles: it ranks 2·B candidates in registers, and the top-k kernel
-// that feeds it gives at most 32 = 2·15 + 1 candidates per row.
+// Largest beam of the device step: it ranks 2·B candidates in registers, and the top-k kernel
+// that feeds it must give each row 2·B + 1 candidates (log_softmax_top_k.h).
 constexpr int kMaxStepBeam = 15;
+static_assert(2 * kMaxStepBeam + 1 <= kMaxTopK, "the top-k kernel must feed the widest beam");
+
+// The GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^α of the paper's section 6.1; α = 0 disables
+// it. A hypothesis ranks by log P(Y|X) / lp(|Y|).
+XLATE_HOST_DEVICE inline float length_penalty(int length, float alpha) {
+  return alpha == 0.f ? 1.f : powf((5.f + static_cast<float>(length)) / 6.f, alpha);
+}
 
 struct BeamStepShape {
   int sentences = 0;            // N live sentences
@@ -80,21 +89,18 @@ struct BeamStepRows {
   int32_t* source_rows;
 };
 
-namespace beam_step_detail {
-
-struct Candidate {
+// A continuation of live hypothesis `beam` of a sentence by `token`, at cumulative log P.
+struct BeamCandidate {
   float log_prob;
   int32_t beam;
   int32_t token;
 };
 
-XLATE_HOST_DEVICE inline bool ranks_before(const Candidate& a, const Candidate& b) {
+namespace beam_step_detail {
+
+XLATE_HOST_DEVICE inline bool ranks_before(const BeamCandidate& a, const BeamCandidate& b) {
   if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
   return a.beam != b.beam ? a.beam < b.beam : a.token < b.token;
-}
-
-XLATE_HOST_DEVICE inline float length_penalty(int length, float alpha) {
-  return alpha == 0.f ? 1.f : powf((5.f + static_cast<float>(length)) / 6.f, alpha);
 }
 
 // Inserts a finished hypothesis into sentence s's sorted slots (after equal scores).
@@ -134,12 +140,14 @@ XLATE_HOST_DEVICE inline void idle_rows(int64_t first_row, int from, int beam,
 
 }  // namespace beam_step_detail
 
-// The step of live sentence n. A sentence that is done keeps its rows (idle) until the host next
-// looks at `done` and drops them.
+// The step of live sentence n; `best` holds 2·beams[s] candidates (a thread's local array of
+// 2·kMaxStepBeam on the device, a buffer of 2·B_max on the host, where beams have no limit). A
+// sentence that is done keeps its rows (idle) until the host next looks at `done` and drops
+// them.
 XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRows& rows,
                                                         const BeamStepState& state,
-                                                        const BeamStepShape& shape) {
-  using beam_step_detail::Candidate;
+                                                        const BeamStepShape& shape,
+                                                        BeamCandidate* best) {
   const int s = rows.sentence_ids[n];
   const int beam = state.beams[s], k = shape.candidates, step = state.steps[s];
   const int64_t first_row = rows.first_rows[n];
@@ -152,13 +160,12 @@ XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRow
   const bool allow_end = step >= state.min_lengths[s];
 
   // The 2·B best continuations over the sentence's rows, best first.
-  Candidate best[2 * kMaxStepBeam];
   int held = 0;
   const int wanted = 2 * beam;
   for (int b = 0; b < beam; ++b) {
     const int64_t row = first_row + b;
     for (int j = 0; j < k; ++j) {
-      const Candidate c{rows.top_values[row * k + j], b, rows.top_indices[row * k + j]};
+      const BeamCandidate c{rows.top_values[row * k + j], b, rows.top_indices[row * k + j]};
       if (!allow_end && c.token == shape.end_token) continue;
       if (held == wanted && !beam_step_detail::ranks_before(c, best[held - 1])) continue;
       int at = held < wanted ? held++ : held - 1;
@@ -173,13 +180,13 @@ XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRow
   // An end among the B best finishes its parent (so that beam 1 is greedy search); the others
   // become the live hypotheses, in rank order.
   const float alpha = state.length_penalties[s];
-  const float penalty = beam_step_detail::length_penalty(length, alpha);
+  const float penalty = length_penalty(length, alpha);
   const int64_t history = static_cast<int64_t>(step) * shape.history_width() +
                           static_cast<int64_t>(s) * shape.beam_stride;
   int live = 0;
   float best_live = -INFINITY;
   for (int rank = 0; rank < held && live < beam; ++rank) {
-    const Candidate& c = best[rank];
+    const BeamCandidate& c = best[rank];
     if (c.token == shape.end_token) {
       if (rank < beam) {
         beam_step_detail::add_finished(state, shape, s, c.log_prob / penalty, c.log_prob,
@@ -213,7 +220,7 @@ XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRow
   } else if (finished >= n_best) {
     // α >= 0: lp grows with length and log P only falls, so lp(max length) bounds the best
     // score a live hypothesis can still reach.
-    const float bound = best_live / beam_step_detail::length_penalty(max_length, alpha);
+    const float bound = best_live / length_penalty(max_length, alpha);
     if (bound <= state.finished_scores[s * shape.finished_capacity + n_best - 1]) {
       state.done[s] = 1;
     }

@@ -132,6 +132,7 @@ class ScriptedDecoder : public IncrementalDecoder {
       }
     }
     ++steps_;
+    rows_per_step_.push_back(rows_);
     return top;
   }
   void select_rows(const std::vector<int32_t>& rows) override {
@@ -140,13 +141,28 @@ class ScriptedDecoder : public IncrementalDecoder {
   }
   void set_rows(int64_t rows) { rows_ = rows; }
   int steps() const { return steps_; }
+  const std::vector<int64_t>& rows_per_step() const { return rows_per_step_; }
 
  private:
   int vocabulary_;
   std::function<float(int, int)> log_prob_;
   int64_t rows_ = 1;
   int steps_ = 0;
+  std::vector<int64_t> rows_per_step_;
 };
+
+TEST(Search, FirstStepDecodesOneRowPerSentence) {
+  // The beam's other rows start as copies of the first at log P -inf: the host search decodes
+  // them from the second step on, once they hold hypotheses of their own.
+  auto never_end = [](int, int token) { return token == kEnd ? -50.f : std::log(0.2f); };
+  ScriptedDecoder decoder(6, never_end);
+  decoder.set_rows(3);
+  SearchOptions options;
+  options.beam_size = 4;
+  const auto result = make_beam_search()->search(decoder, {3, 3, 3}, options);
+  ASSERT_EQ(result.size(), 3u);
+  EXPECT_EQ(decoder.rows_per_step(), (std::vector<int64_t>{3, 12, 12}));
+}
 
 TEST(Search, OutputNeverExceedsMaxLength) {
   // The end token is never likely: every hypothesis runs to the limit.

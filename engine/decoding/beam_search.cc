@@ -1,72 +1,113 @@
-#include "engine/decoding/beam_step.h"
+// The host beam search: the device search's rule and state (device_beam_search.h, one rule in
+// kernels/beam_search_step.h) on the CPU, over any IncrementalDecoder, whose rows it keeps in
+// step with the search's own. For decoders that only offer host rows: test decoders, and a GPU
+// model decoding a beam wider than the device step takes.
+#include "engine/decoding/device_beam_search.h"
 #include "engine/decoding/search.h"
+
+#include <cmath>
+#include <stdexcept>
 
 namespace xlate {
 namespace {
+
+// An IncrementalDecoder seen as the search's decoder on the CPU. The decoder starts with one row
+// per sentence; the search's rows map onto the decoder's current rows (several onto one while
+// they are copies), and the row selections of a step (beam reordering, then dropping finished
+// sentences) are composed and applied once, before the next step.
+class HostRowDecoder : public DeviceIncrementalDecoder {
+ public:
+  HostRowDecoder(IncrementalDecoder& decoder, int sentences)
+      : decoder_(decoder), decoder_rows_(sentences) {}
+
+  Device device() const override { return Device::kCPU; }
+
+  // Decodes each distinct row once: a row that starts a sentence beside its first row (log P
+  // -inf, the same decoder row and token) takes that row's candidates at -inf, which is what
+  // decoding it would give, so a sentence's first step decodes one row, not beam_size.
+  TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k) override {
+    const int rows = static_cast<int>(source_.size());
+    const int32_t* token = tokens.data<int32_t>();
+    const float* score = row_scores.data<float>();
+    std::vector<int32_t> decoded_source, decoded_tokens, decoded_row(source_.size());
+    std::vector<float> decoded_scores;
+    for (int r = 0; r < rows; ++r) {
+      const bool repeats = r > 0 && source_[r] == source_[r - 1] && token[r] == token[r - 1] &&
+                           score[r] == -INFINITY;
+      if (repeats) {
+        decoded_row[r] = decoded_row[r - 1];
+        continue;
+      }
+      decoded_row[r] = static_cast<int32_t>(decoded_source.size());
+      decoded_source.push_back(source_[r]);
+      decoded_tokens.push_back(token[r]);
+      decoded_scores.push_back(score[r]);
+    }
+    const int decoded = static_cast<int>(decoded_source.size());
+    bool identity = decoded == decoder_rows_;
+    for (int d = 0; identity && d < decoded; ++d) identity = decoded_source[d] == d;
+    if (!identity) decoder_.select_rows(decoded_source);
+    decoder_rows_ = decoded;
+    source_ = decoded_row;
+    stepped_ = true;
+    const TopK top = decoder_.step(decoded_tokens, decoded_scores, k);
+    if (decoded == rows) return top;
+    const int64_t width = top.values.dim(1);
+    TopK all{Tensor::empty({rows, width}, DType::kFloat32),
+             Tensor::empty({rows, width}, DType::kInt32)};
+    for (int r = 0; r < rows; ++r) {
+      const int64_t from = decoded_row[r] * width, to = r * width;
+      const bool repeat = r > 0 && decoded_row[r] == decoded_row[r - 1];
+      for (int64_t j = 0; j < width; ++j) {
+        all.indices.data<int32_t>()[to + j] = top.indices.data<int32_t>()[from + j];
+        all.values.data<float>()[to + j] = repeat ? -INFINITY : top.values.data<float>()[from + j];
+      }
+    }
+    return all;
+  }
+
+  void select_rows_on_device(const Tensor& source_rows) override {
+    std::vector<int32_t> source(static_cast<size_t>(source_rows.numel()));
+    for (size_t r = 0; r < source.size(); ++r) source[r] = source_[source_rows.data<int32_t>()[r]];
+    source_ = std::move(source);
+  }
+
+  void place_rows(const std::vector<RowPlacement>& rows) override {
+    std::vector<int32_t> source;
+    for (const RowPlacement& row : rows) {
+      if (row.source_row >= 0) {
+        source.push_back(source_[row.source_row]);
+      } else if (!stepped_) {
+        source.push_back(row.sentence);  // the decoder's starting row of that sentence
+      } else {
+        throw std::logic_error("host beam search: a sentence joined after the first step");
+      }
+    }
+    source_ = std::move(source);
+  }
+
+ private:
+  IncrementalDecoder& decoder_;
+  int decoder_rows_;             // rows the decoder holds now
+  std::vector<int32_t> source_;  // the search's row r is (a copy of) the decoder's row source_[r]
+  bool stepped_ = false;
+};
 
 class BeamSearchRun : public SearchRun {
  public:
   BeamSearchRun(IncrementalDecoder& decoder, const std::vector<int>& max_lengths,
                 const SearchOptions& options)
-      : decoder_(decoder), options_(options), beams_(max_lengths.size()) {
-    for (size_t s = 0; s < beams_.size(); ++s) {
-      beams_[s].live.push_back(Hypothesis{});
-      beams_[s].max_length = max_lengths[s];
-      active_.push_back(static_cast<int32_t>(s));
-    }
-    last_tokens_.assign(beams_.size(), options.start_token);
-  }
+      : rows_(decoder, static_cast<int>(max_lengths.size())),
+        run_(start_device_beam_search(rows_, max_lengths, options)) {}
 
-  bool done() const override { return active_.empty(); }
-  int live_sentences() const override { return static_cast<int>(active_.size()); }
-
-  void step() override {
-    ++length_;
-    std::vector<float> row_scores;
-    for (int32_t s : active_) {
-      for (const Hypothesis& hypothesis : beams_[s].live) row_scores.push_back(hypothesis.log_prob);
-    }
-    const TopK top = decoder_.step(last_tokens_, row_scores, candidates_per_row(options_));
-    const int64_t k = top.values.dim(1);
-    std::vector<int32_t> rows, next_active;
-    std::vector<int32_t> source_beams;
-    last_tokens_.clear();
-    for (size_t i = 0, first_row = 0; i < active_.size(); ++i) {
-      SentenceBeam& sentence = beams_[active_[i]];
-      const size_t live = sentence.live.size();
-      const int64_t offset = static_cast<int64_t>(first_row) * k;
-      advance(sentence, top.values.data<float>() + offset, top.indices.data<int32_t>() + offset, k,
-              length_, options_, source_beams);
-      if (!sentence.done) {
-        next_active.push_back(active_[i]);
-        for (size_t b = 0; b < sentence.live.size(); ++b) {
-          rows.push_back(static_cast<int32_t>(first_row) + source_beams[b]);
-          last_tokens_.push_back(sentence.live[b].tokens.back());
-        }
-      }
-      first_row += live;
-    }
-    active_ = std::move(next_active);
-    if (!active_.empty()) decoder_.select_rows(rows);
-  }
-
-  std::vector<std::vector<Hypothesis>> take_results() override {
-    std::vector<std::vector<Hypothesis>> results(beams_.size());
-    for (size_t s = 0; s < beams_.size(); ++s) {
-      std::vector<Hypothesis>& finished = beams_[s].finished;
-      if (finished.size() > static_cast<size_t>(options_.n_best)) finished.resize(options_.n_best);
-      results[s] = std::move(finished);
-    }
-    return results;
-  }
+  void step() override { run_->step(); }
+  bool done() const override { return run_->done(); }
+  int live_sentences() const override { return run_->live_sentences(); }
+  std::vector<std::vector<Hypothesis>> take_results() override { return run_->take_results(); }
 
  private:
-  IncrementalDecoder& decoder_;
-  const SearchOptions options_;
-  std::vector<SentenceBeam> beams_;
-  std::vector<int32_t> active_;  // sentences with live rows, in row order
-  std::vector<int32_t> last_tokens_;
-  int length_ = 0;  // tokens decoded so far
+  HostRowDecoder rows_;
+  std::unique_ptr<SearchRun> run_;
 };
 
 class BeamSearch : public Search {

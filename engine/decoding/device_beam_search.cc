@@ -4,7 +4,9 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "engine/ops/ops.h"
+#include <string>
+
+#include "engine/ops/backend.h"
 
 namespace xlate {
 namespace {
@@ -28,9 +30,11 @@ void set_entries(Tensor& array, const Tensor& slots, const std::vector<T>& value
 DeviceBeamSearch::DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots, int max_beam,
                                    int max_length, int sync_interval)
     : decoder_(decoder), device_(decoder.device()), max_beam_(max_beam),
-      sync_interval_(std::max(1, sync_interval)) {
-  if (slots < 1 || max_beam < 1 || max_beam > kMaxDeviceBeam || max_length < 1) {
-    throw std::logic_error("DeviceBeamSearch: needs slots >= 1, max_beam in [1, 15], max_length >= 1");
+      sync_interval_(sync_interval > 0 ? sync_interval : device_ == Device::kCPU ? 1 : 4) {
+  if (slots < 1 || max_beam < 1 || max_beam > op_backend(device_).max_beam || max_length < 1) {
+    throw std::logic_error("DeviceBeamSearch: needs slots >= 1, max_beam in [1, " +
+                           std::to_string(op_backend(device_).max_beam) +
+                           "], max_length >= 1");
   }
   const int64_t count = slots, finished = 3 * max_beam;
   for (Tensor* t : {&t_.beams, &t_.n_bests, &t_.min_lengths, &t_.max_lengths}) {
@@ -261,8 +265,9 @@ std::unique_ptr<SearchRun> start_device_beam_search(DeviceIncrementalDecoder& de
                                                     const std::vector<int>& max_lengths,
                                                     const SearchOptions& options,
                                                     int sync_interval) {
-  if (options.beam_size < 1 || options.beam_size > kMaxDeviceBeam) {
-    throw std::logic_error("device beam search: beam_size must be in [1, 15]");
+  if (options.beam_size < 1 || options.beam_size > op_backend(decoder.device()).max_beam) {
+    throw std::logic_error("device beam search: beam_size must be in [1, " +
+                           std::to_string(op_backend(decoder.device()).max_beam) + "]");
   }
   return std::make_unique<DeviceBeamSearchRun>(decoder, max_lengths, options, sync_interval);
 }

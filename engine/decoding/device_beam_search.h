@@ -1,11 +1,11 @@
-// Beam search whose state lives on the decoder's device (the op beam_search_step), for GPU
-// decoding: a step launches the decoder, the top-k and the search step and returns without
-// waiting for the device. The host looks at the sentences' done flags every `sync_interval`
-// steps (one small copy), and then reads the finished sentences' hypotheses back and drops
-// their rows. Sentences may join between any two steps, each with its own beam and options
-// (continuous batching); a batch is the case where all join at once. Same results as
-// make_beam_search() (the host search, which is its reference in the tests); beams of 1 to 15
-// (kernels/beam_search_step.h).
+// Beam search whose state lives on the decoder's device (the op beam_search_step): on a GPU a
+// step launches the decoder, the top-k and the search step and returns without waiting for the
+// device. The host looks at the sentences' done flags every `sync_interval` steps (one small
+// copy), and then reads the finished sentences' hypotheses back and drops their rows. Sentences
+// may join between any two steps, each with its own beam and options (continuous batching); a
+// batch is the case where all join at once. On the CPU it is the host search too
+// (make_beam_search() runs it over an IncrementalDecoder): one rule, kernels/beam_search_step.h.
+// Beams of 1 to the backend's max_beam (15 on CUDA, 256 on the CPU).
 #pragma once
 
 #include <memory>
@@ -31,14 +31,13 @@ class DeviceIncrementalDecoder {
   virtual void place_rows(const std::vector<RowPlacement>& rows) = 0;
 };
 
-constexpr int kMaxDeviceBeam = 15;
-
 class DeviceBeamSearch {
  public:
-  // Up to `slots` sentences at once, each of up to `max_beam` (<= 15) rows and `max_length`
-  // tokens. `decoder` must outlive the search and hold slots·max_beam rows and max_length
-  // positions: beam b of the sentence in slot s writes cache slot s·max_beam + b, and reads the
-  // source sentence s. sync_interval >= 1.
+  // Up to `slots` sentences at once, each of up to `max_beam` (<= the max_beam of the decoder
+  // device's backend) rows and `max_length` tokens. `decoder` must outlive the search and hold
+  // slots·max_beam rows and max_length positions: beam b of the sentence in slot s writes cache
+  // slot s·max_beam + b, and reads the source sentence s. sync_interval 0: the device's own (every step on the CPU, where looking
+  // costs nothing; every 4th on a GPU).
   DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots, int max_beam, int max_length,
                    int sync_interval);
 
@@ -95,10 +94,10 @@ class DeviceBeamSearch {
 
 // The device search of one batch: every sentence joins at the first step. `decoder` reads source
 // sentence s for sentence s, holds S·beam_size rows and max(max_lengths) positions, and must
-// outlive the run; 1 <= beam_size <= 15.
+// outlive the run; 1 <= beam_size <= the backend's max_beam.
 std::unique_ptr<SearchRun> start_device_beam_search(DeviceIncrementalDecoder& decoder,
                                                     const std::vector<int>& max_lengths,
                                                     const SearchOptions& options,
-                                                    int sync_interval = 4);
+                                                    int sync_interval = 0);
 
 }  // namespace xlate

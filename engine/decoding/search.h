@@ -41,8 +41,8 @@ struct Hypothesis {
   float log_prob = 0.f;         // log P(Y|X)
 };
 
-// ((5 + length) / 6)^alpha
-float length_penalty(int length, float alpha);
+// ((5 + length) / 6)^alpha: the one definition, beside the beam rule that ranks by it.
+using kernels::length_penalty;
 
 // A search in progress, advanced one token at a time, so that a caller can interleave several
 // (the server steps all its in-flight batches in turn and admits new ones between steps).

@@ -1,11 +1,12 @@
-// Argument checks and device dispatch for every op; the math lives in the backends.
+// Argument checks for every op, then its body in the backend of the tensors' device
+// (engine/ops/backend.h). Checks that read index values run where those values are readable
+// (host tensors); a device body trusts, or clamps, what the host cannot see without waiting.
 #include "engine/ops/ops.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "engine/ops/cpu/cpu_ops.h"
-#include "engine/ops/cuda/cuda_ops.h"
+#include "engine/ops/backend.h"
 #include "engine/profiling.h"
 
 namespace xlate {
@@ -23,8 +24,8 @@ void require_float_like(const Tensor& tensor, const Tensor& like, const char* op
   require(tensor.device() == like.device(), op, std::string(name) + " is on another device");
   require(tensor.dtype() == like.dtype(), op, std::string(name) + " has another dtype");
   require(tensor.dtype() != DType::kInt32, op, std::string(name) + " must be a float tensor");
-  require(tensor.device() == Device::kCUDA || tensor.dtype() == DType::kFloat32, op,
-          std::string(name) + " must be float32 on the CPU");
+  require(backend_of(tensor).reduced_precision_storage || tensor.dtype() == DType::kFloat32, op,
+          std::string(name) + " must be float32 on the " + backend_of(tensor).name + " backend");
 }
 
 void require_int32_like(const Tensor& tensor, const Tensor& like, const char* op,
@@ -34,7 +35,8 @@ void require_int32_like(const Tensor& tensor, const Tensor& like, const char* op
   require(tensor.device() == like.device(), op, std::string(name) + " is on another device");
 }
 
-bool on_cuda(const Tensor& tensor) { return tensor.device() == Device::kCUDA; }
+// Whether the op may read `tensor`'s values for its checks (without a device round trip).
+bool on_host(const Tensor& tensor) { return tensor.device() == Device::kCPU; }
 
 // `columns` is a block of columns [first, first + width) of a tensor on like's device in like's
 // dtype.
@@ -61,7 +63,7 @@ void require_indexed_rows(const Tensor& table, const Columns& packed, const Tens
   require(packed.whole() ? packed.tensor.numel() == indices.numel() * row_size
                          : packed.rows() == indices.numel() && packed.width == row_size,
           op, "the packed tensor must be [R, ...] with the indexed tensor's row size");
-  if (on_cuda(table)) return;
+  if (!on_host(indices)) return;
   const int32_t* rows = indices.data<int32_t>();
   for (int64_t r = 0; r < indices.numel(); ++r) {
     require(rows[r] >= 0 && rows[r] < table.dim(0), op, "index beyond the indexed tensor's rows");
@@ -87,16 +89,14 @@ void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
             "row_positions must be int32 [N]");
   }
   // Device row positions are not read back: the kernel clamps positions to the table.
-  if (on_cuda(out)) {
-    return cuda::embedding_forward(out, tokens, table, positions, scale, position_offset,
-                                   row_positions);
-  }
-  for (int64_t n = 0; row_positions.defined() && n < tokens.dim(0); ++n) {
+  for (int64_t n = 0; row_positions.defined() && on_host(row_positions) && n < tokens.dim(0);
+       ++n) {
     const int64_t first = position_offset + row_positions.data<int32_t>()[n];
     require(first >= 0 && first + tokens.dim(1) <= positions.dim(0), "embedding_forward",
             "a row's positions beyond the positional table");
   }
-  cpu::embedding_forward(out, tokens, table, positions, scale, position_offset, row_positions);
+  backend_of(out).embedding_forward(out, tokens, table, positions, scale, position_offset,
+                                    row_positions);
 }
 
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
@@ -110,8 +110,7 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
           "out " + out.shape_string());
   if (bias.defined()) require_float_like(bias, out, "linear_forward", "bias");
   require(!bias.defined() || bias.numel() == weight.dim(0), "linear_forward", "bias size");
-  if (on_cuda(out)) return cuda::linear_forward(out, inp, weight, bias, activation);
-  cpu::linear_forward(out, inp, weight, bias, activation);
+  backend_of(out).linear_forward(out, inp, weight, bias, activation);
 }
 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
@@ -125,8 +124,7 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
           "add_layer_norm_forward", "inp, residual and out differ in size");
   require(gamma.numel() == inp.dim(-1) && beta.numel() == inp.dim(-1), "add_layer_norm_forward",
           "gamma/beta size");
-  if (on_cuda(out)) return cuda::add_layer_norm_forward(out, inp, residual, gamma, beta, eps);
-  cpu::add_layer_norm_forward(out, inp, residual, gamma, beta, eps);
+  backend_of(out).add_layer_norm_forward(out, inp, residual, gamma, beta, eps);
 }
 
 void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
@@ -153,23 +151,20 @@ void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
           "key_rows [N, S] and key_lengths [N]");
   require(out.numel() == rows * steps * values.width, op, "out [N, T, h*d_v]");
   // Device lengths are not read back (that would synchronise): the kernel clamps them to S.
-  if (on_cuda(out)) {
-    return cuda::attention_forward(out, query, keys, values, key_rows, key_lengths, heads, causal);
-  }
   const int32_t* lengths = key_lengths.data<int32_t>();
-  for (int64_t n = 0; n < rows; ++n) {
+  for (int64_t n = 0; on_host(key_lengths) && n < rows; ++n) {
     require(lengths[n] <= key_rows.dim(1) && (!causal || lengths[n] >= steps), op,
             "key_lengths beyond the key_rows table");
   }
-  cpu::attention_forward(out, query, keys, values, key_rows, key_lengths, heads, causal);
+  backend_of(out).attention_forward(out, query, keys, values, key_rows, key_lengths, heads,
+                                    causal);
 }
 
 void log_softmax_forward(Tensor& out, const Tensor& inp) {
   ScopedOpTimer timer(OpCategory::kSoftmax);
   require_float_like(inp, out, "log_softmax_forward", "inp");
   require(out.numel() == inp.numel(), "log_softmax_forward", "out shape");
-  if (on_cuda(out)) return cuda::log_softmax_forward(out, inp);
-  cpu::log_softmax_forward(out, inp);
+  backend_of(out).log_softmax_forward(out, inp);
 }
 
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
@@ -183,7 +178,9 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
   require_int32_like(top_indices, logits, op, "top_indices");
   const int64_t vocabulary = logits.dim(-1), rows = logits.numel() / vocabulary;
   require(k >= 1 && k <= vocabulary, op, "k must be in [1, V]");
-  require(!on_cuda(logits) || k <= kMaxDeviceTopK, op, "k must be <= 32 on CUDA");
+  require(k <= backend_of(logits).max_top_k, op,
+          "k must be <= " + std::to_string(backend_of(logits).max_top_k) + " on the " +
+              backend_of(logits).name + " backend");
   require(top_values.numel() == rows * k && top_indices.numel() == rows * k, op,
           "top_values and top_indices must be [N, k]");
   if (row_offsets.defined()) {
@@ -191,24 +188,19 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
                 row_offsets.device() == logits.device(),
             op, "row_offsets must be float32 [N] on the logits' device");
   }
-  if (on_cuda(logits)) {
-    return cuda::log_softmax_top_k(top_values, top_indices, logits, row_offsets, k);
-  }
-  cpu::log_softmax_top_k(top_values, top_indices, logits, row_offsets, k);
+  backend_of(logits).log_softmax_top_k(top_values, top_indices, logits, row_offsets, k);
 }
 
 void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
   ScopedOpTimer timer(OpCategory::kOther);
   require_indexed_rows(inp, out, indices, "gather_rows");
-  if (on_cuda(out)) return cuda::gather_rows(out, inp, indices);
-  cpu::gather_rows(out, inp, indices);
+  backend_of(out).gather_rows(out, inp, indices);
 }
 
 void scatter_rows(Tensor& out, const Columns& inp, const Tensor& indices) {
   ScopedOpTimer timer(OpCategory::kOther);
   require_indexed_rows(out, inp, indices, "scatter_rows");
-  if (on_cuda(out)) return cuda::scatter_rows(out, inp, indices);
-  cpu::scatter_rows(out, inp, indices);
+  backend_of(out).scatter_rows(out, inp, indices);
 }
 
 void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
@@ -229,18 +221,14 @@ void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths
   const int64_t steps = cache_rows.numel() / rows;
   require(rows <= row_table.dim(0) && rows <= row_capacity, op, "more rows than the table holds");
   require(length >= 0, op, "length must be >= 0");
-  if (on_cuda(row_table)) {
-    return cuda::decode_positions(row_table, cache_rows, key_lengths, row_slots, row_positions,
-                                  length, row_capacity);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; on_host(row_positions) && r < rows; ++r) {
     const int64_t position = row_positions.data<int32_t>()[r] + length;
     const int32_t slot = row_slots.data<int32_t>()[r];
     require(position >= 0 && position + steps <= row_table.dim(1), op, "positions beyond S_max");
     require(slot >= 0 && slot < row_capacity, op, "a row slot beyond R_cap");
   }
-  cpu::decode_positions(row_table, cache_rows, key_lengths, row_slots, row_positions, length,
-                        row_capacity);
+  backend_of(row_table).decode_positions(row_table, cache_rows, key_lengths, row_slots,
+                                         row_positions, length, row_capacity);
 }
 
 void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) {
@@ -252,7 +240,9 @@ void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) 
           op, "top values must be float32 like the indices");
   const int64_t rows = state.next_tokens.numel();
   require(like.rank() == 2 && like.dim(0) == rows, op, "top must be [R, K]");
-  require(like.dim(1) <= 32, op, "at most 32 candidates per row");
+  const OpBackend& backend = backend_of(like);
+  require(like.dim(1) <= backend.max_top_k, op,
+          "at most " + std::to_string(backend.max_top_k) + " candidates per row");
   for (const Tensor* t :
        {&state.sentence_ids, &state.first_rows, &state.beams, &state.n_bests, &state.min_lengths,
         &state.max_lengths, &state.steps, &state.done, &state.finished_count,
@@ -275,7 +265,8 @@ void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) 
               state.history_parents.numel() == state.history_tokens.numel(),
           op, "history must be [L, S·B_max]");
   const int64_t beam_stride = state.history_tokens.dim(1) / slots;
-  require(beam_stride >= 1 && beam_stride <= 15, op, "B_max must be in [1, 15]");
+  require(beam_stride >= 1 && beam_stride <= backend.max_beam, op,
+          "B_max must be in [1, " + std::to_string(backend.max_beam) + "]");
   require(state.finished_scores.rank() == 2 && state.finished_scores.dim(0) == slots &&
               state.finished_scores.dim(1) >= 3 * beam_stride,
           op, "finished tensors must be [S, F >= 3·B_max]");
@@ -287,17 +278,16 @@ void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) 
   require(state.first_rows.numel() == sentences, op, "first_rows must be [N]");
   require(state.next_scores.numel() == rows && state.source_rows.numel() == rows, op,
           "next tokens, scores and source rows must be [R]");
-  if (on_cuda(like)) return cuda::beam_search_step(state, top, end_token);
   // On the host the layout is checked too (a device step trusts its caller).
   const int32_t* ids = state.sentence_ids.data<int32_t>();
-  for (int64_t n = 0; n < sentences; ++n) {
+  for (int64_t n = 0; on_host(like) && n < sentences; ++n) {
     require(ids[n] >= 0 && ids[n] < slots, op, "sentence id beyond S");
     const int32_t beam = state.beams.data<int32_t>()[ids[n]];
     const int32_t first = state.first_rows.data<int32_t>()[n];
     require(beam >= 1 && beam <= beam_stride, op, "a sentence's beam outside [1, B_max]");
     require(first >= 0 && first + beam <= rows, op, "a sentence's rows beyond R");
   }
-  cpu::beam_search_step(state, top, end_token);
+  backend.beam_search_step(state, top, end_token);
 }
 
 }  // namespace xlate

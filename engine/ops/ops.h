@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "kernels/beam_search_step.h"
+#include "kernels/log_softmax_top_k.h"
 
 namespace xlate {
 
@@ -72,9 +74,9 @@ void log_softmax_forward(Tensor& out, const Tensor& inp);
 // the smaller id, as top_indices int32 [N, k], with their log_softmax(logits[n]) + row_offsets[n]
 // as top_values float32 [N, k]. Ranking by the logit, not by the rounded shifted value, makes
 // the order exact on every backend. row_offsets: float32 [N] (beam search's running scores) or
-// undefined (no offset). 1 <= k <= V, and k <= kMaxDeviceTopK on CUDA (the kernel keeps each
-// thread's candidates in registers).
-constexpr int kMaxDeviceTopK = 32;
+// undefined (no offset). 1 <= k <= V, and k <= the backend's max_top_k (kMaxDeviceTopK on CUDA:
+// the kernel keeps each thread's candidates in registers).
+constexpr int kMaxDeviceTopK = kernels::kMaxTopK;
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k);
 
@@ -123,8 +125,10 @@ struct BeamSearchTensors {
 };
 
 // One step of beam search for every live sentence from its rows' candidates `top` ([R, K] on the
-// state's device, K >= min(2·beams[s] + 1, V) for every live s): writes next_tokens/next_scores/
-// source_rows and advances each live sentence's state and history. 1 <= beams[s] <= B_max <= 15.
+// state's device, min(2·beams[s] + 1, V) <= K <= the backend's max_top_k for every live s): writes
+// next_tokens/next_scores/source_rows and advances each live sentence's state and history.
+// 1 <= beams[s] <= B_max <= the backend's max_beam (no limit on the CPU, kMaxDeviceBeam on CUDA).
+constexpr int kMaxDeviceBeam = kernels::kMaxStepBeam;
 void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token);
 
 }  // namespace xlate

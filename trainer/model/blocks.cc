@@ -8,8 +8,6 @@
 namespace xlate::trainer {
 namespace {
 
-constexpr float kLayerNormEps = 1e-5f;  // as the engine
-
 Tensor like(const Tensor& x, int64_t last) {
   std::vector<int64_t> shape = x.shape();
   shape.back() = last;

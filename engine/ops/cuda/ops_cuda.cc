@@ -1,5 +1,5 @@
-// The ops on CUDA tensors: shapes from the tensors, then one kernel (or cuBLASLt call) each on
-// the worker's stream. Nothing here waits for the device.
+// The CUDA backend's table and bodies: shapes from the tensors, then one kernel (or cuBLASLt
+// call) each on the worker's stream. Nothing here waits for the device, except synchronize.
 #include <cmath>
 
 #include "engine/backend/cuda_backend.h"
@@ -132,6 +132,20 @@ void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths
 void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) {
   const BeamStepViews views = beam_step_views(state, top, end_token);
   kernels::beam_search_step(views.rows, views.state, views.shape, cuda_backend::stream());
+}
+
+const OpBackend& op_backend() {
+  static const OpBackend backend = [] {
+    OpBackend table;
+    table.name = "CUDA";
+    table.reduced_precision_storage = true;
+    table.max_top_k = kMaxDeviceTopK;
+    table.max_beam = kMaxDeviceBeam;
+    table.synchronize = cuda_backend::synchronize;
+    XLATE_FOR_EACH_OP(XLATE_SET_OP_BODY)
+    return table;
+  }();
+  return backend;
 }
 
 }  // namespace xlate::cuda

@@ -1,0 +1,33 @@
+// The registration of the backends' tables by device.
+#include "engine/ops/backend.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace xlate {
+
+const OpBackend* find_op_backend(Device device) {
+  switch (device) {
+    case Device::kCPU:
+      return &cpu::op_backend();
+    case Device::kCUDA:
+#if XLATE_HAVE_CUDA
+      return &cuda::op_backend();
+#else
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+const OpBackend& op_backend(Device device) {
+  const OpBackend* backend = find_op_backend(device);
+  if (backend == nullptr) {
+    throw std::logic_error(std::string("this build of xlate has no ") +
+                           (device == Device::kCUDA ? "CUDA" : "CPU") +
+                           " backend (nvcc was not found when it was built)");
+  }
+  return *backend;
+}
+
+}  // namespace xlate

@@ -1,0 +1,73 @@
+// The backends of the ops of engine/ops/ops.h: one table per device, filled by the backend
+// (engine/ops/cpu/cpu_backend.cc; engine/ops/cuda/ops_cuda.cc over kernels/ when the build has
+// CUDA) and found by device (engine/ops/backend.cc). ops.cc checks an op's arguments and calls
+// the body of the tensors' device through this table; it never branches on the device itself.
+// CUDA-free.
+//
+// Adding an op: declare it in ops.h and check its arguments in ops.cc (which ends by calling
+// `backend_of(...).the_op(...)`), add its name to XLATE_FOR_EACH_OP below (the one
+// registration), and write its CPU body (ops/cpu/the_op_cpu.cc) and its CUDA body (in
+// ops/cuda/). A backend that lacks a body fails to link. A body's signature is the op's own.
+#pragma once
+
+#include <limits>
+
+#include "engine/ops/ops.h"
+
+// Every op of ops.h that a backend implements, by name.
+#define XLATE_FOR_EACH_OP(X) \
+  X(embedding_forward)       \
+  X(linear_forward)          \
+  X(add_layer_norm_forward)  \
+  X(attention_forward)       \
+  X(log_softmax_forward)     \
+  X(log_softmax_top_k)       \
+  X(gather_rows)             \
+  X(scatter_rows)            \
+  X(decode_positions)        \
+  X(beam_search_step)
+
+// Declares a backend namespace's body of `op`, with the signature of xlate::op.
+#define XLATE_DECLARE_OP_BODY(op) decltype(::xlate::op) op;
+
+namespace xlate {
+
+struct OpBackend {
+  const char* name = "";
+  // Whether float tensors may be stored as float16/bfloat16 (arithmetic is float32 either way);
+  // a backend without it takes float32 only.
+  bool reduced_precision_storage = false;
+  // Largest k of log_softmax_top_k (the CUDA kernel keeps each row's candidates in registers).
+  int max_top_k = std::numeric_limits<int>::max();
+  // Largest beam of beam_search_step (the CUDA step ranks 2·B candidates in a fixed array).
+  int max_beam = std::numeric_limits<int>::max();
+  // Waits until the work the calling thread queued on the device is done (a no-op where the
+  // ops run synchronously): before another thread's work reads what this thread wrote.
+  void (*synchronize)() = nullptr;
+
+#define XLATE_OP_BACKEND_MEMBER(op) decltype(&::xlate::op) op = nullptr;
+  XLATE_FOR_EACH_OP(XLATE_OP_BACKEND_MEMBER)
+#undef XLATE_OP_BACKEND_MEMBER
+};
+
+// The table of `device`'s backend, or null when this build has none (a CPU-only build registers
+// no CUDA table).
+const OpBackend* find_op_backend(Device device);
+// As find_op_backend; throws std::logic_error naming the device when the build lacks its backend
+// (no tensor can exist there, so reaching this is a programming error).
+const OpBackend& op_backend(Device device);
+inline const OpBackend& backend_of(const Tensor& tensor) { return op_backend(tensor.device()); }
+
+// The tables the backends fill; cuda::op_backend() is defined only in a build with CUDA.
+namespace cpu {
+const OpBackend& op_backend();
+}
+namespace cuda {
+const OpBackend& op_backend();
+}
+
+}  // namespace xlate
+
+// Inside a backend's namespace, with an OpBackend named `table` in scope, sets each op's entry to
+// that namespace's body: XLATE_FOR_EACH_OP(XLATE_SET_OP_BODY).
+#define XLATE_SET_OP_BODY(op) table.op = &op;

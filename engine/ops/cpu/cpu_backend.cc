@@ -1,0 +1,18 @@
+// The CPU backend's table: the bodies of this folder; they run synchronously on the calling
+// thread (OpenMP and oneDNN parallelise inside a call).
+#include "engine/ops/cpu/cpu_ops.h"
+
+namespace xlate::cpu {
+
+const OpBackend& op_backend() {
+  static const OpBackend backend = [] {
+    OpBackend table;
+    table.name = "CPU";
+    table.synchronize = [] {};
+    XLATE_FOR_EACH_OP(XLATE_SET_OP_BODY)
+    return table;
+  }();
+  return backend;
+}
+
+}  // namespace xlate::cpu
