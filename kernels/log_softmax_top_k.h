@@ -20,7 +20,8 @@ size_t log_softmax_top_k_workspace_bytes(int64_t rows, int64_t vocabulary, int k
 // top_values[N, k] (row_offsets may be nullptr: no offset). Ranking by the logit rather than by
 // the rounded shifted value keeps the order exact and the values non-increasing.
 // 1 <= k <= min(kMaxTopK, V); workspace holds log_softmax_top_k_workspace_bytes, 256-byte
-// aligned. Beam search passes the hypotheses' running scores as row_offsets and k = 2·beam.
+// aligned. Beam search passes the hypotheses' running scores as row_offsets and k = 2·beam + 1
+// (the 2·beam best continuations, plus one for an end token that may be forbidden).
 void log_softmax_top_k(float* top_values, int32_t* top_indices, const void* logits,
                        const float* row_offsets, int64_t rows, int64_t vocabulary, int k,
                        void* workspace, ElementType type, Stream stream);
