@@ -44,10 +44,9 @@ std::vector<int32_t> identity(int64_t count) {
   return values;
 }
 
-// Writes fresh keys/values (columns of [R, T, ...]) into the time-major cache [S_max, R_cap, W]:
-// step t of row r
-// goes to position writes.positions[r] + t of physical slot writes.slots[r].
-// cache_rows [R*T] (host): the row of the cache viewed as [S_max * R_cap, C].
+// Writes fresh keys/values (columns of [R, T, W]) into the time-major cache [S_max, R_cap, W]:
+// step t of row r goes to row cache_rows[r·T + t] of the cache viewed as [S_max·R_cap, W]
+// (DecoderState::StepTables, on the cache's device).
 void append_to_cache(Tensor& cache, const Columns& fresh, const Tensor& cache_rows) {
   Tensor rows = cache.reshape({cache.dim(0) * cache.dim(1), cache.dim(2)});
   scatter_rows(rows, fresh, cache_rows);
@@ -92,12 +91,6 @@ LinearWeights fuse(const std::vector<LinearWeights*>& parts) {
 }
 
 }  // namespace
-
-struct TransformerModel::KeyTables {
-  Tensor cache_rows;                 // [R * T]: where the new keys/values go (decode_positions)
-  Tensor self_rows, self_lengths;    // [R, length + T], [R]
-  Tensor cross_rows, cross_lengths;  // [R, S_src], [R]
-};
 
 absl::Status check_placement(const Placement& placement) {
   if (placement.dtype == DType::kInt32) {
@@ -205,39 +198,41 @@ Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengt
 DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
                                               const Tensor& source_lengths, int64_t max_rows,
                                               int64_t max_positions) const {
-  const int64_t sentences = encoder_output.dim(0);
-  DecoderState state =
-      empty_state(std::max(max_rows, sentences), max_positions, encoder_output.dim(1));
-  state.source_lengths.assign(source_lengths.data<int32_t>(),
-                              source_lengths.data<int32_t>() + source_lengths.numel());
+  const int64_t sentences = encoder_output.dim(0), per = std::max<int64_t>(1, sentences);
+  DecoderState::Shape shape;
+  shape.sentences = per;
+  shape.rows_per_sentence = (std::max(max_rows, sentences) + per - 1) / per;
+  shape.positions = max_positions;
+  shape.source_steps = encoder_output.dim(1);
+  DecoderState state = empty_state(shape);
+  const int32_t* lengths = source_lengths.data<int32_t>();
+  state.set_source_lengths(identity(sentences),
+                           std::vector<int32_t>(lengths, lengths + source_lengths.numel()));
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    state.layers[i].cross_key_values = linear(encoder_output, cross_projections_[i]);
+    state.layers()[i].cross_key_values = linear(encoder_output, cross_projections_[i]);
   }
   std::vector<RowPlacement> rows(static_cast<size_t>(sentences));
-  for (int32_t r = 0; r < sentences; ++r) rows[r] = {-1, r, r, 0};
-  place_rows(state, rows);
+  for (int32_t r = 0; r < sentences; ++r) rows[r] = {-1, r, 0, 0};
+  state.place_rows(rows);
   return state;
 }
 
-DecoderState TransformerModel::empty_state(int64_t max_rows, int64_t max_positions,
-                                           int64_t source_steps) const {
-  DecoderState state;
-  state.row_capacity = max_rows;
-  state.source_steps = source_steps;
-  // Entries are written (decode_positions) before any attention reads them.
-  state.row_table = Tensor::empty({max_rows, max_positions}, DType::kInt32, placement_.device);
+DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape) const {
+  std::vector<DecoderLayerCache> layers;
   for (const DecoderLayerWeights& layer : weights_.decoder) {
     const int64_t width =
         layer.self_attention.key.weight.dim(0) + layer.self_attention.value.weight.dim(0);
     DecoderLayerCache cache;
-    cache.self_key_values = activations({max_positions, max_rows, width});
-    state.layers.push_back(std::move(cache));
+    cache.self_key_values =
+        activations({shape.positions, shape.sentences * shape.rows_per_sentence, width});
+    layers.push_back(std::move(cache));
   }
-  return state;
+  return DecoderState(shape, std::move(layers), placement_.device);
 }
 
 Tensor TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
-                                       const KeyTables& tables, const Tensor& x) const {
+                                       const DecoderState::StepTables& tables,
+                                       const Tensor& x) const {
   const DecoderLayerWeights& layer = weights_.decoder[index];
   const AttentionWeights& self = layer.self_attention;
   const int64_t query_width = self.query.weight.dim(0), key_width = self.key.weight.dim(0);
@@ -299,103 +294,35 @@ TopK TransformerModel::top_k_of(const Tensor& logits, const Tensor& offsets, int
   return top;
 }
 
-void TransformerModel::set_cross_tables(DecoderState& state) const {
-  std::vector<int32_t> lengths(state.row_sentence.size());
-  for (size_t r = 0; r < lengths.size(); ++r) {
-    lengths[r] = state.source_lengths[state.row_sentence[r]];
-  }
-  state.cross_rows = on_device(batch_major_rows(state.row_sentence, state.source_steps));
-  state.cross_lengths =
-      on_device(Tensor::from_vector(lengths, {static_cast<int64_t>(lengths.size())}));
-}
-
 Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tokens) const {
   const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
-  KeyTables tables;
-  tables.cache_rows = Tensor::empty({rows * steps}, DType::kInt32, placement_.device);
-  tables.self_lengths = Tensor::empty({rows}, DType::kInt32, placement_.device);
-  decode_positions(state.row_table, tables.cache_rows, tables.self_lengths, state.row_slots,
-                   state.row_positions, state.length, state.row_capacity);
-  tables.self_rows = state.row_table.view(0, {rows, state.row_table.dim(1)});
-  tables.cross_rows = state.cross_rows;
-  tables.cross_lengths = state.cross_lengths;
-
+  const DecoderState::StepTables tables = state.advance(steps);
   Tensor x = activations({rows, steps, config_.d_model});
   embedding_forward(x, on_device(tokens), weights_.shared_embedding, weights_.decoder_positions,
-                    std::sqrt(static_cast<float>(config_.d_model)), state.length,
-                    state.row_positions);
+                    std::sqrt(static_cast<float>(config_.d_model)), tables.length,
+                    tables.row_positions);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    x = decoder_layer(i, state.layers[i], tables, x);
+    x = decoder_layer(i, state.layers()[i], tables, x);
   }
-  state.length += steps;
   Tensor logits = activations({rows, steps, config_.vocab_size});
   linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
   return logits;
 }
 
-void TransformerModel::select_rows(DecoderState& state,
-                                   const std::vector<int32_t>& source_rows) const {
-  // Every row of a batch decode is at the same position, so new row r may write slot r.
-  std::vector<RowPlacement> rows(source_rows.size());
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const int32_t source = source_rows[r];
-    rows[r] = {source, state.row_sentence[source], static_cast<int32_t>(r),
-               static_cast<int32_t>(state.row_position[source] + state.length)};
-  }
-  place_rows(state, rows);
-}
-
-void TransformerModel::select_rows_on_device(DecoderState& state,
-                                             const Tensor& source_rows) const {
-  gather_table_rows(state, source_rows, source_rows.numel());
-}
-
-void TransformerModel::gather_table_rows(DecoderState& state, const Tensor& source_rows,
-                                         int64_t rows) const {
-  Tensor reordered = Tensor::empty(state.row_table.shape(), DType::kInt32, placement_.device);
-  if (rows > 0) {
-    Tensor live = reordered.view(0, {rows, state.row_table.dim(1)});
-    gather_rows(live, state.row_table, source_rows);
-  }
-  state.row_table = std::move(reordered);
-}
-
-void TransformerModel::place_rows(DecoderState& state,
-                                  const std::vector<RowPlacement>& rows) const {
-  const int64_t count = static_cast<int64_t>(rows.size());
-  if (count > state.row_capacity) throw std::logic_error("place_rows: more rows than R_cap");
-  std::vector<int32_t> kept, slots, positions, sentences;
-  for (const RowPlacement& row : rows) {
-    if (row.source_row >= 0) {
-      if (kept.size() != slots.size()) {
-        throw std::logic_error("place_rows: continuing rows must come before first rows");
-      }
-      kept.push_back(row.source_row);
-    }
-    slots.push_back(row.slot);
-    positions.push_back(row.position);
-    sentences.push_back(row.sentence);
-  }
-  const auto kept_count = static_cast<int64_t>(kept.size());
-  gather_table_rows(state, on_device(Tensor::from_vector(kept, {kept_count})), kept_count);
-  state.row_slots = on_device(Tensor::from_vector(slots, {count}));
-  state.row_positions = on_device(Tensor::from_vector(positions, {count}));
-  state.row_sentence = std::move(sentences);
-  state.row_position = std::move(positions);
-  state.length = 0;
-  set_cross_tables(state);
-}
-
 DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_source_tokens,
-                                          int64_t max_rows, int64_t max_positions) const {
-  DecoderState state = empty_state(max_rows, max_positions, max_source_tokens);
-  state.source_lengths.assign(static_cast<size_t>(max_sentences), 0);
+                                          int64_t rows_per_sentence,
+                                          int64_t max_positions) const {
+  DecoderState::Shape shape;
+  shape.sentences = max_sentences;
+  shape.rows_per_sentence = rows_per_sentence;
+  shape.positions = max_positions;
+  shape.source_steps = max_source_tokens;
+  DecoderState state = empty_state(shape);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    state.layers[i].cross_key_values =
+    state.layers()[i].cross_key_values =
         Tensor::zeros({max_sentences, max_source_tokens, cross_projections_[i].weight.dim(0)},
                       placement_.dtype, placement_.device);
   }
-  place_rows(state, {});
   return state;
 }
 
@@ -407,14 +334,14 @@ void TransformerModel::set_sources(DecoderState& state, const Tensor& encoder_ou
     const Tensor key_values = linear(encoder_output, cross_projections_[i]);  // [n, S, k | v]
     const int64_t width = key_values.dim(2);
     for (int64_t n = 0; n < sentences; ++n) {
-      state.layers[i]
-          .cross_key_values.view(sentence_slots[n] * state.source_steps * width, {steps * width})
+      state.layers()[i]
+          .cross_key_values
+          .view(sentence_slots[n] * state.shape().source_steps * width, {steps * width})
           .copy_from(key_values.view(n * steps * width, {steps * width}));
     }
   }
-  for (int64_t n = 0; n < sentences; ++n) {
-    state.source_lengths[sentence_slots[n]] = source_lengths.data<int32_t>()[n];
-  }
+  const int32_t* lengths = source_lengths.data<int32_t>();
+  state.set_source_lengths(sentence_slots, std::vector<int32_t>(lengths, lengths + sentences));
 }
 
 }  // namespace xlate

@@ -1,6 +1,8 @@
 // The paper's Transformer for inference: an encoder pass and an incremental decoder over a
 // per-layer KV cache. Written once against the op interface (engine/ops/ops.h), so every backend
-// runs the same code. Dimension legend as in kv_cache.h; T new target positions per call.
+// runs the same code. The model loads, encodes, creates decoding states and does a decoding
+// step's maths; the state (engine/decoder_state.h) keeps its rows. Dimension legend as in
+// kv_cache.h; T new target positions per call.
 #pragma once
 
 #include <memory>
@@ -8,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/kv_cache.h"
+#include "engine/decoder_state.h"
 #include "engine/model_config.h"
 #include "engine/model_weights.h"
 #include "engine/ops/ops.h"
@@ -41,8 +43,9 @@ class TransformerModel {
   // Returns the encoder output [B, S_src, C].
   Tensor encode(const Tensor& source, const Tensor& source_lengths) const;
 
-  // A decoding state with one row per source sentence, room for `max_rows` rows and
-  // `max_positions` target positions; computes the cross-attention keys/values once.
+  // A decoding state with one row per source sentence (its beam 0), room for `max_rows` rows
+  // (rounded up to a whole number per sentence) and `max_positions` target positions; computes
+  // the cross-attention keys/values once.
   DecoderState start_decoding(const Tensor& encoder_output, const Tensor& source_lengths,
                               int64_t max_rows, int64_t max_positions) const;
 
@@ -63,49 +66,33 @@ class TransformerModel {
   TopK decode_top_k_on_device(DecoderState& state, const Tensor& tokens, const Tensor& row_scores,
                               int k) const;
 
-  // Keeps rows of a batch decode: new row r continues old row source_rows[r] (beam reordering,
-  // replication and shrinking).
-  void select_rows(DecoderState& state, const std::vector<int32_t>& source_rows) const;
-  // Beam reordering with the rows on the device: source_rows int32 [R] (the current R rows),
-  // each naming a row of the same sentence (the rows' sentences, slots and positions stay).
-  void select_rows_on_device(DecoderState& state, const Tensor& source_rows) const;
-  // Replaces the live rows (sentences joining or leaving): new row i is rows[i]. Rows that
-  // continue a live row come first. Two live rows never share a slot, and a slot's positions
-  // from the current one on may be overwritten only if no live row reads them.
-  void place_rows(DecoderState& state, const std::vector<RowPlacement>& rows) const;
-
   // Slot decoding, for sentences that join and leave a running decode (continuous batching).
-  // A state with no rows, room for `max_rows` rows (physical slots) and `max_sentences` sentence
-  // slots of up to `max_source_tokens` source tokens. Rows come with place_rows; they decode
-  // through decode_top_k_on_device and select_rows_on_device.
-  DecoderState start_slots(int64_t max_sentences, int64_t max_source_tokens, int64_t max_rows,
-                           int64_t max_positions) const;
+  // A state with no rows, `max_sentences` sentence slots of up to `max_source_tokens` source
+  // tokens and `rows_per_sentence` rows (cache slots) each. Rows come with
+  // DecoderState::place_rows; they decode through decode_top_k_on_device.
+  DecoderState start_slots(int64_t max_sentences, int64_t max_source_tokens,
+                           int64_t rows_per_sentence, int64_t max_positions) const;
   // Computes the cross-attention keys/values of encoder_output [n, S <= max_source_tokens, C]
   // into sentence slots sentence_slots[0..n); rows placed afterwards read them.
   void set_sources(DecoderState& state, const Tensor& encoder_output, const Tensor& source_lengths,
                    const std::vector<int32_t>& sentence_slots) const;
 
  private:
-  struct KeyTables;  // the attention key_rows/key_lengths of one decoding call
   // Copies each attention's projections of one input into one weight and one bias (weights_'s
   // separate projections become views of them).
   void fuse_projections();
   Tensor encoder_layer(size_t index, const Tensor& x, const Tensor& key_rows,
                        const Tensor& lengths) const;
-  Tensor decoder_layer(size_t index, DecoderLayerCache& cache, const KeyTables& tables,
-                       const Tensor& x) const;
+  Tensor decoder_layer(size_t index, DecoderLayerCache& cache,
+                       const DecoderState::StepTables& tables, const Tensor& x) const;
   Tensor feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                       const LayerNormWeights& norm, const Tensor& x) const;
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
   Tensor on_device(const Tensor& host) const;             // a host input on the model's device
   Tensor logits_to_host(const Tensor& logits) const;      // host float32 for the search
-  // A state with self-attention caches, no rows and no sources. The caches come first: they are
-  // what may not fit.
-  DecoderState empty_state(int64_t max_rows, int64_t max_positions, int64_t source_steps) const;
-  // The first `rows` rows of a fresh row_table gathered by source_rows (on the device).
-  void gather_table_rows(DecoderState& state, const Tensor& source_rows, int64_t rows) const;
-  // cross_rows/cross_lengths of state.row_sentence, on the device.
-  void set_cross_tables(DecoderState& state) const;
+  // A state of this shape with self-attention caches (allocated before the cross-attention
+  // caches: they are what may not fit), no rows.
+  DecoderState empty_state(const DecoderState::Shape& shape) const;
   // decode() with the logits [R, T, V] left on the model's device.
   Tensor decode_on_device(DecoderState& state, const Tensor& tokens) const;
   // log_softmax_top_k of logits [R, V] on their device when the kernel takes k, else on the

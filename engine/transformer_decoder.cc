@@ -10,7 +10,7 @@ TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Tens
 
 TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Slots& slots)
     : model_(model),
-      state_(model.start_slots(slots.sentences, slots.source_tokens, slots.rows,
+      state_(model.start_slots(slots.sentences, slots.source_tokens, slots.rows_per_sentence,
                                slots.positions)) {}
 
 TopK TransformerDecoder::step(const std::vector<int32_t>& tokens,
@@ -23,11 +23,11 @@ TopK TransformerDecoder::step_on_device(const Tensor& tokens, const Tensor& row_
 }
 
 void TransformerDecoder::select_rows_on_device(const Tensor& source_rows) {
-  model_.select_rows_on_device(state_, source_rows);
+  state_.select_rows_on_device(source_rows);
 }
 
 void TransformerDecoder::place_rows(const std::vector<RowPlacement>& rows) {
-  model_.place_rows(state_, rows);
+  state_.place_rows(rows);
 }
 
 void TransformerDecoder::set_sources(const Tensor& encoder_output, const Tensor& source_lengths,
@@ -36,7 +36,7 @@ void TransformerDecoder::set_sources(const Tensor& encoder_output, const Tensor&
 }
 
 void TransformerDecoder::select_rows(const std::vector<int32_t>& source_rows) {
-  model_.select_rows(state_, source_rows);
+  state_.select_rows(source_rows);
 }
 
 Tensor TransformerDecoder::logits(const Tensor& tokens) { return model_.decode(state_, tokens); }

@@ -15,7 +15,7 @@ class TransformerDecoder : public IncrementalDecoder, public DeviceIncrementalDe
   // Slots for sentences that join and leave (TransformerModel::start_slots): no rows until
   // place_rows, sources through set_sources.
   struct Slots {
-    int64_t sentences, source_tokens, rows, positions;
+    int64_t sentences, source_tokens, rows_per_sentence, positions;
   };
   TransformerDecoder(const TransformerModel& model, const Slots& slots);
 

@@ -108,7 +108,7 @@ TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
   for (int vocabulary : {6, 40}) {
     const auto model = tiny_random_model(vocabulary, 5 + vocabulary, 1.5f);
     for (int sync_interval : {1, 3}) {
-      TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, slots * max_beam,
+      TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, max_beam,
                                                                    longest});
       DeviceBeamSearch search(decoder, slots, max_beam, longest, sync_interval);
       std::vector<int> free_slots = {2, 1, 0}, sentence_in(slots, -1);
@@ -159,7 +159,7 @@ TEST(DeviceBeamSearch, AbandonedSlotsDecodeNewSentencesAfresh) {
   SearchOptions options;
   options.beam_size = 3;
   options.n_best = 2;
-  TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, slots * max_beam,
+  TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, max_beam,
                                                                longest});
   DeviceBeamSearch search(decoder, slots, max_beam, longest, /*sync_interval=*/4);
   const Batch first = encode(*model, {{4, 5, 3}, {5, 4, 4, 3}});

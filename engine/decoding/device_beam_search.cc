@@ -190,7 +190,7 @@ void DeviceBeamSearch::place(const std::vector<int32_t>& kept_rows) {
     const bool starts = placements.size() >= kept_rows.size();
     for (int b = 0; b < sentence.beam; ++b) {
       const int32_t source = starts ? -1 : kept_rows[placements.size()];
-      placements.push_back({source, sentence.slot, sentence.slot * max_beam_ + b, sentence.decoded});
+      placements.push_back({source, sentence.slot, b, sentence.decoded});
       if (starts) {
         // All but the first row start at log P = -inf, so the first step continues the first
         // alone (as the host search's single start hypothesis).

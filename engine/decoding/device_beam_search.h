@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/decoding/search.h"
-#include "engine/kv_cache.h"
+#include "engine/decoder_state.h"
 
 namespace xlate {
 
@@ -35,9 +35,9 @@ class DeviceBeamSearch {
  public:
   // Up to `slots` sentences at once, each of up to `max_beam` (<= the max_beam of the decoder
   // device's backend) rows and `max_length` tokens. `decoder` must outlive the search and hold
-  // slots·max_beam rows and max_length positions: beam b of the sentence in slot s writes cache
-  // slot s·max_beam + b, and reads the source sentence s. sync_interval 0: the device's own (every step on the CPU, where looking
-  // costs nothing; every 4th on a GPU).
+  // `slots` sentence slots of max_beam rows and max_length positions: beam b of the sentence in
+  // slot s is the decoder's row (RowPlacement) {sentence s, beam b}. sync_interval 0: the
+  // device's own (every step on the CPU, where looking costs nothing; every 4th on a GPU).
   DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots, int max_beam, int max_length,
                    int sync_interval);
 
@@ -93,8 +93,8 @@ class DeviceBeamSearch {
 };
 
 // The device search of one batch: every sentence joins at the first step. `decoder` reads source
-// sentence s for sentence s, holds S·beam_size rows and max(max_lengths) positions, and must
-// outlive the run; 1 <= beam_size <= the backend's max_beam.
+// sentence s for sentence s, holds S sentence slots of beam_size rows and max(max_lengths)
+// positions, and must outlive the run; 1 <= beam_size <= the backend's max_beam.
 std::unique_ptr<SearchRun> start_device_beam_search(DeviceIncrementalDecoder& decoder,
                                                     const std::vector<int>& max_lengths,
                                                     const SearchOptions& options,

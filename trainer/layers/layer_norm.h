@@ -1,5 +1,5 @@
 // Layer normalisation over the last axis, forward saving what the backward needs.
-// M rows of C channels; eps inside the square root (1e-5, as the engine).
+// M rows of C channels; eps inside the square root (kLayerNormEps of engine/model_config.h).
 #pragma once
 
 #include "engine/tensor.h"
