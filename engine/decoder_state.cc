@@ -28,20 +28,28 @@ void DecoderState::set_source_lengths(const std::vector<int32_t>& sentence_slots
 }
 
 void DecoderState::place_rows(const std::vector<RowPlacement>& rows) {
-  const int64_t count = static_cast<int64_t>(rows.size());
-  std::vector<int32_t> kept, slots, positions, sentences;
+  std::vector<int32_t> slots;
   for (const RowPlacement& row : rows) {
     if (row.sentence < 0 || row.sentence >= shape_.sentences || row.beam < 0 ||
         row.beam >= shape_.rows_per_sentence) {
       throw std::logic_error("place_rows: a row beyond its sentence slots or rows per sentence");
     }
+    slots.push_back(static_cast<int32_t>(row.sentence * shape_.rows_per_sentence + row.beam));
+  }
+  place(rows, slots);
+}
+
+void DecoderState::place(const std::vector<RowPlacement>& rows,
+                         const std::vector<int32_t>& slots) {
+  const int64_t count = static_cast<int64_t>(rows.size());
+  std::vector<int32_t> kept, positions, sentences;
+  for (const RowPlacement& row : rows) {
     if (row.source_row >= 0) {
-      if (kept.size() != slots.size()) {
+      if (kept.size() != positions.size()) {
         throw std::logic_error("place_rows: continuing rows must come before first rows");
       }
       kept.push_back(row.source_row);
     }
-    slots.push_back(static_cast<int32_t>(row.sentence * shape_.rows_per_sentence + row.beam));
     positions.push_back(row.position);
     sentences.push_back(row.sentence);
   }
@@ -68,17 +76,21 @@ void DecoderState::place_rows(const std::vector<RowPlacement>& rows) {
 }
 
 void DecoderState::select_rows(const std::vector<int32_t>& source_rows) {
+  if (static_cast<int64_t>(source_rows.size()) > row_table_.dim(0)) {
+    throw std::logic_error("select_rows: more rows than R_cap");
+  }
   std::vector<RowPlacement> rows(source_rows.size());
-  std::vector<int32_t> beams(static_cast<size_t>(shape_.sentences), 0);
+  std::vector<int32_t> slots(source_rows.size());
   for (size_t r = 0; r < rows.size(); ++r) {
     const int32_t source = source_rows[r];
-    const int32_t sentence = host_row_sentences_.at(static_cast<size_t>(source));
-    // Every row of a batch decode is at the same position, so a slot's positions from there
-    // on are free whichever row held it before.
-    rows[r] = {source, sentence, beams[sentence]++,
+    rows[r] = {source, host_row_sentences_.at(static_cast<size_t>(source)), 0,
                static_cast<int32_t>(host_row_positions_[source] + length_)};
+    // Every row of a batch decode is at the same position, so a slot's positions from there on
+    // are free whichever row held it before: row r takes slot r, and as sentences finish the
+    // live rows write the first slots of each position (fewer cache pages touched).
+    slots[r] = static_cast<int32_t>(r);
   }
-  place_rows(rows);
+  place(rows, slots);
 }
 
 void DecoderState::select_rows_on_device(const Tensor& source_rows) {

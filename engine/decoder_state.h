@@ -42,8 +42,7 @@ class DecoderState {
   // if no live row reads them.
   void place_rows(const std::vector<RowPlacement>& rows);
   // Keeps rows of a batch decode (every row at the same position): new row r continues old row
-  // source_rows[r] (beam reordering, replication and shrinking); a sentence's new rows are its
-  // beams 0, 1, ... in order.
+  // source_rows[r] (beam reordering, replication and shrinking) and writes cache slot r.
   void select_rows(const std::vector<int32_t>& source_rows);
   // Beam reordering with the rows on the device: source_rows int32 [R] (the current R rows),
   // each naming a row of the same sentence; the rows' sentences, slots and positions stay.
@@ -70,6 +69,8 @@ class DecoderState {
 
  private:
   Tensor on_device(const Tensor& host) const;
+  // place_rows with each row's cache slot given.
+  void place(const std::vector<RowPlacement>& rows, const std::vector<int32_t>& slots);
   // The first `rows` rows of a fresh row table gathered from the current one by source_rows.
   void gather_table_rows(const Tensor& source_rows, int64_t rows);
 
