@@ -80,9 +80,13 @@ Scheduler::~Scheduler() {
 }
 
 int64_t Scheduler::OptionsGroupLocked(const TranslationOptions& options) {
-  const OptionsKey key{options.beam_size,         options.length_penalty,
-                       options.max_extra_length,  options.n_best,
-                       options.min_output_length, options.max_output_length};
+  OptionsKey key;
+  key.beam_size = options.beam_size;
+  key.length_penalty = options.length_penalty;
+  key.max_extra_length = options.max_extra_length;
+  key.n_best = options.n_best;
+  key.min_output_length = options.min_output_length;
+  key.max_output_length = options.max_output_length;
   auto [entry, inserted] = option_groups_.emplace(key, static_cast<int64_t>(option_groups_.size()));
   return entry->second;
 }
@@ -91,7 +95,19 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     std::vector<std::vector<int32_t>> sources, const TranslationOptions& options,
     absl::Time deadline, TranslationJob::DoneCallback on_done) {
   if (sources.empty()) return absl::InvalidArgumentError("a job needs at least one sentence");
-  auto job = std::make_shared<TranslationJob>(sources.size(), std::move(on_done));
+  // The job calls back on whichever thread completes it (the engine thread, mostly); the
+  // callback itself runs on the completion thread, so the engine never waits on it.
+  TranslationJob::DoneCallback handed_over;
+  if (on_done) {
+    handed_over = [this, on_done = std::move(on_done)](
+                      absl::Status status, std::vector<std::vector<Hypothesis>> results) {
+      completions_.Post(
+          [on_done, status = std::move(status), results = std::move(results)]() mutable {
+            on_done(std::move(status), std::move(results));
+          });
+    };
+  }
+  auto job = std::make_shared<TranslationJob>(sources.size(), std::move(handed_over));
   int64_t depth;
   {
     absl::MutexLock lock(&mutex_);

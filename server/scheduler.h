@@ -1,6 +1,8 @@
 // The request scheduler between the RPC threads and the engine. Sentences of all requests enter
 // one bounded queue; one scheduler thread owns the engine, forms batches with decide_batch()
-// (server/batching_policy.h) and routes each result back to its request and position.
+// (server/batching_policy.h) and routes each result back to its request and position. That
+// thread only decodes: a request's completion callback (detokenising, answering the RPC) runs on
+// the scheduler's completion thread (server/completion_thread.h).
 //
 // Batching is iteration-level: the engine decodes all admitted sentences together one token per
 // step, and between two steps the scheduler admits a new batch into the engine's free slots, so
@@ -23,6 +25,7 @@
 #include "engine/decoding/search.h"
 #include "engine/translator.h"
 #include "server/batching_policy.h"
+#include "server/completion_thread.h"
 
 namespace xlate::server {
 
@@ -108,8 +111,8 @@ class Scheduler {
   // the queue; UNAVAILABLE after Shutdown. On success the scheduler holds the sentences until
   // they are translated, their deadline passes (the job fails with DEADLINE_EXCEEDED) or the
   // job is cancelled.
-  // `on_done` (may be empty) is called once when the job is done; with a failed Submit it is
-  // never called.
+  // `on_done` (may be empty) is called once when the job is done, on the completion thread;
+  // with a failed Submit it is never called. Every call has run when the scheduler is destroyed.
   absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
       std::vector<std::vector<int32_t>> sources, const TranslationOptions& options,
       absl::Time deadline, TranslationJob::DoneCallback on_done = nullptr);
@@ -131,7 +134,21 @@ class Scheduler {
     std::shared_ptr<TranslationJob> job;
     size_t index;
   };
-  using OptionsKey = std::tuple<int, float, int, int, int, int>;
+  // The decoding options a batch shares (sentences with other options go to another batch).
+  struct OptionsKey {
+    int beam_size;
+    float length_penalty;
+    int max_extra_length;
+    int n_best;
+    int min_output_length;
+    int max_output_length;
+    bool operator<(const OptionsKey& other) const {
+      return std::tie(beam_size, length_penalty, max_extra_length, n_best, min_output_length,
+                      max_output_length) <
+             std::tie(other.beam_size, other.length_penalty, other.max_extra_length,
+                      other.n_best, other.min_output_length, other.max_output_length);
+    }
+  };
 
   Scheduler(const Options& options, StreamingEngine* engine, SchedulerObserver* observer,
             std::function<absl::Time()> clock);
@@ -160,6 +177,8 @@ class Scheduler {
   std::deque<QueuedSentence> queued_ ABSL_GUARDED_BY(mutex_);
   std::map<OptionsKey, int64_t> option_groups_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  // Destroyed after thread_ has joined (in ~Scheduler), so it runs every completion posted.
+  CompletionThread completions_;
   std::thread thread_;
 };
 

@@ -45,8 +45,9 @@ ABSL_FLAG(int, max_queue_delay_ms, 5, "longest a sentence waits for its batch to
 ABSL_FLAG(int64_t, queue_capacity, 4096, "sentences waiting at most; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, max_input_bytes, 2048, "longest sentence accepted, in bytes");
 ABSL_FLAG(int, max_sentences_per_request, 64, "most sentences in one request");
-ABSL_FLAG(int, max_beam_size, 8, "largest beam_size a request may ask for, <= 15 (the decoder "
-          "reserves this many KV-cache rows per decoding sentence)");
+ABSL_FLAG(int, max_beam_size, xlate::server::kDefaultMaxBeamSize,
+          "largest beam_size a request may ask for, <= 15 (the decoder reserves this many "
+          "KV-cache rows per decoding sentence)");
 ABSL_FLAG(int, decoding_sentences, 64, "sentences decoded together at most; new ones join "
           "between decoding steps as others finish");
 ABSL_FLAG(int, max_input_tokens, 256, "longest sentence accepted, in SentencePiece tokens "
@@ -255,6 +256,9 @@ int serve() {
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::seconds(absl::GetFlag(FLAGS_grace_period_seconds)));
   (*scheduler)->Shutdown();
+  // Joins the engine thread and runs the last completions while the service they answer
+  // through still exists.
+  scheduler->reset();
   std::cerr << "xlate-server: stopped" << std::endl;
   return 0;
 }

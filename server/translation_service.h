@@ -14,11 +14,15 @@
 
 namespace xlate::server {
 
+// --max_beam_size's default: each decoding sentence reserves this many KV-cache rows.
+constexpr int kDefaultMaxBeamSize = 8;
+
 struct RequestLimits {
   int max_sentences_per_request = 64;
   int max_input_bytes = 2048;  // per sentence
   int max_input_tokens = 256;  // per sentence, end token included
-  int max_beam_size = 16;
+  // <= kMaxDeviceBeam: the server's continuous decoder searches with the device beam step.
+  int max_beam_size = kDefaultMaxBeamSize;
 };
 
 class TranslationService final : public xlate::v1::Translator::CallbackService {

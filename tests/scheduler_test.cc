@@ -110,6 +110,58 @@ TEST(Scheduler, ResultsReachTheirRequestInOrder) {
   EXPECT_EQ(b[2][0].tokens, (std::vector<int32_t>{11, 10, 9}));
 }
 
+// A request's completion (in the server: detokenising and answering the RPC) runs off the engine
+// thread: while one completion is stuck, later requests still decode and finish.
+TEST(Scheduler, ASlowCompletionDoesNotHoldUpDecoding) {
+  FakeEngine engine;
+  auto scheduler = Scheduler::Create(options(8, absl::Milliseconds(1)), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  absl::Notification in_callback, release_callback, callback_done;
+  std::vector<std::vector<Hypothesis>> delivered;
+  auto slow = (*scheduler)->Submit(
+      {{2, 7}}, {}, kNoDeadline,
+      [&](absl::Status status, std::vector<std::vector<Hypothesis>> results) {
+        EXPECT_TRUE(status.ok()) << status;
+        delivered = std::move(results);
+        in_callback.Notify();
+        release_callback.WaitForNotification();
+        callback_done.Notify();
+      });
+  ASSERT_TRUE(slow.ok());
+  ASSERT_TRUE(in_callback.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  auto next = (*scheduler)->Submit({{3, 4, 5}}, {}, kNoDeadline);
+  ASSERT_TRUE(next.ok());
+  // Bounded only so that a regression fails instead of hanging: the engine is free at once.
+  EXPECT_TRUE((*next)->WaitUntil(absl::Now() + absl::Seconds(30)));
+  EXPECT_FALSE(callback_done.HasBeenNotified());
+  release_callback.Notify();
+  ASSERT_TRUE(callback_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_EQ(delivered.size(), 1u);
+  EXPECT_EQ(delivered[0][0].tokens, (std::vector<int32_t>{7, 2}));
+  EXPECT_EQ((*next)->TakeResults()[0][0].tokens, (std::vector<int32_t>{5, 4, 3}));
+}
+
+// Every completion has run once the scheduler is gone (the server destroys the service after it).
+TEST(Scheduler, DestructionRunsEveryPendingCompletion) {
+  FakeEngine engine;
+  std::atomic<int> completed{0};
+  {
+    auto scheduler = Scheduler::Create(options(8, absl::Minutes(10)), &engine, nullptr);
+    ASSERT_TRUE(scheduler.ok());
+    // Sentence i decodes i + 1 steps: the completions are posted one after another while the
+    // completion thread is busy with the first, and the scheduler is destroyed meanwhile.
+    for (int i = 0; i < 5; ++i) {
+      auto job = (*scheduler)->Submit({{i + 1, 9}}, {}, kNoDeadline,
+                                      [&](absl::Status, std::vector<std::vector<Hypothesis>>) {
+                                        absl::SleepFor(absl::Milliseconds(20));
+                                        ++completed;
+                                      });
+      ASSERT_TRUE(job.ok());
+    }
+  }
+  EXPECT_EQ(completed.load(), 5);
+}
+
 // An engine step that fails a sentence fails its request with that status (the other
 // sentence of the request decodes on, unseen); other requests are not affected.
 TEST(Scheduler, ASentenceTheEngineFailsFailsItsRequest) {
