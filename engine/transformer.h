@@ -49,7 +49,7 @@ class TransformerModel {
   DecoderState start_decoding(const Tensor& encoder_output, const Tensor& source_lengths,
                               int64_t max_rows, int64_t max_positions) const;
 
-  // Appends target tokens int32 [R, T] at positions state.length.. and returns the logits
+  // Appends target tokens int32 [R, T] at each row's next positions and returns the logits
   // [R, T, V] of the next token at each of them. T = 1 is one incremental step; T > 1 with an
   // empty cache is the whole-prefix (teacher-forced) pass.
   Tensor decode(DecoderState& state, const Tensor& tokens) const;

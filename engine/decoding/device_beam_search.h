@@ -27,7 +27,7 @@ class DeviceIncrementalDecoder {
   virtual TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k) = 0;
   // Beam reordering: source_rows int32 [R] on device(), each a row of the same sentence.
   virtual void select_rows_on_device(const Tensor& source_rows) = 0;
-  // New live rows when sentences join or leave (TransformerModel::place_rows).
+  // New live rows when sentences join or leave (DecoderState::place_rows).
   virtual void place_rows(const std::vector<RowPlacement>& rows) = 0;
 };
 
