@@ -6,7 +6,7 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
-#include "engine/utf8.h"
+#include "server/request_parsing.h"
 
 namespace xlate::server {
 namespace {
@@ -46,6 +46,7 @@ class TranslationService::Reactor : public grpc::ServerUnaryReactor {
     metrics_->on_request_done(status.error_code(), absl::Now() - start_);
     Finish(status);
   }
+  xlate::v1::TranslateRequest& request() { return request_; }
   void set_job(std::shared_ptr<TranslationJob> job) {
     absl::MutexLock lock(&mutex_);
     job_ = std::move(job);
@@ -70,25 +71,33 @@ class TranslationService::Reactor : public grpc::ServerUnaryReactor {
   const absl::Time start_;
   absl::Mutex mutex_;
   std::shared_ptr<TranslationJob> job_ ABSL_GUARDED_BY(mutex_);
+  xlate::v1::TranslateRequest request_;
 };
 
-grpc::ServerUnaryReactor* TranslationService::Translate(
-    grpc::CallbackServerContext* context, const xlate::v1::TranslateRequest* request,
-    xlate::v1::TranslateResponse* response) {
+grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerContext* context,
+                                                        const grpc::ByteBuffer* request_bytes,
+                                                        grpc::ByteBuffer* response_bytes) {
   auto* reactor = new Reactor(metrics_, scheduler_);
+  // The reactor owns the parsed request until the call is done; the completion reads it.
+  const xlate::v1::TranslateRequest& request = reactor->request();
   TranslationOptions options;
   std::vector<std::vector<int32_t>> sources;
-  if (grpc::Status status = Check(*request, options, sources); !status.ok()) {
+  grpc::Status status = parse_request(*request_bytes, reactor->request());
+  if (status.ok()) status = Check(request, options, sources);
+  if (!status.ok()) {
     reactor->Complete(status);
     reactor->Release();
     return reactor;
   }
   auto job = scheduler_->Submit(
       std::move(sources), options, absl::FromChrono(context->deadline()),
-      [this, reactor, request, response, n_best = options.n_best](
+      [this, reactor, response_bytes, n_best = options.n_best](
           absl::Status status, std::vector<std::vector<Hypothesis>> results) {
-        reactor->Complete(status.ok() ? Respond(*request, n_best, std::move(results), *response)
-                                      : to_grpc(status));
+        if (!status.ok()) return reactor->Complete(to_grpc(status));
+        xlate::v1::TranslateResponse response;
+        grpc::Status answered = Respond(reactor->request(), n_best, std::move(results), response);
+        if (answered.ok()) answered = serialize_response(response, *response_bytes);
+        reactor->Complete(answered);
       });
   if (job.ok()) {
     reactor->set_job(*std::move(job));
@@ -147,11 +156,6 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
     if (static_cast<int>(sentence.size()) > limits_.max_input_bytes) {
       return invalid(absl::StrCat("contents[", i, "] is ", sentence.size(),
                                   " bytes; the limit is ", limits_.max_input_bytes, " bytes"));
-    }
-    size_t offset = 0;
-    if (!is_valid_utf8(sentence, &offset)) {
-      return invalid(absl::StrCat("contents[", i, "] is not valid UTF-8 (bad byte at offset ",
-                                  offset, ")"));
     }
     auto ids = translator_->tokenizer().encode(sentence);
     if (!ids.ok()) return to_grpc(ids.status());

@@ -1,7 +1,9 @@
 // The xlate.v1.Translator gRPC service (callback API): checks each request, queues its
 // sentences on the scheduler and answers, with one translation per input in order, when the
 // scheduler completes the job. No thread blocks or polls while a call waits; a client that
-// cancels (or whose deadline passes) has its queued sentences removed.
+// cancels (or whose deadline passes) has its queued sentences removed. The method takes the
+// request's bytes (server/request_parsing.h), so that one that does not parse gets an error
+// that says why; reflection still describes xlate.v1 as proto/translator.proto has it.
 #pragma once
 
 #include <memory>
@@ -25,15 +27,17 @@ struct RequestLimits {
   int max_beam_size = kDefaultMaxBeamSize;
 };
 
-class TranslationService final : public xlate::v1::Translator::CallbackService {
+class TranslationService final
+    : public xlate::v1::Translator::WithRawCallbackMethod_Translate<
+          xlate::v1::Translator::Service> {
  public:
   // All pointers must outlive the service.
   TranslationService(const Translator* translator, Scheduler* scheduler, ServerMetrics* metrics,
                      std::string model_name, RequestLimits limits);
 
   grpc::ServerUnaryReactor* Translate(grpc::CallbackServerContext* context,
-                                      const xlate::v1::TranslateRequest* request,
-                                      xlate::v1::TranslateResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
 
  private:
   class Reactor;

@@ -43,7 +43,7 @@ def main():
     with grpc.insecure_channel(args.target) as channel:
         stub = pb2_grpc.TranslatorStub(channel)
         request = pb2.TranslateRequest(
-            contents=[s.encode("utf-8") for s in args.sentences],  # `bytes` of UTF-8 text
+            contents=args.sentences,
             options=pb2.DecodingOptions(beam_size=args.beam_size, n_best=args.n_best,
                                         return_scores=args.n_best > 1))
         try:

@@ -63,7 +63,7 @@ class PrometheusScrape(unittest.TestCase):
         self.assertTrue(wait_until(self.target_up, 60), "Prometheus never saw the target up")
         calls = 5
         for i in range(calls):
-            self.server.stub.Translate(pb2.TranslateRequest(contents=[f"a dog number {i}".encode()]),
+            self.server.stub.Translate(pb2.TranslateRequest(contents=[f"a dog number {i}"]),
                                        timeout=60)
         self.assertTrue(wait_until(lambda: self.ok_requests() == calls, 60),
                         f"Prometheus reports {self.ok_requests()} OK requests, expected {calls}")

@@ -4,6 +4,7 @@ concurrency, every bad-input case, health, reflection, metrics, deadlines and SI
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
 import concurrent.futures
+import json
 import subprocess
 import sys
 import threading
@@ -19,8 +20,13 @@ from harness import (MODEL_DIR, SERVER_BIN, Server, offline_translations, pb2, s
 
 
 def request(contents, **options):
-    return pb2.TranslateRequest(contents=[text.encode() for text in contents],
-                                options=pb2.DecodingOptions(**options))
+    return pb2.TranslateRequest(contents=contents, options=pb2.DecodingOptions(**options))
+
+
+def length_delimited(field, payload):
+    """One length-delimited protobuf field (wire type 2) as bytes, for a raw client."""
+    assert len(payload) < 128
+    return bytes([field << 3 | 2, len(payload)]) + payload
 
 
 class SharedServer(unittest.TestCase):
@@ -96,21 +102,58 @@ class SharedServer(unittest.TestCase):
         self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], max_extra_length=5000)),
                               invalid, "max_extra_length = 5000")
         self.assert_rpc_error(
-            lambda: self.stub.Translate(pb2.TranslateRequest(contents=[b"a"], model="nope")),
+            lambda: self.stub.Translate(pb2.TranslateRequest(contents=["a"], model="nope")),
             grpc.StatusCode.NOT_FOUND, 'model "nope"', '"tiny"')
         self.assert_rpc_error(
             lambda: self.stub.Translate(
-                pb2.TranslateRequest(contents=[b"a"], target_language_code="fr")),
+                pb2.TranslateRequest(contents=["a"], target_language_code="fr")),
             invalid, 'target_language_code "fr"', '"de"')
         # The server keeps serving after all of that.
         self.assertEqual(len(self.stub.Translate(request(["a dog"]), timeout=60).translations), 1)
 
-    def test_invalid_utf8_is_rejected(self):
-        bad = pb2.TranslateRequest(contents=[b"a dog", b"a\xffb"])
-        self.assert_rpc_error(lambda: self.stub.Translate(bad, timeout=30),
+    def test_invalid_utf8_from_a_raw_client_is_named(self):
+        # A client that writes the wire format itself can send bytes that are not UTF-8 in a
+        # string field; protobuf clients cannot.
+        raw = self.server.channel.unary_unary(
+            "/xlate.v1.Translator/Translate", request_serializer=None,
+            response_deserializer=pb2.TranslateResponse.FromString)
+        bad_sentence = length_delimited(1, b"a dog") + length_delimited(1, b"a\xffb")
+        self.assert_rpc_error(lambda: raw(bad_sentence, timeout=30),
                               grpc.StatusCode.INVALID_ARGUMENT,
                               "contents[1] is not valid UTF-8", "offset 1")
+        bad_model = length_delimited(1, b"a dog") + length_delimited(4, b"\xc3(")
+        self.assert_rpc_error(lambda: raw(bad_model, timeout=30),
+                              grpc.StatusCode.INVALID_ARGUMENT, "model is not valid UTF-8")
+        self.assert_rpc_error(lambda: raw(b"\x0a\x7f" + b"truncated", timeout=30),
+                              grpc.StatusCode.INVALID_ARGUMENT,
+                              "bytes are not a xlate.v1.TranslateRequest")
+        good = raw(length_delimited(1, "a dog".encode()), timeout=60)
+        self.assertEqual(len(good.translations), 1)
         self.assertEqual(len(self.stub.Translate(request(["a dog"]), timeout=60).translations), 1)
+
+    def test_json_client_through_reflection(self):
+        # What grpcurl -d '{"contents":["A dog runs."]}' does: the request type from the
+        # server's reflection, the request from JSON, the reply back to JSON.
+        from google.protobuf import descriptor_pool, json_format, message_factory
+        from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+            ProtoReflectionDescriptorDatabase)
+        pool = descriptor_pool.DescriptorPool(
+            ProtoReflectionDescriptorDatabase(self.server.channel))
+        request_type = message_factory.GetMessageClass(
+            pool.FindMessageTypeByName("xlate.v1.TranslateRequest"))
+        response_type = message_factory.GetMessageClass(
+            pool.FindMessageTypeByName("xlate.v1.TranslateResponse"))
+        call = self.server.channel.unary_unary(
+            "/xlate.v1.Translator/Translate",
+            request_serializer=lambda message: message.SerializeToString(),
+            response_deserializer=response_type.FromString)
+        sentence = sample_sentences(1)[0]
+        json_request = json.dumps({"contents": ["A dog runs.", sentence]})
+        reply = json_format.MessageToDict(
+            call(json_format.Parse(json_request, request_type()), timeout=60))
+        expected = self.stub.Translate(request(["A dog runs.", sentence]), timeout=60)
+        self.assertEqual([t["translatedText"] for t in reply["translations"]],
+                         [t.translated_text for t in expected.translations])
 
     def test_expired_deadline_gives_deadline_exceeded(self):
         self.assert_rpc_error(

@@ -1,0 +1,68 @@
+#include "server/request_parsing.h"
+
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/proto_buffer_writer.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/utf8.h"
+#include "server/request_bytes.pb.h"
+
+namespace xlate::server {
+namespace {
+
+grpc::Status invalid(const std::string& message) {
+  return grpc::Status(grpc::INVALID_ARGUMENT, message);
+}
+
+// OK, or INVALID_ARGUMENT naming `field` when `text` is not UTF-8.
+grpc::Status check_utf8(const std::string& field, const std::string& text) {
+  size_t offset = 0;
+  if (is_valid_utf8(text, &offset)) return grpc::Status::OK;
+  return invalid(absl::StrCat(field, " is not valid UTF-8 (bad byte sequence at offset ", offset,
+                              ")"));
+}
+
+// Why `bytes`, which do not parse as a TranslateRequest, are refused.
+grpc::Status why_unparsed(const grpc::ByteBuffer& bytes) {
+  internal::TranslateRequestBytes fields;
+  grpc::ByteBuffer copy(bytes);  // the reader consumes its buffer's slices
+  grpc::ProtoBufferReader reader(&copy);
+  if (fields.ParseFromZeroCopyStream(&reader)) {
+    for (int i = 0; i < fields.contents_size(); ++i) {
+      if (grpc::Status status = check_utf8(absl::StrCat("contents[", i, "]"), fields.contents(i));
+          !status.ok()) {
+        return status;
+      }
+    }
+    for (const auto& [field, text] :
+         {std::pair<const char*, const std::string&>{"source_language_code",
+                                                     fields.source_language_code()},
+          {"target_language_code", fields.target_language_code()},
+          {"model", fields.model()}}) {
+      if (grpc::Status status = check_utf8(field, text); !status.ok()) return status;
+    }
+  }
+  return invalid(absl::StrCat("the request's ", bytes.Length(),
+                              " bytes are not a xlate.v1.TranslateRequest"));
+}
+
+}  // namespace
+
+grpc::Status parse_request(const grpc::ByteBuffer& bytes, xlate::v1::TranslateRequest& request) {
+  grpc::ByteBuffer copy(bytes);
+  grpc::ProtoBufferReader reader(&copy);
+  if (!request.ParseFromZeroCopyStream(&reader)) return why_unparsed(bytes);
+  return grpc::Status::OK;
+}
+
+grpc::Status serialize_response(const xlate::v1::TranslateResponse& response,
+                                grpc::ByteBuffer& bytes) {
+  bool own_buffer = false;
+  return grpc::SerializationTraits<xlate::v1::TranslateResponse>::Serialize(response, &bytes,
+                                                                            &own_buffer);
+}
+
+}  // namespace xlate::server

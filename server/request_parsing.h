@@ -1,0 +1,22 @@
+// Requests and replies of xlate.v1.Translator/Translate as the bytes gRPC carries: the service
+// takes them raw so that a request that does not parse gets INVALID_ARGUMENT that says why (a
+// string field that is not UTF-8 is named), instead of gRPC's anonymous INTERNAL.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "proto/translator.pb.h"
+
+namespace xlate::server {
+
+// Parses `bytes` into `request`; INVALID_ARGUMENT naming the field and byte offset when a string
+// field is not UTF-8 ("contents[1] is not valid UTF-8 (bad byte sequence at offset 1)"), or
+// saying that the bytes are not a TranslateRequest.
+grpc::Status parse_request(const grpc::ByteBuffer& bytes, xlate::v1::TranslateRequest& request);
+
+// Serializes `response` into `bytes` (INTERNAL if protobuf refuses, which it does not for a
+// message the server built).
+grpc::Status serialize_response(const xlate::v1::TranslateResponse& response,
+                                grpc::ByteBuffer& bytes);
+
+}  // namespace xlate::server
