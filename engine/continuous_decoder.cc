@@ -138,6 +138,23 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
   return handles;
 }
 
+int ContinuousDecoder::Drop(const std::vector<int64_t>& handles) {
+  std::vector<int> slots;
+  for (int64_t handle : handles) {
+    const auto slot = std::find(handles_.begin(), handles_.end(), handle);
+    if (handle >= 0 && slot != handles_.end()) {
+      slots.push_back(static_cast<int>(slot - handles_.begin()));
+    }
+  }
+  if (slots.empty()) return 0;
+  const std::vector<int> dropped = search_.drop(slots);
+  for (int slot : dropped) {
+    handles_[slot] = -1;
+    free_.push_back(slot);
+  }
+  return static_cast<int>(dropped.size());
+}
+
 std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
   std::vector<DeviceBeamSearch::Finished> done;
   absl::Status failure;

@@ -64,6 +64,11 @@ class ContinuousDecoder {
   // their slots; the decoder stays usable.
   std::vector<Finished> Step();
 
+  // Drops the live sentences of `handles` (their requests were cancelled or timed out): they
+  // leave the decode before the next step and free their slots. Handles that are not live
+  // (finished, dropped, unknown) are ignored. Returns how many sentences were dropped.
+  int Drop(const std::vector<int64_t>& handles);
+
  private:
   absl::Status Check(const std::vector<std::vector<int32_t>>& sources,
                      const TranslationOptions& options) const;

@@ -97,6 +97,12 @@ ServerMetrics::ServerMetrics(const ModelInfo& model)
                            .Help("Target tokens generated (best hypotheses)")
                            .Register(*registry_)
                            .Add({});
+  dropped_sentences_ = &BuildCounter()
+                            .Name("xlate_dropped_sentences_total")
+                            .Help("Sentences that left the running decode unfinished because "
+                                  "their request was cancelled or timed out")
+                            .Register(*registry_)
+                            .Add({});
   in_flight_ = &BuildGauge()
                     .Name("xlate_in_flight_requests")
                     .Help("Translate calls being handled now")
@@ -133,6 +139,10 @@ void ServerMetrics::on_batch(int sentences, int64_t padded_tokens) {
 
 void ServerMetrics::on_generated(int64_t tokens) {
   generated_tokens_->Increment(static_cast<double>(tokens));
+}
+
+void ServerMetrics::on_dropped(int64_t sentences) {
+  dropped_sentences_->Increment(static_cast<double>(sentences));
 }
 
 void ServerMetrics::on_queue_wait(absl::Duration waited) {

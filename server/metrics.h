@@ -38,6 +38,7 @@ class ServerMetrics : public SchedulerObserver {
   void on_generated(int64_t tokens) override;
   void on_queue_wait(absl::Duration waited) override;
   void on_queue_depth(int64_t sentences) override;
+  void on_dropped(int64_t sentences) override;
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -49,6 +50,7 @@ class ServerMetrics : public SchedulerObserver {
   prometheus::Histogram* batch_sentences_;
   prometheus::Histogram* batch_tokens_;
   prometheus::Counter* generated_tokens_;
+  prometheus::Counter* dropped_sentences_;
   prometheus::Gauge* in_flight_;
   prometheus::Gauge* queue_depth_;
 };

@@ -146,6 +146,8 @@ void Scheduler::Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status 
     absl::MutexLock lock(&mutex_);
     RemoveJobLocked(job.get());
     depth = static_cast<int64_t>(queued_.size());
+    cancelled_.push_back(job);
+    wake_.Signal();
   }
   job->Fail(std::move(status));
   if (observer_) observer_->on_queue_depth(depth);
@@ -175,7 +177,7 @@ std::vector<Scheduler::QueuedSentence> Scheduler::TakeLocked(const std::vector<s
 void Scheduler::Run() {
   for (;;) {
     std::vector<QueuedSentence> batch;
-    std::vector<std::shared_ptr<TranslationJob>> expired_jobs;
+    std::vector<std::shared_ptr<TranslationJob>> expired_jobs, cancelled;
     int64_t padded_tokens = 0;
     int64_t depth = 0;
     {
@@ -208,6 +210,7 @@ void Scheduler::Run() {
         if (decoding) break;  // decode a step; arrivals are looked at again after it
         wake_.WaitWithTimeout(&mutex_, decision.wait);
       }
+      cancelled.swap(cancelled_);
     }
     // Completion callbacks (which answer RPCs) never run under the queue lock.
     if (observer_) observer_->on_queue_depth(depth);
@@ -216,6 +219,7 @@ void Scheduler::Run() {
           "the deadline passed while the request waited in the queue"));
     }
     if (!batch.empty()) AdmitBatch(std::move(batch), padded_tokens);
+    if (!cancelled.empty()) DropInFlight(cancelled);
     if (engine_->live_sentences() > 0) StepEngine();
   }
 }
@@ -233,6 +237,23 @@ void Scheduler::AdmitBatch(std::vector<QueuedSentence> batch, int64_t padded_tok
     in_flight_[(*handles)[i]] = {std::move(batch[i].job), batch[i].index};
   }
   if (observer_) observer_->on_batch(static_cast<int>(batch.size()), padded_tokens);
+}
+
+void Scheduler::DropInFlight(const std::vector<std::shared_ptr<TranslationJob>>& cancelled) {
+  std::vector<int64_t> handles;
+  for (auto entry = in_flight_.begin(); entry != in_flight_.end();) {
+    const bool gone = std::any_of(cancelled.begin(), cancelled.end(),
+                                  [&](const auto& job) { return job == entry->second.job; });
+    if (gone) {
+      handles.push_back(entry->first);
+      entry = in_flight_.erase(entry);
+    } else {
+      ++entry;
+    }
+  }
+  if (handles.empty()) return;
+  const int dropped = engine_->Drop(handles);
+  if (observer_ && dropped > 0) observer_->on_dropped(dropped);
 }
 
 void Scheduler::StepEngine() {

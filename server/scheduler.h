@@ -47,6 +47,9 @@ class StreamingEngine {
   };
   // One decoding step of every live sentence; returns those that finished.
   virtual std::vector<Finished> Step() = 0;
+  // Drops live sentences (nobody waits for their results) before the next step; handles that
+  // are no longer live are ignored. Returns how many were dropped.
+  virtual int Drop(const std::vector<int64_t>& handles) = 0;
 };
 
 // What the scheduler reports, for metrics. Called on the scheduler thread or, for
@@ -60,6 +63,8 @@ class SchedulerObserver {
   virtual void on_generated(int64_t tokens) = 0;
   virtual void on_queue_wait(absl::Duration waited) = 0;
   virtual void on_queue_depth(int64_t sentences) = 0;
+  // Sentences dropped from the running decode because their request was cancelled.
+  virtual void on_dropped(int64_t sentences) = 0;
 };
 
 // The sentences of one request, shared by whoever waits for it and the scheduler thread that
@@ -116,7 +121,8 @@ class Scheduler {
   absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
       std::vector<std::vector<int32_t>> sources, const TranslationOptions& options,
       absl::Time deadline, TranslationJob::DoneCallback on_done = nullptr);
-  // Removes the job's queued sentences and fails it with `status` (nobody waits for it).
+  // Removes the job's queued sentences and fails it with `status` (nobody waits for it); its
+  // sentences already decoding leave the decode before the engine's next step.
   void Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status status);
   // Refuses new work; what is queued is still translated, without waiting for batches to fill.
   void Shutdown();
@@ -161,6 +167,8 @@ class Scheduler {
   void AdmitBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens);
   // One engine step; delivers the sentences that finished (engine thread).
   void StepEngine();
+  // Drops the decoding sentences of cancelled jobs from the engine (engine thread).
+  void DropInFlight(const std::vector<std::shared_ptr<TranslationJob>>& cancelled);
   int64_t OptionsGroupLocked(const TranslationOptions& options)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
@@ -176,6 +184,8 @@ class Scheduler {
   std::deque<PendingSentence> pending_ ABSL_GUARDED_BY(mutex_);
   std::deque<QueuedSentence> queued_ ABSL_GUARDED_BY(mutex_);
   std::map<OptionsKey, int64_t> option_groups_ ABSL_GUARDED_BY(mutex_);
+  // Jobs cancelled since the engine thread last looked (their sentences may be decoding).
+  std::vector<std::shared_ptr<TranslationJob>> cancelled_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   // Destroyed after thread_ has joined (in ~Scheduler), so it runs every completion posted.
   CompletionThread completions_;

@@ -78,6 +78,7 @@ class ContinuousEngine : public StreamingEngine {
     }
     return finished;
   }
+  int Drop(const std::vector<int64_t>& handles) override { return decoder_->Drop(handles); }
 
  private:
   std::unique_ptr<ContinuousDecoder> decoder_;

@@ -56,6 +56,23 @@ class FakeEngine : public StreamingEngine {
     }
     return finished;
   }
+  int Drop(const std::vector<int64_t>& handles) override {
+    int dropped = 0;
+    for (int64_t handle : handles) {
+      const auto live = std::find_if(live_.begin(), live_.end(),
+                                     [&](const Sentence& s) { return s.handle == handle; });
+      if (live == live_.end()) continue;
+      live_.erase(live);
+      ++dropped;
+      absl::MutexLock lock(&mutex_);
+      dropped_.push_back(handle);
+    }
+    return dropped;
+  }
+  std::vector<int64_t> dropped() {
+    absl::MutexLock lock(&mutex_);
+    return dropped_;
+  }
   void block() { blocking_ = true; }
   void release() {
     if (!release_.HasBeenNotified()) release_.Notify();  // only the test thread releases
@@ -78,6 +95,7 @@ class FakeEngine : public StreamingEngine {
   int64_t next_handle_ = 0;
   absl::Mutex mutex_;
   std::vector<std::vector<std::vector<int32_t>>> batches_;
+  std::vector<int64_t> dropped_;
   std::atomic<bool> blocking_{false}, finish_{false};
   absl::Notification started_, release_;
 };
@@ -203,6 +221,25 @@ TEST(Scheduler, RequestStartsWhileOthersDecode) {
   engine.finish();
   EXPECT_TRUE((*long_job)->WaitUntil(absl::Now() + absl::Seconds(10)));
   EXPECT_EQ((*short_job)->TakeResults()[0][0].tokens, std::vector<int32_t>{3});
+}
+
+// A cancelled request's sentences that are decoding leave the decode (and free their slots);
+// a request that is still wanted decodes on.
+TEST(Scheduler, CancelledSentencesLeaveTheRunningDecode) {
+  FakeEngine engine(/*slots=*/2);
+  auto scheduler = Scheduler::Create(options(8, absl::ZeroDuration()), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto abandoned = (*scheduler)->Submit({{0}, {0}}, {}, kNoDeadline);  // decode until finish()
+  ASSERT_TRUE(abandoned.ok());
+  engine.wait_started();
+  (*scheduler)->Cancel(*abandoned, absl::CancelledError("the client went away"));
+  EXPECT_EQ((*abandoned)->status().code(), absl::StatusCode::kCancelled);
+  // Both slots free up without finish(): the next request decodes.
+  auto next = (*scheduler)->Submit({{2, 5}, {1, 6}}, {}, kNoDeadline);
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE((*next)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(engine.dropped(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ((*next)->TakeResults()[1][0].tokens, (std::vector<int32_t>{6, 1}));
 }
 
 TEST(Scheduler, NewSentencesWaitForAFreeEngineSlot) {

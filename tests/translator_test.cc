@@ -156,6 +156,49 @@ TEST_F(TranslatorTest, ContinuousDecodingEqualsBatchTranslation) {
   }
 }
 
+// A sentence dropped from a running decode (its request was cancelled) frees its slot at once,
+// never comes back as finished, and the sentences around it decode exactly as they would have;
+// every step or every 4th alike.
+TEST_F(TranslatorTest, ContinuousDecoderDropsASentenceMidDecode) {
+  std::vector<std::vector<int32_t>> sources;
+  for (const std::string& sentence : real_sentences(3)) {
+    auto ids = translator_->tokenizer().encode(sentence);
+    ASSERT_TRUE(ids.ok());
+    sources.push_back(*ids);
+  }
+  const TranslationOptions beam4;
+  for (int sync_interval : {0, 4}) {
+    ContinuousDecoderOptions limits;
+    limits.max_sentences = 3;
+    limits.sync_interval = sync_interval;
+    ContinuousDecoder decoder(translator_->model(), limits);
+    auto handles = decoder.Admit(sources, beam4);
+    ASSERT_TRUE(handles.ok()) << handles.status();
+    std::map<int64_t, std::vector<Hypothesis>> results;
+    for (int step = 0; step < 2; ++step) {
+      for (ContinuousDecoder::Finished& done : decoder.Step()) results[done.handle] = done.hypotheses;
+    }
+    ASSERT_TRUE(results.empty());  // real sentences take more than 2 steps
+    EXPECT_EQ(decoder.Drop({(*handles)[1], 12345}), 1);
+    EXPECT_EQ(decoder.free_slots(), 1);
+    EXPECT_EQ(decoder.live_sentences(), 2);
+    EXPECT_EQ(decoder.Drop({(*handles)[1]}), 0);  // already gone
+    for (int steps = 0; decoder.live_sentences() > 0; ++steps) {
+      ASSERT_LT(steps, 2000);
+      for (ContinuousDecoder::Finished& done : decoder.Step()) results[done.handle] = done.hypotheses;
+    }
+    EXPECT_EQ(results.count((*handles)[1]), 0u);
+    EXPECT_EQ(decoder.free_slots(), 3);
+    for (size_t i : {0u, 2u}) {
+      auto expected = translator_->TranslateTokens({sources[i]}, beam4);
+      ASSERT_TRUE(expected.ok());
+      ASSERT_FALSE(results[(*handles)[i]].empty()) << "sentence " << i;
+      EXPECT_EQ(results[(*handles)[i]][0].tokens, (*expected)[0][0].tokens)
+          << "sentence " << i << " sync " << sync_interval;
+    }
+  }
+}
+
 // Create names what is wrong: options out of range, or caches that cannot be allocated (here
 // 2^28 sentences x 15 beams: the first cache alone exceeds any address space, so it fails the
 // same way under every overcommit policy, before any memory is touched).

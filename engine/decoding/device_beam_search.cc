@@ -111,6 +111,26 @@ std::vector<int> DeviceBeamSearch::abandon() {
   return slots;
 }
 
+std::vector<int> DeviceBeamSearch::drop(const std::vector<int>& slots) {
+  std::vector<Sentence> kept;
+  std::vector<int32_t> kept_rows;
+  std::vector<int> dropped;
+  int first_row = 0;
+  for (const Sentence& sentence : live_) {
+    if (std::find(slots.begin(), slots.end(), sentence.slot) != slots.end()) {
+      dropped.push_back(sentence.slot);
+    } else {
+      kept.push_back(sentence);
+      for (int b = 0; b < sentence.beam; ++b) kept_rows.push_back(first_row + b);
+    }
+    first_row += sentence.beam;
+  }
+  if (dropped.empty()) return dropped;
+  live_ = std::move(kept);
+  place(kept_rows);
+  return dropped;
+}
+
 // Reads the done flags (the one wait for the device), returns the finished sentences' results
 // and drops their rows.
 std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::sync() {

@@ -59,6 +59,10 @@ class DeviceBeamSearch {
   // Drops every live sentence without results (after a step that failed part-way, e.g. out of
   // memory); returns their slots, free again. The search stays usable for new sentences.
   std::vector<int> abandon();
+  // Drops the live sentences in `slots` without results (nobody waits for them): their rows
+  // leave before the next step, and their slots are free again. Slots with no live sentence
+  // are ignored. Returns the slots dropped.
+  std::vector<int> drop(const std::vector<int>& slots);
 
   // Sentences added and not yet returned by step().
   int live_sentences() const { return static_cast<int>(live_.size()); }

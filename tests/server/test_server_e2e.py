@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 import unittest
 import urllib.request
 
@@ -21,6 +22,18 @@ from harness import (MODEL_DIR, SERVER_BIN, Server, offline_translations, pb2, s
 
 def request(contents, **options):
     return pb2.TranslateRequest(contents=contents, options=pb2.DecodingOptions(**options))
+
+
+def scrape(server):
+    url = f"http://127.0.0.1:{server.metrics_port}/metrics"
+    return urllib.request.urlopen(url, timeout=10).read().decode()
+
+
+def counter(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
 
 
 def length_delimited(field, payload):
@@ -155,6 +168,26 @@ class SharedServer(unittest.TestCase):
         self.assertEqual([t["translatedText"] for t in reply["translations"]],
                          [t.translated_text for t in expected.translations])
 
+    def test_abandoned_work_leaves_the_decoder(self):
+        # A request whose deadline passes while it decodes (about 9 s of work for this model)
+        # stops decoding: its sentences are dropped and counted, and the next call is served
+        # about as fast as on an idle server, not after the abandoned work.
+        def latency():
+            start = time.monotonic()
+            self.stub.Translate(request(["a dog runs"]), timeout=60)
+            return time.monotonic() - start
+
+        idle = min(latency() for _ in range(3))
+        dropped = "xlate_dropped_sentences_total"
+        before = counter(scrape(self.server), dropped)
+        abandoned = request(sample_sentences(16), beam_size=8, max_extra_length=1024)
+        self.assert_rpc_error(lambda: self.stub.Translate(abandoned, timeout=0.3),
+                              grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertTrue(wait_until(lambda: counter(scrape(self.server), dropped) >= before + 16,
+                                   timeout=30))
+        after = min(latency() for _ in range(3))
+        self.assertLess(after, max(4 * idle, idle + 0.25), f"idle {idle:.3f} s")
+
     def test_expired_deadline_gives_deadline_exceeded(self):
         self.assert_rpc_error(
             lambda: self.stub.Translate(request(sample_sentences(16)), timeout=0.001),
@@ -174,22 +207,12 @@ class SharedServer(unittest.TestCase):
         self.assertIn("grpc.health.v1.Health", names)
 
     def test_metrics_count_requests_by_code(self):
-        def scrape():
-            url = f"http://127.0.0.1:{self.server.metrics_port}/metrics"
-            return urllib.request.urlopen(url, timeout=10).read().decode()
-
-        def counter(text, name):
-            for line in text.splitlines():
-                if line.startswith(name + " "):
-                    return float(line.split()[1])
-            return 0.0
-
-        before = scrape()
+        before = scrape(self.server)
         for _ in range(3):
             self.stub.Translate(request(["a dog runs"]), timeout=60)
         with self.assertRaises(grpc.RpcError):
             self.stub.Translate(request([]))
-        after = scrape()
+        after = scrape(self.server)
         ok = 'xlate_requests_total{code="OK"}'
         bad = 'xlate_requests_total{code="INVALID_ARGUMENT"}'
         self.assertEqual(counter(after, ok) - counter(before, ok), 3)
