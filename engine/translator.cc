@@ -13,28 +13,38 @@
 namespace xlate {
 namespace {
 
-absl::Status out_of_range(const char* option, double value, const std::string& limit) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("option ", option, " = ", value, " is out of range: it must be ", limit));
+// `value` as given: an int prints exactly (INT_MIN is -2147483648, not -2.14748e+09).
+absl::Status out_of_range(absl::string_view prefix, const char* option,
+                          const absl::AlphaNum& value, const std::string& limit) {
+  return absl::InvalidArgumentError(absl::StrCat(prefix, option, " = ", value.Piece(),
+                                                 " is out of range: it must be ", limit));
 }
 
 }  // namespace
 
-absl::Status TranslationOptions::Validate() const {
-  if (beam_size < 1 || beam_size > 256) return out_of_range("beam_size", beam_size, "in [1, 256]");
+absl::Status TranslationOptions::Validate(absl::string_view prefix) const {
+  if (beam_size < 1 || beam_size > 256) {
+    return out_of_range(prefix, "beam_size", beam_size, "in [1, 256]");
+  }
   if (!(length_penalty >= 0.f && length_penalty <= 10.f)) {
-    return out_of_range("length_penalty", length_penalty, "in [0, 10]");
+    return out_of_range(prefix, "length_penalty", length_penalty, "in [0, 10]");
   }
-  if (max_extra_length < 0 || max_extra_length > 4096) {
-    return out_of_range("max_extra_length", max_extra_length, "in [0, 4096]");
+  if (max_extra_length < 0 || max_extra_length > kMaxExtraLength) {
+    return out_of_range(prefix, "max_extra_length", max_extra_length,
+                        absl::StrCat("in [0, ", kMaxExtraLength, "]"));
   }
-  if (max_output_length < 0) return out_of_range("max_output_length", max_output_length, ">= 0");
-  if (min_output_length < 0) return out_of_range("min_output_length", min_output_length, ">= 0");
+  if (max_output_length < 0) {
+    return out_of_range(prefix, "max_output_length", max_output_length, ">= 0");
+  }
+  if (min_output_length < 0) {
+    return out_of_range(prefix, "min_output_length", min_output_length, ">= 0");
+  }
   if (n_best < 1 || n_best > beam_size) {
-    return out_of_range("n_best", n_best, absl::StrCat("in [1, beam_size = ", beam_size, "]"));
+    return out_of_range(prefix, "n_best", n_best,
+                        absl::StrCat("in [1, beam_size = ", beam_size, "]"));
   }
   if (max_batch_size < 1 || max_batch_size > 4096) {
-    return out_of_range("max_batch_size", max_batch_size, "in [1, 4096]");
+    return out_of_range(prefix, "max_batch_size", max_batch_size, "in [1, 4096]");
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "engine/decoding/search.h"
 #include "engine/tokenizer.h"
 #include "engine/transformer.h"
@@ -15,6 +16,9 @@
 namespace xlate {
 
 struct TranslationOptions {
+  // Outputs are at most input + max_extra_length tokens; longer is refused, not clamped.
+  static constexpr int kMaxExtraLength = 1024;
+
   int beam_size = 4;             // 1 = greedy search
   float length_penalty = 0.6f;   // α
   int max_extra_length = 50;     // output tokens <= input tokens + this (the paper's +50)
@@ -24,8 +28,9 @@ struct TranslationOptions {
   int max_batch_size = 32;       // sentences per sub-batch
   bool return_scores = true;
 
-  // Names the option and its limit when out of range.
-  absl::Status Validate() const;
+  // Names the option (after `prefix`: "option beam_size", or the server's "options.beam_size")
+  // and its limit when out of range.
+  absl::Status Validate(absl::string_view prefix = "option ") const;
   // The search's settings, with `config`'s start and end tokens.
   SearchOptions search(const ModelConfig& config) const;
   // Most tokens a source of `source_tokens` tokens (end token excluded) may produce, the end

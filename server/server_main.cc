@@ -26,6 +26,7 @@
 #include "engine/placement_flags.h"
 #include "engine/translator.h"
 #include "server/metrics.h"
+#include "server/reflection_v1.h"
 #include "server/scheduler.h"
 #include "server/translation_service.h"
 
@@ -43,6 +44,9 @@ ABSL_FLAG(int64_t, max_batch_tokens, 8192, "padded source tokens per engine batc
 ABSL_FLAG(int, max_batch_sentences, 64, "sentences per engine batch");
 ABSL_FLAG(int, max_queue_delay_ms, 5, "longest a sentence waits for its batch to fill, in ms");
 ABSL_FLAG(int64_t, queue_capacity, 4096, "sentences waiting at most; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_receive_message_bytes, 4 << 20,
+          "largest serialized TranslateRequest accepted, in bytes; a larger one gets "
+          "RESOURCE_EXHAUSTED naming this limit");
 ABSL_FLAG(int, max_input_bytes, 2048, "longest sentence accepted, in bytes");
 ABSL_FLAG(int, max_sentences_per_request, 64, "most sentences in one request");
 ABSL_FLAG(int, max_beam_size, xlate::server::kDefaultMaxBeamSize,
@@ -118,6 +122,7 @@ absl::Status check_flags() {
       {"--max_batch_sentences", absl::GetFlag(FLAGS_max_batch_sentences)},
       {"--queue_capacity", absl::GetFlag(FLAGS_queue_capacity)},
       {"--max_input_bytes", absl::GetFlag(FLAGS_max_input_bytes)},
+      {"--max_receive_message_bytes", absl::GetFlag(FLAGS_max_receive_message_bytes)},
       {"--max_sentences_per_request", absl::GetFlag(FLAGS_max_sentences_per_request)},
       {"--max_beam_size", absl::GetFlag(FLAGS_max_beam_size)}};
   for (const auto& [name, value] : positive) {
@@ -212,12 +217,16 @@ int serve() {
   if (!scheduler.ok()) return fail(std::string(scheduler.status().message()), 2);
 
   RequestLimits limits;
+  limits.max_request_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   limits.max_sentences_per_request = absl::GetFlag(FLAGS_max_sentences_per_request);
   limits.max_input_bytes = absl::GetFlag(FLAGS_max_input_bytes);
   limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
   limits.max_input_tokens = decoder_options.max_source_tokens;
   TranslationService service(engine, scheduler->get(), &metrics, model_name, limits);
 
+  ReflectionV1Service reflection_v1(
+      {kTranslatorServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+       "grpc.reflection.v1alpha.ServerReflection"});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -225,6 +234,11 @@ int serve() {
   builder.AddListeningPort(absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port)),
                            *server_credentials, &port);
   builder.RegisterService(&service);
+  builder.RegisterService(&reflection_v1);
+  // The service, not gRPC, enforces --max_receive_message_bytes: gRPC's own refusal happens
+  // before any handler (so it could not be counted or name the flag), and it saves no memory,
+  // since gRPC 1.51 receives the whole message before comparing its size with its limit.
+  builder.SetMaxReceiveMessageSize(-1);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     return fail(absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_host), ":",
@@ -243,6 +257,7 @@ int serve() {
       !(*warmup)->status().ok()) {
     return fail("warm-up translation failed");
   }
+  health->SetServingStatus(kTranslatorServiceName, true);
   health->SetServingStatus(true);
   std::cerr << "xlate-server: serving model \"" << model_name << "\" on "
             << absl::GetFlag(FLAGS_host) << ":" << port << ", metrics on port "
@@ -250,12 +265,22 @@ int serve() {
 
   int received = 0;
   sigwait(&signals, &received);
+  const absl::Time grace_end =
+      absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_grace_period_seconds));
   std::cerr << "xlate-server: " << (received == SIGTERM ? "SIGTERM" : "SIGINT")
             << ": draining (grace period " << absl::GetFlag(FLAGS_grace_period_seconds) << " s)"
             << std::endl;
+  // Drain: the server keeps accepting calls, so that health checks read NOT_SERVING (for "" and
+  // the service's name) and new Translate calls get UNAVAILABLE, until the accepted calls are
+  // answered or the grace period ends. Only then does gRPC stop, at once: what is left is
+  // cancelled, health watch streams included, which would otherwise hold the process open.
   health->SetServingStatus(false);
-  server->Shutdown(std::chrono::system_clock::now() +
-                   std::chrono::seconds(absl::GetFlag(FLAGS_grace_period_seconds)));
+  service.StartDrain();
+  if (!service.WaitUntilIdle(grace_end)) {
+    std::cerr << "xlate-server: grace period over; cancelling the calls still in flight"
+              << std::endl;
+  }
+  server->Shutdown(std::chrono::system_clock::now());
   (*scheduler)->Shutdown();
   // Joins the engine thread and runs the last completions while the service they answer
   // through still exists.

@@ -1,11 +1,10 @@
 #include "server/translation_service.h"
 
 #include <algorithm>
-
-
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
+#include "server/language_code.h"
 #include "server/request_parsing.h"
 
 namespace xlate::server {
@@ -31,33 +30,74 @@ TranslationService::TranslationService(const Translator* translator, Scheduler* 
       model_name_(std::move(model_name)),
       limits_(limits) {}
 
-// One call: finishes exactly once, either at once (bad request, full queue) or from the job's
-// completion; a cancellation fails the job, which then finishes the call. Owned jointly by
-// gRPC (until OnDone) and by Translate() (until it returns), since the job may complete, and
-// gRPC call OnDone, before Translate() has finished with the reactor.
+void TranslationService::StartDrain() {
+  absl::MutexLock lock(&mutex_);
+  draining_ = true;
+}
+
+bool TranslationService::WaitUntilIdle(absl::Time deadline) {
+  absl::MutexLock lock(&mutex_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return unanswered_calls_ == 0; };
+  return mutex_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+}
+
+bool TranslationService::Enter() {
+  absl::MutexLock lock(&mutex_);
+  if (draining_) return false;
+  ++unanswered_calls_;
+  return true;
+}
+
+void TranslationService::Leave() {
+  absl::MutexLock lock(&mutex_);
+  --unanswered_calls_;
+}
+
+// One call: finishes exactly once, either at once (bad request, full queue, draining) or from
+// the job's completion; a cancellation fails the job, which then finishes the call. Owned
+// jointly by gRPC (until OnDone) and by Translate() (until it returns), since the job may
+// complete, and gRPC call OnDone, before Translate() has finished with the reactor.
 class TranslationService::Reactor : public grpc::ServerUnaryReactor {
  public:
-  Reactor(ServerMetrics* metrics, Scheduler* scheduler)
-      : metrics_(metrics), scheduler_(scheduler), start_(absl::Now()) {
-    metrics_->on_request_start();
+  Reactor(TranslationService* service, absl::Time deadline)
+      : service_(service), deadline_(deadline), start_(absl::Now()) {
+    service_->metrics_->on_request_start();
   }
+  // Whether the service takes the call (it refuses calls while draining).
+  bool Enter() { return entered_ = service_->Enter(); }
+  // Every outcome, including one the client no longer waits for, is counted under the code
+  // the client sees: a call past its deadline as DEADLINE_EXCEEDED.
   void Complete(const grpc::Status& status) {
-    metrics_->on_request_end();
-    metrics_->on_request_done(status.error_code(), absl::Now() - start_);
-    Finish(status);
+    TranslationService* const service = service_;
+    const bool entered = entered_;
+    service->metrics_->on_request_end();
+    service->metrics_->on_request_done(status.error_code(), absl::Now() - start_);
+    Finish(status);  // gRPC may end the reactor (OnDone) on another thread from here on
+    if (entered) service->Leave();
   }
   xlate::v1::TranslateRequest& request() { return request_; }
   void set_job(std::shared_ptr<TranslationJob> job) {
-    absl::MutexLock lock(&mutex_);
-    job_ = std::move(job);
+    absl::Status cancelled;
+    {
+      absl::MutexLock lock(&mutex_);
+      job_ = job;
+      cancelled = cancelled_;
+    }
+    if (!cancelled.ok()) service_->scheduler_->Cancel(job, cancelled);
   }
+  // gRPC calls this when the client cancels and when the deadline passes.
   void OnCancel() override {
+    const absl::Status why =
+        absl::Now() >= deadline_
+            ? absl::DeadlineExceededError("the call's deadline passed before its translation")
+            : absl::CancelledError("the client cancelled the call");
     std::shared_ptr<TranslationJob> job;
     {
       absl::MutexLock lock(&mutex_);
       job = job_;
+      cancelled_ = why;
     }
-    if (job) scheduler_->Cancel(job, absl::CancelledError("the client cancelled the call"));
+    if (job) service_->scheduler_->Cancel(job, why);
   }
   void OnDone() override { Release(); }
   void Release() {
@@ -66,23 +106,36 @@ class TranslationService::Reactor : public grpc::ServerUnaryReactor {
 
  private:
   std::atomic<int> owners_{2};
-  ServerMetrics* const metrics_;
-  Scheduler* const scheduler_;
+  TranslationService* const service_;
+  const absl::Time deadline_;
   const absl::Time start_;
+  bool entered_ = false;
   absl::Mutex mutex_;
   std::shared_ptr<TranslationJob> job_ ABSL_GUARDED_BY(mutex_);
+  absl::Status cancelled_ ABSL_GUARDED_BY(mutex_);  // why, once gRPC has cancelled the call
   xlate::v1::TranslateRequest request_;
 };
 
 grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerContext* context,
                                                         const grpc::ByteBuffer* request_bytes,
                                                         grpc::ByteBuffer* response_bytes) {
-  auto* reactor = new Reactor(metrics_, scheduler_);
+  auto* reactor = new Reactor(this, absl::FromChrono(context->deadline()));
   // The reactor owns the parsed request until the call is done; the completion reads it.
   const xlate::v1::TranslateRequest& request = reactor->request();
   TranslationOptions options;
   std::vector<std::vector<int32_t>> sources;
-  grpc::Status status = parse_request(*request_bytes, reactor->request());
+  grpc::Status status = grpc::Status::OK;
+  if (!reactor->Enter()) {
+    status = grpc::Status(grpc::UNAVAILABLE, "the server is shutting down; retry on another "
+                                             "replica");
+  } else if (static_cast<int64_t>(request_bytes->Length()) > limits_.max_request_bytes) {
+    status = grpc::Status(grpc::RESOURCE_EXHAUSTED,
+                          absl::StrCat("the request is ", request_bytes->Length(),
+                                       " bytes; the limit is ", limits_.max_request_bytes,
+                                       " bytes (--max_receive_message_bytes)"));
+  } else {
+    status = parse_request(*request_bytes, reactor->request());
+  }
   if (status.ok()) status = Check(request, options, sources);
   if (!status.ok()) {
     reactor->Complete(status);
@@ -117,17 +170,12 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
                                                       "serves \"", model_name_, "\""));
   }
   const ModelConfig& config = translator_->model().config();
-  if (!request.source_language_code().empty() && !config.source_lang.empty() &&
-      request.source_language_code() != config.source_lang) {
-    return invalid(absl::StrCat("source_language_code \"", request.source_language_code(),
-                                "\" is not served; the model translates from \"",
-                                config.source_lang, "\""));
-  }
-  if (!request.target_language_code().empty() && !config.target_lang.empty() &&
-      request.target_language_code() != config.target_lang) {
-    return invalid(absl::StrCat("target_language_code \"", request.target_language_code(),
-                                "\" is not served; the model translates into \"",
-                                config.target_lang, "\""));
+  for (const absl::Status& language :
+       {check_language("source_language_code", request.source_language_code(),
+                       config.source_lang, "from"),
+        check_language("target_language_code", request.target_language_code(),
+                       config.target_lang, "into")}) {
+    if (!language.ok()) return to_grpc(language);
   }
   if (request.contents_size() == 0) return invalid("contents is empty: send at least 1 sentence");
   if (request.contents_size() > limits_.max_sentences_per_request) {
@@ -143,13 +191,7 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
     return invalid(absl::StrCat("options.beam_size = ", options.beam_size,
                                 " is out of range: it must be in [1, ", limits_.max_beam_size, "]"));
   }
-  if (options.max_extra_length > 1024) {
-    return invalid(absl::StrCat("options.max_extra_length = ", options.max_extra_length,
-                                " is out of range: it must be in [0, 1024]"));
-  }
-  if (auto status = options.Validate(); !status.ok()) {
-    return invalid(absl::StrCat("options.", status.message().substr(7)));  // drop "option "
-  }
+  if (auto status = options.Validate("options."); !status.ok()) return to_grpc(status);
   for (int i = 0; i < request.contents_size(); ++i) {
     const std::string& sentence = request.contents(i);
     if (sentence.empty()) return invalid(absl::StrCat("contents[", i, "] is empty"));

@@ -4,11 +4,17 @@
 // cancels (or whose deadline passes) has its queued sentences removed. The method takes the
 // request's bytes (server/request_parsing.h), so that one that does not parse gets an error
 // that says why; reflection still describes xlate.v1 as proto/translator.proto has it.
+//
+// Drain (SIGTERM): StartDrain() answers every later call UNAVAILABLE while the calls already
+// accepted finish; WaitUntilIdle() tells when they have, so that the server can stop then and
+// not at the end of its grace period.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "engine/translator.h"
 #include "proto/translator.grpc.pb.h"
 #include "server/metrics.h"
@@ -18,8 +24,13 @@ namespace xlate::server {
 
 // --max_beam_size's default: each decoding sentence reserves this many KV-cache rows.
 constexpr int kDefaultMaxBeamSize = 8;
+// The service name that health checks may name (besides "", the whole server).
+constexpr char kTranslatorServiceName[] = "xlate.v1.Translator";
 
 struct RequestLimits {
+  // A request's serialized size (gRPC's own receive limit is lifted, so that a larger request
+  // reaches the service and is refused, and counted, with this limit named).
+  int64_t max_request_bytes = 4 << 20;
   int max_sentences_per_request = 64;
   int max_input_bytes = 2048;  // per sentence
   int max_input_tokens = 256;  // per sentence, end token included
@@ -39,8 +50,16 @@ class TranslationService final
                                       const grpc::ByteBuffer* request,
                                       grpc::ByteBuffer* response) override;
 
+  // From now on, calls are answered UNAVAILABLE at once; accepted calls go on.
+  void StartDrain();
+  // Blocks until no accepted call is unanswered or `deadline` passes; returns whether idle.
+  bool WaitUntilIdle(absl::Time deadline);
+
  private:
   class Reactor;
+  // Counts a call in, or refuses it (false) once draining.
+  bool Enter();
+  void Leave();
   // Fills `response` from a finished job.
   grpc::Status Respond(const xlate::v1::TranslateRequest& request, int n_best,
                        std::vector<std::vector<Hypothesis>> results,
@@ -55,6 +74,10 @@ class TranslationService final
   ServerMetrics* metrics_;
   const std::string model_name_;
   const RequestLimits limits_;
+
+  absl::Mutex mutex_;
+  bool draining_ ABSL_GUARDED_BY(mutex_) = false;
+  int64_t unanswered_calls_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace xlate::server

@@ -5,6 +5,7 @@ Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
 import concurrent.futures
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -48,7 +49,7 @@ class SharedServer(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = Server("--max_sentences_per_request=16", "--max_input_bytes=300",
-                            "--max_beam_size=8")
+                            "--max_beam_size=8", "--max_receive_message_bytes=20000")
         cls.stub = cls.server.stub
 
     @classmethod
@@ -78,9 +79,46 @@ class SharedServer(unittest.TestCase):
                                        timeout=60)
         for translation in response.translations:
             self.assertEqual(len(translation.hypotheses), 3)
+            self.assertTrue(all(h.HasField("score") for h in translation.hypotheses))
             scores = [h.score for h in translation.hypotheses]
             self.assertEqual(scores, sorted(scores, reverse=True))
             self.assertEqual(translation.hypotheses[0].text, translation.translated_text)
+        # Without return_scores a hypothesis has no score at all (not a score of 0).
+        response = self.stub.Translate(request(sentences, n_best=2), timeout=60)
+        for translation in response.translations:
+            self.assertEqual(len(translation.hypotheses), 2)
+            self.assertFalse(any(h.HasField("score") for h in translation.hypotheses))
+
+    def test_language_codes_are_bcp47(self):
+        # The tiny model translates en -> de; case, regions and scripts do not matter.
+        sentence = ["a dog runs"]
+        expected = self.stub.Translate(request(sentence), timeout=60).translations[0]
+        for source, target in (("en", "de"), ("EN", "DE"), ("en-US", "de-CH"),
+                               ("en-Latn-GB", "de-DE"), ("eng", "deu")):
+            reply = self.stub.Translate(pb2.TranslateRequest(
+                contents=sentence, source_language_code=source, target_language_code=target),
+                timeout=60)
+            self.assertEqual(reply.translations[0].translated_text, expected.translated_text)
+        invalid = grpc.StatusCode.INVALID_ARGUMENT
+        self.assert_rpc_error(lambda: self.stub.Translate(pb2.TranslateRequest(
+            contents=sentence, source_language_code="fr-FR")), invalid,
+            'source_language_code "fr-FR" is not served', 'from "en"')
+        self.assert_rpc_error(lambda: self.stub.Translate(pb2.TranslateRequest(
+            contents=sentence, target_language_code="en_US")), invalid,
+            'target_language_code "en_US" is not a BCP-47 language code')
+
+    def test_requests_over_the_receive_limit_are_refused_and_counted(self):
+        exhausted = 'xlate_requests_total{code="RESOURCE_EXHAUSTED"}'
+        before = counter(scrape(self.server), exhausted)
+        # Over --max_receive_message_bytes=20000, and over gRPC's default 4 MiB as well: both
+        # are answered by the service, naming the flag.
+        for count in (100, 30000):
+            big = request(["a dog runs " * 20] * count)
+            self.assert_rpc_error(lambda: self.stub.Translate(big, timeout=60),
+                                  grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                  "the limit is 20000 bytes (--max_receive_message_bytes)")
+        self.assertEqual(counter(scrape(self.server), exhausted) - before, 2)
+        self.assertEqual(len(self.stub.Translate(request(["a dog"]), timeout=60).translations), 1)
 
     def test_concurrent_clients_get_their_own_results_in_order(self):
         sentences = sample_sentences(24)
@@ -112,8 +150,11 @@ class SharedServer(unittest.TestCase):
                               invalid, "n_best = 3")
         self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], length_penalty=-1)),
                               invalid, "length_penalty")
-        self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], max_extra_length=5000)),
-                              invalid, "max_extra_length = 5000")
+        # One limit for max_extra_length, whichever side it is left on; ints print exactly.
+        for value in (-1, 1025, 5000, -2**31):
+            self.assert_rpc_error(
+                lambda: self.stub.Translate(request(["a dog"], max_extra_length=value)),
+                invalid, f"options.max_extra_length = {value} is out of range", "[0, 1024]")
         self.assert_rpc_error(
             lambda: self.stub.Translate(pb2.TranslateRequest(contents=["a"], model="nope")),
             grpc.StatusCode.NOT_FOUND, 'model "nope"', '"tiny"')
@@ -140,6 +181,12 @@ class SharedServer(unittest.TestCase):
         self.assert_rpc_error(lambda: raw(b"\x0a\x7f" + b"truncated", timeout=30),
                               grpc.StatusCode.INVALID_ARGUMENT,
                               "bytes are not a xlate.v1.TranslateRequest")
+        # Random bytes that are no TranslateRequest: INVALID_ARGUMENT with a message, counted.
+        bad = 'xlate_requests_total{code="INVALID_ARGUMENT"}'
+        before = counter(scrape(self.server), bad)
+        self.assert_rpc_error(lambda: raw(bytes(range(7, 64)), timeout=30),
+                              grpc.StatusCode.INVALID_ARGUMENT, "57 bytes are not")
+        self.assertEqual(counter(scrape(self.server), bad) - before, 1)
         good = raw(length_delimited(1, "a dog".encode()), timeout=60)
         self.assertEqual(len(good.translations), 1)
         self.assertEqual(len(self.stub.Translate(request(["a dog"]), timeout=60).translations), 1)
@@ -189,14 +236,55 @@ class SharedServer(unittest.TestCase):
         self.assertLess(after, max(4 * idle, idle + 0.25), f"idle {idle:.3f} s")
 
     def test_expired_deadline_gives_deadline_exceeded(self):
-        self.assert_rpc_error(
-            lambda: self.stub.Translate(request(sample_sentences(16)), timeout=0.001),
-            grpc.StatusCode.DEADLINE_EXCEEDED)
+        # Counted under the code the client sees, not as CANCELLED.
+        expired = 'xlate_requests_total{code="DEADLINE_EXCEEDED"}'
+        cancelled = 'xlate_requests_total{code="CANCELLED"}'
+        before = scrape(self.server)
+        for timeout in (0.001, 0.2):
+            self.assert_rpc_error(
+                lambda: self.stub.Translate(request(sample_sentences(16), max_extra_length=1024),
+                                            timeout=timeout),
+                grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertTrue(wait_until(
+            lambda: counter(scrape(self.server), expired) - counter(before, expired) == 2, 30))
+        self.assertEqual(counter(scrape(self.server), cancelled), counter(before, cancelled))
 
     def test_health_is_serving(self):
         health = health_pb2_grpc.HealthStub(self.server.channel)
-        self.assertEqual(health.Check(health_pb2.HealthCheckRequest(), timeout=10).status,
-                         health_pb2.HealthCheckResponse.SERVING)
+        for service in ("", "xlate.v1.Translator"):
+            self.assertEqual(
+                health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status,
+                health_pb2.HealthCheckResponse.SERVING)
+        with self.assertRaises(grpc.RpcError) as caught:
+            health.Check(health_pb2.HealthCheckRequest(service="xlate.v1.Nothing"), timeout=10)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
+
+    def test_reflection_v1(self):
+        # v1 has v1alpha's messages under another package; grpcio-reflection's v1alpha messages
+        # (an independent definition) are the client's.
+        info = self.server.channel.stream_stream(
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString)
+        from google.protobuf import descriptor_pb2
+        responses = list(info(iter([
+            reflection_pb2.ServerReflectionRequest(list_services=""),
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol="xlate.v1.Translator"),
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol="xlate.v1.Nope"),
+            reflection_pb2.ServerReflectionRequest(
+                all_extension_numbers_of_type="xlate.v1.TranslateRequest")]), timeout=10))
+        self.assertEqual(len(responses), 4)
+        names = {s.name for s in responses[0].list_services_response.service}
+        self.assertTrue({"xlate.v1.Translator", "grpc.health.v1.Health",
+                         "grpc.reflection.v1.ServerReflection",
+                         "grpc.reflection.v1alpha.ServerReflection"} <= names, names)
+        files = [descriptor_pb2.FileDescriptorProto.FromString(blob) for blob in
+                 responses[1].file_descriptor_response.file_descriptor_proto]
+        self.assertEqual(files[0].name, "proto/translator.proto")
+        self.assertEqual([m.name for m in files[0].service[0].method], ["Translate"])
+        self.assertEqual(responses[2].error_response.error_code, grpc.StatusCode.NOT_FOUND.value[0])
+        self.assertEqual(responses[3].all_extension_numbers_response.base_type_name,
+                         "xlate.v1.TranslateRequest")
 
     def test_reflection_lists_the_services(self):
         reflection = reflection_pb2_grpc.ServerReflectionStub(self.server.channel)
@@ -249,10 +337,10 @@ class BadFlags(unittest.TestCase):
 
 
 class GracefulShutdown(unittest.TestCase):
-    def test_sigterm_under_load_loses_no_accepted_request(self):
+    def test_sigterm_drains_visibly_and_loses_no_accepted_request(self):
         server = Server("--grace_period_seconds=60", "--max_batch_sentences=4")
         health = health_pb2_grpc.HealthStub(server.channel)
-        statuses = []
+        statuses, watch_ended = [], []
         watch = health.Watch(health_pb2.HealthCheckRequest())
 
         def follow():
@@ -261,29 +349,63 @@ class GracefulShutdown(unittest.TestCase):
                     statuses.append(update.status)
             except grpc.RpcError:
                 pass
+            watch_ended.append(time.monotonic())
 
         watcher = threading.Thread(target=follow)
         watcher.start()
         self.assertTrue(wait_until(lambda: statuses, 10))
-        sentences = sample_sentences(16)
-        expected = offline_translations(sentences)
-        futures = [server.stub.Translate.future(request(sentences[i:i + 4]), timeout=120)
-                   for i in range(0, 16, 4)]
+        # Long outputs (beam 8, up to +1024 tokens) keep the drain going for seconds (2.7 s
+        # alone on the 2-core machine; the checks below take some 0.1 s).
+        options = dict(beam_size=8, max_extra_length=1024)
+        sentences = sample_sentences(32)
+        expected = offline_translations(sentences, "--beam_size=8", "--max_extra_length=1024")
+        futures = [server.stub.Translate.future(request(sentences[i:i + 4], **options),
+                                                timeout=120) for i in range(0, 32, 4)]
         # SIGTERM once the server holds the calls (they are queued or running).
-        self.assertTrue(wait_until(lambda: "xlate_in_flight_requests 4" in urllib.request.urlopen(
-            f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=10).read().decode(), 30))
-        exit_code = server.terminate(timeout=120)
+        self.assertTrue(wait_until(lambda: "xlate_in_flight_requests 8" in scrape(server), 30))
+        sigterm = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+
+        def serving(service):
+            return health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
+
+        # While the accepted calls run, health answers NOT_SERVING (for the server and for the
+        # service's name) and new calls get UNAVAILABLE, every time.
+        not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+        self.assertTrue(wait_until(lambda: serving("") == not_serving, 10))
+        self.assertFalse(any(future.done() for future in futures), "the drain was too short")
+        self.assertEqual(serving("xlate.v1.Translator"), not_serving)
+        for _ in range(3):
+            with self.assertRaises(grpc.RpcError) as caught:
+                server.stub.Translate(request(["a dog"]), timeout=5)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            self.assertIn("shutting down", caught.exception.details())
         for i, future in enumerate(futures):
             texts = [t.translated_text for t in future.result(timeout=180).translations]
             self.assertEqual(texts, expected[4 * i:4 * i + 4])
+        answered = time.monotonic()
+        # Done when the work is done: neither the open watch stream nor the 60 s grace period
+        # keeps the process.
+        exit_code = server.process.wait(30)
         self.assertEqual(exit_code, 0, "".join(server.stderr_lines))
-        watch.cancel()
         watcher.join(10)
+        self.assertTrue(watch_ended, "the health watch stream outlived the server")
+        self.assertLess(time.monotonic() - answered, 10)
+        self.assertLess(time.monotonic() - sigterm, 60)
         self.assertEqual(statuses[0], health_pb2.HealthCheckResponse.SERVING)
-        self.assertIn(health_pb2.HealthCheckResponse.NOT_SERVING, statuses)
+        self.assertIn(not_serving, statuses)
         with self.assertRaises(grpc.RpcError) as caught:
             server.stub.Translate(request(["a dog"]), timeout=5)
         self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        server.close()
+
+    def test_sigterm_when_idle_exits_at_once_despite_a_watch_stream(self):
+        server = Server("--grace_period_seconds=60")
+        watch = health_pb2_grpc.HealthStub(server.channel).Watch(health_pb2.HealthCheckRequest())
+        self.assertEqual(next(watch).status, health_pb2.HealthCheckResponse.SERVING)
+        start = time.monotonic()
+        self.assertEqual(server.terminate(timeout=30), 0)
+        self.assertLess(time.monotonic() - start, 10)
         server.close()
 
 
