@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/continuous_decoder.h"
+#include "engine/ops/cpu/thread_governor.h"
 #include "engine/placement_flags.h"
 #include "engine/translator.h"
 #include "server/metrics.h"
@@ -39,7 +40,9 @@ ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port,
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto picks CUDA when present)");
 ABSL_FLAG(std::string, compute_type, "auto",
           "auto, float32, float16 or bfloat16 (auto: float16 on CUDA, float32 on the CPU)");
-ABSL_FLAG(int, threads, 0, "engine CPU threads (0 = all cores)");
+ABSL_FLAG(int, threads, 0, "engine CPU threads (0 = the cores this process gets: all of them "
+          "(or OMP_NUM_THREADS) on an idle machine, fewer while other processes keep cores "
+          "busy, re-decided every 0.5 s)");
 ABSL_FLAG(int64_t, max_batch_tokens, 8192, "padded source tokens per engine batch");
 ABSL_FLAG(int, max_batch_sentences, 64, "sentences per engine batch");
 ABSL_FLAG(int, max_queue_delay_ms, 5, "longest a sentence waits for its batch to fill, in ms");
@@ -67,8 +70,10 @@ namespace {
 // The engine's continuous decoder behind the scheduler's interface.
 class ContinuousEngine : public StreamingEngine {
  public:
-  explicit ContinuousEngine(std::unique_ptr<ContinuousDecoder> decoder)
-      : decoder_(std::move(decoder)) {}
+  // `governor` (may be null) sets the CPU threads of each step.
+  ContinuousEngine(std::unique_ptr<ContinuousDecoder> decoder,
+                   std::unique_ptr<CpuThreadGovernor> governor)
+      : decoder_(std::move(decoder)), governor_(std::move(governor)) {}
   int free_slots() const override { return decoder_->free_slots(); }
   int live_sentences() const override { return decoder_->live_sentences(); }
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
@@ -76,6 +81,8 @@ class ContinuousEngine : public StreamingEngine {
     return decoder_->Admit(sources, options);
   }
   std::vector<Finished> Step() override {
+    // The scheduler thread runs every step, so its OpenMP setting is the one that counts.
+    if (governor_) omp_set_num_threads(governor_->threads(absl::Now()));
     std::vector<Finished> finished;
     for (ContinuousDecoder::Finished& done : decoder_->Step()) {
       finished.push_back({done.handle, std::move(done.hypotheses), std::move(done.status)});
@@ -86,6 +93,7 @@ class ContinuousEngine : public StreamingEngine {
 
  private:
   std::unique_ptr<ContinuousDecoder> decoder_;
+  std::unique_ptr<CpuThreadGovernor> governor_;
 };
 
 int fail(const std::string& message, int code = 1) {
@@ -212,7 +220,13 @@ int serve() {
     return fail(absl::StrCat(decoder.status().message(), "; lower --decoding_sentences, "
                              "--max_beam_size or --max_output_tokens"), 2);
   }
-  ContinuousEngine continuous(*std::move(decoder));
+  // --threads 0 on the CPU: as many threads as the cores this process gets (see
+  // engine/ops/cpu/thread_governor.h); --threads N: N threads whatever the load.
+  std::unique_ptr<CpuThreadGovernor> governor;
+  if (placement->placement.device == Device::kCPU && absl::GetFlag(FLAGS_threads) == 0) {
+    governor = std::make_unique<CpuThreadGovernor>(omp_get_max_threads());
+  }
+  ContinuousEngine continuous(*std::move(decoder), std::move(governor));
   auto scheduler = Scheduler::Create(scheduler_options, &continuous, &metrics);
   if (!scheduler.ok()) return fail(std::string(scheduler.status().message()), 2);
 
