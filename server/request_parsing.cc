@@ -41,7 +41,8 @@ grpc::Status why_unparsed(const grpc::ByteBuffer& bytes) {
          {std::pair<const char*, const std::string&>{"source_language_code",
                                                      fields.source_language_code()},
           {"target_language_code", fields.target_language_code()},
-          {"model", fields.model()}}) {
+          {"model", fields.model()},
+          {"mime_type", fields.mime_type()}}) {
       if (grpc::Status status = check_utf8(field, text); !status.ok()) return status;
     }
   }

@@ -50,8 +50,12 @@ ABSL_FLAG(int64_t, queue_capacity, 4096, "sentences waiting at most; more get RE
 ABSL_FLAG(int64_t, max_receive_message_bytes, 4 << 20,
           "largest serialized TranslateRequest accepted, in bytes; a larger one gets "
           "RESOURCE_EXHAUSTED naming this limit");
-ABSL_FLAG(int, max_input_bytes, 2048, "longest sentence accepted, in bytes");
-ABSL_FLAG(int, max_sentences_per_request, 64, "most sentences in one request");
+ABSL_FLAG(int64_t, max_entry_code_points, 10000,
+          "longest entry of contents (a text of any number of sentences), in Unicode code points");
+ABSL_FLAG(int64_t, max_request_code_points, 30000,
+          "most Unicode code points in all the contents of one request");
+ABSL_FLAG(int, max_sentences_per_request, 256,
+          "most sentences in one request, after its texts are cut into sentences");
 ABSL_FLAG(int, max_beam_size, xlate::server::kDefaultMaxBeamSize,
           "largest beam_size a request may ask for, <= 15 (the decoder reserves this many "
           "KV-cache rows per decoding sentence)");
@@ -129,7 +133,8 @@ absl::Status check_flags() {
       {"--max_batch_tokens", absl::GetFlag(FLAGS_max_batch_tokens)},
       {"--max_batch_sentences", absl::GetFlag(FLAGS_max_batch_sentences)},
       {"--queue_capacity", absl::GetFlag(FLAGS_queue_capacity)},
-      {"--max_input_bytes", absl::GetFlag(FLAGS_max_input_bytes)},
+      {"--max_entry_code_points", absl::GetFlag(FLAGS_max_entry_code_points)},
+      {"--max_request_code_points", absl::GetFlag(FLAGS_max_request_code_points)},
       {"--max_receive_message_bytes", absl::GetFlag(FLAGS_max_receive_message_bytes)},
       {"--max_sentences_per_request", absl::GetFlag(FLAGS_max_sentences_per_request)},
       {"--max_beam_size", absl::GetFlag(FLAGS_max_beam_size)}};
@@ -233,7 +238,8 @@ int serve() {
   RequestLimits limits;
   limits.max_request_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   limits.max_sentences_per_request = absl::GetFlag(FLAGS_max_sentences_per_request);
-  limits.max_input_bytes = absl::GetFlag(FLAGS_max_input_bytes);
+  limits.max_entry_code_points = absl::GetFlag(FLAGS_max_entry_code_points);
+  limits.max_request_code_points = absl::GetFlag(FLAGS_max_request_code_points);
   limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
   limits.max_input_tokens = decoder_options.max_source_tokens;
   TranslationService service(engine, scheduler->get(), &metrics, model_name, limits);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "server/language_code.h"
@@ -76,6 +77,9 @@ class TranslationService::Reactor : public grpc::ServerUnaryReactor {
     if (entered) service->Leave();
   }
   xlate::v1::TranslateRequest& request() { return request_; }
+  // The request's texts as split into sentences; set before the job is submitted.
+  void set_texts(SegmentedTexts texts) { texts_.emplace(std::move(texts)); }
+  const SegmentedTexts& texts() const { return *texts_; }
   void set_job(std::shared_ptr<TranslationJob> job) {
     absl::Status cancelled;
     {
@@ -114,6 +118,7 @@ class TranslationService::Reactor : public grpc::ServerUnaryReactor {
   std::shared_ptr<TranslationJob> job_ ABSL_GUARDED_BY(mutex_);
   absl::Status cancelled_ ABSL_GUARDED_BY(mutex_);  // why, once gRPC has cancelled the call
   xlate::v1::TranslateRequest request_;
+  std::optional<SegmentedTexts> texts_;
 };
 
 grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerContext* context,
@@ -123,6 +128,7 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
   // The reactor owns the parsed request until the call is done; the completion reads it.
   const xlate::v1::TranslateRequest& request = reactor->request();
   TranslationOptions options;
+  std::optional<SegmentedTexts> texts;
   std::vector<std::vector<int32_t>> sources;
   grpc::Status status = grpc::Status::OK;
   if (!reactor->Enter()) {
@@ -136,22 +142,29 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
   } else {
     status = parse_request(*request_bytes, reactor->request());
   }
-  if (status.ok()) status = Check(request, options, sources);
-  if (!status.ok()) {
-    reactor->Complete(status);
+  if (status.ok()) status = Check(request, options, texts, sources);
+  if (status.ok()) reactor->set_texts(*std::move(texts));
+  // Answers from the sentences' results (none when every entry is blank).
+  auto answer = [this, reactor, response_bytes, n_best = options.n_best](
+                    absl::Status status, std::vector<std::vector<Hypothesis>> results) {
+    if (!status.ok()) return reactor->Complete(to_grpc(status));
+    xlate::v1::TranslateResponse response;
+    grpc::Status answered =
+        Respond(reactor->request(), reactor->texts(), n_best, std::move(results), response);
+    if (answered.ok()) answered = serialize_response(response, *response_bytes);
+    reactor->Complete(answered);
+  };
+  if (!status.ok() || sources.empty()) {
+    if (status.ok()) {
+      answer(absl::OkStatus(), {});
+    } else {
+      reactor->Complete(status);
+    }
     reactor->Release();
     return reactor;
   }
-  auto job = scheduler_->Submit(
-      std::move(sources), options, absl::FromChrono(context->deadline()),
-      [this, reactor, response_bytes, n_best = options.n_best](
-          absl::Status status, std::vector<std::vector<Hypothesis>> results) {
-        if (!status.ok()) return reactor->Complete(to_grpc(status));
-        xlate::v1::TranslateResponse response;
-        grpc::Status answered = Respond(reactor->request(), n_best, std::move(results), response);
-        if (answered.ok()) answered = serialize_response(response, *response_bytes);
-        reactor->Complete(answered);
-      });
+  auto job = scheduler_->Submit(std::move(sources), options,
+                                absl::FromChrono(context->deadline()), std::move(answer));
   if (job.ok()) {
     reactor->set_job(*std::move(job));
   } else {
@@ -163,6 +176,7 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
 
 grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& request,
                                        TranslationOptions& options,
+                                       std::optional<SegmentedTexts>& texts,
                                        std::vector<std::vector<int32_t>>& sources) const {
   if (!request.model().empty() && request.model() != model_name_) {
     return grpc::Status(grpc::NOT_FOUND, absl::StrCat("model \"", request.model(),
@@ -177,10 +191,25 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
                        config.target_lang, "into")}) {
     if (!language.ok()) return to_grpc(language);
   }
-  if (request.contents_size() == 0) return invalid("contents is empty: send at least 1 sentence");
-  if (request.contents_size() > limits_.max_sentences_per_request) {
-    return invalid(absl::StrCat("contents has ", request.contents_size(),
-                                " sentences; the limit is ", limits_.max_sentences_per_request));
+  if (!request.mime_type().empty() && request.mime_type() != "text/plain") {
+    return invalid(absl::StrCat("mime_type \"", request.mime_type(),
+                                "\" is not supported; send \"text/plain\" (or leave it empty)"));
+  }
+  if (request.contents_size() == 0) return invalid("contents is empty: send at least 1 text");
+  int64_t request_code_points = 0;
+  for (int i = 0; i < request.contents_size(); ++i) {
+    const int64_t code_points = count_code_points(request.contents(i));
+    if (code_points > limits_.max_entry_code_points) {
+      return invalid(absl::StrCat("contents[", i, "] has ", code_points,
+                                  " code points; the limit is ", limits_.max_entry_code_points,
+                                  " (--max_entry_code_points)"));
+    }
+    request_code_points += code_points;
+  }
+  if (request_code_points > limits_.max_request_code_points) {
+    return invalid(absl::StrCat("contents has ", request_code_points,
+                                " code points in all; the limit is ",
+                                limits_.max_request_code_points, " (--max_request_code_points)"));
   }
   const xlate::v1::DecodingOptions& given = request.options();
   if (given.has_beam_size()) options.beam_size = given.beam_size();
@@ -192,39 +221,74 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
                                 " is out of range: it must be in [1, ", limits_.max_beam_size, "]"));
   }
   if (auto status = options.Validate("options."); !status.ok()) return to_grpc(status);
-  for (int i = 0; i < request.contents_size(); ++i) {
-    const std::string& sentence = request.contents(i);
-    if (sentence.empty()) return invalid(absl::StrCat("contents[", i, "] is empty"));
-    if (static_cast<int>(sentence.size()) > limits_.max_input_bytes) {
-      return invalid(absl::StrCat("contents[", i, "] is ", sentence.size(),
-                                  " bytes; the limit is ", limits_.max_input_bytes, " bytes"));
-    }
+
+  auto split = SegmentedTexts::Split({request.contents().begin(), request.contents().end()},
+                                     config.source_lang, Segmentation::kSentences);
+  if (!split.ok()) return to_grpc(split.status());
+  texts = *std::move(split);
+  const int64_t sentence_count = static_cast<int64_t>(texts->sentences().size());
+  if (sentence_count > limits_.max_sentences_per_request) {
+    return invalid(absl::StrCat("contents holds ", sentence_count, " sentences; the limit is ",
+                                limits_.max_sentences_per_request,
+                                " (--max_sentences_per_request)"));
+  }
+  const int token_limit = std::min(limits_.max_input_tokens, translator_->max_input_tokens());
+  for (size_t s = 0; s < texts->sentences().size(); ++s) {
+    const std::string& sentence = texts->sentences()[s];
     auto ids = translator_->tokenizer().encode(sentence);
     if (!ids.ok()) return to_grpc(ids.status());
-    const int token_limit = std::min(limits_.max_input_tokens, translator_->max_input_tokens());
     if (static_cast<int64_t>(ids->size()) + 1 > token_limit) {
-      return invalid(absl::StrCat("contents[", i, "] has ", ids->size() + 1,
-                                  " tokens; the limit is ", token_limit));
+      const size_t entry = texts->text_of(s);
+      return invalid(absl::StrCat(
+          "contents[", entry, "], sentence ", s - texts->first_sentence(entry) + 1, " (\"",
+          sentence.substr(0, 40), sentence.size() > 40 ? "...\"" : "\"", ") has ",
+          ids->size() + 1, " tokens; the limit is ", token_limit, " (--max_input_tokens, ",
+          "end token included)"));
     }
     sources.push_back(*std::move(ids));
   }
   return grpc::Status::OK;
 }
 
-grpc::Status TranslationService::Respond(const xlate::v1::TranslateRequest& request, int n_best,
+grpc::Status TranslationService::Respond(const xlate::v1::TranslateRequest& request,
+                                         const SegmentedTexts& texts, int n_best,
                                          std::vector<std::vector<Hypothesis>> results,
                                          xlate::v1::TranslateResponse& response) const {
-  const bool with_hypotheses = n_best > 1 || request.options().return_scores();
-  for (std::vector<Hypothesis>& hypotheses : results) {
-    xlate::v1::Translation* translation = response.add_translations();
-    for (size_t k = 0; k < hypotheses.size(); ++k) {
-      auto text = translator_->tokenizer().decode(hypotheses[k].tokens);
+  const bool with_scores = request.options().return_scores();
+  const bool with_hypotheses = n_best > 1 || with_scores;
+  // decoded[s][k]: hypothesis k of sentence s.
+  std::vector<std::vector<std::string>> decoded(results.size());
+  for (size_t s = 0; s < results.size(); ++s) {
+    for (const Hypothesis& hypothesis : results[s]) {
+      auto text = translator_->tokenizer().decode(hypothesis.tokens);
       if (!text.ok()) return to_grpc(text.status());
-      if (k == 0) translation->set_translated_text(*text);
+      decoded[s].push_back(*std::move(text));
+    }
+  }
+  for (size_t entry = 0; entry < texts.text_count(); ++entry) {
+    xlate::v1::Translation* translation = response.add_translations();
+    const size_t first = texts.first_sentence(entry), end = texts.end_sentence(entry);
+    if (first == end) {  // blank: back as it came, never decoded, and without a score
+      translation->set_translated_text(texts.text(entry));
+      if (with_hypotheses) translation->add_hypotheses()->set_text(texts.text(entry));
+      continue;
+    }
+    // Hypothesis k of an entry joins hypothesis k of each of its sentences; its score is the
+    // sum of theirs.
+    for (int k = 0; k < (with_hypotheses ? n_best : 1); ++k) {
+      std::vector<std::string> sentences;
+      float score = 0;
+      for (size_t s = first; s < end; ++s) {
+        const size_t pick = std::min<size_t>(k, decoded[s].size() - 1);
+        sentences.push_back(decoded[s][pick]);
+        score += results[s][pick].score;
+      }
+      std::string text = texts.Join(entry, sentences);
+      if (k == 0) translation->set_translated_text(text);
       if (!with_hypotheses) break;
       xlate::v1::Hypothesis* hypothesis = translation->add_hypotheses();
-      hypothesis->set_text(*std::move(text));
-      if (request.options().return_scores()) hypothesis->set_score(hypotheses[k].score);
+      hypothesis->set_text(std::move(text));
+      if (with_scores) hypothesis->set_score(score);
     }
   }
   response.set_model(model_name_);

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "engine/text_segments.h"
 #include "engine/translator.h"
 #include "proto/translator.grpc.pb.h"
 #include "server/metrics.h"
@@ -31,8 +33,11 @@ struct RequestLimits {
   // A request's serialized size (gRPC's own receive limit is lifted, so that a larger request
   // reaches the service and is refused, and counted, with this limit named).
   int64_t max_request_bytes = 4 << 20;
-  int max_sentences_per_request = 64;
-  int max_input_bytes = 2048;  // per sentence
+  // Each entry of contents is text, cut into sentences (engine/text_segments.h); text is
+  // limited in Unicode code points (as Cloud Translation), sentences after the cut.
+  int64_t max_entry_code_points = 10000;
+  int64_t max_request_code_points = 30000;
+  int max_sentences_per_request = 256;
   int max_input_tokens = 256;  // per sentence, end token included
   // <= kMaxDeviceBeam: the server's continuous decoder searches with the device beam step.
   int max_beam_size = kDefaultMaxBeamSize;
@@ -60,13 +65,16 @@ class TranslationService final
   // Counts a call in, or refuses it (false) once draining.
   bool Enter();
   void Leave();
-  // Fills `response` from a finished job.
-  grpc::Status Respond(const xlate::v1::TranslateRequest& request, int n_best,
-                       std::vector<std::vector<Hypothesis>> results,
+  // Fills `response` from the results of `texts`' sentences, in order: each entry is its text
+  // again with each sentence translated.
+  grpc::Status Respond(const xlate::v1::TranslateRequest& request, const SegmentedTexts& texts,
+                       int n_best, std::vector<std::vector<Hypothesis>> results,
                        xlate::v1::TranslateResponse& response) const;
-  // Checks the request and fills in `options` and `sources`; the message names the field and
-  // the limit.
+  // Checks the request, every limit once, and fills in `options`, `texts` (the entries cut into
+  // sentences) and `sources` (a sentence's token ids); the message names the field and the
+  // limit.
   grpc::Status Check(const xlate::v1::TranslateRequest& request, TranslationOptions& options,
+                     std::optional<SegmentedTexts>& texts,
                      std::vector<std::vector<int32_t>>& sources) const;
 
   const Translator* translator_;

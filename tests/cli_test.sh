@@ -17,7 +17,7 @@ head -n 20 "$fixtures/test_2016_flickr.en" > "$work/in.txt"
   --batch_size 8 2> "$work/progress.txt"
 check "translate from a file exits 0" test $? -eq 0
 check "one output line per input line" test "$(wc -l < "$work/out_file.txt")" -eq 20
-check "progress goes to stderr" grep -q "20 sentences" "$work/progress.txt"
+check "progress goes to stderr" grep -q "20 lines" "$work/progress.txt"
 "$xlate" translate --model_dir "$model" --batch_size 3 < "$work/in.txt" > "$work/out_stdin.txt"
 check "stdin and file input give the same translations" cmp -s "$work/out_file.txt" "$work/out_stdin.txt"
 
@@ -37,11 +37,22 @@ check "missing model names config.json" grep -q "config.json" "$work/err.txt"
 # address-space limit, where 20 sentences translate fine) is an error that names its size.
 head -n 600 "$fixtures/test_2016_flickr.en" > "$work/in600.txt"
 (ulimit -v 1500000; "$xlate" translate --model_dir "$model" --threads 1 --batch_size 4096 \
-  --beam_size 256 < "$work/in600.txt" > /dev/null 2> "$work/err.txt")
+  --beam_size 256 --split_sentences=false < "$work/in600.txt" > /dev/null 2> "$work/err.txt")
 check "a batch that does not fit exits 1" test $? -eq 1
 check "a batch that does not fit is named" grep -q "out of host memory decoding a batch of 512" "$work/err.txt"
 (ulimit -v 1500000; "$xlate" translate --model_dir "$model" --threads 1 < "$work/in.txt" > /dev/null 2>&1)
 check "the same limit translates a small batch" test $? -eq 0
+
+# Lines are text: a line of two sentences is their translations joined by its own separator;
+# blank lines come back as they are.
+head -n 2 "$work/in.txt" > "$work/two.txt"
+"$xlate" translate --model_dir "$model" < "$work/two.txt" > "$work/two_out.txt"
+printf '%s   %s\n \t\n\n' "$(sed -n 1p "$work/two.txt")" "$(sed -n 2p "$work/two.txt")" \
+  | "$xlate" translate --model_dir "$model" > "$work/joined_out.txt"
+printf '%s   %s\n \t\n\n' "$(sed -n 1p "$work/two_out.txt")" "$(sed -n 2p "$work/two_out.txt")" \
+  > "$work/joined_expected.txt"
+check "a line of two sentences and blank lines" \
+  cmp -s "$work/joined_out.txt" "$work/joined_expected.txt"
 
 printf 'good line\nbad \xff line\n' | "$xlate" translate --model_dir "$model" > /dev/null 2> "$work/err.txt"
 check "invalid UTF-8 exits 1" test $? -eq 1

@@ -1,5 +1,6 @@
 #include <omp.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,12 +12,17 @@
 #include "absl/time/clock.h"
 #include "engine/tools/commands.h"
 #include "engine/placement_flags.h"
+#include "engine/text_segments.h"
 #include "engine/translator.h"
 
 ABSL_FLAG(std::string, model_dir, "",
           "model directory (config.json, model.safetensors, spm.model); default: the shipped "
           "English-German model, " XLATE_DEFAULT_MODEL_DIR);
-ABSL_FLAG(std::string, input, "", "file of source sentences, one per line (default: stdin)");
+ABSL_FLAG(std::string, input, "", "file of source text (default: stdin); each line is "
+          "translated as text, cut into sentences (see --split_sentences)");
+ABSL_FLAG(bool, split_sentences, true,
+          "cut each line into sentences (ICU's rules for the model's source language) and keep "
+          "its whitespace; false: each line is one sentence (one-sentence-per-line test sets)");
 ABSL_FLAG(std::string, output, "", "file for the translations (default: stdout)");
 ABSL_FLAG(int, beam_size, 4, "beam size; 1 = greedy search");
 ABSL_FLAG(double, length_penalty, 0.6, "length penalty alpha of ((5+|Y|)/6)^alpha");
@@ -46,18 +52,29 @@ absl::StatusOr<TranslationOptions> options_from_flags() {
   return options;
 }
 
-void write_translations(std::ostream& out, const std::vector<Translation>& translations,
-                        size_t first_index) {
-  const bool n_best = absl::GetFlag(FLAGS_n_best) > 1;
-  for (size_t i = 0; i < translations.size(); ++i) {
-    const Translation& translation = translations[i];
-    for (size_t k = 0; k < translation.hypotheses.size(); ++k) {
-      if (n_best) {
-        out << first_index + i << " ||| " << translation.hypotheses[k] << " ||| "
-            << translation.scores[k] << "\n";
+// One line (n-best: n_best lines) per line of `lines`. Hypothesis k of a line joins hypothesis
+// k of each of its sentences, and its score is the sum of theirs; a blank line is written as
+// it came, with an empty score field.
+void write_translations(std::ostream& out, const SegmentedTexts& lines,
+                        const std::vector<Translation>& translations, size_t first_index) {
+  const int n_best = absl::GetFlag(FLAGS_n_best);
+  for (size_t line = 0; line < lines.text_count(); ++line) {
+    const size_t first = lines.first_sentence(line), end = lines.end_sentence(line);
+    for (int k = 0; k < (first == end ? 1 : n_best); ++k) {
+      std::vector<std::string> sentences;
+      float score = 0;
+      for (size_t s = first; s < end; ++s) {
+        const size_t pick = std::min<size_t>(k, translations[s].hypotheses.size() - 1);
+        sentences.push_back(translations[s].hypotheses[pick]);
+        score += translations[s].scores[pick];
+      }
+      const std::string score_field = first == end ? "" : absl::StrCat(score);
+      const std::string text = lines.Join(line, sentences);
+      if (n_best > 1) {
+        out << first_index + line << " ||| " << text << " ||| " << score_field << "\n";
       } else {
-        if (absl::GetFlag(FLAGS_scores)) out << translation.scores[k] << "\t";
-        out << translation.hypotheses[k] << "\n";
+        if (absl::GetFlag(FLAGS_scores)) out << score_field << "\t";
+        out << text << "\n";
       }
     }
   }
@@ -120,8 +137,11 @@ int run_translate() {
   std::ostream& out = output_file.is_open() ? output_file : std::cout;
   options->return_scores = true;
 
+  const std::string source_language = (*translator)->model().config().source_lang;
+  const Segmentation segmentation =
+      absl::GetFlag(FLAGS_split_sentences) ? Segmentation::kSentences : Segmentation::kWholeText;
   const absl::Time start = absl::Now();
-  size_t done = 0;
+  size_t done = 0, sentences = 0;
   std::vector<std::string> chunk;
   std::string line;
   bool more = true;
@@ -130,21 +150,27 @@ int run_translate() {
     if (more) chunk.push_back(line);
     if (chunk.size() < kChunkLines && more) continue;
     if (chunk.empty()) break;
-    auto translations = (*translator)->Translate(chunk, *options);
+    const size_t lines_in_chunk = chunk.size();
+    auto lines = SegmentedTexts::Split(std::move(chunk), source_language, segmentation);
+    chunk.clear();
+    absl::StatusOr<std::vector<Translation>> translations =
+        lines.ok() ? (*translator)->Translate(lines->sentences(), *options)
+                   : absl::StatusOr<std::vector<Translation>>(lines.status());
     if (!translations.ok()) {
-      // Sentence k of the chunk is input line done + k + 1.
-      std::cerr << "xlate translate: in input lines " << done + 1 << "-" << done + chunk.size()
-                << " (sentence 0 = line " << done + 1 << "): " << translations.status().message()
-                << "\n";
+      // Text k of the chunk is input line done + k + 1; the translator counts sentences.
+      std::cerr << "xlate translate: in input lines " << done + 1 << "-" << done + lines_in_chunk
+                << " (text 0 = line " << done + 1 << "; sentences counted after cutting the "
+                << "lines into sentences): " << translations.status().message() << "\n";
       return 1;
     }
-    write_translations(out, *translations, done);
-    done += chunk.size();
-    chunk.clear();
+    write_translations(out, *lines, *translations, done);
+    done += lines_in_chunk;
+    sentences += lines->sentences().size();
     if (from_file) {
       const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-      std::cerr << "xlate translate: " << done << " sentences, " << seconds << " s, "
-                << (seconds > 0 ? done / seconds : 0.0) << " sentences/s\n";
+      std::cerr << "xlate translate: " << done << " lines (" << sentences << " sentences), "
+                << seconds << " s, " << (seconds > 0 ? sentences / seconds : 0.0)
+                << " sentences/s\n";
     }
   }
   return 0;

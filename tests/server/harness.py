@@ -49,10 +49,10 @@ def sample_sentences(count):
 class Server:
     """An xlate-server process on free ports of 127.0.0.1."""
 
-    def __init__(self, *flags):
+    def __init__(self, *flags, model_dir=MODEL_DIR):
         self.stderr_lines = []
         self.process = subprocess.Popen(
-            [SERVER_BIN, f"--model_dir={MODEL_DIR}", "--host=127.0.0.1", "--port=0",
+            [SERVER_BIN, f"--model_dir={model_dir}", "--host=127.0.0.1", "--port=0",
              "--metrics_port=0", "--threads=1", *flags],
             stderr=subprocess.PIPE, text=True)
         ready = threading.Event()

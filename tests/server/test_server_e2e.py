@@ -48,7 +48,8 @@ class SharedServer(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Server("--max_sentences_per_request=16", "--max_input_bytes=300",
+        cls.server = Server("--max_sentences_per_request=16", "--max_entry_code_points=300",
+                            "--max_request_code_points=3000", "--max_input_tokens=64",
                             "--max_beam_size=8", "--max_receive_message_bytes=20000")
         cls.stub = cls.server.stub
 
@@ -88,6 +89,41 @@ class SharedServer(unittest.TestCase):
         for translation in response.translations:
             self.assertEqual(len(translation.hypotheses), 2)
             self.assertFalse(any(h.HasField("score") for h in translation.hypotheses))
+
+    def test_entries_are_texts_cut_into_sentences(self):
+        # An entry of several sentences, with its whitespace and line breaks, comes back as the
+        # sentences' own translations joined by the entry's separators.
+        one, two, three = sample_sentences(3)
+        alone = [t.translated_text for t in
+                 self.stub.Translate(request([one, two, three]), timeout=60).translations]
+        entry = f"  {one} {two}\n\n\t{three}  \r\n"
+        reply = self.stub.Translate(request([entry, one]), timeout=60)
+        self.assertEqual(reply.translations[0].translated_text,
+                         f"  {alone[0]} {alone[1]}\n\n\t{alone[2]}  \r\n")
+        self.assertEqual(reply.translations[1].translated_text, alone[0])
+        # n-best: hypothesis k joins the sentences' hypotheses k, scored by their sum.
+        nbest = self.stub.Translate(request([f"{one} {two}", one, two], n_best=2,
+                                            return_scores=True), timeout=60).translations
+        for k in range(2):
+            self.assertEqual(nbest[0].hypotheses[k].text,
+                             f"{nbest[1].hypotheses[k].text} {nbest[2].hypotheses[k].text}")
+            self.assertAlmostEqual(nbest[0].hypotheses[k].score,
+                                   nbest[1].hypotheses[k].score + nbest[2].hypotheses[k].score,
+                                   places=4)
+
+    def test_blank_entries_come_back_unchanged_and_undecoded(self):
+        generated = "xlate_generated_tokens_total"
+        before = counter(scrape(self.server), generated)
+        blanks = ["", "   ", "\t\n \r", "\0\0\0", "\u00a0\u2003", "\x01"]
+        reply = self.stub.Translate(request(blanks, return_scores=True), timeout=60)
+        self.assertEqual([t.translated_text for t in reply.translations], blanks)
+        for translation in reply.translations:
+            self.assertFalse(translation.hypotheses[0].HasField("score"))
+        self.assertEqual(counter(scrape(self.server), generated), before)
+        mixed = self.stub.Translate(request(["  ", "a dog runs", "\n"]), timeout=60)
+        self.assertEqual(mixed.translations[0].translated_text, "  ")
+        self.assertEqual(mixed.translations[2].translated_text, "\n")
+        self.assertNotEqual(mixed.translations[1].translated_text.strip(), "")
 
     def test_language_codes_are_bcp47(self):
         # The tiny model translates en -> de; case, regions and scripts do not matter.
@@ -135,13 +171,29 @@ class SharedServer(unittest.TestCase):
 
     def test_bad_inputs_name_the_field_and_limit(self):
         invalid = grpc.StatusCode.INVALID_ARGUMENT
-        self.assert_rpc_error(lambda: self.stub.Translate(request([])), invalid, "contents is empty")
-        self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog", ""])), invalid,
-                              "contents[1] is empty")
-        self.assert_rpc_error(lambda: self.stub.Translate(request(["x" * 301])), invalid,
-                              "contents[0] is 301 bytes", "limit is 300 bytes")
-        self.assert_rpc_error(lambda: self.stub.Translate(request(["a"] * 17)), invalid,
-                              "17 sentences", "limit is 16")
+        translate = self.stub.Translate
+        self.assert_rpc_error(lambda: translate(request([])), invalid, "contents is empty")
+        # Limits on text are in code points (2-byte ü counts once), per entry and per request.
+        self.assert_rpc_error(lambda: translate(request(["a dog", "\u00fc" * 301])), invalid,
+                              "contents[1] has 301 code points",
+                              "limit is 300 (--max_entry_code_points)")
+        self.assertEqual(len(translate(request(["\u00fc" * 30])).translations), 1)
+        self.assert_rpc_error(lambda: translate(request(["x" * 290] * 11)), invalid,
+                              "3190 code points in all",
+                              "limit is 3000 (--max_request_code_points)")
+        # Sentences are counted after the texts are cut into sentences.
+        self.assert_rpc_error(lambda: translate(request(["a"] * 17)), invalid,
+                              "holds 17 sentences", "limit is 16 (--max_sentences_per_request)")
+        self.assert_rpc_error(lambda: translate(request(["A dog runs. " * 17])), invalid,
+                              "holds 17 sentences")
+        self.assert_rpc_error(
+            lambda: translate(request(["A dog runs.", "A cat sleeps. Xq " + "xq " * 90])),
+            invalid, "contents[1], sentence 2 (\"Xq xq", "the limit is 64 (--max_input_tokens")
+        self.assert_rpc_error(
+            lambda: translate(pb2.TranslateRequest(contents=["a"], mime_type="text/html")),
+            invalid, 'mime_type "text/html" is not supported')
+        self.assertEqual(len(translate(pb2.TranslateRequest(
+            contents=["a dog"], mime_type="text/plain"), timeout=60).translations), 1)
         self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], beam_size=0)), invalid,
                               "options.beam_size = 0", "[1, 8]")
         self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], beam_size=9)), invalid,
@@ -175,6 +227,10 @@ class SharedServer(unittest.TestCase):
         self.assert_rpc_error(lambda: raw(bad_sentence, timeout=30),
                               grpc.StatusCode.INVALID_ARGUMENT,
                               "contents[1] is not valid UTF-8", "offset 1")
+        self.assert_rpc_error(
+            lambda: raw(length_delimited(1, b"a dog") + length_delimited(6, b"text/\xff"),
+                        timeout=30),
+            grpc.StatusCode.INVALID_ARGUMENT, "mime_type is not valid UTF-8")
         bad_model = length_delimited(1, b"a dog") + length_delimited(4, b"\xc3(")
         self.assert_rpc_error(lambda: raw(bad_model, timeout=30),
                               grpc.StatusCode.INVALID_ARGUMENT, "model is not valid UTF-8")

@@ -1,0 +1,150 @@
+#include "engine/text_segments.h"
+
+#include <unicode/brkiter.h>
+#include <unicode/uchar.h>
+#include <unicode/utext.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "engine/utf8.h"
+
+namespace xlate {
+namespace {
+
+// Byte offsets where ICU ends sentences in `text` (UTF-8 through UText: no UTF-16 copy, and the
+// offsets are the text's own byte offsets), the last one text.size().
+absl::StatusOr<std::vector<size_t>> sentence_boundaries(const std::string& text,
+                                                        const icu::Locale& locale) {
+  UErrorCode error = U_ZERO_ERROR;
+  std::unique_ptr<icu::BreakIterator> sentences(
+      icu::BreakIterator::createSentenceInstance(locale, error));
+  if (U_FAILURE(error)) {
+    return absl::InternalError(absl::StrCat("ICU has no sentence rules: ", u_errorName(error)));
+  }
+  UText utext = UTEXT_INITIALIZER;
+  utext_openUTF8(&utext, text.data(), static_cast<int64_t>(text.size()), &error);
+  sentences->setText(&utext, error);
+  std::vector<size_t> boundaries;
+  if (U_SUCCESS(error)) {
+    for (int32_t end = sentences->next(); end != icu::BreakIterator::DONE;
+         end = sentences->next()) {
+      boundaries.push_back(static_cast<size_t>(end));
+    }
+  }
+  utext_close(&utext);
+  if (U_FAILURE(error)) {
+    return absl::InternalError(absl::StrCat("ICU cannot split the text: ", u_errorName(error)));
+  }
+  if (boundaries.empty() || boundaries.back() != text.size()) boundaries.push_back(text.size());
+  return boundaries;
+}
+
+// The end of the blank code points that start at `begin`, and the start of those that end at
+// `end`, within [begin, end) of valid UTF-8 `text`.
+size_t skip_blank_forward(const std::string& text, size_t begin, size_t end) {
+  while (begin < end) {
+    size_t next = begin;
+    char32_t c = 0;
+    if (!decode_utf8(text, &next, &c) || !is_blank_code_point(c)) break;
+    begin = next;
+  }
+  return begin;
+}
+
+size_t skip_blank_backward(const std::string& text, size_t begin, size_t end) {
+  size_t last_content_end = begin;
+  for (size_t at = begin; at < end;) {
+    char32_t c = 0;
+    if (!decode_utf8(text, &at, &c)) break;
+    if (!is_blank_code_point(c)) last_content_end = at;
+  }
+  return last_content_end;
+}
+
+}  // namespace
+
+bool is_blank_code_point(char32_t c) {
+  return u_isUWhiteSpace(static_cast<UChar32>(c)) || u_iscntrl(static_cast<UChar32>(c));
+}
+
+int64_t count_code_points(const std::string& text) {
+  int64_t count = 0;
+  for (unsigned char byte : text) count += (byte & 0xC0) != 0x80;  // lead bytes
+  return count;
+}
+
+absl::StatusOr<SegmentedTexts> SegmentedTexts::Split(std::vector<std::string> texts,
+                                                     const std::string& language,
+                                                     Segmentation segmentation) {
+  UErrorCode error = U_ZERO_ERROR;
+  icu::Locale locale = language.empty() ? icu::Locale::getRoot()
+                                        : icu::Locale::forLanguageTag(language, error);
+  if (U_FAILURE(error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", language, "\" is not a BCP-47 language code"));
+  }
+  // "ss=standard": ICU's list of the language's abbreviations ("Mr.", "z.B.") that do not end a
+  // sentence.
+  locale.setKeywordValue("ss", "standard", error);
+  error = U_ZERO_ERROR;  // a locale without the list still splits, only more eagerly
+  SegmentedTexts result;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    size_t offset = 0;
+    if (!is_valid_utf8(texts[i], &offset)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "text ", i, " is not valid UTF-8 (bad byte sequence at offset ", offset, ")"));
+    }
+    std::vector<size_t> boundaries{texts[i].size()};
+    if (segmentation == Segmentation::kSentences) {
+      auto found = sentence_boundaries(texts[i], locale);
+      if (!found.ok()) return found.status();
+      boundaries = *std::move(found);
+    }
+    result.AddText(std::move(texts[i]), boundaries);
+  }
+  return result;
+}
+
+void SegmentedTexts::AddText(std::string text, const std::vector<size_t>& boundaries) {
+  std::vector<Piece> pieces;
+  auto keep = [&pieces](size_t begin, size_t end) {
+    if (begin == end) return;
+    if (!pieces.empty() && !pieces.back().sentence) {
+      pieces.back().end = end;  // blank runs between sentences join
+    } else {
+      pieces.push_back({begin, end, false});
+    }
+  };
+  size_t begin = 0;
+  for (size_t end : boundaries) {
+    const size_t content_begin = skip_blank_forward(text, begin, end);
+    const size_t content_end = skip_blank_backward(text, content_begin, end);
+    keep(begin, content_begin);
+    if (content_begin < content_end) {
+      pieces.push_back({content_begin, content_end, true});
+      sentences_.push_back(text.substr(content_begin, content_end - content_begin));
+      text_of_sentence_.push_back(texts_.size());
+    }
+    keep(content_end, end);
+    begin = end;
+  }
+  texts_.push_back(std::move(text));
+  pieces_.push_back(std::move(pieces));
+  first_sentence_.push_back(sentences_.size());
+}
+
+std::string SegmentedTexts::Join(size_t text, const std::vector<std::string>& translations) const {
+  std::string joined;
+  size_t next = 0;
+  for (const Piece& piece : pieces_[text]) {
+    if (piece.sentence) {
+      joined += translations[next++];
+    } else {
+      joined.append(texts_[text], piece.begin, piece.end - piece.begin);
+    }
+  }
+  return joined;
+}
+
+}  // namespace xlate

@@ -1,0 +1,76 @@
+// Texts cut into sentences and joined again: separators, blank and control-only texts, and
+// whole-text segmentation.
+#include "engine/text_segments.h"
+
+#include <gtest/gtest.h>
+
+namespace xlate {
+namespace {
+
+std::vector<std::string> upper_all(const std::vector<std::string>& sentences) {
+  std::vector<std::string> out;
+  for (std::string sentence : sentences) {
+    for (char& c : sentence) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out.push_back("<" + sentence + ">");
+  }
+  return out;
+}
+
+TEST(SegmentedTexts, SplitsSentencesAndKeepsEverySeparator) {
+  const std::string text = "  A dog runs. A cat sleeps?\n\n\tTwo men talk!  \r\nEnd";
+  auto split = SegmentedTexts::Split({text}, "en", Segmentation::kSentences);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->sentences(),
+            (std::vector<std::string>{"A dog runs.", "A cat sleeps?", "Two men talk!", "End"}));
+  EXPECT_EQ(split->Join(0, upper_all(split->sentences())),
+            "  <A DOG RUNS.> <A CAT SLEEPS?>\n\n\t<TWO MEN TALK!>  \r\n<END>");
+  EXPECT_EQ(split->Join(0, split->sentences()), text);
+}
+
+TEST(SegmentedTexts, AbbreviationsAndDecimalsDoNotEndSentences) {
+  auto split = SegmentedTexts::Split({"It costs 3.50 dollars. Mr. Smith agrees."}, "en",
+                                     Segmentation::kSentences);
+  ASSERT_TRUE(split.ok());
+  EXPECT_EQ(split->sentences(),
+            (std::vector<std::string>{"It costs 3.50 dollars.", "Mr. Smith agrees."}));
+}
+
+TEST(SegmentedTexts, BlankTextsHaveNoSentences) {
+  const std::vector<std::string> texts = {"", "   ", "\t\n \r", std::string(3, '\0'),
+                                          "\u00a0\u2003", "A dog.", "\x01\x02"};
+  auto split = SegmentedTexts::Split(texts, "en", Segmentation::kSentences);
+  ASSERT_TRUE(split.ok());
+  EXPECT_EQ(split->sentences(), std::vector<std::string>{"A dog."});
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const size_t count = split->end_sentence(i) - split->first_sentence(i);
+    EXPECT_EQ(count, i == 5 ? 1u : 0u) << "text " << i;
+    std::vector<std::string> translations(count, "Ein Hund.");
+    EXPECT_EQ(split->Join(i, translations), i == 5 ? "Ein Hund." : texts[i]) << "text " << i;
+  }
+  EXPECT_EQ(split->text_of(0), 5u);
+}
+
+TEST(SegmentedTexts, WholeTextSegmentationKeepsALineOneSentence) {
+  auto split = SegmentedTexts::Split({"Mr. Smith runs. He is fast.", " ", "x"}, "en",
+                                     Segmentation::kWholeText);
+  ASSERT_TRUE(split.ok());
+  EXPECT_EQ(split->sentences(), (std::vector<std::string>{"Mr. Smith runs. He is fast.", "x"}));
+  EXPECT_EQ(split->Join(1, {}), " ");
+}
+
+TEST(SegmentedTexts, RefusesInvalidUtf8AndBadLanguageCodes) {
+  auto bad = SegmentedTexts::Split({"fine", "bad \xff byte"}, "en", Segmentation::kSentences);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("text 1 is not valid UTF-8"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("offset 4"), std::string::npos);
+  EXPECT_FALSE(SegmentedTexts::Split({"x"}, "en_US", Segmentation::kSentences).ok());
+}
+
+TEST(CodePoints, CountsScalarValuesNotBytes) {
+  EXPECT_EQ(count_code_points(""), 0);
+  EXPECT_EQ(count_code_points("abc"), 3);
+  EXPECT_EQ(count_code_points("Grüße \xF0\x9F\x90\x95"), 7);  // ü, ß: 2 bytes; the dog: 4
+}
+
+}  // namespace
+}  // namespace xlate
