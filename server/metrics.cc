@@ -114,6 +114,13 @@ ServerMetrics::ServerMetrics(const ModelInfo& model)
                       .Register(*registry_)
                       .Add({});
   BuildGauge()
+      .Name("xlate_queue_capacity")
+      .Help("Sentences the scheduler queue holds at most (--queue_capacity); with "
+            "xlate_queue_depth, how saturated the queue is")
+      .Register(*registry_)
+      .Add({})
+      .Set(static_cast<double>(model.queue_capacity));
+  BuildGauge()
       .Name("xlate_model_info")
       .Help("The served model; the value is always 1")
       .Register(*registry_)

@@ -19,6 +19,7 @@ namespace xlate::server {
 
 struct ModelInfo {
   std::string name, device, precision, source_lang, target_lang;
+  int64_t queue_capacity = 0;  // --queue_capacity, sentences (xlate_queue_capacity)
 };
 
 class ServerMetrics : public SchedulerObserver {

@@ -189,7 +189,7 @@ int serve() {
   const ModelConfig& config = (*translator)->model().config();
   ServerMetrics metrics({model_name, device_label(placement->placement.device),
                         dtype_label(placement->placement.dtype), config.source_lang,
-                        config.target_lang});
+                        config.target_lang, absl::GetFlag(FLAGS_queue_capacity)});
 
   std::unique_ptr<prometheus::Exposer> exposer;
   try {

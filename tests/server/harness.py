@@ -7,14 +7,20 @@ Paths come from the environment (tests/CMakeLists.txt sets them):
   XLATE_SAMPLE_TEXT real English sentences, one per line
   XLATE_REPO        the repository root (for proto/translator.proto)
 """
+import json
 import os
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import grpc
 
@@ -107,3 +113,56 @@ def wait_until(predicate, timeout, interval=0.05):
             return True
         time.sleep(interval)
     return predicate()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    """A real Prometheus server (Debian's) on a free port of 127.0.0.1, running `config` (the
+    text of a prometheus.yml) from a fresh folder that also holds `files` {name: text}."""
+
+    def __init__(self, config, files=None):
+        self.workdir = tempfile.mkdtemp(prefix="xlate_prometheus_")
+        self.port = free_port()
+        for name, text in {"prometheus.yml": config, **(files or {})}.items():
+            with open(os.path.join(self.workdir, name), "w") as f:
+                f.write(text)
+        self.process = subprocess.Popen(
+            [shutil.which("prometheus") or "/usr/bin/prometheus",
+             f"--config.file={self.workdir}/prometheus.yml",
+             f"--storage.tsdb.path={self.workdir}/data",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def api(self, path, **params):
+        """The `data` of an HTTP API answer; None when Prometheus does not answer (yet)."""
+        url = f"http://127.0.0.1:{self.port}/api/v1/{path}?" + urllib.parse.urlencode(params)
+        try:
+            return json.load(urllib.request.urlopen(url, timeout=5))["data"]
+        except OSError:
+            return None
+
+    def query(self, expr):
+        """(status, result) of an instant query: status is "success" or the error's text."""
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": expr})
+        try:
+            answer = json.load(urllib.request.urlopen(url, timeout=5))
+        except urllib.error.HTTPError as error:  # 400: the expression does not parse
+            answer = json.load(error)
+        if answer["status"] != "success":
+            return answer.get("error", "error"), []
+        return "success", answer["data"]["result"]
+
+    def target_up(self):
+        data = self.api("targets")
+        return bool(data) and any(t["health"] == "up" for t in data["activeTargets"])
+
+    def close(self):
+        self.process.terminate()
+        self.process.wait(30)
+        shutil.rmtree(self.workdir, ignore_errors=True)
