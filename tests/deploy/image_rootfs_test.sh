@@ -46,7 +46,10 @@ bash "$repo/scripts/build_install.sh" "$work/build" "$rootfs/opt/xlate" -DXLATE_
 
 # What Docker gives every container and the binaries read (/proc/self/exe finds the
 # SentencePiece module beside bin/, /proc/stat the CPU share).
-mount -t proc proc "$rootfs/proc"
+if ! mount -t proc proc "$rootfs/proc"; then
+  echo "skipped: cannot mount /proc in the root filesystem (a container without CAP_SYS_ADMIN)"
+  exit 77
+fi
 trap 'umount "$rootfs/proc"' EXIT
 
 failures=0
