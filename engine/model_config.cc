@@ -1,5 +1,9 @@
 #include "engine/model_config.h"
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -9,16 +13,48 @@ namespace {
 
 using Json = nlohmann::json;
 
-template <typename T>
-absl::Status read_key(const Json& json, const char* key, T* value, const std::string& origin) {
+absl::Status wrong_type(const std::string& origin, const char* key, const Json& value,
+                        const char* expected) {
+  return absl::InvalidArgumentError(absl::StrCat(origin, ": key \"", key,
+                                                 "\" has the wrong type: ", value.dump(),
+                                                 " (expected ", expected, ")"));
+}
+
+// Each reader keeps the default when `key` is absent, and refuses a value of another type or
+// one its C++ type cannot hold (converting it would be undefined behaviour: a fuzzed config
+// held "d_model": 5.5e27).
+absl::Status read_key(const Json& json, const char* key, int* value, const std::string& origin) {
   auto found = json.find(key);
-  if (found == json.end()) return absl::OkStatus();  // keep the default
-  try {
-    *value = found->get<T>();
-  } catch (const Json::exception&) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": key \"", key, "\" has the wrong type: ", found->dump()));
+  if (found == json.end()) return absl::OkStatus();
+  if (!found->is_number_integer()) return wrong_type(origin, key, *found, "an integer");
+  const bool fits = found->is_number_unsigned()
+                        ? found->get<uint64_t>() <= uint64_t{std::numeric_limits<int>::max()}
+                        : found->get<int64_t>() >= std::numeric_limits<int>::min() &&
+                              found->get<int64_t>() <= std::numeric_limits<int>::max();
+  if (!fits) return wrong_type(origin, key, *found, "a 32-bit integer");
+  *value = static_cast<int>(found->get<int64_t>());
+  return absl::OkStatus();
+}
+
+absl::Status read_key(const Json& json, const char* key, float* value,
+                      const std::string& origin) {
+  auto found = json.find(key);
+  if (found == json.end()) return absl::OkStatus();
+  if (!found->is_number()) return wrong_type(origin, key, *found, "a number");
+  const double number = found->get<double>();
+  if (!(std::fabs(number) <= std::numeric_limits<float>::max())) {
+    return wrong_type(origin, key, *found, "a number within float range");
   }
+  *value = static_cast<float>(number);
+  return absl::OkStatus();
+}
+
+absl::Status read_key(const Json& json, const char* key, std::string* value,
+                      const std::string& origin) {
+  auto found = json.find(key);
+  if (found == json.end()) return absl::OkStatus();
+  if (!found->is_string()) return wrong_type(origin, key, *found, "a string");
+  *value = found->get<std::string>();
   return absl::OkStatus();
 }
 

@@ -15,7 +15,7 @@ debian_packages=(
   libicu-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   prometheus
   libopenmpi-dev openmpi-bin zlib1g-dev
-  debootstrap
+  debootstrap clang libclang-rt-14-dev libomp-dev
   python3
 )
 # PyPI package=import name

@@ -174,16 +174,15 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
   return reactor;
 }
 
-grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& request,
-                                       TranslationOptions& options,
-                                       std::optional<SegmentedTexts>& texts,
-                                       std::vector<std::vector<int32_t>>& sources) const {
-  if (!request.model().empty() && request.model() != model_name_) {
+grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
+                                const std::string& model_name, const ModelConfig& config,
+                                const RequestLimits& limits, TranslationOptions& options,
+                                std::optional<SegmentedTexts>& texts) {
+  if (!request.model().empty() && request.model() != model_name) {
     return grpc::Status(grpc::NOT_FOUND, absl::StrCat("model \"", request.model(),
                                                       "\" is not served here; this server "
-                                                      "serves \"", model_name_, "\""));
+                                                      "serves \"", model_name, "\""));
   }
-  const ModelConfig& config = translator_->model().config();
   for (const absl::Status& language :
        {check_language("source_language_code", request.source_language_code(),
                        config.source_lang, "from"),
@@ -199,26 +198,26 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
   int64_t request_code_points = 0;
   for (int i = 0; i < request.contents_size(); ++i) {
     const int64_t code_points = count_code_points(request.contents(i));
-    if (code_points > limits_.max_entry_code_points) {
+    if (code_points > limits.max_entry_code_points) {
       return invalid(absl::StrCat("contents[", i, "] has ", code_points,
-                                  " code points; the limit is ", limits_.max_entry_code_points,
+                                  " code points; the limit is ", limits.max_entry_code_points,
                                   " (--max_entry_code_points)"));
     }
     request_code_points += code_points;
   }
-  if (request_code_points > limits_.max_request_code_points) {
+  if (request_code_points > limits.max_request_code_points) {
     return invalid(absl::StrCat("contents has ", request_code_points,
                                 " code points in all; the limit is ",
-                                limits_.max_request_code_points, " (--max_request_code_points)"));
+                                limits.max_request_code_points, " (--max_request_code_points)"));
   }
   const xlate::v1::DecodingOptions& given = request.options();
   if (given.has_beam_size()) options.beam_size = given.beam_size();
   if (given.has_length_penalty()) options.length_penalty = given.length_penalty();
   if (given.has_max_extra_length()) options.max_extra_length = given.max_extra_length();
   if (given.has_n_best()) options.n_best = given.n_best();
-  if (options.beam_size < 1 || options.beam_size > limits_.max_beam_size) {
+  if (options.beam_size < 1 || options.beam_size > limits.max_beam_size) {
     return invalid(absl::StrCat("options.beam_size = ", options.beam_size,
-                                " is out of range: it must be in [1, ", limits_.max_beam_size, "]"));
+                                " is out of range: it must be in [1, ", limits.max_beam_size, "]"));
   }
   if (auto status = options.Validate("options."); !status.ok()) return to_grpc(status);
 
@@ -227,11 +226,21 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
   if (!split.ok()) return to_grpc(split.status());
   texts = *std::move(split);
   const int64_t sentence_count = static_cast<int64_t>(texts->sentences().size());
-  if (sentence_count > limits_.max_sentences_per_request) {
+  if (sentence_count > limits.max_sentences_per_request) {
     return invalid(absl::StrCat("contents holds ", sentence_count, " sentences; the limit is ",
-                                limits_.max_sentences_per_request,
+                                limits.max_sentences_per_request,
                                 " (--max_sentences_per_request)"));
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& request,
+                                       TranslationOptions& options,
+                                       std::optional<SegmentedTexts>& texts,
+                                       std::vector<std::vector<int32_t>>& sources) const {
+  grpc::Status status = check_request_text(request, model_name_, translator_->model().config(),
+                                           limits_, options, texts);
+  if (!status.ok()) return status;
   const int token_limit = std::min(limits_.max_input_tokens, translator_->max_input_tokens());
   for (size_t s = 0; s < texts->sentences().size(); ++s) {
     const std::string& sentence = texts->sentences()[s];

@@ -43,6 +43,15 @@ struct RequestLimits {
   int max_beam_size = kDefaultMaxBeamSize;
 };
 
+// The checks of a request that need no tokenizer, each limit once, in order: the model's name,
+// the language codes, mime_type, code points per entry and per request, the decoding options,
+// the cut into sentences (filling `texts`) and the sentence count. The message names the field,
+// the measure and the limit. TranslationService::Check adds the per-sentence token limit.
+grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
+                                const std::string& model_name, const ModelConfig& config,
+                                const RequestLimits& limits, TranslationOptions& options,
+                                std::optional<SegmentedTexts>& texts);
+
 class TranslationService final
     : public xlate::v1::Translator::WithRawCallbackMethod_Translate<
           xlate::v1::Translator::Service> {

@@ -1,0 +1,38 @@
+// config.json values that C++ cannot hold are refused, not converted (found by
+// tests/fuzz/model_config_fuzzer: "d_model": 5.5e27 converted to int was undefined behaviour).
+#include "engine/model_config.h"
+
+#include <gtest/gtest.h>
+
+namespace xlate {
+namespace {
+
+std::string with(const std::string& key_value) {
+  return "{\"vocab_size\": 1000, " + key_value + "}";
+}
+
+TEST(ModelConfigJson, RefusesValuesTheirTypesCannotHold) {
+  for (const std::string& bad :
+       {with("\"d_model\": 5555555555555555555555555564"), with("\"d_model\": 64.5"),
+        with("\"d_model\": 2147483648"), with("\"d_model\": -2147483649"),
+        with("\"d_model\": 18446744073709551615"), with("\"d_model\": \"64\""),
+        with("\"dropout\": 1e300"), with("\"dropout\": \"0.1\""),
+        with("\"source_lang\": 7")}) {
+    auto config = ModelConfig::FromJson(bad, "c.json");
+    ASSERT_FALSE(config.ok()) << bad;
+    EXPECT_NE(config.status().message().find("has the wrong type"), std::string::npos)
+        << config.status();
+  }
+}
+
+TEST(ModelConfigJson, ReadsValuesInRange) {
+  auto config = ModelConfig::FromJson(
+      with("\"d_model\": 64, \"dropout\": 0.25, \"source_lang\": \"en\""), "c.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->d_model, 64);
+  EXPECT_FLOAT_EQ(config->dropout, 0.25f);
+  EXPECT_EQ(config->source_lang, "en");
+}
+
+}  // namespace
+}  // namespace xlate
