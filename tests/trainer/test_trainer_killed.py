@@ -1,0 +1,83 @@
+"""xlate-trainer killed with SIGKILL at random moments (checkpoint writes included: it writes
+one every step) and started again until it finishes: the final weights and optimizer state are
+those of an uninterrupted run, bit for bit, and every checkpoint left on disk is whole.
+
+Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
+"""
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+import trainer_harness as h
+
+STEPS = 24
+# As test_trainer_cli's resume test: dropout on, several micro-batches a step, an epoch crossed.
+ARGS = ["--max_steps", str(STEPS), "--checkpoint_every_steps", "1", "--keep_checkpoints", "3",
+        "--max_tokens", "1500", "--update_freq", "2", "--warmup_steps", "4",
+        "--validate_every_steps", "0", "--dropout", "0.1", "--activation_dropout", "0.1"]
+KILLS = 8
+
+
+def command(data, output):
+    return [h.TRAINER, "train", "--data", data, "--output", output, "--preset", "tiny",
+            "--log_every_steps", "1", "--bleu_sentences", "0"] + ARGS
+
+
+class KilledTrainer(unittest.TestCase):
+    def test_sigkill_at_random_then_resume_gives_the_uninterrupted_weights(self):
+        data = h.prepared_corpus("killed", 300, 500)
+        root = os.path.join(h.SCRATCH, "killed-runs")
+        shutil.rmtree(root, ignore_errors=True)
+        os.makedirs(root)
+        straight, killed = os.path.join(root, "straight"), os.path.join(root, "killed")
+        begin = time.monotonic()
+        h.run(command(data, straight))
+        straight_seconds = time.monotonic() - begin
+
+        env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+        rng = random.Random(21)
+        kills, finished = 0, False
+        while not finished:
+            process = subprocess.Popen(command(data, killed), env=env,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            if kills < KILLS:
+                # Anywhere in the first few steps of a run's life: start-up, a step, a
+                # checkpoint write (each run gets a little further than the one before).
+                time.sleep(rng.uniform(0.3, 4) * straight_seconds / STEPS)
+                if process.poll() is None:
+                    process.send_signal(signal.SIGKILL)
+                    kills += 1
+            _, stderr = process.communicate(timeout=600)
+            if process.returncode == 0:
+                finished = True
+            elif process.returncode != -signal.SIGKILL:
+                self.fail(f"a restart failed ({process.returncode}):\n{stderr.decode()[-3000:]}")
+        self.assertGreaterEqual(kills, KILLS // 2, "the runs ended before they could be killed")
+
+        final = h.checkpoint_path(killed, STEPS)
+        for name in ("model.safetensors", "optimizer.safetensors"):
+            self.assertEqual(h.read_bytes(os.path.join(h.checkpoint_path(straight, STEPS), name)),
+                             h.read_bytes(os.path.join(final, name)),
+                             f"{name} differs from the uninterrupted run's after {kills} kills")
+        # What a kill leaves is never taken for a checkpoint: every step-* directory is whole
+        # (the trainer writes into .partial directories and renames them when complete).
+        checkpoints = os.path.join(killed, "checkpoints")
+        for entry in os.listdir(checkpoints):
+            if entry.startswith("step-"):
+                files = set(os.listdir(os.path.join(checkpoints, entry)))
+                self.assertTrue({"model.safetensors", "optimizer.safetensors", "config.json",
+                                 "trainer_state.json"} <= files, f"{entry}: {sorted(files)}")
+        print(f"{kills} kills; the uninterrupted run took {straight_seconds:.1f} s",
+              file=sys.stderr)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed = len(result.failures) + len(result.errors)
+    print(f"{result.testsRun - failed} passed, {failed} failed")
+    sys.exit(1 if failed or not result.wasSuccessful() else 0)
