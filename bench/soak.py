@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Soak: xlate-server under saturating load for a long time, the way strangers load it.
+
+    python3 bench/soak.py [--model_dir models/en-de-multi30k] [--duration_s 600] [--clients 16]
+
+--clients threads keep calls in flight (closed loop) with a mix: 1 to 8 texts of Multi30k
+test_2016 sentences (a third of them paragraphs of 2-4 sentences), beam 4 or greedy; 10% of the
+calls carry a deadline too short to meet (DEADLINE_EXCEEDED by design) and 10% are cancelled by
+their client after 0-100 ms. Prints, every --report_every_s, the sentences/s and the server's
+resident memory; at the end the calls by status code and the RSS growth from the end of the
+warm-up (the first fifth) to the end. Exits non-zero when a call ends with a code other than
+OK, DEADLINE_EXCEEDED, CANCELLED (the client's own) or RESOURCE_EXHAUSTED, when the server
+stops serving, or when the RSS grows by more than --max_rss_growth.
+"""
+import argparse
+import collections
+import gzip
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
+import types
+
+import grpc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_vs_offline import REPO, start_server  # noqa: E402
+
+
+
+def import_stubs():
+    import tempfile
+    from grpc_tools import protoc
+    out = tempfile.mkdtemp(prefix="xlate_soak_stubs_")
+    if protoc.main(["protoc", f"-I{REPO}", f"--python_out={out}", f"--grpc_python_out={out}",
+                    os.path.join(REPO, "proto", "translator.proto")]) != 0:
+        raise SystemExit("could not compile proto/translator.proto")
+    sys.path.insert(0, out)
+    from proto import translator_pb2, translator_pb2_grpc
+    return translator_pb2, translator_pb2_grpc
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+BY_DESIGN = {"OK", "DEADLINE_EXCEEDED", "CANCELLED", "RESOURCE_EXHAUSTED"}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model_dir", default=os.path.join(REPO, "models", "en-de-multi30k"))
+    parser.add_argument("--source", default=os.path.join(REPO, "..", "shared", "data", "multi30k",
+                                                         "test_2016_flickr.en.gz"))
+    parser.add_argument("--duration_s", type=float, default=600)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--report_every_s", type=float, default=10)
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--max_rss_growth", type=float, default=0.05)
+    parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "xlate-server"))
+    parser.add_argument("--json_out")
+    args = parser.parse_args()
+    pb2, pb2_grpc = import_stubs()
+    with gzip.open(args.source, "rt", encoding="utf-8") as f:
+        sentences = [line.strip() for line in f if line.strip()]
+
+    server, port = start_server(types.SimpleNamespace(
+        server=args.server, model_dir=args.model_dir, threads=args.threads, max_queue_delay_ms=5))
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    stub = pb2_grpc.TranslatorStub(channel)
+    lock = threading.Lock()
+    codes = collections.Counter()
+    done_sentences = [0]
+    stop = threading.Event()
+
+    def client(seed):
+        rng = random.Random(seed)
+        while not stop.is_set():
+            texts, count_in_request = [], 0
+            for _ in range(rng.randint(1, 8)):
+                count = rng.randint(2, 4) if rng.random() < 1 / 3 else 1
+                texts.append(" ".join(rng.choice(sentences) for _ in range(count)))
+                count_in_request += count
+            request = pb2.TranslateRequest(contents=texts, options=pb2.DecodingOptions(
+                beam_size=rng.choice([1, 4, 4])))
+            kind = rng.random()
+            timeout = 0.005 if kind < 0.1 else 120
+            future = stub.Translate.future(request, timeout=timeout)
+            if 0.1 <= kind < 0.2:
+                time.sleep(rng.uniform(0, 0.1))
+                future.cancel()
+            try:
+                future.result()
+                code = "OK"
+            except grpc.FutureCancelledError:
+                code = "CANCELLED"
+            except grpc.RpcError as error:
+                code = error.code().name
+            with lock:
+                codes[code] += 1
+                if code == "OK":
+                    done_sentences[0] += count_in_request
+
+    threads = [threading.Thread(target=client, args=(seed,)) for seed in range(args.clients)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    timeline = []
+    last_sentences, last_time = 0, start
+    warm_rss = None
+    try:
+        while time.monotonic() - start < args.duration_s:
+            time.sleep(args.report_every_s)
+            now = time.monotonic()
+            with lock:
+                sentences_now = done_sentences[0]
+            rss = rss_bytes(server.pid)
+            rate = (sentences_now - last_sentences) / (now - last_time)
+            timeline.append({"t_s": round(now - start, 1), "sentences_per_second": round(rate, 1),
+                             "rss_mib": round(rss / 2**20, 1)})
+            print(f"{now - start:7.1f} s  {rate:7.1f} sentences/s  RSS {rss / 2**20:7.1f} MiB",
+                  flush=True)
+            if warm_rss is None and now - start >= args.duration_s / 5:
+                warm_rss = rss
+            last_sentences, last_time = sentences_now, now
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(300)
+        final_rss = rss_bytes(server.pid) if server.poll() is None else 0
+        serving = server.poll() is None
+        server.send_signal(signal.SIGTERM)
+        exit_code = server.wait(120)
+        channel.close()
+
+    growth = (final_rss - warm_rss) / warm_rss if warm_rss else 0.0
+    unexpected = {code: n for code, n in codes.items() if code not in BY_DESIGN}
+    summary = {"duration_s": args.duration_s, "clients": args.clients, "codes": dict(codes),
+               "sentences": done_sentences[0], "rss_after_warmup_mib": round(warm_rss / 2**20, 1)
+               if warm_rss else None, "rss_final_mib": round(final_rss / 2**20, 1),
+               "rss_growth": round(growth, 4), "server_exit_code": exit_code,
+               "timeline": timeline}
+    print(json.dumps({k: v for k, v in summary.items() if k != "timeline"}))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(summary, f, indent=2)
+    problems = []
+    if unexpected:
+        problems.append(f"calls ended with codes not by design: {unexpected}")
+    if not serving or exit_code != 0:
+        problems.append(f"the server stopped serving (exit {exit_code})")
+    if growth > args.max_rss_growth:
+        problems.append(f"RSS grew {growth:.1%} after warm-up (limit {args.max_rss_growth:.0%})")
+    for problem in problems:
+        print("FAIL:", problem, file=sys.stderr)
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
