@@ -4,8 +4,14 @@
 
 // Clones for AVX-512 (x86-64-v4) and AVX2+FMA (x86-64-v3) machines, chosen by CPU features at
 // load time. ("arch=haswell" would be chosen by CPU model and never on AMD processors.)
+// ThreadSanitizer instruments the clones' ifunc resolvers, which the dynamic loader runs before
+// the sanitizer's runtime is up (a crash at load): a TSan build keeps the default code only.
+#if defined(__SANITIZE_THREAD__)
+#define XLATE_VECTORIZED
+#else
 #define XLATE_VECTORIZED \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 
 namespace xlate::cpu {
 namespace {
