@@ -3,6 +3,7 @@ concurrency, every bad-input case, health, reflection, metrics, deadlines and SI
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
+import collections
 import concurrent.futures
 import json
 import signal
@@ -17,8 +18,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from harness import (MODEL_DIR, SERVER_BIN, Server, offline_translations, pb2, sample_sentences,
-                     wait_until)
+from harness import (MODEL_DIR, SERVER_BIN, Server, offline_translations, pb2, pb2_grpc,
+                     sample_sentences, wait_until)
 
 
 def request(contents, **options):
@@ -380,6 +381,39 @@ class Backpressure(unittest.TestCase):
             self.assertEqual(caught.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
             self.assertIn("of 4 sentences", caught.exception.details())
         finally:
+            server.close()
+
+
+class ConnectionFlood(unittest.TestCase):
+    def test_a_flood_of_connections_leaves_the_server_serving_others(self):
+        # 200 clients, each on a connection of its own, send at once; then a new client is
+        # served as usual and health still reads SERVING.
+        server = Server("--queue_capacity=64")
+        channels = [grpc.insecure_channel(f"127.0.0.1:{server.port}",
+                                          options=[("grpc.use_local_subchannel_pool", 1)])
+                    for _ in range(200)]
+        try:
+            futures = [pb2_grpc.TranslatorStub(channel).Translate.future(
+                request(["a dog runs"]), timeout=120) for channel in channels]
+            codes = collections.Counter()
+            for future in futures:
+                try:
+                    future.result()
+                    codes["OK"] += 1
+                except grpc.RpcError as error:
+                    codes[error.code().name] += 1
+            self.assertLessEqual(set(codes), {"OK", "RESOURCE_EXHAUSTED"}, codes)
+            self.assertGreater(codes["OK"], 0)
+            fresh = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+            reply = pb2_grpc.TranslatorStub(fresh).Translate(request(["a cat sleeps"]), timeout=60)
+            self.assertEqual(len(reply.translations), 1)
+            health = health_pb2_grpc.HealthStub(fresh)
+            self.assertEqual(health.Check(health_pb2.HealthCheckRequest(), timeout=10).status,
+                             health_pb2.HealthCheckResponse.SERVING)
+            fresh.close()
+        finally:
+            for channel in channels:
+                channel.close()
             server.close()
 
 
