@@ -21,7 +21,8 @@ import tempfile
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_vs_offline import REPO, load, start_server  # noqa: E402
+from server_vs_offline import (REPO, add_multi30k_server_arguments, load,  # noqa: E402
+                               start_server)
 
 
 def cpu_seconds(pid):
@@ -52,14 +53,9 @@ def measure(args, threads, busy_loops, input_path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model_dir", default=os.path.join(REPO, "models", "en-de-multi30k"))
-    parser.add_argument("--source", default=os.path.join(REPO, "..", "shared", "data", "multi30k",
-                                                         "test_2016_flickr.en.gz"))
-    parser.add_argument("--duration_s", type=float, default=15)
-    parser.add_argument("--clients", type=int, default=16)
+    add_multi30k_server_arguments(parser, duration_s=15)
     parser.add_argument("--busy_loops", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "xlate-server"))
     parser.add_argument("--load", default=os.path.join(REPO, "build", "bench", "xlate_server_load"))
     args = parser.parse_args()
 

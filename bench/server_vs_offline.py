@@ -27,6 +27,17 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def add_multi30k_server_arguments(parser, duration_s):
+    """The arguments of the benches that load a server with Multi30k test_2016 sentences and the
+    shipped model (cpu_contention.py, soak.py)."""
+    parser.add_argument("--model_dir", default=os.path.join(REPO, "models", "en-de-multi30k"))
+    parser.add_argument("--source", default=os.path.join(REPO, "..", "shared", "data", "multi30k",
+                                                         "test_2016_flickr.en.gz"))
+    parser.add_argument("--duration_s", type=float, default=duration_s)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "xlate-server"))
+
+
 def start_server(args):
     process = subprocess.Popen(
         [args.server, f"--model_dir={args.model_dir}", "--host=127.0.0.1", "--port=0",

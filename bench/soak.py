@@ -27,7 +27,7 @@ import types
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_vs_offline import REPO, start_server  # noqa: E402
+from server_vs_offline import REPO, add_multi30k_server_arguments, start_server  # noqa: E402
 
 
 
@@ -57,15 +57,10 @@ BY_DESIGN = {"OK", "DEADLINE_EXCEEDED", "CANCELLED", "RESOURCE_EXHAUSTED"}
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model_dir", default=os.path.join(REPO, "models", "en-de-multi30k"))
-    parser.add_argument("--source", default=os.path.join(REPO, "..", "shared", "data", "multi30k",
-                                                         "test_2016_flickr.en.gz"))
-    parser.add_argument("--duration_s", type=float, default=600)
-    parser.add_argument("--clients", type=int, default=16)
+    add_multi30k_server_arguments(parser, duration_s=600)
     parser.add_argument("--report_every_s", type=float, default=10)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--max_rss_growth", type=float, default=0.05)
-    parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "xlate-server"))
     parser.add_argument("--json_out")
     args = parser.parse_args()
     pb2, pb2_grpc = import_stubs()
