@@ -257,22 +257,26 @@ void Scheduler::DropInFlight(const std::vector<std::shared_ptr<TranslationJob>>&
 }
 
 void Scheduler::StepEngine() {
+  std::vector<StreamingEngine::Finished> step = engine_->Step();
+  // Counted before any result goes out, so that a client holding its answer finds its tokens
+  // in the metrics.
   int64_t generated = 0;
-  for (StreamingEngine::Finished& finished : engine_->Step()) {
-    const auto destination = in_flight_.find(finished.handle);
-    if (destination == in_flight_.end()) continue;  // not ours: cannot happen
-    if (!finished.status.ok()) {
-      destination->second.job->Fail(finished.status);
-      in_flight_.erase(destination);
-      continue;
-    }
-    if (!finished.hypotheses.empty()) {
+  for (const StreamingEngine::Finished& finished : step) {
+    if (finished.status.ok() && !finished.hypotheses.empty()) {
       generated += static_cast<int64_t>(finished.hypotheses[0].tokens.size());
     }
-    destination->second.job->Deliver(destination->second.index, std::move(finished.hypotheses));
-    in_flight_.erase(destination);
   }
   if (observer_ && generated > 0) observer_->on_generated(generated);
+  for (StreamingEngine::Finished& finished : step) {
+    const auto destination = in_flight_.find(finished.handle);
+    if (destination == in_flight_.end()) continue;  // not ours: cannot happen
+    if (finished.status.ok()) {
+      destination->second.job->Deliver(destination->second.index, std::move(finished.hypotheses));
+    } else {
+      destination->second.job->Fail(finished.status);
+    }
+    in_flight_.erase(destination);
+  }
 }
 
 }  // namespace xlate::server
