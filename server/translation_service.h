@@ -1,7 +1,8 @@
-// The xlate.v1.Translator gRPC service (callback API): checks each request, queues its
-// sentences on the scheduler and answers, with one translation per input in order, when the
-// scheduler completes the job. No thread blocks or polls while a call waits; a client that
-// cancels (or whose deadline passes) has its queued sentences removed. The method takes the
+// The xlate.v1.Translator gRPC service (callback API): checks each request, cuts its entries
+// into sentences, queues them on the scheduler and answers, with one translation per entry in
+// order, when the scheduler completes the job (an all-blank request at once). No thread blocks
+// or polls while a call waits; a client that cancels (or whose deadline passes) has its
+// sentences removed from the queue and from the running decode. The method takes the
 // request's bytes (server/request_parsing.h), so that one that does not parse gets an error
 // that says why; reflection still describes xlate.v1 as proto/translator.proto has it.
 //
