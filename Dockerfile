@@ -54,6 +54,8 @@ RUN apt-get update \
  && useradd --system --uid 10001 --home-dir /opt/xlate --shell /usr/sbin/nologin xlate
 ENV FLAGS_model_dir=/opt/xlate/share/xlate/models/en-de-multi30k
 EXPOSE 50051 9464
+# The server of the cuda and cpu images (their stages add /opt/xlate); the trainer's overrides it.
+ENTRYPOINT ["/opt/xlate/bin/xlate-server", "--port=50051", "--metrics_port=9464", "--tryfromenv=model_dir,model_name,device,compute_type,threads,max_batch_tokens,max_batch_sentences,max_queue_delay_ms,queue_capacity,decoding_sentences,max_beam_size,max_input_tokens,max_output_tokens,max_sentences_per_request,max_entry_code_points,max_request_code_points,max_receive_message_bytes,grace_period_seconds"]
 
 # --- cuda: runtime-base plus the CUDA 12.x runtime libraries ---------------------------------
 FROM runtime-base AS cuda
@@ -72,7 +74,6 @@ COPY --from=build-cuda /opt/xlate /opt/xlate
 USER 10001
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
   CMD ["/opt/xlate/bin/xlate-health", "--target=127.0.0.1:50051"]
-ENTRYPOINT ["/opt/xlate/bin/xlate-server", "--port=50051", "--metrics_port=9464", "--tryfromenv=model_dir,model_name,device,compute_type,threads,max_batch_tokens,max_batch_sentences,max_queue_delay_ms,queue_capacity,decoding_sentences,max_beam_size,max_input_tokens,max_output_tokens,max_sentences_per_request,max_entry_code_points,max_request_code_points,max_receive_message_bytes,grace_period_seconds"]
 
 # --- trainer: the CUDA runtime plus xlate-trainer and Open MPI (mpirun -np N) ----------------
 FROM cuda AS trainer
@@ -97,4 +98,3 @@ COPY --from=build /opt/xlate /opt/xlate
 USER 10001
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["/opt/xlate/bin/xlate-health", "--target=127.0.0.1:50051"]
-ENTRYPOINT ["/opt/xlate/bin/xlate-server", "--port=50051", "--metrics_port=9464", "--tryfromenv=model_dir,model_name,device,compute_type,threads,max_batch_tokens,max_batch_sentences,max_queue_delay_ms,queue_capacity,decoding_sentences,max_beam_size,max_input_tokens,max_output_tokens,max_sentences_per_request,max_entry_code_points,max_request_code_points,max_receive_message_bytes,grace_period_seconds"]

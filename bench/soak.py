@@ -29,18 +29,9 @@ import grpc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_vs_offline import REPO, add_multi30k_server_arguments, start_server  # noqa: E402
 
+sys.path.insert(0, os.path.join(REPO, "server", "examples"))
+from translate_client import import_stubs  # noqa: E402
 
-
-def import_stubs():
-    import tempfile
-    from grpc_tools import protoc
-    out = tempfile.mkdtemp(prefix="xlate_soak_stubs_")
-    if protoc.main(["protoc", f"-I{REPO}", f"--python_out={out}", f"--grpc_python_out={out}",
-                    os.path.join(REPO, "proto", "translator.proto")]) != 0:
-        raise SystemExit("could not compile proto/translator.proto")
-    sys.path.insert(0, out)
-    from proto import translator_pb2, translator_pb2_grpc
-    return translator_pb2, translator_pb2_grpc
 
 
 def rss_bytes(pid):

@@ -12,23 +12,18 @@
 namespace xlate {
 namespace {
 
-// Byte offsets where ICU ends sentences in `text` (UTF-8 through UText: no UTF-16 copy, and the
-// offsets are the text's own byte offsets), the last one text.size().
+// Byte offsets where `sentences` ends sentences in `text` (UTF-8 through UText: no UTF-16 copy,
+// and the offsets are the text's own byte offsets), the last one text.size().
 absl::StatusOr<std::vector<size_t>> sentence_boundaries(const std::string& text,
-                                                        const icu::Locale& locale) {
+                                                        icu::BreakIterator& sentences) {
   UErrorCode error = U_ZERO_ERROR;
-  std::unique_ptr<icu::BreakIterator> sentences(
-      icu::BreakIterator::createSentenceInstance(locale, error));
-  if (U_FAILURE(error)) {
-    return absl::InternalError(absl::StrCat("ICU has no sentence rules: ", u_errorName(error)));
-  }
   UText utext = UTEXT_INITIALIZER;
   utext_openUTF8(&utext, text.data(), static_cast<int64_t>(text.size()), &error);
-  sentences->setText(&utext, error);
+  sentences.setText(&utext, error);
   std::vector<size_t> boundaries;
   if (U_SUCCESS(error)) {
-    for (int32_t end = sentences->next(); end != icu::BreakIterator::DONE;
-         end = sentences->next()) {
+    for (int32_t end = sentences.next(); end != icu::BreakIterator::DONE;
+         end = sentences.next()) {
       boundaries.push_back(static_cast<size_t>(end));
     }
   }
@@ -88,6 +83,14 @@ absl::StatusOr<SegmentedTexts> SegmentedTexts::Split(std::vector<std::string> te
   // sentence.
   locale.setKeywordValue("ss", "standard", error);
   error = U_ZERO_ERROR;  // a locale without the list still splits, only more eagerly
+  // One iterator for all the texts: making one loads the language's rules.
+  std::unique_ptr<icu::BreakIterator> sentences;
+  if (segmentation == Segmentation::kSentences) {
+    sentences.reset(icu::BreakIterator::createSentenceInstance(locale, error));
+    if (U_FAILURE(error)) {
+      return absl::InternalError(absl::StrCat("ICU has no sentence rules: ", u_errorName(error)));
+    }
+  }
   SegmentedTexts result;
   for (size_t i = 0; i < texts.size(); ++i) {
     size_t offset = 0;
@@ -97,7 +100,7 @@ absl::StatusOr<SegmentedTexts> SegmentedTexts::Split(std::vector<std::string> te
     }
     std::vector<size_t> boundaries{texts[i].size()};
     if (segmentation == Segmentation::kSentences) {
-      auto found = sentence_boundaries(texts[i], locale);
+      auto found = sentence_boundaries(texts[i], *sentences);
       if (!found.ok()) return found.status();
       boundaries = *std::move(found);
     }

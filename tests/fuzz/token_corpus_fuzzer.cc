@@ -29,5 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     for (int32_t id : corpus->target(i)) sum += id;
   }
-  return sum == 42 ? 0 : 0;  // the reads above must happen
+  static volatile int64_t sink;
+  sink = sum;  // the reads above must happen
+  return 0;
 }
