@@ -8,6 +8,7 @@
 # The Dockerfile runs it (CPU: -DXLATE_CUDA=OFF); so does tests/deploy/image_rootfs_test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[[ $# -ge 2 ]] || { echo "usage: scripts/build_install.sh BUILD_DIR PREFIX [cmake -D options...]" >&2; exit 2; }
 build_dir=$1 prefix=$2
 shift 2
 mkdir -p "$build_dir"

@@ -6,6 +6,7 @@
 #   usage: check_configs.sh WORK_DIR
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+[[ $# -ge 1 ]] || { echo "usage: check_configs.sh WORK_DIR" >&2; exit 2; }
 work=$1
 mkdir -p "$work"
 # The validators that scripts/setup.sh installs with the python3 on PATH.

@@ -8,6 +8,7 @@
 #   usage: image_rootfs_test.sh WORK_DIR      (root; exit 77 = skipped: not root or no network)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+[[ $# -ge 1 ]] || { echo "usage: image_rootfs_test.sh WORK_DIR" >&2; exit 2; }
 work=$1
 rootfs=$work/rootfs
 mkdir -p "$work"

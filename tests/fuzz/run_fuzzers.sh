@@ -7,7 +7,10 @@
 #   usage: run_fuzzers.sh WORK_DIR SECONDS [JOBS] [TARGET...]
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+[[ $# -ge 2 ]] || { echo "usage: run_fuzzers.sh WORK_DIR SECONDS [JOBS] [TARGET...]" >&2; exit 2; }
 work=$1 seconds=$2 jobs=${3:-1}
+[[ $seconds =~ ^[1-9][0-9]*$ && $jobs =~ ^[1-9][0-9]*$ ]] \
+  || { echo "run_fuzzers.sh: SECONDS and JOBS must be positive integers" >&2; exit 2; }
 shift $(( $# < 3 ? $# : 3 ))
 targets=("$@")
 (( ${#targets[@]} )) || targets=(safetensors model_config text request token_corpus)
