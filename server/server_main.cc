@@ -162,6 +162,15 @@ absl::Status check_flags() {
 }
 
 int serve() {
+  // SIGTERM/SIGINT are taken by sigwait() below, never by a handler on a random thread. Blocked
+  // before anything starts a thread (gRPC's credentials start its core's threads, the CUDA
+  // runtime its own): a thread made earlier keeps them unblocked, and the kernel may deliver a
+  // SIGTERM there and end the process with it (seen once in CI, exit -15).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   if (auto status = check_flags(); !status.ok()) return fail(std::string(status.message()), 2);
   auto server_credentials = credentials();
   if (!server_credentials.ok()) return fail(std::string(server_credentials.status().message()), 2);
@@ -170,13 +179,6 @@ int serve() {
   if (!placement.ok()) return fail(std::string(placement.status().message()), 2);
   if (!placement->note.empty()) std::cerr << "xlate-server: " << placement->note << "\n";
   if (absl::GetFlag(FLAGS_threads) > 0) omp_set_num_threads(absl::GetFlag(FLAGS_threads));
-
-  // SIGTERM/SIGINT are taken by sigwait() below, never by a handler on a random thread.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
   auto translator = Translator::Load(model_dir, placement->placement);

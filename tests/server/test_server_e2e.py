@@ -6,6 +6,7 @@ Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 import collections
 import concurrent.futures
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -491,6 +492,15 @@ class GracefulShutdown(unittest.TestCase):
 
     def test_sigterm_when_idle_exits_at_once_despite_a_watch_stream(self):
         server = Server("--grace_period_seconds=60")
+        # Every thread but the one in sigwait blocks SIGTERM: a thread that does not (gRPC's
+        # were started before the mask once) can take the signal and kill the process (-15).
+        pid = server.process.pid
+        for task in os.listdir(f"/proc/{pid}/task"):
+            if int(task) == pid:
+                continue
+            with open(f"/proc/{pid}/task/{task}/status") as status:
+                blocked = int(next(l for l in status if l.startswith("SigBlk:")).split()[1], 16)
+            self.assertTrue(blocked & (1 << (signal.SIGTERM - 1)), f"thread {task}")
         watch = health_pb2_grpc.HealthStub(server.channel).Watch(health_pb2.HealthCheckRequest())
         self.assertEqual(next(watch).status, health_pb2.HealthCheckResponse.SERVING)
         start = time.monotonic()
