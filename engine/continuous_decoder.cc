@@ -155,6 +155,14 @@ int ContinuousDecoder::Drop(const std::vector<int64_t>& handles) {
   return static_cast<int>(dropped.size());
 }
 
+std::vector<ContinuousDecoder::Progress> ContinuousDecoder::TakeProgress() {
+  std::vector<Progress> progress;
+  for (DeviceBeamSearch::Progress& sentence : search_.take_progress()) {
+    progress.push_back({handles_[sentence.slot], std::move(sentence.stable_tokens)});
+  }
+  return progress;
+}
+
 std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
   std::vector<DeviceBeamSearch::Finished> done;
   absl::Status failure;

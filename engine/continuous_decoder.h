@@ -64,6 +64,16 @@ class ContinuousDecoder {
   // their slots; the decoder stays usable.
   std::vector<Finished> Step();
 
+  struct Progress {
+    int64_t handle;
+    std::vector<int32_t> stable_tokens;  // engine/decoding/stable_prefix.h
+  };
+  // The stable prefixes that grew in the steps since the last call, of live sentences admitted
+  // with options.report_stable_prefixes (looked at when Step() looks for finished sentences).
+  // A sentence's last prefix comes before its result; a sentence dropped or finished since has
+  // none here.
+  std::vector<Progress> TakeProgress();
+
   // Drops the live sentences of `handles` (their requests were cancelled or timed out): they
   // leave the decode before the next step and free their slots. Handles that are not live
   // (finished, dropped, unknown) are ignored. Returns how many sentences were dropped.

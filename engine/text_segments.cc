@@ -138,11 +138,22 @@ void SegmentedTexts::AddText(std::string text, const std::vector<size_t>& bounda
 }
 
 std::string SegmentedTexts::Join(size_t text, const std::vector<std::string>& translations) const {
+  const size_t sentences = end_sentence(text) - first_sentence(text);
+  if (sentences == 0) return texts_[text];
+  std::string joined = JoinThrough(text, translations, sentences - 1);
+  const Piece& tail = pieces_[text].back();
+  if (!tail.sentence) joined.append(texts_[text], tail.begin, tail.end - tail.begin);
+  return joined;
+}
+
+std::string SegmentedTexts::JoinThrough(size_t text, const std::vector<std::string>& translations,
+                                        size_t last) const {
   std::string joined;
   size_t next = 0;
   for (const Piece& piece : pieces_[text]) {
     if (piece.sentence) {
-      joined += translations[next++];
+      joined += translations[next];
+      if (next++ == last) break;
     } else {
       joined.append(texts_[text], piece.begin, piece.end - piece.begin);
     }

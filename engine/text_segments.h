@@ -50,6 +50,11 @@ class SegmentedTexts {
   // Text `text` with its sentence s replaced by `translations[s - first_sentence(text)]` and
   // everything else as given. `translations` holds end_sentence - first_sentence entries.
   std::string Join(size_t text, const std::vector<std::string>& translations) const;
+  // The start of Join(text, ...) up to the end of the text's sentence `last` (counted from 0
+  // within the text): the pieces before it as given, its sentences 0..last replaced by
+  // `translations` (at least last + 1 entries; the last may be a translation's prefix).
+  std::string JoinThrough(size_t text, const std::vector<std::string>& translations,
+                          size_t last) const;
 
  private:
   struct Piece {

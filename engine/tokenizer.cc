@@ -52,6 +52,14 @@ int Tokenizer::vocab_size() const { return impl_->processor->size(); }
 int Tokenizer::id_of(const std::string& piece) const { return impl_->processor->piece_to_id(piece); }
 std::string Tokenizer::piece_of(int id) const { return impl_->processor->id_to_piece(id); }
 
+size_t Tokenizer::whole_words(const std::vector<int32_t>& ids) const {
+  static constexpr char kWordStart[] = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+  for (size_t i = ids.size(); i-- > 1;) {
+    if (piece_of(ids[i]).rfind(kWordStart, 0) == 0) return i;
+  }
+  return 0;
+}
+
 absl::Status train_tokenizer(const TokenizerTrainingOptions& options) {
   if (options.input_files.empty()) return absl::InvalidArgumentError("no input text files given");
   if (options.vocab_size < 8) {

@@ -20,6 +20,10 @@ class Tokenizer {
   absl::StatusOr<std::vector<int32_t>> encode(const std::string& text) const;
   // Detokenised text of ids; special ids (pad, bos, eos) are dropped.
   absl::StatusOr<std::string> decode(const std::vector<int32_t>& ids) const;
+  // How many of `ids` make whole words: those before the last piece that starts a word
+  // (SentencePiece's "▁"), whose word may still grow. decode() of them is a prefix of decode()
+  // of any continuation of `ids` (streaming shows no half words).
+  size_t whole_words(const std::vector<int32_t>& ids) const;
   int vocab_size() const;
   int id_of(const std::string& piece) const;  // unk id when absent
   std::string piece_of(int id) const;

@@ -57,6 +57,7 @@ SearchOptions TranslationOptions::search(const ModelConfig& config) const {
   search.min_length = min_output_length;
   search.start_token = config.decoder_start_id;
   search.end_token = config.eos_id;
+  search.report_stable_prefix = report_stable_prefixes;
   return search;
 }
 

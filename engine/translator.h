@@ -27,6 +27,9 @@ struct TranslationOptions {
   int n_best = 1;                // hypotheses returned per sentence (<= beam_size)
   int max_batch_size = 32;       // sentences per sub-batch
   bool return_scores = true;
+  // Report each sentence's stable prefix as it grows (ContinuousDecoder::TakeProgress; the
+  // server's TranslateStream). The translations are the same either way.
+  bool report_stable_prefixes = false;
 
   // Names the option (after `prefix`: "option beam_size", or the server's "options.beam_size")
   // and its limit when out of range.

@@ -5,8 +5,10 @@
 
 namespace xlate::server {
 
-TranslationJob::TranslationJob(size_t sentences, DoneCallback on_done)
-    : on_done_(std::move(on_done)), results_(sentences), remaining_(sentences) {}
+TranslationJob::TranslationJob(size_t sentences, DoneCallback on_done,
+                               ProgressCallback on_progress)
+    : on_done_(std::move(on_done)), on_progress_(std::move(on_progress)),
+      results_(sentences), remaining_(sentences) {}
 
 bool TranslationJob::WaitUntil(absl::Time until) {
   absl::MutexLock lock(&mutex_);
@@ -29,6 +31,10 @@ void TranslationJob::Deliver(size_t index, std::vector<Hypothesis> hypotheses) {
   {
     absl::MutexLock lock(&mutex_);
     if (done_) return;
+    if (on_progress_) {
+      on_progress_(index, hypotheses.empty() ? std::vector<int32_t>() : hypotheses[0].tokens,
+                   /*complete=*/true);
+    }
     results_[index] = std::move(hypotheses);
     if (--remaining_ > 0) return;
     done_ = true;
@@ -37,6 +43,12 @@ void TranslationJob::Deliver(size_t index, std::vector<Hypothesis> hypotheses) {
     results = std::move(results_);
   }
   callback(absl::OkStatus(), std::move(results));
+}
+
+void TranslationJob::Progress(size_t index, std::vector<int32_t> stable_tokens) {
+  absl::MutexLock lock(&mutex_);
+  if (done_ || !on_progress_) return;
+  on_progress_(index, std::move(stable_tokens), /*complete=*/false);
 }
 
 void TranslationJob::Fail(absl::Status status) {
@@ -87,13 +99,14 @@ int64_t Scheduler::OptionsGroupLocked(const TranslationOptions& options) {
   key.n_best = options.n_best;
   key.min_output_length = options.min_output_length;
   key.max_output_length = options.max_output_length;
+  key.report_stable_prefixes = options.report_stable_prefixes;
   auto [entry, inserted] = option_groups_.emplace(key, static_cast<int64_t>(option_groups_.size()));
   return entry->second;
 }
 
 absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
-    std::vector<std::vector<int32_t>> sources, const TranslationOptions& options,
-    absl::Time deadline, TranslationJob::DoneCallback on_done) {
+    std::vector<std::vector<int32_t>> sources, TranslationOptions options, absl::Time deadline,
+    TranslationJob::DoneCallback on_done, TranslationJob::ProgressCallback on_progress) {
   if (sources.empty()) return absl::InvalidArgumentError("a job needs at least one sentence");
   // The job calls back on whichever thread completes it (the engine thread, mostly); the
   // callback itself runs on the completion thread, so the engine never waits on it.
@@ -107,7 +120,18 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
           });
     };
   }
-  auto job = std::make_shared<TranslationJob>(sources.size(), std::move(handed_over));
+  TranslationJob::ProgressCallback progress_handed_over;
+  if (on_progress) {
+    progress_handed_over = [this, on_progress = std::move(on_progress)](
+                               size_t sentence, std::vector<int32_t> tokens, bool complete) {
+      completions_.Post([on_progress, sentence, tokens = std::move(tokens), complete]() mutable {
+        on_progress(sentence, std::move(tokens), complete);
+      });
+    };
+  }
+  options.report_stable_prefixes = static_cast<bool>(progress_handed_over);
+  auto job = std::make_shared<TranslationJob>(sources.size(), std::move(handed_over),
+                                              std::move(progress_handed_over));
   int64_t depth;
   {
     absl::MutexLock lock(&mutex_);
@@ -267,6 +291,12 @@ void Scheduler::StepEngine() {
     }
   }
   if (observer_ && generated > 0) observer_->on_generated(generated);
+  for (StreamingEngine::Progress& progress : engine_->TakeProgress()) {
+    const auto destination = in_flight_.find(progress.handle);
+    if (destination == in_flight_.end()) continue;
+    destination->second.job->Progress(destination->second.index,
+                                      std::move(progress.stable_tokens));
+  }
   for (StreamingEngine::Finished& finished : step) {
     const auto destination = in_flight_.find(finished.handle);
     if (destination == in_flight_.end()) continue;  // not ours: cannot happen

@@ -47,6 +47,13 @@ class StreamingEngine {
   };
   // One decoding step of every live sentence; returns those that finished.
   virtual std::vector<Finished> Step() = 0;
+  struct Progress {
+    int64_t handle;
+    std::vector<int32_t> stable_tokens;  // engine/decoding/stable_prefix.h
+  };
+  // The stable prefixes that grew since the last call, of live sentences admitted with
+  // options.report_stable_prefixes (ContinuousDecoder::TakeProgress).
+  virtual std::vector<Progress> TakeProgress() = 0;
   // Drops live sentences (nobody waits for their results) before the next step; handles that
   // are no longer live are ignored. Returns how many were dropped.
   virtual int Drop(const std::vector<int64_t>& handles) = 0;
@@ -76,7 +83,13 @@ class TranslationJob {
   using DoneCallback =
       std::function<void(absl::Status, std::vector<std::vector<Hypothesis>> results)>;
 
-  TranslationJob(size_t sentences, DoneCallback on_done);
+  // Called, while the job is not done, when a sentence's translation grows: `tokens` is its
+  // stable prefix (complete false), or its best translation once it is done (complete true).
+  // A sentence's calls come in order, all before the job's DoneCallback.
+  using ProgressCallback =
+      std::function<void(size_t sentence, std::vector<int32_t> tokens, bool complete)>;
+
+  TranslationJob(size_t sentences, DoneCallback on_done, ProgressCallback on_progress = nullptr);
   // Blocks until the job is done (all results in, or failed) or `until` passes.
   // Returns whether it is done.
   bool WaitUntil(absl::Time until);
@@ -88,8 +101,11 @@ class TranslationJob {
   friend class Scheduler;
   void Deliver(size_t index, std::vector<Hypothesis> hypotheses);
   void Fail(absl::Status status);  // the first failure wins
+  void Progress(size_t index, std::vector<int32_t> stable_tokens);
   mutable absl::Mutex mutex_;
   DoneCallback on_done_ ABSL_GUARDED_BY(mutex_);
+  // Called with mutex_ held, so that none comes after the job is done (it only hands over).
+  const ProgressCallback on_progress_;
   std::vector<std::vector<Hypothesis>> results_ ABSL_GUARDED_BY(mutex_);
   size_t remaining_ ABSL_GUARDED_BY(mutex_);
   absl::Status status_ ABSL_GUARDED_BY(mutex_);
@@ -117,10 +133,13 @@ class Scheduler {
   // they are translated, their deadline passes (the job fails with DEADLINE_EXCEEDED) or the
   // job is cancelled.
   // `on_done` (may be empty) is called once when the job is done, on the completion thread;
-  // with a failed Submit it is never called. Every call has run when the scheduler is destroyed.
+  // with a failed Submit it is never called. `on_progress` (may be empty: the engine then
+  // computes no stable prefixes) is called on the completion thread too, as the sentences'
+  // translations grow, before on_done. Every call has run when the scheduler is destroyed.
   absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
-      std::vector<std::vector<int32_t>> sources, const TranslationOptions& options,
-      absl::Time deadline, TranslationJob::DoneCallback on_done = nullptr);
+      std::vector<std::vector<int32_t>> sources, TranslationOptions options,
+      absl::Time deadline, TranslationJob::DoneCallback on_done = nullptr,
+      TranslationJob::ProgressCallback on_progress = nullptr);
   // Removes the job's queued sentences and fails it with `status` (nobody waits for it); its
   // sentences already decoding leave the decode before the engine's next step.
   void Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status status);
@@ -148,11 +167,13 @@ class Scheduler {
     int n_best;
     int min_output_length;
     int max_output_length;
+    bool report_stable_prefixes;
     bool operator<(const OptionsKey& other) const {
       return std::tie(beam_size, length_penalty, max_extra_length, n_best, min_output_length,
-                      max_output_length) <
+                      max_output_length, report_stable_prefixes) <
              std::tie(other.beam_size, other.length_penalty, other.max_extra_length,
-                      other.n_best, other.min_output_length, other.max_output_length);
+                      other.n_best, other.min_output_length, other.max_output_length,
+                      other.report_stable_prefixes);
     }
   };
 
@@ -165,7 +186,8 @@ class Scheduler {
   void RemoveJobLocked(const TranslationJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Admits a batch into the engine (engine thread); failures fail its jobs.
   void AdmitBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens);
-  // One engine step; delivers the sentences that finished (engine thread).
+  // One engine step; reports the stable prefixes that grew and delivers the sentences that
+  // finished (engine thread).
   void StepEngine();
   // Drops the decoding sentences of cancelled jobs from the engine (engine thread).
   void DropInFlight(const std::vector<std::shared_ptr<TranslationJob>>& cancelled);

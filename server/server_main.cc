@@ -93,6 +93,13 @@ class ContinuousEngine : public StreamingEngine {
     }
     return finished;
   }
+  std::vector<Progress> TakeProgress() override {
+    std::vector<Progress> progress;
+    for (ContinuousDecoder::Progress& sentence : decoder_->TakeProgress()) {
+      progress.push_back({sentence.handle, std::move(sentence.stable_tokens)});
+    }
+    return progress;
+  }
   int Drop(const std::vector<int64_t>& handles) override { return decoder_->Drop(handles); }
 
  private:

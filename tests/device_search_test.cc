@@ -151,6 +151,94 @@ TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
   EXPECT_EQ(compared, 2 * 2 * 7);
 }
 
+// Sentences that ask for stable prefixes (streaming) report them as they grow: each report is a
+// prefix of the sentence's final best hypothesis and longer than the one before, beam 1 reports
+// every token as it is decoded (looking every step), and the results are the host search's.
+// Sentences that do not ask report nothing.
+TEST(DeviceBeamSearch, StablePrefixesGrowTowardsTheBestHypothesis) {
+  const std::vector<std::vector<int32_t>> sources = {
+      {4, 5, 3}, {5, 4, 4, 5, 3}, {4, 3}, {5, 5, 4, 4, 4, 5, 3}, {4, 4, 5, 3}, {5, 3}, {4, 5, 5, 3}};
+  const std::vector<int> max_lengths = {12, 7, 12, 9, 12, 12, 10};
+  std::vector<SearchOptions> settings(4);
+  settings[0].beam_size = 4;
+  settings[1].beam_size = 1;
+  settings[2].beam_size = 3;
+  settings[2].n_best = 3;
+  settings[3].beam_size = 2;
+  settings[3].length_penalty = 0.f;
+  const int slots = 3, max_beam = 4, longest = 12;
+  int reports_before_the_end_with_beams = 0;
+  for (bool report : {true, false}) {
+    for (SearchOptions& options : settings) options.report_stable_prefix = report;
+    // Small biases keep these models unsure, so that the best live hypothesis often loses later
+    // (the prefix of the best alone is not stable).
+    for (auto [vocabulary, seed] : {std::pair{6, 11}, {6, 12}, {40, 45}, {40, 46}}) {
+      const auto model = tiny_random_model(vocabulary, seed, 0.5f);
+      for (int sync_interval : {1, 3}) {
+        TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, max_beam,
+                                                                     longest});
+        DeviceBeamSearch search(decoder, slots, max_beam, longest, sync_interval);
+        std::vector<int> free_slots = {2, 1, 0}, sentence_in(slots, -1);
+        std::vector<std::vector<Hypothesis>> results(sources.size());
+        std::vector<std::vector<std::vector<int32_t>>> reports(sources.size());
+        size_t next = 0, returned = 0;
+        for (int step = 0; returned < sources.size(); ++step) {
+          ASSERT_LT(step, 200);
+          if (step % 2 == 0 && next < sources.size() && !free_slots.empty()) {
+            const int slot = free_slots.back();
+            free_slots.pop_back();
+            const Batch one = encode(*model, {sources[next]});
+            decoder.set_sources(one.encoded, one.lengths, {slot});
+            search.add({slot}, {max_lengths[next]}, settings[next % settings.size()]);
+            sentence_in[slot] = static_cast<int>(next++);
+          }
+          std::vector<DeviceBeamSearch::Finished> finished = search.step();
+          for (DeviceBeamSearch::Progress& progress : search.take_progress()) {
+            reports[sentence_in[progress.slot]].push_back(std::move(progress.stable_tokens));
+          }
+          for (DeviceBeamSearch::Finished& sentence : finished) {
+            results[sentence_in[sentence.slot]] = std::move(sentence.hypotheses);
+            free_slots.push_back(sentence.slot);
+            ++returned;
+          }
+        }
+        for (size_t i = 0; i < sources.size(); ++i) {
+          const SearchOptions& options = settings[i % settings.size()];
+          const std::string where = "V " + std::to_string(vocabulary) + " seed " +
+                                    std::to_string(seed) + " sync " +
+                                    std::to_string(sync_interval) + " sentence " +
+                                    std::to_string(i);
+          const Batch one = encode(*model, {sources[i]});
+          TransformerDecoder alone(*model, one.encoded, one.lengths, options.beam_size, longest);
+          const auto expected = make_beam_search()->search(alone, {max_lengths[i]}, options)[0];
+          ASSERT_FALSE(results[i].empty()) << where;
+          EXPECT_EQ(results[i][0].tokens, expected[0].tokens) << where;
+          if (!report) {
+            EXPECT_TRUE(reports[i].empty()) << where;
+            continue;
+          }
+          const std::vector<int32_t>& best = results[i][0].tokens;
+          size_t before = 0;
+          for (const std::vector<int32_t>& prefix : reports[i]) {
+            EXPECT_GT(prefix.size(), before) << where;
+            ASSERT_LE(prefix.size(), best.size()) << where;
+            EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), best.begin())) << where;
+            before = prefix.size();
+          }
+          if (options.beam_size == 1 && sync_interval == 1) {
+            // Every step but the last reports its token.
+            ASSERT_GE(best.size(), 1u);
+            EXPECT_EQ(reports[i].size(), before) << where;
+            EXPECT_GE(before + 1, best.size()) << where;
+          }
+          if (options.beam_size > 1) reports_before_the_end_with_beams += !reports[i].empty();
+        }
+      }
+    }
+  }
+  EXPECT_GT(reports_before_the_end_with_beams, 0);
+}
+
 // After a few steps of two sentences, abandon() hands both slots back with no results; the same
 // slots then decode new sentences exactly as the host search does.
 TEST(DeviceBeamSearch, AbandonedSlotsDecodeNewSentencesAfresh) {

@@ -14,25 +14,29 @@ namespace {
 
 // A fake engine: the hypothesis of a source is the source reversed; a sentence decodes for as
 // many steps as its first token says, or until finish() when that token is 0; a negative first
-// token fails the sentence (ResourceExhausted) after one step. `slots` sentences
-// decode at once. Optionally blocks each admission until released, and records what it saw.
+// token fails the sentence (ResourceExhausted) after one step. Admitted with
+// report_stable_prefixes, a sentence reports after each step that does not finish it the first
+// `steps taken` tokens of its hypothesis as its stable prefix. `slots` sentences decode at
+// once. Optionally blocks each admission until released, and records what it saw.
 class FakeEngine : public StreamingEngine {
  public:
   explicit FakeEngine(int slots = 64) : slots_(slots) {}
   int free_slots() const override { return slots_ - static_cast<int>(live_.size()); }
   int live_sentences() const override { return static_cast<int>(live_.size()); }
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
-                                             const TranslationOptions&) override {
+                                             const TranslationOptions& options) override {
     {
       absl::MutexLock lock(&mutex_);
       batches_.push_back(sources);
+      reporting_batches_ += options.report_stable_prefixes;
     }
     if (!started_.HasBeenNotified()) started_.Notify();  // admissions run on one thread
     if (blocking_) release_.WaitForNotification();
     std::vector<int64_t> handles;
     for (const auto& source : sources) {
       const int steps = source.empty() || source.front() < 0 ? 1 : source.front();
-      live_.push_back({next_handle_, steps, std::vector<int32_t>(source.rbegin(), source.rend())});
+      live_.push_back({next_handle_, steps, std::vector<int32_t>(source.rbegin(), source.rend()),
+                       options.report_stable_prefixes});
       handles.push_back(next_handle_++);
     }
     return handles;
@@ -42,7 +46,15 @@ class FakeEngine : public StreamingEngine {
     for (size_t i = 0; i < live_.size();) {
       Sentence& sentence = live_[i];
       const bool done = sentence.steps_left == 0 ? finish_.load() : --sentence.steps_left == 0;
+      ++sentence.steps_taken;
       if (!done) {
+        if (sentence.reports) {
+          const size_t stable = std::min<size_t>(sentence.steps_taken, sentence.output.size());
+          progress_.push_back({sentence.handle, std::vector<int32_t>(
+                                                    sentence.output.begin(),
+                                                    sentence.output.begin() +
+                                                        static_cast<std::ptrdiff_t>(stable))});
+        }
         ++i;
         continue;
       }
@@ -56,6 +68,7 @@ class FakeEngine : public StreamingEngine {
     }
     return finished;
   }
+  std::vector<Progress> TakeProgress() override { return std::move(progress_); }
   int Drop(const std::vector<int64_t>& handles) override {
     int dropped = 0;
     for (int64_t handle : handles) {
@@ -83,19 +96,27 @@ class FakeEngine : public StreamingEngine {
     absl::MutexLock lock(&mutex_);
     return batches_;
   }
+  int reporting_batches() {
+    absl::MutexLock lock(&mutex_);
+    return reporting_batches_;
+  }
 
  private:
   struct Sentence {
     int64_t handle;
     int steps_left;
     std::vector<int32_t> output;
+    bool reports;
+    int steps_taken = 0;
   };
   const int slots_;
   std::vector<Sentence> live_;  // scheduler thread only
+  std::vector<Progress> progress_;  // scheduler thread only
   int64_t next_handle_ = 0;
   absl::Mutex mutex_;
   std::vector<std::vector<std::vector<int32_t>>> batches_;
   std::vector<int64_t> dropped_;
+  int reporting_batches_ = 0;
   std::atomic<bool> blocking_{false}, finish_{false};
   absl::Notification started_, release_;
 };
@@ -126,6 +147,53 @@ TEST(Scheduler, ResultsReachTheirRequestInOrder) {
   EXPECT_EQ(a[1][0].tokens, (std::vector<int32_t>{5, 4, 3}));
   EXPECT_EQ(b[0][0].tokens, (std::vector<int32_t>{6}));
   EXPECT_EQ(b[2][0].tokens, (std::vector<int32_t>{11, 10, 9}));
+}
+
+// A streaming job's progress reaches each sentence in order — its stable prefixes as they grow,
+// then its whole translation — and all of it comes before the job's DoneCallback. A job without
+// a progress callback does not ask the engine for stable prefixes.
+TEST(Scheduler, ProgressReachesItsSentenceInOrderBeforeTheJobIsDone) {
+  FakeEngine engine;
+  auto scheduler = Scheduler::Create(options(8, absl::Milliseconds(1)), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  struct Call {
+    size_t sentence;  // SIZE_MAX: the DoneCallback
+    std::vector<int32_t> tokens;
+    bool complete;
+  };
+  absl::Mutex mutex;
+  std::vector<Call> calls;
+  absl::Notification done;
+  auto job = (*scheduler)->Submit(
+      {{3, 7, 8}, {2, 5}}, {}, kNoDeadline,
+      [&](absl::Status status, std::vector<std::vector<Hypothesis>>) {
+        EXPECT_TRUE(status.ok());
+        absl::MutexLock lock(&mutex);
+        calls.push_back({SIZE_MAX, {}, true});
+        done.Notify();
+      },
+      [&](size_t sentence, std::vector<int32_t> tokens, bool complete) {
+        absl::MutexLock lock(&mutex);
+        calls.push_back({sentence, std::move(tokens), complete});
+      });
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  absl::MutexLock lock(&mutex);
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back().sentence, SIZE_MAX);
+  std::vector<std::vector<std::pair<std::vector<int32_t>, bool>>> by_sentence(2);
+  for (const Call& call : calls) {
+    if (call.sentence != SIZE_MAX) by_sentence[call.sentence].push_back({call.tokens, call.complete});
+  }
+  using Steps = std::vector<std::pair<std::vector<int32_t>, bool>>;
+  EXPECT_EQ(by_sentence[0], (Steps{{{8}, false}, {{8, 7}, false}, {{8, 7, 3}, true}}));
+  EXPECT_EQ(by_sentence[1], (Steps{{{5}, false}, {{5, 2}, true}}));
+  EXPECT_EQ(engine.reporting_batches(), 1);
+
+  auto plain = (*scheduler)->Submit({{2, 9}}, {}, kNoDeadline);
+  ASSERT_TRUE(plain.ok());
+  ASSERT_TRUE((*plain)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(engine.reporting_batches(), 1);
 }
 
 // A request's completion (in the server: detokenising and answering the RPC) runs off the engine

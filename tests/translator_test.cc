@@ -156,6 +156,51 @@ TEST_F(TranslatorTest, ContinuousDecodingEqualsBatchTranslation) {
   }
 }
 
+// Sentences admitted with report_stable_prefixes report, by handle, stable prefixes that grow
+// and are prefixes of their results; their results are those of sentences that do not report.
+TEST_F(TranslatorTest, ContinuousDecoderReportsStablePrefixesByHandle) {
+  std::vector<std::vector<int32_t>> sources;
+  for (const std::string& sentence : real_sentences(4)) {
+    auto ids = translator_->tokenizer().encode(sentence);
+    ASSERT_TRUE(ids.ok());
+    sources.push_back(*ids);
+  }
+  TranslationOptions reporting, plain;
+  reporting.report_stable_prefixes = true;
+  ContinuousDecoderOptions limits;
+  limits.max_sentences = 4;
+  ContinuousDecoder decoder(translator_->model(), limits);
+  auto reported = decoder.Admit({sources[0], sources[1]}, reporting);
+  auto quiet = decoder.Admit({sources[2], sources[3]}, plain);
+  ASSERT_TRUE(reported.ok() && quiet.ok());
+  std::map<int64_t, std::vector<Hypothesis>> results;
+  std::map<int64_t, std::vector<std::vector<int32_t>>> prefixes;
+  for (int steps = 0; decoder.live_sentences() > 0; ++steps) {
+    ASSERT_LT(steps, 2000);
+    for (ContinuousDecoder::Finished& done : decoder.Step()) results[done.handle] = done.hypotheses;
+    for (ContinuousDecoder::Progress& progress : decoder.TakeProgress()) {
+      EXPECT_EQ(results.count(progress.handle), 0u) << "a prefix after its result";
+      prefixes[progress.handle].push_back(progress.stable_tokens);
+    }
+  }
+  for (int64_t handle : *quiet) EXPECT_EQ(prefixes.count(handle), 0u);
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t handle = (*reported)[i];
+    const std::vector<int32_t>& best = results.at(handle).at(0).tokens;
+    ASSERT_FALSE(prefixes[handle].empty()) << "sentence " << i;
+    size_t before = 0;
+    for (const std::vector<int32_t>& prefix : prefixes[handle]) {
+      EXPECT_GT(prefix.size(), before);
+      ASSERT_LE(prefix.size(), best.size());
+      EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), best.begin())) << "sentence " << i;
+      before = prefix.size();
+    }
+    auto expected = translator_->TranslateTokens({sources[i]}, plain);
+    ASSERT_TRUE(expected.ok());
+    EXPECT_EQ(best, (*expected)[0][0].tokens) << "sentence " << i;
+  }
+}
+
 // A sentence dropped from a running decode (its request was cancelled) frees its slot at once,
 // never comes back as finished, and the sentences around it decode exactly as they would have;
 // every step or every 4th alike.

@@ -86,7 +86,8 @@ void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>
   std::vector<int32_t> kept_rows(static_cast<size_t>(rows_));
   for (int r = 0; r < rows_; ++r) kept_rows[r] = r;
   for (size_t i = 0; i < count; ++i) {
-    live_.push_back({slots[i], options.beam_size, options.n_best, max_lengths[i], 0});
+    live_.push_back({slots[i], options.beam_size, options.n_best, max_lengths[i],
+                     options.length_penalty, 0, options.report_stable_prefix});
   }
   place(kept_rows);
 }
@@ -106,6 +107,7 @@ std::vector<int> DeviceBeamSearch::abandon() {
   std::vector<int> slots;
   for (const Sentence& sentence : live_) slots.push_back(sentence.slot);
   live_.clear();
+  progress_.clear();
   since_sync_ = 0;
   place({});
   return slots;
@@ -126,71 +128,132 @@ std::vector<int> DeviceBeamSearch::drop(const std::vector<int>& slots) {
     first_row += sentence.beam;
   }
   if (dropped.empty()) return dropped;
+  forget_progress(dropped);
   live_ = std::move(kept);
   place(kept_rows);
   return dropped;
 }
 
-// Reads the done flags (the one wait for the device), returns the finished sentences' results
-// and drops their rows.
+// Reads the done flags (the one wait for the device), returns the finished sentences' results,
+// reports the others' stable prefixes where asked, and drops the finished sentences' rows.
 std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::sync() {
   since_sync_ = 0;
   if (device_ != Device::kCPU) done_on_host_.copy_from(t_.done);
   const Tensor& done = done_on_host_;
   std::vector<Sentence> finished, kept;
   std::vector<int32_t> kept_rows;
+  std::vector<size_t> reporting;  // indices into kept
+  std::vector<int> reporting_rows;
   int first_row = 0;
   for (const Sentence& sentence : live_) {
     if (done.data<int32_t>()[sentence.slot]) {
       finished.push_back(sentence);
     } else {
+      if (sentence.reports_prefix && sentence.decoded > 0) {
+        reporting.push_back(kept.size());
+        reporting_rows.push_back(first_row);
+      }
       kept.push_back(sentence);
       for (int b = 0; b < sentence.beam; ++b) kept_rows.push_back(first_row + b);
     }
     first_row += sentence.beam;
   }
+  if (!reporting.empty()) {
+    std::vector<Sentence*> sentences;
+    for (size_t i : reporting) sentences.push_back(&kept[i]);
+    report_prefixes(sentences, reporting_rows);  // reads rows before place() renumbers them
+  }
+  live_ = std::move(kept);
   if (finished.empty()) {
     if (steps_to_max_length_ <= 0) {
       throw std::logic_error("DeviceBeamSearch: a sentence outlived its maximum length");
     }
     return {};
   }
-  live_ = std::move(kept);
   place(kept_rows);
+  std::vector<int> finished_slots;
+  for (const Sentence& sentence : finished) finished_slots.push_back(sentence.slot);
+  forget_progress(finished_slots);  // their slots may take new sentences before it is taken
   return collect(finished);
+}
+
+void DeviceBeamSearch::forget_progress(const std::vector<int>& slots) {
+  progress_.erase(std::remove_if(progress_.begin(), progress_.end(),
+                                 [&](const Progress& progress) {
+                                   return std::find(slots.begin(), slots.end(), progress.slot) !=
+                                          slots.end();
+                                 }),
+                  progress_.end());
+}
+
+HypothesisHistory DeviceBeamSearch::HostState::history(int slot, int max_beam) const {
+  return {history_tokens.data<int32_t>(), history_parents.data<int32_t>(),
+          history_tokens.dim(1), static_cast<int64_t>(slot) * max_beam};
+}
+
+DeviceBeamSearch::HostState DeviceBeamSearch::read_state(int steps) const {
+  auto on_host = [](const Tensor& t) { return t.device() == Device::kCPU ? t : t.to(Device::kCPU); };
+  const int64_t width = t_.history_tokens.dim(1);
+  return {on_host(t_.finished_count),
+          on_host(t_.finished_scores),
+          on_host(t_.finished_log_probs),
+          on_host(t_.finished_last_steps),
+          on_host(t_.finished_last_index),
+          on_host(t_.history_tokens.view(0, {steps, width})),
+          on_host(t_.history_parents.view(0, {steps, width}))};
+}
+
+void DeviceBeamSearch::report_prefixes(std::vector<Sentence*> sentences,
+                                       const std::vector<int>& first_rows) {
+  int steps = 0;
+  for (const Sentence* sentence : sentences) steps = std::max(steps, sentence->decoded);
+  const HostState state = read_state(steps);
+  const Tensor scores =
+      device_ == Device::kCPU ? t_.next_scores : t_.next_scores.to(Device::kCPU);
+  const int64_t finished_slots = state.finished_scores.dim(1);
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    Sentence& sentence = *sentences[i];
+    StablePrefixQuery query;
+    query.steps = sentence.decoded;
+    query.length_penalty = sentence.length_penalty;
+    query.max_length = sentence.max_length;
+    for (int b = 0; b < sentence.beam; ++b) {
+      const float log_prob = scores.data<float>()[first_rows[i] + b];
+      if (log_prob != -INFINITY) query.live.push_back({b, log_prob});  // else an idle row
+    }
+    if (state.finished_count.data<int32_t>()[sentence.slot] > 0) {
+      const int64_t best = static_cast<int64_t>(sentence.slot) * finished_slots;
+      query.best_finished = FinishedHypothesis{state.finished_scores.data<float>()[best],
+                                               state.finished_last_steps.data<int32_t>()[best],
+                                               state.finished_last_index.data<int32_t>()[best]};
+    }
+    std::vector<int32_t> prefix = stable_prefix(state.history(sentence.slot, max_beam_), query);
+    if (prefix.size() > sentence.stable_length) {
+      sentence.stable_length = prefix.size();
+      progress_.push_back({sentence.slot, std::move(prefix)});
+    }
+  }
 }
 
 std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::collect(
     const std::vector<Sentence>& sentences) const {
-  const Tensor count = t_.finished_count.to(Device::kCPU);
-  const Tensor scores = t_.finished_scores.to(Device::kCPU);
-  const Tensor log_probs = t_.finished_log_probs.to(Device::kCPU);
-  const Tensor last_steps = t_.finished_last_steps.to(Device::kCPU);
-  const Tensor last_index = t_.finished_last_index.to(Device::kCPU);
   // The history up to the longest of these sentences' steps, no further.
   int steps = 0;
   for (const Sentence& sentence : sentences) steps = std::max(steps, sentence.decoded);
-  const int64_t width = t_.history_tokens.dim(1);
-  const Tensor tokens = t_.history_tokens.view(0, {steps, width}).to(Device::kCPU);
-  const Tensor parents = t_.history_parents.view(0, {steps, width}).to(Device::kCPU);
-  const int64_t slots = scores.dim(1);
+  const HostState state = read_state(steps);
+  const int64_t slots = state.finished_scores.dim(1);
   std::vector<Finished> results;
   for (const Sentence& sentence : sentences) {
     Finished finished{sentence.slot, {}};
-    const int kept = std::min(count.data<int32_t>()[sentence.slot], sentence.n_best);
+    const HypothesisHistory history = state.history(sentence.slot, max_beam_);
+    const int kept = std::min(state.finished_count.data<int32_t>()[sentence.slot], sentence.n_best);
     for (int j = 0; j < kept; ++j) {
       const int64_t at = static_cast<int64_t>(sentence.slot) * slots + j;
       Hypothesis hypothesis;
-      hypothesis.score = scores.data<float>()[at];
-      hypothesis.log_prob = log_probs.data<float>()[at];
-      // Walk back through the history from the hypothesis's last token.
-      int32_t index = last_index.data<int32_t>()[at];
-      for (int32_t t = last_steps.data<int32_t>()[at]; t >= 0; --t) {
-        const int64_t cell = t * width + static_cast<int64_t>(sentence.slot) * max_beam_ + index;
-        hypothesis.tokens.push_back(tokens.data<int32_t>()[cell]);
-        index = parents.data<int32_t>()[cell];
-      }
-      std::reverse(hypothesis.tokens.begin(), hypothesis.tokens.end());
+      hypothesis.score = state.finished_scores.data<float>()[at];
+      hypothesis.log_prob = state.finished_log_probs.data<float>()[at];
+      hypothesis.tokens = history.trace(state.finished_last_steps.data<int32_t>()[at],
+                                        state.finished_last_index.data<int32_t>()[at]);
       finished.hypotheses.push_back(std::move(hypothesis));
     }
     results.push_back(std::move(finished));

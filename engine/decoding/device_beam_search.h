@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/decoding/search.h"
+#include "engine/decoding/stable_prefix.h"
 #include "engine/decoder_state.h"
 
 namespace xlate {
@@ -56,6 +57,16 @@ class DeviceBeamSearch {
   // their slots are free again.
   std::vector<Finished> step();
 
+  struct Progress {
+    int slot;
+    std::vector<int32_t> stable_tokens;  // the sentence's stable prefix (stable_prefix.h)
+  };
+  // The stable prefixes that grew since the last call, of live sentences added with
+  // report_stable_prefix. They are computed when step() looks at the done flags (every step on
+  // the CPU, every sync_interval-th on a GPU), for the sentences that go on decoding; a
+  // sentence that finishes comes back from step() instead.
+  std::vector<Progress> take_progress() { return std::move(progress_); }
+
   // Drops every live sentence without results (after a step that failed part-way, e.g. out of
   // memory); returns their slots, free again. The search stays usable for new sentences.
   std::vector<int> abandon();
@@ -73,10 +84,26 @@ class DeviceBeamSearch {
     int beam;
     int n_best;
     int max_length;
+    float length_penalty;
     int decoded;  // steps it has taken part in (the position its rows decode next)
+    bool reports_prefix;
+    size_t stable_length = 0;  // tokens of its stable prefix reported so far
   };
+  // The search state as the host reads it: the state itself on the CPU, copies on a GPU (the
+  // history up to `steps`).
+  struct HostState {
+    Tensor finished_count, finished_scores, finished_log_probs;
+    Tensor finished_last_steps, finished_last_index;
+    Tensor history_tokens, history_parents;
+    HypothesisHistory history(int slot, int max_beam) const;
+  };
+  HostState read_state(int steps) const;
   std::vector<Finished> sync();
   std::vector<Finished> collect(const std::vector<Sentence>& sentences) const;
+  // Adds to progress_ the stable prefixes that grew; `first_rows[i]`: sentences[i]'s first row.
+  void report_prefixes(std::vector<Sentence*> sentences, const std::vector<int>& first_rows);
+  // Removes from progress_ what it holds of sentences in `slots` (finished or dropped).
+  void forget_progress(const std::vector<int>& slots);
   // Places the rows of live_: its first kept_rows.size() rows continue those rows (the kept
   // sentences, in order); the sentences after them start.
   void place(const std::vector<int32_t>& kept_rows);
@@ -88,6 +115,7 @@ class DeviceBeamSearch {
   BeamSearchTensors t_;
   Tensor done_on_host_;  // where a GPU's done flags are read into: pinned, reused every sync
   std::vector<Sentence> live_;  // in row order
+  std::vector<Progress> progress_;
   int rows_ = 0;                // their rows
   int start_token_ = 2;
   int end_token_ = -1;

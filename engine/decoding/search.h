@@ -33,6 +33,9 @@ struct SearchOptions {
   int min_length = 0;  // EOS is forbidden before this many tokens
   int start_token = 2;
   int end_token = 3;
+  // DeviceBeamSearch reports the sentence's stable prefix as it grows (streaming; see
+  // engine/decoding/stable_prefix.h).
+  bool report_stable_prefix = false;
 };
 
 struct Hypothesis {
