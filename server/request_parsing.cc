@@ -59,11 +59,10 @@ grpc::Status parse_request(const grpc::ByteBuffer& bytes, xlate::v1::TranslateRe
   return grpc::Status::OK;
 }
 
-grpc::Status serialize_response(const xlate::v1::TranslateResponse& response,
-                                grpc::ByteBuffer& bytes) {
+grpc::Status serialize_reply(const google::protobuf::MessageLite& reply, grpc::ByteBuffer& bytes) {
   bool own_buffer = false;
-  return grpc::SerializationTraits<xlate::v1::TranslateResponse>::Serialize(response, &bytes,
-                                                                            &own_buffer);
+  return grpc::SerializationTraits<google::protobuf::MessageLite>::Serialize(reply, &bytes,
+                                                                             &own_buffer);
 }
 
 }  // namespace xlate::server

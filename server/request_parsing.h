@@ -1,4 +1,4 @@
-// Requests and replies of xlate.v1.Translator/Translate as the bytes gRPC carries: the service
+// Requests and replies of xlate.v1.Translator's methods as the bytes gRPC carries: the service
 // takes them raw so that a request that does not parse gets INVALID_ARGUMENT that says why (a
 // string field that is not UTF-8 is named), instead of gRPC's anonymous INTERNAL.
 #pragma once
@@ -14,9 +14,8 @@ namespace xlate::server {
 // saying that the bytes are not a TranslateRequest.
 grpc::Status parse_request(const grpc::ByteBuffer& bytes, xlate::v1::TranslateRequest& request);
 
-// Serializes `response` into `bytes` (INTERNAL if protobuf refuses, which it does not for a
-// message the server built).
-grpc::Status serialize_response(const xlate::v1::TranslateResponse& response,
-                                grpc::ByteBuffer& bytes);
+// Serializes a reply (TranslateResponse, TranslateStreamResponse) into `bytes` (INTERNAL if
+// protobuf refuses, which it does not for a message the server built).
+grpc::Status serialize_reply(const google::protobuf::MessageLite& reply, grpc::ByteBuffer& bytes);
 
 }  // namespace xlate::server

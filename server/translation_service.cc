@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -54,28 +56,22 @@ void TranslationService::Leave() {
   --unanswered_calls_;
 }
 
-// One call: finishes exactly once, either at once (bad request, full queue, draining) or from
-// the job's completion; a cancellation fails the job, which then finishes the call. Owned
-// jointly by gRPC (until OnDone) and by Translate() (until it returns), since the job may
-// complete, and gRPC call OnDone, before Translate() has finished with the reactor.
-class TranslationService::Reactor : public grpc::ServerUnaryReactor {
+// What every call does, unary or streamed: counts itself in (refused while draining) and its
+// outcome in the metrics, under the code the client sees (a call past its deadline as
+// DEADLINE_EXCEEDED); holds the parsed request and its sentences; and ties the scheduler's job
+// to gRPC's cancellation (which fails the job, which then ends the call). A call ends exactly
+// once. Owned jointly by gRPC (until OnDone) and by the method that starts it (until it
+// returns), since the job may complete, and gRPC call OnDone, before that method is done.
+template <typename GrpcReactor>
+class TranslationService::Call : public GrpcReactor {
  public:
-  Reactor(TranslationService* service, absl::Time deadline)
+  Call(TranslationService* service, absl::Time deadline)
       : service_(service), deadline_(deadline), start_(absl::Now()) {
     service_->metrics_->on_request_start();
   }
   // Whether the service takes the call (it refuses calls while draining).
   bool Enter() { return entered_ = service_->Enter(); }
-  // Every outcome, including one the client no longer waits for, is counted under the code
-  // the client sees: a call past its deadline as DEADLINE_EXCEEDED.
-  void Complete(const grpc::Status& status) {
-    TranslationService* const service = service_;
-    const bool entered = entered_;
-    service->metrics_->on_request_end();
-    service->metrics_->on_request_done(status.error_code(), absl::Now() - start_);
-    Finish(status);  // gRPC may end the reactor (OnDone) on another thread from here on
-    if (entered) service->Leave();
-  }
+  absl::Time deadline() const { return deadline_; }
   xlate::v1::TranslateRequest& request() { return request_; }
   // The request's texts as split into sentences; set before the job is submitted.
   void set_texts(SegmentedTexts texts) { texts_.emplace(std::move(texts)); }
@@ -108,9 +104,22 @@ class TranslationService::Reactor : public grpc::ServerUnaryReactor {
     if (owners_.fetch_sub(1) == 1) delete this;
   }
 
+ protected:
+  // Counts the outcome, runs `finish` (which hands gRPC the call's end: the last use of this
+  // call, which gRPC may delete from then on), then lets a drain see the call answered.
+  template <typename Finish>
+  void End(const grpc::Status& status, Finish finish) {
+    TranslationService* const service = service_;
+    const bool entered = entered_;
+    service->metrics_->on_request_end();
+    service->metrics_->on_request_done(status.error_code(), absl::Now() - start_);
+    finish();
+    if (entered) service->Leave();
+  }
+  TranslationService* const service_;
+
  private:
   std::atomic<int> owners_{2};
-  TranslationService* const service_;
   const absl::Time deadline_;
   const absl::Time start_;
   bool entered_ = false;
@@ -121,57 +130,234 @@ class TranslationService::Reactor : public grpc::ServerUnaryReactor {
   std::optional<SegmentedTexts> texts_;
 };
 
-grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerContext* context,
-                                                        const grpc::ByteBuffer* request_bytes,
-                                                        grpc::ByteBuffer* response_bytes) {
-  auto* reactor = new Reactor(this, absl::FromChrono(context->deadline()));
-  // The reactor owns the parsed request until the call is done; the completion reads it.
-  const xlate::v1::TranslateRequest& request = reactor->request();
+// Translate: one response, or a status.
+class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
+ public:
+  UnaryCall(TranslationService* service, absl::Time deadline, grpc::ByteBuffer* response)
+      : Call(service, deadline), response_(response) {}
+  void EndWith(const grpc::Status& status) {
+    End(status, [&] { Finish(status); });
+  }
+  // The job's DoneCallback.
+  void Answer(absl::Status status, int n_best, std::vector<std::vector<Hypothesis>> results) {
+    if (!status.ok()) return EndWith(to_grpc(status));
+    xlate::v1::TranslateResponse response;
+    grpc::Status answered = service_->Respond(request(), texts(), n_best, std::move(results),
+                                              response);
+    if (answered.ok()) answered = serialize_reply(response, *response_);
+    EndWith(answered);
+  }
+  TranslationJob::ProgressCallback progress_callback() { return nullptr; }
+
+ private:
+  grpc::ByteBuffer* const response_;
+};
+
+// TranslateStream: partial translations while the job runs, then the response (or a status).
+// One write at a time: what comes meanwhile waits, an entry's newer partial replacing its
+// older one (so a slow reader holds at most one partial per entry), and the end waits for the
+// write in flight.
+class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+ public:
+  using Call::Call;
+  void set_texts(SegmentedTexts texts) {
+    settled_.assign(texts.sentences().size(), std::string());
+    sentence_done_.assign(texts.sentences().size(), false);
+    shown_.assign(texts.text_count(), Shown());
+    Call::set_texts(std::move(texts));
+  }
+  void EndWith(const grpc::Status& status) { EndAfterWrites(std::nullopt, status); }
+  void Answer(absl::Status status, int n_best, std::vector<std::vector<Hypothesis>> results) {
+    if (!status.ok()) return EndWith(to_grpc(status));
+    xlate::v1::TranslateStreamResponse last;
+    grpc::Status answered = service_->Respond(request(), texts(), n_best, std::move(results),
+                                              *last.mutable_response());
+    grpc::ByteBuffer bytes;
+    if (answered.ok()) answered = serialize_reply(last, bytes);
+    if (!answered.ok()) return EndWith(answered);
+    EndAfterWrites(std::move(bytes), grpc::Status::OK);
+  }
+  // The job's ProgressCallback (on the completion thread, as Answer): a sentence's tokens so
+  // far become its entry's partial translation when the entry's shown text grows.
+  TranslationJob::ProgressCallback progress_callback() {
+    return [this](size_t sentence, std::vector<int32_t> tokens, bool complete) {
+      OnProgress(sentence, std::move(tokens), complete);
+    };
+  }
+
+  void OnWriteDone(bool ok) override {
+    bool write = false;
+    {
+      absl::MutexLock lock(&mutex_);
+      writing_ = false;
+      if (!ok) {  // the stream is broken: the end alone is left to do
+        waiting_.clear();
+        order_.clear();
+      }
+      write = NextWriteLocked();
+      if (!write && !(ending_ && !ended_)) return;
+      if (!write) ended_ = true;
+    }
+    if (write) return StartWrite(&writing_bytes_);
+    EndNow();
+  }
+
+ private:
+  struct Shown {
+    size_t bytes = 0;
+    bool complete = false;
+  };
+
+  void OnProgress(size_t sentence, std::vector<int32_t> tokens, bool complete) {
+    const Tokenizer& tokenizer = service_->translator_->tokenizer();
+    if (!complete) tokens.resize(tokenizer.whole_words(tokens));
+    auto text = tokenizer.decode(tokens);
+    if (!text.ok()) return;  // the answer's own decode reports it
+    settled_[sentence] = *std::move(text);
+    sentence_done_[sentence] = complete;
+    // The entry's sentences in order, through the first that is not done.
+    const SegmentedTexts& split = texts();
+    const size_t entry = split.text_of(sentence), first = split.first_sentence(entry);
+    const size_t end = split.end_sentence(entry);
+    size_t last = first;
+    while (last + 1 < end && sentence_done_[last]) ++last;
+    const bool entry_done = last + 1 == end && sentence_done_[last];
+    const std::vector<std::string> translations(settled_.begin() + static_cast<ptrdiff_t>(first),
+                                                settled_.begin() + static_cast<ptrdiff_t>(last) + 1);
+    std::string shown = entry_done ? split.Join(entry, translations)
+                                   : split.JoinThrough(entry, translations, last - first);
+    Shown& before = shown_[entry];
+    if (shown.size() <= before.bytes && !(entry_done && !before.complete)) return;
+    before = {shown.size(), entry_done};
+    xlate::v1::TranslateStreamResponse update;
+    xlate::v1::PartialTranslation* partial = update.mutable_partial();
+    partial->set_entry(static_cast<int32_t>(entry));
+    partial->set_text(std::move(shown));
+    partial->set_complete(entry_done);
+    grpc::ByteBuffer bytes;
+    if (!serialize_reply(update, bytes).ok()) return;
+    bool write = false;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (ending_) return;
+      auto [waiting, inserted] = waiting_.try_emplace(entry, std::move(bytes));
+      if (inserted) {
+        order_.push_back(entry);
+      } else {
+        waiting->second = std::move(bytes);
+      }
+      write = NextWriteLocked();
+    }
+    if (write) StartWrite(&writing_bytes_);
+  }
+
+  // Takes the next waiting partial into writing_bytes_ when no write is in flight; returns
+  // whether the caller is to start writing it.
+  bool NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (writing_ || order_.empty()) return false;
+    const size_t entry = order_.front();
+    order_.pop_front();
+    writing_bytes_ = std::move(waiting_.at(entry));
+    waiting_.erase(entry);
+    writing_ = true;
+    return true;
+  }
+
+  // Ends the stream with `last` (a message) and `status` once the write in flight is done;
+  // partials still waiting are dropped (the last message holds the whole answer).
+  void EndAfterWrites(std::optional<grpc::ByteBuffer> last, const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mutex_);
+      if (ending_) return;
+      ending_ = true;
+      last_ = std::move(last);
+      status_ = status;
+      waiting_.clear();
+      order_.clear();
+      if (writing_) return;  // OnWriteDone ends it
+      ended_ = true;
+    }
+    EndNow();
+  }
+
+  void EndNow() {
+    const grpc::Status status = status_;
+    End(status, [&] {
+      if (last_) {
+        StartWriteAndFinish(&*last_, grpc::WriteOptions(), status);
+      } else {
+        Finish(status);
+      }
+    });
+  }
+
+  // The completion thread's alone (progress and the answer run there, in order).
+  std::vector<std::string> settled_;   // per sentence: its settled text
+  std::vector<bool> sentence_done_;
+  std::vector<Shown> shown_;           // per entry: what its last partial showed
+
+  absl::Mutex mutex_;
+  bool writing_ ABSL_GUARDED_BY(mutex_) = false;
+  grpc::ByteBuffer writing_bytes_;  // the write in flight's message; set under mutex_
+  std::map<size_t, grpc::ByteBuffer> waiting_ ABSL_GUARDED_BY(mutex_);  // by entry
+  std::deque<size_t> order_ ABSL_GUARDED_BY(mutex_);  // entries, in the order they first waited
+  bool ending_ ABSL_GUARDED_BY(mutex_) = false;  // EndAfterWrites was called
+  bool ended_ ABSL_GUARDED_BY(mutex_) = false;   // EndNow was (or is about to be) called
+  // Set once, with ending_, before EndNow reads them.
+  std::optional<grpc::ByteBuffer> last_;
+  grpc::Status status_;
+};
+
+template <typename CallType>
+void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_bytes) {
   TranslationOptions options;
   std::optional<SegmentedTexts> texts;
   std::vector<std::vector<int32_t>> sources;
   grpc::Status status = grpc::Status::OK;
-  if (!reactor->Enter()) {
+  if (!call->Enter()) {
     status = grpc::Status(grpc::UNAVAILABLE, "the server is shutting down; retry on another "
                                              "replica");
-  } else if (static_cast<int64_t>(request_bytes->Length()) > limits_.max_request_bytes) {
+  } else if (static_cast<int64_t>(request_bytes.Length()) > limits_.max_request_bytes) {
     status = grpc::Status(grpc::RESOURCE_EXHAUSTED,
-                          absl::StrCat("the request is ", request_bytes->Length(),
+                          absl::StrCat("the request is ", request_bytes.Length(),
                                        " bytes; the limit is ", limits_.max_request_bytes,
                                        " bytes (--max_receive_message_bytes)"));
   } else {
-    status = parse_request(*request_bytes, reactor->request());
+    status = parse_request(request_bytes, call->request());
   }
-  if (status.ok()) status = Check(request, options, texts, sources);
-  if (status.ok()) reactor->set_texts(*std::move(texts));
-  // Answers from the sentences' results (none when every entry is blank).
-  auto answer = [this, reactor, response_bytes, n_best = options.n_best](
-                    absl::Status status, std::vector<std::vector<Hypothesis>> results) {
-    if (!status.ok()) return reactor->Complete(to_grpc(status));
-    xlate::v1::TranslateResponse response;
-    grpc::Status answered =
-        Respond(reactor->request(), reactor->texts(), n_best, std::move(results), response);
-    if (answered.ok()) answered = serialize_response(response, *response_bytes);
-    reactor->Complete(answered);
-  };
-  if (!status.ok() || sources.empty()) {
-    if (status.ok()) {
-      answer(absl::OkStatus(), {});
-    } else {
-      reactor->Complete(status);
-    }
-    reactor->Release();
-    return reactor;
-  }
-  auto job = scheduler_->Submit(std::move(sources), options,
-                                absl::FromChrono(context->deadline()), std::move(answer));
+  if (status.ok()) status = Check(call->request(), options, texts, sources);
+  if (!status.ok()) return call->EndWith(status);
+  call->set_texts(*std::move(texts));
+  const int n_best = options.n_best;
+  if (sources.empty()) return call->Answer(absl::OkStatus(), n_best, {});  // all blank
+  auto job = scheduler_->Submit(
+      std::move(sources), options, call->deadline(),
+      [call, n_best](absl::Status status, std::vector<std::vector<Hypothesis>> results) {
+        call->Answer(std::move(status), n_best, std::move(results));
+      },
+      call->progress_callback());
   if (job.ok()) {
-    reactor->set_job(*std::move(job));
+    call->set_job(*std::move(job));
   } else {
-    reactor->Complete(to_grpc(job.status()));
+    call->EndWith(to_grpc(job.status()));
   }
-  reactor->Release();
-  return reactor;
+}
+
+grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerContext* context,
+                                                        const grpc::ByteBuffer* request_bytes,
+                                                        grpc::ByteBuffer* response_bytes) {
+  auto* call = new UnaryCall(this, absl::FromChrono(context->deadline()), response_bytes);
+  Start(call, *request_bytes);
+  call->Release();
+  return call;
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateStream(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
+  auto* call = new StreamCall(this, absl::FromChrono(context->deadline()));
+  Start(call, *request_bytes);
+  call->Release();
+  return call;
 }
 
 grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,

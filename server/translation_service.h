@@ -1,10 +1,12 @@
 // The xlate.v1.Translator gRPC service (callback API): checks each request, cuts its entries
 // into sentences, queues them on the scheduler and answers, with one translation per entry in
-// order, when the scheduler completes the job (an all-blank request at once). No thread blocks
-// or polls while a call waits; a client that cancels (or whose deadline passes) has its
-// sentences removed from the queue and from the running decode. The method takes the
-// request's bytes (server/request_parsing.h), so that one that does not parse gets an error
-// that says why; reflection still describes xlate.v1 as proto/translator.proto has it.
+// order, when the scheduler completes the job (an all-blank request at once). TranslateStream
+// does the same and, while the job runs, writes each entry's settled translation as it grows
+// (from the stable prefixes the scheduler reports). No thread blocks or polls while a call
+// waits; a client that cancels (or whose deadline passes) has its sentences removed from the
+// queue and from the running decode. The methods take the request's bytes
+// (server/request_parsing.h), so that one that does not parse gets an error that says why;
+// reflection still describes xlate.v1 as proto/translator.proto has it.
 //
 // Drain (SIGTERM): StartDrain() answers every later call UNAVAILABLE while the calls already
 // accepted finish; WaitUntilIdle() tells when they have, so that the server can stop then and
@@ -55,7 +57,8 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
 
 class TranslationService final
     : public xlate::v1::Translator::WithRawCallbackMethod_Translate<
-          xlate::v1::Translator::Service> {
+          xlate::v1::Translator::WithRawCallbackMethod_TranslateStream<
+              xlate::v1::Translator::Service>> {
  public:
   // All pointers must outlive the service.
   TranslationService(const Translator* translator, Scheduler* scheduler, ServerMetrics* metrics,
@@ -64,6 +67,8 @@ class TranslationService final
   grpc::ServerUnaryReactor* Translate(grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* request,
                                       grpc::ByteBuffer* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslateStream(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
 
   // From now on, calls are answered UNAVAILABLE at once; accepted calls go on.
   void StartDrain();
@@ -71,7 +76,15 @@ class TranslationService final
   bool WaitUntilIdle(absl::Time deadline);
 
  private:
-  class Reactor;
+  template <typename GrpcReactor>
+  class Call;
+  class UnaryCall;
+  class StreamCall;
+  // Takes a call's request: refuses it while draining, checks it and submits its sentences
+  // (the call's Answer, and its progress callback if any, get the results); a call refused, or
+  // with nothing to decode, is answered at once.
+  template <typename CallType>
+  void Start(CallType* call, const grpc::ByteBuffer& request_bytes);
   // Counts a call in, or refuses it (false) once draining.
   bool Enter();
   void Leave();

@@ -27,6 +27,23 @@ TEST(SegmentedTexts, SplitsSentencesAndKeepsEverySeparator) {
   EXPECT_EQ(split->Join(0, split->sentences()), text);
 }
 
+// A text's translation so far (streaming): through sentence `last`, whose translation may be
+// partial, with the separators before it; always a prefix of the whole Join.
+TEST(SegmentedTexts, JoinThroughASentenceIsAPrefixOfTheJoin) {
+  auto split = SegmentedTexts::Split({"  A dog runs. A cat sleeps.\n\nTwo men.\n"}, "en",
+                                     Segmentation::kSentences);
+  ASSERT_TRUE(split.ok()) << split.status();
+  const std::vector<std::string> translations = {"Ein Hund rennt.", "Eine Katze schläft.",
+                                                 "Zwei Männer."};
+  EXPECT_EQ(split->Join(0, translations),
+            "  Ein Hund rennt. Eine Katze schläft.\n\nZwei Männer.\n");
+  EXPECT_EQ(split->JoinThrough(0, {""}, 0), "  ");
+  EXPECT_EQ(split->JoinThrough(0, {"Ein Hund"}, 0), "  Ein Hund");
+  EXPECT_EQ(split->JoinThrough(0, {"Ein Hund rennt.", "Eine"}, 1), "  Ein Hund rennt. Eine");
+  EXPECT_EQ(split->JoinThrough(0, translations, 2),
+            "  Ein Hund rennt. Eine Katze schläft.\n\nZwei Männer.");
+}
+
 TEST(SegmentedTexts, AbbreviationsAndDecimalsDoNotEndSentences) {
   auto split = SegmentedTexts::Split({"It costs 3.50 dollars. Mr. Smith agrees."}, "en",
                                      Segmentation::kSentences);

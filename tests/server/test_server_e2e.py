@@ -1,5 +1,6 @@
 """End-to-end tests of xlate-server through a real gRPC client (grpcio): translations,
-concurrency, every bad-input case, health, reflection, metrics, deadlines and SIGTERM.
+concurrency, every bad-input case, health, reflection, metrics, deadlines, SIGTERM and
+TranslateStream.
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
@@ -293,6 +294,67 @@ class SharedServer(unittest.TestCase):
         after = min(latency() for _ in range(3))
         self.assertLess(after, max(4 * idle, idle + 0.25), f"idle {idle:.3f} s")
 
+    def test_stream_ends_with_translates_response(self):
+        # Partials of each entry grow and are prefixes of its final text; the last message is
+        # Translate's response, with the same options (n-best and scores included).
+        contents = [" ".join(sample_sentences(3)), "", sample_sentences(5)[4]]
+        for options in (dict(), dict(beam_size=1), dict(beam_size=3, n_best=2, return_scores=True)):
+            messages = list(self.stub.TranslateStream(request(contents, **options), timeout=120))
+            self.assertTrue(messages and messages[-1].HasField("response"), options)
+            self.assertEqual(messages[-1].response,
+                             self.stub.Translate(request(contents, **options), timeout=120))
+            final = [t.translated_text for t in messages[-1].response.translations]
+            shown = collections.defaultdict(str)
+            for message in messages[:-1]:
+                partial = message.partial
+                self.assertTrue(final[partial.entry].startswith(partial.text), partial)
+                self.assertGreaterEqual(len(partial.text), len(shown[partial.entry]))
+                if partial.complete:
+                    self.assertEqual(partial.text, final[partial.entry])
+                shown[partial.entry] = partial.text
+
+    def test_stream_errors_are_translates_and_come_before_any_message(self):
+        for bad, code, fragment in (
+                (request([]), grpc.StatusCode.INVALID_ARGUMENT, "contents is empty"),
+                (request(["a dog"], beam_size=9), grpc.StatusCode.INVALID_ARGUMENT,
+                 "options.beam_size = 9"),
+                (pb2.TranslateRequest(contents=["a dog"], model="nope"), grpc.StatusCode.NOT_FOUND,
+                 '"nope" is not served')):
+            received = []
+            with self.assertRaises(grpc.RpcError) as caught:
+                for message in self.stub.TranslateStream(bad, timeout=30):
+                    received.append(message)
+            self.assertEqual(caught.exception.code(), code)
+            self.assertIn(fragment, caught.exception.details())
+            self.assertEqual(received, [])
+
+    def test_a_slow_stream_reader_holds_up_no_one(self):
+        # A client that opens a long stream and does not read for a while: other calls are
+        # served meanwhile, and the stream still ends with the whole response.
+        slow = request(sample_sentences(8), beam_size=4, max_extra_length=200)
+        stream = self.stub.TranslateStream(slow, timeout=120)
+        first = next(stream)  # the call is running
+        start = time.monotonic()
+        self.assertEqual(len(self.stub.Translate(request(["a dog runs"]), timeout=60).translations),
+                         1)
+        served_in = time.monotonic() - start
+        time.sleep(1.0)
+        rest = [first] + list(stream)
+        self.assertTrue(rest[-1].HasField("response"))
+        self.assertEqual(rest[-1].response, self.stub.Translate(slow, timeout=120))
+        self.assertLess(served_in, 30)
+
+    def test_an_abandoned_stream_leaves_the_decoder(self):
+        dropped = "xlate_dropped_sentences_total"
+        before = counter(scrape(self.server), dropped)
+        abandoned = request(sample_sentences(16), beam_size=8, max_extra_length=1024)
+        with self.assertRaises(grpc.RpcError) as caught:
+            for _ in self.stub.TranslateStream(abandoned, timeout=0.5):
+                pass
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertTrue(wait_until(lambda: counter(scrape(self.server), dropped) >= before + 16,
+                                   timeout=30))
+
     def test_expired_deadline_gives_deadline_exceeded(self):
         # Counted under the code the client sees, not as CANCELLED.
         expired = 'xlate_requests_total{code="DEADLINE_EXCEEDED"}'
@@ -339,7 +401,8 @@ class SharedServer(unittest.TestCase):
         files = [descriptor_pb2.FileDescriptorProto.FromString(blob) for blob in
                  responses[1].file_descriptor_response.file_descriptor_proto]
         self.assertEqual(files[0].name, "proto/translator.proto")
-        self.assertEqual([m.name for m in files[0].service[0].method], ["Translate"])
+        self.assertEqual([m.name for m in files[0].service[0].method],
+                         ["Translate", "TranslateStream"])
         self.assertEqual(responses[2].error_response.error_code, grpc.StatusCode.NOT_FOUND.value[0])
         self.assertEqual(responses[3].all_extension_numbers_response.base_type_name,
                          "xlate.v1.TranslateRequest")
@@ -452,8 +515,13 @@ class GracefulShutdown(unittest.TestCase):
         expected = offline_translations(sentences, "--beam_size=8", "--max_extra_length=1024")
         futures = [server.stub.Translate.future(request(sentences[i:i + 4], **options),
                                                 timeout=120) for i in range(0, 32, 4)]
+        # A stream is accepted work too: it goes on to its response.
+        streamed = []
+        stream = server.stub.TranslateStream(request(sentences[:4], **options), timeout=120)
+        reader = threading.Thread(target=lambda: streamed.extend(stream))
+        reader.start()
         # SIGTERM once the server holds the calls (they are queued or running).
-        self.assertTrue(wait_until(lambda: "xlate_in_flight_requests 8" in scrape(server), 30))
+        self.assertTrue(wait_until(lambda: "xlate_in_flight_requests 9" in scrape(server), 30))
         sigterm = time.monotonic()
         server.process.send_signal(signal.SIGTERM)
 
@@ -474,6 +542,10 @@ class GracefulShutdown(unittest.TestCase):
         for i, future in enumerate(futures):
             texts = [t.translated_text for t in future.result(timeout=180).translations]
             self.assertEqual(texts, expected[4 * i:4 * i + 4])
+        reader.join(180)
+        self.assertTrue(streamed and streamed[-1].HasField("response"))
+        self.assertEqual([t.translated_text for t in streamed[-1].response.translations],
+                         expected[:4])
         answered = time.monotonic()
         # Done when the work is done: neither the open watch stream nor the 60 s grace period
         # keeps the process.
