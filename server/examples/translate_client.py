@@ -6,7 +6,8 @@
 
 It generates the Python stubs from proto/translator.proto on the fly (a real client would
 generate them once with `python -m grpc_tools.protoc`), sends one request with all sentences
-and prints one translation per line, in order.
+and prints one translation per line, in order. With --stream it calls TranslateStream instead
+and shows each entry's settled words on stderr as they come.
 """
 import argparse
 import os
@@ -37,6 +38,8 @@ def main():
     parser.add_argument("--beam_size", type=int, default=4)
     parser.add_argument("--n_best", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=60, help="deadline in seconds")
+    parser.add_argument("--stream", action="store_true",
+                        help="TranslateStream: print partial translations to stderr as they grow")
     args = parser.parse_args()
 
     pb2, pb2_grpc = import_stubs()
@@ -47,7 +50,14 @@ def main():
             options=pb2.DecodingOptions(beam_size=args.beam_size, n_best=args.n_best,
                                         return_scores=args.n_best > 1))
         try:
-            response = stub.Translate(request, timeout=args.timeout)
+            if args.stream:
+                for message in stub.TranslateStream(request, timeout=args.timeout):
+                    if message.HasField("partial"):
+                        print(f"[{message.partial.entry}] {message.partial.text}", file=sys.stderr)
+                    else:
+                        response = message.response
+            else:
+                response = stub.Translate(request, timeout=args.timeout)
         except grpc.RpcError as error:
             sys.exit(f"{error.code().name}: {error.details()}")
     for translation in response.translations:
