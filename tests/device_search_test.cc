@@ -87,13 +87,11 @@ TEST(DeviceBeamSearch, EqualsTheHostSearch) {
   EXPECT_EQ(compared, 2 * 4 * 2 * 2 * 2 * 2 * 5);
 }
 
-// Continuous batching: sentences join a running search at different steps, each with its own
-// beam and options, into slots that finished sentences freed. Every sentence gets what the host
-// search gives it decoded alone.
-TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
-  const std::vector<std::vector<int32_t>> sources = {
-      {4, 5, 3}, {5, 4, 4, 5, 3}, {4, 3}, {5, 5, 4, 4, 4, 5, 3}, {4, 4, 5, 3}, {5, 3}, {4, 5, 5, 3}};
-  const std::vector<int> max_lengths = {3, 7, 12, 5, 9, 12, 6};
+const std::vector<std::vector<int32_t>> kJoiningSources = {
+    {4, 5, 3}, {5, 4, 4, 5, 3}, {4, 3}, {5, 5, 4, 4, 4, 5, 3}, {4, 4, 5, 3}, {5, 3}, {4, 5, 5, 3}};
+
+// Four sets of options, sentence i taking settings[i % 4].
+std::vector<SearchOptions> joining_settings() {
   std::vector<SearchOptions> settings(4);
   settings[0].beam_size = 4;
   settings[1].beam_size = 1;
@@ -103,47 +101,83 @@ TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
   settings[3].beam_size = 2;
   settings[3].length_penalty = 0.f;
   settings[3].n_best = 2;
+  return settings;
+}
+
+struct JoiningRun {
+  std::vector<std::vector<Hypothesis>> results;           // per sentence
+  std::vector<std::vector<std::vector<int32_t>>> prefixes;  // per sentence, as reported
+};
+
+// kJoiningSources through one DeviceBeamSearch of 3 slots (beams up to 4, 12 tokens): one
+// sentence joins every other step while a slot is free, into the slot a finished one freed.
+JoiningRun run_joining(const TransformerModel& model, const std::vector<int>& max_lengths,
+                       const std::vector<SearchOptions>& settings, int sync_interval) {
   const int slots = 3, max_beam = 4, longest = 12;
+  const auto& sources = kJoiningSources;
+  TransformerDecoder decoder(model, TransformerDecoder::Slots{slots, 8, max_beam, longest});
+  DeviceBeamSearch search(decoder, slots, max_beam, longest, sync_interval);
+  std::vector<int> free_slots = {2, 1, 0}, sentence_in(slots, -1);
+  JoiningRun run{std::vector<std::vector<Hypothesis>>(sources.size()),
+                 std::vector<std::vector<std::vector<int32_t>>>(sources.size())};
+  size_t next = 0, returned = 0;
+  for (int step = 0; returned < sources.size(); ++step) {
+    if (step >= 200) {
+      ADD_FAILURE() << "the search did not end";
+      break;
+    }
+    if (step % 2 == 0 && next < sources.size() && !free_slots.empty()) {
+      const int slot = free_slots.back();
+      free_slots.pop_back();
+      const Batch one = encode(model, {sources[next]});
+      decoder.set_sources(one.encoded, one.lengths, {slot});
+      search.add({slot}, {max_lengths[next]}, settings[next % settings.size()]);
+      sentence_in[slot] = static_cast<int>(next++);
+    }
+    std::vector<DeviceBeamSearch::Finished> finished = search.step();
+    for (DeviceBeamSearch::Progress& progress : search.take_progress()) {
+      run.prefixes[sentence_in[progress.slot]].push_back(std::move(progress.stable_tokens));
+    }
+    for (DeviceBeamSearch::Finished& sentence : finished) {
+      run.results[sentence_in[sentence.slot]] = std::move(sentence.hypotheses);
+      free_slots.push_back(sentence.slot);
+      ++returned;
+    }
+  }
+  EXPECT_EQ(search.live_sentences(), 0);
+  return run;
+}
+
+// What the host search gives source `i` decoded alone.
+std::vector<Hypothesis> decoded_alone(const TransformerModel& model, size_t i, int max_length,
+                                      const SearchOptions& options) {
+  const Batch one = encode(model, {kJoiningSources[i]});
+  TransformerDecoder alone(model, one.encoded, one.lengths, options.beam_size, 12);
+  return make_beam_search()->search(alone, {max_length}, options)[0];
+}
+
+// Continuous batching: sentences join a running search at different steps, each with its own
+// beam and options, into slots that finished sentences freed. Every sentence gets what the host
+// search gives it decoded alone.
+TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
+  const std::vector<int> max_lengths = {3, 7, 12, 5, 9, 12, 6};
+  const std::vector<SearchOptions> settings = joining_settings();
   int compared = 0;
   for (int vocabulary : {6, 40}) {
     const auto model = tiny_random_model(vocabulary, 5 + vocabulary, 1.5f);
     for (int sync_interval : {1, 3}) {
-      TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, max_beam,
-                                                                   longest});
-      DeviceBeamSearch search(decoder, slots, max_beam, longest, sync_interval);
-      std::vector<int> free_slots = {2, 1, 0}, sentence_in(slots, -1);
-      std::vector<std::vector<Hypothesis>> results(sources.size());
-      size_t next = 0, returned = 0;
-      for (int step = 0; returned < sources.size(); ++step) {
-        ASSERT_LT(step, 200);
-        // One sentence joins every other step while a slot is free.
-        if (step % 2 == 0 && next < sources.size() && !free_slots.empty()) {
-          const int slot = free_slots.back();
-          free_slots.pop_back();
-          const Batch one = encode(*model, {sources[next]});
-          decoder.set_sources(one.encoded, one.lengths, {slot});
-          search.add({slot}, {max_lengths[next]}, settings[next % settings.size()]);
-          sentence_in[slot] = static_cast<int>(next++);
-        }
-        for (DeviceBeamSearch::Finished& finished : search.step()) {
-          results[sentence_in[finished.slot]] = std::move(finished.hypotheses);
-          free_slots.push_back(finished.slot);
-          ++returned;
-        }
-      }
-      EXPECT_EQ(search.live_sentences(), 0);
-      for (size_t i = 0; i < sources.size(); ++i) {
-        const SearchOptions& options = settings[i % settings.size()];
-        const Batch one = encode(*model, {sources[i]});
-        TransformerDecoder alone(*model, one.encoded, one.lengths, options.beam_size, longest);
-        const auto expected = make_beam_search()->search(alone, {max_lengths[i]}, options)[0];
+      const JoiningRun run = run_joining(*model, max_lengths, settings, sync_interval);
+      for (size_t i = 0; i < kJoiningSources.size(); ++i) {
+        const auto expected =
+            decoded_alone(*model, i, max_lengths[i], settings[i % settings.size()]);
         const std::string where = "V " + std::to_string(vocabulary) + " sync " +
                                   std::to_string(sync_interval) + " sentence " + std::to_string(i);
-        ASSERT_EQ(results[i].size(), expected.size()) << where;
+        ASSERT_EQ(run.results[i].size(), expected.size()) << where;
         for (size_t j = 0; j < expected.size(); ++j) {
-          EXPECT_EQ(results[i][j].tokens, expected[j].tokens) << where << " #" << j;
-          EXPECT_NEAR(results[i][j].score, expected[j].score, 1e-5) << where;
+          EXPECT_EQ(run.results[i][j].tokens, expected[j].tokens) << where << " #" << j;
+          EXPECT_NEAR(run.results[i][j].score, expected[j].score, 1e-5) << where;
         }
+        EXPECT_TRUE(run.prefixes[i].empty()) << where << ": reported without being asked";
         ++compared;
       }
     }
@@ -154,85 +188,39 @@ TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
 // Sentences that ask for stable prefixes (streaming) report them as they grow: each report is a
 // prefix of the sentence's final best hypothesis and longer than the one before, beam 1 reports
 // every token as it is decoded (looking every step), and the results are the host search's.
-// Sentences that do not ask report nothing.
 TEST(DeviceBeamSearch, StablePrefixesGrowTowardsTheBestHypothesis) {
-  const std::vector<std::vector<int32_t>> sources = {
-      {4, 5, 3}, {5, 4, 4, 5, 3}, {4, 3}, {5, 5, 4, 4, 4, 5, 3}, {4, 4, 5, 3}, {5, 3}, {4, 5, 5, 3}};
   const std::vector<int> max_lengths = {12, 7, 12, 9, 12, 12, 10};
-  std::vector<SearchOptions> settings(4);
-  settings[0].beam_size = 4;
-  settings[1].beam_size = 1;
-  settings[2].beam_size = 3;
-  settings[2].n_best = 3;
-  settings[3].beam_size = 2;
-  settings[3].length_penalty = 0.f;
-  const int slots = 3, max_beam = 4, longest = 12;
+  std::vector<SearchOptions> settings = joining_settings();
+  for (SearchOptions& options : settings) options.report_stable_prefix = true;
   int reports_before_the_end_with_beams = 0;
-  for (bool report : {true, false}) {
-    for (SearchOptions& options : settings) options.report_stable_prefix = report;
-    // Small biases keep these models unsure, so that the best live hypothesis often loses later
-    // (the prefix of the best alone is not stable).
-    for (auto [vocabulary, seed] : {std::pair{6, 11}, {6, 12}, {40, 45}, {40, 46}}) {
-      const auto model = tiny_random_model(vocabulary, seed, 0.5f);
-      for (int sync_interval : {1, 3}) {
-        TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, max_beam,
-                                                                     longest});
-        DeviceBeamSearch search(decoder, slots, max_beam, longest, sync_interval);
-        std::vector<int> free_slots = {2, 1, 0}, sentence_in(slots, -1);
-        std::vector<std::vector<Hypothesis>> results(sources.size());
-        std::vector<std::vector<std::vector<int32_t>>> reports(sources.size());
-        size_t next = 0, returned = 0;
-        for (int step = 0; returned < sources.size(); ++step) {
-          ASSERT_LT(step, 200);
-          if (step % 2 == 0 && next < sources.size() && !free_slots.empty()) {
-            const int slot = free_slots.back();
-            free_slots.pop_back();
-            const Batch one = encode(*model, {sources[next]});
-            decoder.set_sources(one.encoded, one.lengths, {slot});
-            search.add({slot}, {max_lengths[next]}, settings[next % settings.size()]);
-            sentence_in[slot] = static_cast<int>(next++);
-          }
-          std::vector<DeviceBeamSearch::Finished> finished = search.step();
-          for (DeviceBeamSearch::Progress& progress : search.take_progress()) {
-            reports[sentence_in[progress.slot]].push_back(std::move(progress.stable_tokens));
-          }
-          for (DeviceBeamSearch::Finished& sentence : finished) {
-            results[sentence_in[sentence.slot]] = std::move(sentence.hypotheses);
-            free_slots.push_back(sentence.slot);
-            ++returned;
-          }
+  // Small biases keep these models unsure, so that the best live hypothesis often loses later
+  // (the prefix of the best alone is not stable).
+  for (auto [vocabulary, seed] : {std::pair{6, 11}, {6, 12}, {40, 45}, {40, 46}}) {
+    const auto model = tiny_random_model(vocabulary, seed, 0.5f);
+    for (int sync_interval : {1, 3}) {
+      const JoiningRun run = run_joining(*model, max_lengths, settings, sync_interval);
+      for (size_t i = 0; i < kJoiningSources.size(); ++i) {
+        const SearchOptions& options = settings[i % settings.size()];
+        const std::string where = "V " + std::to_string(vocabulary) + " seed " +
+                                  std::to_string(seed) + " sync " +
+                                  std::to_string(sync_interval) + " sentence " + std::to_string(i);
+        ASSERT_FALSE(run.results[i].empty()) << where;
+        const std::vector<int32_t>& best = run.results[i][0].tokens;
+        EXPECT_EQ(best, decoded_alone(*model, i, max_lengths[i], options)[0].tokens) << where;
+        size_t before = 0;
+        for (const std::vector<int32_t>& prefix : run.prefixes[i]) {
+          EXPECT_GT(prefix.size(), before) << where;
+          ASSERT_LE(prefix.size(), best.size()) << where;
+          EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), best.begin())) << where;
+          before = prefix.size();
         }
-        for (size_t i = 0; i < sources.size(); ++i) {
-          const SearchOptions& options = settings[i % settings.size()];
-          const std::string where = "V " + std::to_string(vocabulary) + " seed " +
-                                    std::to_string(seed) + " sync " +
-                                    std::to_string(sync_interval) + " sentence " +
-                                    std::to_string(i);
-          const Batch one = encode(*model, {sources[i]});
-          TransformerDecoder alone(*model, one.encoded, one.lengths, options.beam_size, longest);
-          const auto expected = make_beam_search()->search(alone, {max_lengths[i]}, options)[0];
-          ASSERT_FALSE(results[i].empty()) << where;
-          EXPECT_EQ(results[i][0].tokens, expected[0].tokens) << where;
-          if (!report) {
-            EXPECT_TRUE(reports[i].empty()) << where;
-            continue;
-          }
-          const std::vector<int32_t>& best = results[i][0].tokens;
-          size_t before = 0;
-          for (const std::vector<int32_t>& prefix : reports[i]) {
-            EXPECT_GT(prefix.size(), before) << where;
-            ASSERT_LE(prefix.size(), best.size()) << where;
-            EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), best.begin())) << where;
-            before = prefix.size();
-          }
-          if (options.beam_size == 1 && sync_interval == 1) {
-            // Every step but the last reports its token.
-            ASSERT_GE(best.size(), 1u);
-            EXPECT_EQ(reports[i].size(), before) << where;
-            EXPECT_GE(before + 1, best.size()) << where;
-          }
-          if (options.beam_size > 1) reports_before_the_end_with_beams += !reports[i].empty();
+        if (options.beam_size == 1 && sync_interval == 1) {
+          // Every step but the last reports its token.
+          ASSERT_GE(best.size(), 1u);
+          EXPECT_EQ(run.prefixes[i].size(), before) << where;
+          EXPECT_GE(before + 1, best.size()) << where;
         }
+        if (options.beam_size > 1) reports_before_the_end_with_beams += !run.prefixes[i].empty();
       }
     }
   }
