@@ -13,6 +13,9 @@ namespace {
 
 Tensor on(Device device, Tensor host) { return device == Device::kCPU ? host : host.to(device); }
 
+// What the host reads of device state: the tensor itself on the CPU, a copy otherwise.
+Tensor on_host(const Tensor& t) { return t.device() == Device::kCPU ? t : t.to(Device::kCPU); }
+
 template <typename T>
 Tensor tensor_on(Device device, const std::vector<T>& values) {
   return on(device, Tensor::from_vector(values, {static_cast<int64_t>(values.size())}));
@@ -192,7 +195,6 @@ HypothesisHistory DeviceBeamSearch::HostState::history(int slot, int max_beam) c
 }
 
 DeviceBeamSearch::HostState DeviceBeamSearch::read_state(int steps) const {
-  auto on_host = [](const Tensor& t) { return t.device() == Device::kCPU ? t : t.to(Device::kCPU); };
   const int64_t width = t_.history_tokens.dim(1);
   return {on_host(t_.finished_count),
           on_host(t_.finished_scores),
@@ -203,13 +205,12 @@ DeviceBeamSearch::HostState DeviceBeamSearch::read_state(int steps) const {
           on_host(t_.history_parents.view(0, {steps, width}))};
 }
 
-void DeviceBeamSearch::report_prefixes(std::vector<Sentence*> sentences,
+void DeviceBeamSearch::report_prefixes(const std::vector<Sentence*>& sentences,
                                        const std::vector<int>& first_rows) {
   int steps = 0;
   for (const Sentence* sentence : sentences) steps = std::max(steps, sentence->decoded);
   const HostState state = read_state(steps);
-  const Tensor scores =
-      device_ == Device::kCPU ? t_.next_scores : t_.next_scores.to(Device::kCPU);
+  const Tensor scores = on_host(t_.next_scores);
   const int64_t finished_slots = state.finished_scores.dim(1);
   for (size_t i = 0; i < sentences.size(); ++i) {
     Sentence& sentence = *sentences[i];

@@ -101,7 +101,7 @@ class DeviceBeamSearch {
   std::vector<Finished> sync();
   std::vector<Finished> collect(const std::vector<Sentence>& sentences) const;
   // Adds to progress_ the stable prefixes that grew; `first_rows[i]`: sentences[i]'s first row.
-  void report_prefixes(std::vector<Sentence*> sentences, const std::vector<int>& first_rows);
+  void report_prefixes(const std::vector<Sentence*>& sentences, const std::vector<int>& first_rows);
   // Removes from progress_ what it holds of sentences in `slots` (finished or dropped).
   void forget_progress(const std::vector<int>& slots);
   // Places the rows of live_: its first kept_rows.size() rows continue those rows (the kept
