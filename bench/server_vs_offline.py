@@ -38,14 +38,19 @@ def add_multi30k_server_arguments(parser, duration_s):
     parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "xlate-server"))
 
 
-def start_server(args):
+def start_server(args, *extra_flags):
+    """xlate-server on free ports of 127.0.0.1; returns the process and its port. The process's
+    startup_lines are its log up to serving."""
     process = subprocess.Popen(
         [args.server, f"--model_dir={args.model_dir}", "--host=127.0.0.1", "--port=0",
          "--metrics_port=0", f"--threads={args.threads}", "--max_batch_sentences=32",
-         f"--max_queue_delay_ms={args.max_queue_delay_ms}", "--queue_capacity=100000"],
+         f"--max_queue_delay_ms={args.max_queue_delay_ms}", "--queue_capacity=100000",
+         *extra_flags],
         stderr=subprocess.PIPE, text=True)
     port = None
+    process.startup_lines = []
     for line in process.stderr:
+        process.startup_lines.append(line)
         match = re.search(r"on 127\.0\.0\.1:(\d+),", line)
         if match:
             port = int(match[1])

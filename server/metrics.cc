@@ -58,7 +58,7 @@ std::string status_code_name(grpc::StatusCode code) {
   return found == names.end() ? "UNKNOWN" : found->second;
 }
 
-ServerMetrics::ServerMetrics(const ModelInfo& model)
+ServerMetrics::ServerMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       process_(std::make_shared<ProcessMemoryCollectable>()) {
   using prometheus::BuildCounter;
@@ -66,97 +66,132 @@ ServerMetrics::ServerMetrics(const ModelInfo& model)
   using prometheus::BuildHistogram;
   requests_ = &BuildCounter()
                    .Name("xlate_requests_total")
-                   .Help("Translate calls finished, by gRPC status code")
+                   .Help("Translate and TranslateStream calls finished, by gRPC status code and "
+                         "model (empty for calls refused before they reached a model)")
                    .Register(*registry_);
-  for (int code = grpc::OK; code <= grpc::UNAUTHENTICATED; ++code) {
-    const auto status = static_cast<grpc::StatusCode>(code);
-    requests_by_code_[status] = &requests_->Add({{"code", status_code_name(status)}});
-  }
   latency_ = &BuildHistogram()
                   .Name("xlate_request_duration_seconds")
-                  .Help("Time from receiving a Translate call to answering it")
-                  .Register(*registry_)
-                  .Add({}, exponential(0.005, 2, 14));
+                  .Help("Time from receiving a call to answering it, by model")
+                  .Register(*registry_);
   queue_wait_ = &BuildHistogram()
                      .Name("xlate_queue_wait_seconds")
                      .Help("Time a sentence waited in the queue before its batch started")
-                     .Register(*registry_)
-                     .Add({}, exponential(0.0005, 2, 16));
+                     .Register(*registry_);
   batch_sentences_ = &BuildHistogram()
                           .Name("xlate_batch_sentences")
                           .Help("Sentences per engine batch")
-                          .Register(*registry_)
-                          .Add({}, exponential(1, 2, 10));
+                          .Register(*registry_);
   batch_tokens_ = &BuildHistogram()
                        .Name("xlate_batch_tokens")
                        .Help("Padded source tokens per engine batch")
-                       .Register(*registry_)
-                       .Add({}, exponential(16, 2, 12));
+                       .Register(*registry_);
   generated_tokens_ = &BuildCounter()
                            .Name("xlate_generated_tokens_total")
                            .Help("Target tokens generated (best hypotheses)")
-                           .Register(*registry_)
-                           .Add({});
+                           .Register(*registry_);
   dropped_sentences_ = &BuildCounter()
                             .Name("xlate_dropped_sentences_total")
                             .Help("Sentences that left the running decode unfinished because "
                                   "their request was cancelled or timed out")
-                            .Register(*registry_)
-                            .Add({});
-  in_flight_ = &BuildGauge()
-                    .Name("xlate_in_flight_requests")
-                    .Help("Translate calls being handled now")
-                    .Register(*registry_)
-                    .Add({});
+                            .Register(*registry_);
   queue_depth_ = &BuildGauge()
                       .Name("xlate_queue_depth")
-                      .Help("Sentences waiting in the scheduler queue")
-                      .Register(*registry_)
-                      .Add({});
-  BuildGauge()
-      .Name("xlate_queue_capacity")
-      .Help("Sentences the scheduler queue holds at most (--queue_capacity); with "
-            "xlate_queue_depth, how saturated the queue is")
-      .Register(*registry_)
-      .Add({})
-      .Set(static_cast<double>(model.queue_capacity));
-  BuildGauge()
-      .Name("xlate_model_info")
-      .Help("The served model; the value is always 1")
-      .Register(*registry_)
-      .Add({{"name", model.name},
-            {"device", model.device},
-            {"precision", model.precision},
-            {"source_lang", model.source_lang},
-            {"target_lang", model.target_lang}})
-      .Set(1);
+                      .Help("Sentences waiting in the model's scheduler queue")
+                      .Register(*registry_);
+  queue_capacity_ = &BuildGauge()
+                         .Name("xlate_queue_capacity")
+                         .Help("Sentences the model's scheduler queue holds at most "
+                               "(--queue_capacity); with xlate_queue_depth, how saturated the "
+                               "queue is")
+                         .Register(*registry_);
+  model_info_ = &BuildGauge()
+                     .Name("xlate_model_info")
+                     .Help("A served model as it serves now; the value is always 1")
+                     .Register(*registry_);
+  loaded_at_ = &BuildGauge()
+                    .Name("xlate_model_loaded_timestamp_seconds")
+                    .Help("When the served model was last loaded (at start or by a reload), in "
+                          "seconds since the Unix epoch")
+                    .Register(*registry_);
+  reloads_ = &BuildCounter()
+                  .Name("xlate_model_reloads_total")
+                  .Help("Reloads of a served model (SIGHUP or ModelAdmin/ReloadModel), by result: "
+                        "loaded, or failed (the old model kept serving)")
+                  .Register(*registry_);
+  in_flight_ = &BuildGauge()
+                    .Name("xlate_in_flight_requests")
+                    .Help("Translate and TranslateStream calls being handled now")
+                    .Register(*registry_)
+                    .Add({});
 }
 
-void ServerMetrics::on_request_done(grpc::StatusCode code, absl::Duration latency) {
-  auto found = requests_by_code_.find(code);
-  (found == requests_by_code_.end() ? requests_by_code_[grpc::UNKNOWN] : found->second)
-      ->Increment();
-  latency_->Observe(absl::ToDoubleSeconds(latency));
+ModelMetrics* ServerMetrics::ForModel(const std::string& name, int64_t queue_capacity) {
+  absl::MutexLock lock(&mutex_);
+  std::unique_ptr<ModelMetrics>& model = models_[name];
+  if (model) return model.get();
+  model = std::make_unique<ModelMetrics>();
+  const prometheus::Labels labels = {{"model", name}};
+  model->queue_wait_ = &queue_wait_->Add(labels, exponential(0.0005, 2, 16));
+  model->batch_sentences_ = &batch_sentences_->Add(labels, exponential(1, 2, 10));
+  model->batch_tokens_ = &batch_tokens_->Add(labels, exponential(16, 2, 12));
+  model->generated_tokens_ = &generated_tokens_->Add(labels);
+  model->dropped_sentences_ = &dropped_sentences_->Add(labels);
+  model->queue_depth_ = &queue_depth_->Add(labels);
+  queue_capacity_->Add(labels).Set(static_cast<double>(queue_capacity));
+  // Every code from the start, so that rates over them exist before the first failure.
+  for (int code = grpc::OK; code <= grpc::UNAUTHENTICATED; ++code) {
+    requests_->Add({{"code", status_code_name(static_cast<grpc::StatusCode>(code))},
+                    {"model", name}});
+  }
+  reloads_->Add({{"model", name}, {"result", "loaded"}});
+  reloads_->Add({{"model", name}, {"result", "failed"}});
+  return model.get();
 }
 
-void ServerMetrics::on_batch(int sentences, int64_t padded_tokens) {
+void ServerMetrics::SetModelInfo(const ModelInfo& info) {
+  absl::MutexLock lock(&mutex_);
+  prometheus::Gauge*& shown = info_[info.name];
+  if (shown) model_info_->Remove(shown);
+  shown = &model_info_->Add({{"name", info.name},
+                             {"dir", info.dir},
+                             {"device", info.device},
+                             {"precision", info.precision},
+                             {"source_lang", info.source_lang},
+                             {"target_lang", info.target_lang}});
+  shown->Set(1);
+  loaded_at_->Add({{"model", info.name}}).SetToCurrentTime();
+}
+
+void ServerMetrics::on_reload(const std::string& name, bool loaded) {
+  reloads_->Add({{"model", name}, {"result", loaded ? "loaded" : "failed"}}).Increment();
+}
+
+void ServerMetrics::on_request_done(const std::string& model, grpc::StatusCode code,
+                                    absl::Duration latency) {
+  // Family::Add finds the existing child for labels it has seen.
+  requests_->Add({{"code", status_code_name(code)}, {"model", model}}).Increment();
+  latency_->Add({{"model", model}}, exponential(0.005, 2, 14))
+      .Observe(absl::ToDoubleSeconds(latency));
+}
+
+void ModelMetrics::on_batch(int sentences, int64_t padded_tokens) {
   batch_sentences_->Observe(sentences);
   batch_tokens_->Observe(static_cast<double>(padded_tokens));
 }
 
-void ServerMetrics::on_generated(int64_t tokens) {
+void ModelMetrics::on_generated(int64_t tokens) {
   generated_tokens_->Increment(static_cast<double>(tokens));
 }
 
-void ServerMetrics::on_dropped(int64_t sentences) {
+void ModelMetrics::on_dropped(int64_t sentences) {
   dropped_sentences_->Increment(static_cast<double>(sentences));
 }
 
-void ServerMetrics::on_queue_wait(absl::Duration waited) {
+void ModelMetrics::on_queue_wait(absl::Duration waited) {
   queue_wait_->Observe(absl::ToDoubleSeconds(waited));
 }
 
-void ServerMetrics::on_queue_depth(int64_t sentences) {
+void ModelMetrics::on_queue_depth(int64_t sentences) {
   queue_depth_->Set(static_cast<double>(sentences));
 }
 

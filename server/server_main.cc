@@ -1,14 +1,15 @@
 // xlate-server: serves a model directory over gRPC (xlate.v1.Translator, grpc.health.v1.Health,
 // server reflection) with Prometheus metrics on their own port.
-#include <omp.h>
 #include <pthread.h>
 #include <signal.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <cstring>
 #include <memory>
 #include <sstream>
+#include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -21,19 +22,31 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "engine/continuous_decoder.h"
-#include "engine/ops/cpu/thread_governor.h"
 #include "engine/placement_flags.h"
-#include "engine/translator.h"
 #include "server/metrics.h"
+#include "server/model_admin_service.h"
+#include "server/model_registry.h"
 #include "server/reflection_v1.h"
-#include "server/scheduler.h"
+#include "server/served_model.h"
 #include "server/translation_service.h"
 
-ABSL_FLAG(std::string, model_dir, "", "model directory (config.json, model.safetensors, spm.model)");
-ABSL_FLAG(std::string, model_name, "", "name clients may give in TranslateRequest.model "
-          "(default: the model directory's name)");
+ABSL_FLAG(std::vector<std::string>, model, {},
+          "NAME=DIR: serve the model directory DIR (config.json, model.safetensors, spm.model) "
+          "as NAME, the name clients give in TranslateRequest.model (DIR alone: named after "
+          "its directory). Repeat the flag (or separate with commas) to serve several models; "
+          "a request naming no model goes to the first whose languages match its language "
+          "codes, and without codes to the first given");
+ABSL_FLAG(std::string, model_dir, "", "the one model directory to serve (as --model DIR)");
+ABSL_FLAG(std::string, model_name, "", "with --model_dir: the name clients may give in "
+          "TranslateRequest.model (default: the model directory's name)");
+ABSL_FLAG(std::string, admin_address, "",
+          "HOST:PORT to serve xlate.v1.ModelAdmin (ReloadModel) on, apart from the clients' "
+          "port (PORT 0 = any free port, printed at start); empty = no admin service. Keep it "
+          "on a private address: it has no authentication");
 ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 = any free port, printed at start)");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port, printed)");
@@ -70,42 +83,6 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
 
 namespace xlate::server {
 namespace {
-
-// The engine's continuous decoder behind the scheduler's interface.
-class ContinuousEngine : public StreamingEngine {
- public:
-  // `governor` (may be null) sets the CPU threads of each step.
-  ContinuousEngine(std::unique_ptr<ContinuousDecoder> decoder,
-                   std::unique_ptr<CpuThreadGovernor> governor)
-      : decoder_(std::move(decoder)), governor_(std::move(governor)) {}
-  int free_slots() const override { return decoder_->free_slots(); }
-  int live_sentences() const override { return decoder_->live_sentences(); }
-  absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
-                                             const TranslationOptions& options) override {
-    return decoder_->Admit(sources, options);
-  }
-  std::vector<Finished> Step() override {
-    // The scheduler thread runs every step, so its OpenMP setting is the one that counts.
-    if (governor_) omp_set_num_threads(governor_->threads(absl::Now()));
-    std::vector<Finished> finished;
-    for (ContinuousDecoder::Finished& done : decoder_->Step()) {
-      finished.push_back({done.handle, std::move(done.hypotheses), std::move(done.status)});
-    }
-    return finished;
-  }
-  std::vector<Progress> TakeProgress() override {
-    std::vector<Progress> progress;
-    for (ContinuousDecoder::Progress& sentence : decoder_->TakeProgress()) {
-      progress.push_back({sentence.handle, std::move(sentence.stable_tokens)});
-    }
-    return progress;
-  }
-  int Drop(const std::vector<int64_t>& handles) override { return decoder_->Drop(handles); }
-
- private:
-  std::unique_ptr<ContinuousDecoder> decoder_;
-  std::unique_ptr<CpuThreadGovernor> governor_;
-};
 
 int fail(const std::string& message, int code = 1) {
   std::cerr << "xlate-server: " << message << "\n";
@@ -162,44 +139,133 @@ absl::Status check_flags() {
         "--max_beam_size must be <= ", kMaxDeviceBeam, " (the server's beam search runs on the "
         "model's device, up to 15 beams; `xlate translate` takes wider ones)"));
   }
-  if (absl::GetFlag(FLAGS_model_dir).empty()) {
-    return absl::InvalidArgumentError("--model_dir is required");
-  }
   return absl::OkStatus();
 }
 
-int serve() {
-  // SIGTERM/SIGINT are taken by sigwait() below, never by a handler on a random thread. Blocked
-  // before anything starts a thread (gRPC's credentials start its core's threads, the CUDA
-  // runtime its own): a thread made earlier keeps them unblocked, and the kernel may deliver a
-  // SIGTERM there and end the process with it (seen once in CI, exit -15).
+// A model to serve, as --model NAME=DIR (or DIR) or --model_dir/--model_name give it.
+struct ModelSpec {
+  std::string name, dir;
+};
+
+std::string name_of_directory(const std::string& dir) {
+  const std::filesystem::path path = std::filesystem::path(dir).lexically_normal();
+  std::string name = path.filename().string();
+  if (name.empty()) name = path.parent_path().filename().string();
+  return name;
+}
+
+// `repeated`: every value given to --model, in order (absl keeps only the last occurrence of a
+// flag, so main() collects them from argv).
+absl::StatusOr<std::vector<ModelSpec>> model_specs(const std::vector<std::string>& repeated) {
+  std::vector<std::string> values;
+  for (const std::string& value : repeated) {
+    for (absl::string_view part : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      values.emplace_back(part);
+    }
+  }
+  const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
+  if (!model_dir.empty() && !values.empty()) {
+    return absl::InvalidArgumentError("give either --model_dir or --model, not both");
+  }
+  if (!absl::GetFlag(FLAGS_model_name).empty() && model_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--model_name goes with --model_dir; with --model, write NAME=DIR");
+  }
+  std::vector<ModelSpec> specs;
+  if (!model_dir.empty()) {
+    std::string name = absl::GetFlag(FLAGS_model_name);
+    specs.push_back({name.empty() ? name_of_directory(model_dir) : name, model_dir});
+  }
+  for (const std::string& value : values) {
+    const size_t equals = value.find('=');
+    ModelSpec spec;
+    if (equals == std::string::npos) {
+      spec = {name_of_directory(value), value};
+    } else {
+      spec = {value.substr(0, equals), value.substr(equals + 1)};
+    }
+    if (spec.name.empty() || spec.dir.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model \"", value, "\": write NAME=DIR (or DIR, named after its directory)"));
+    }
+    specs.push_back(spec);
+  }
+  if (specs.empty()) {
+    return absl::InvalidArgumentError("name a model to serve: --model NAME=DIR or --model_dir DIR");
+  }
+  return specs;
+}
+
+// Each model that starts serving and each reload, in the log and the metrics.
+class RegistryReporter : public ModelRegistry::Observer {
+ public:
+  RegistryReporter(ServerMetrics* metrics, const Placement& placement)
+      : metrics_(metrics), placement_(placement) {}
+  void on_serving(const ServedModel& model) override {
+    const ModelConfig& config = model.config();
+    metrics_->SetModelInfo({model.name(), model.dir(), device_label(placement_.device),
+                            dtype_label(placement_.dtype), config.source_lang,
+                            config.target_lang});
+    std::cerr << "xlate-server: model \"" << model.name() << "\" loaded from " << model.dir()
+              << " (" << config.source_lang << " to " << config.target_lang << ") in "
+              << absl::FormatDuration(model.load_time()) << std::endl;
+  }
+  void on_reload(const std::string& name, const absl::Status& outcome) override {
+    metrics_->on_reload(name, outcome.ok());
+    if (outcome.ok()) {
+      std::cerr << "xlate-server: model \"" << name << "\" reloaded; calls from now on use it"
+                << std::endl;
+    } else {
+      std::cerr << "xlate-server: reload refused: " << outcome.message() << std::endl;
+    }
+  }
+
+ private:
+  ServerMetrics* const metrics_;
+  const Placement placement_;
+};
+
+int serve(const std::vector<std::string>& model_flags) {
+  // SIGTERM/SIGINT (stop) and SIGHUP (reload) are taken by sigwait() below, never by a handler on
+  // a random thread. Blocked before anything starts a thread (gRPC's credentials start its
+  // core's threads, the CUDA runtime its own): a thread made earlier keeps them unblocked, and
+  // the kernel may deliver a SIGTERM there and end the process with it (seen once in CI, exit
+  // -15).
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   if (auto status = check_flags(); !status.ok()) return fail(std::string(status.message()), 2);
+  auto specs = model_specs(model_flags);
+  if (!specs.ok()) return fail(std::string(specs.status().message()), 2);
   auto server_credentials = credentials();
   if (!server_credentials.ok()) return fail(std::string(server_credentials.status().message()), 2);
   auto placement =
       resolve_placement(absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_compute_type));
   if (!placement.ok()) return fail(std::string(placement.status().message()), 2);
   if (!placement->note.empty()) std::cerr << "xlate-server: " << placement->note << "\n";
-  if (absl::GetFlag(FLAGS_threads) > 0) omp_set_num_threads(absl::GetFlag(FLAGS_threads));
 
-  const std::string model_dir = absl::GetFlag(FLAGS_model_dir);
-  auto translator = Translator::Load(model_dir, placement->placement);
-  if (!translator.ok()) return fail(std::string(translator.status().message()));
-  std::string model_name = absl::GetFlag(FLAGS_model_name);
-  if (model_name.empty()) {
-    model_name = std::filesystem::path(model_dir).lexically_normal().filename().string();
-    if (model_name.empty()) model_name = std::filesystem::path(model_dir).parent_path().filename();
+  ServingSettings settings;
+  settings.placement = placement->placement;
+  settings.threads = absl::GetFlag(FLAGS_threads);
+  settings.scheduler.limits.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  settings.scheduler.limits.max_batch_sentences = absl::GetFlag(FLAGS_max_batch_sentences);
+  settings.scheduler.limits.max_queue_delay =
+      absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_delay_ms));
+  settings.scheduler.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
+  settings.decoder.max_sentences = absl::GetFlag(FLAGS_decoding_sentences);
+  settings.decoder.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
+  settings.decoder.max_source_tokens = absl::GetFlag(FLAGS_max_input_tokens);
+  settings.decoder.max_target_tokens = absl::GetFlag(FLAGS_max_output_tokens);
+  if (settings.decoder.max_sentences < 1 || settings.decoder.max_beam_size < 1 ||
+      settings.decoder.max_source_tokens < 2 || settings.decoder.max_target_tokens < 1) {
+    return fail("--decoding_sentences, --max_beam_size and --max_output_tokens must be >= 1 "
+                "and --max_input_tokens >= 2", 2);
   }
-  const ModelConfig& config = (*translator)->model().config();
-  ServerMetrics metrics({model_name, device_label(placement->placement.device),
-                        dtype_label(placement->placement.dtype), config.source_lang,
-                        config.target_lang, absl::GetFlag(FLAGS_queue_capacity)});
 
+  ServerMetrics metrics;
   std::unique_ptr<prometheus::Exposer> exposer;
   try {
     exposer = std::make_unique<prometheus::Exposer>(
@@ -211,38 +277,18 @@ int serve() {
   exposer->RegisterCollectable(metrics.registry());
   exposer->RegisterCollectable(metrics.process_collectable());
 
-  Scheduler::Options scheduler_options;
-  scheduler_options.limits.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
-  scheduler_options.limits.max_batch_sentences = absl::GetFlag(FLAGS_max_batch_sentences);
-  scheduler_options.limits.max_queue_delay =
-      absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_delay_ms));
-  scheduler_options.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
-  const Translator* engine = translator->get();
-  ContinuousDecoderOptions decoder_options;
-  decoder_options.max_sentences = absl::GetFlag(FLAGS_decoding_sentences);
-  decoder_options.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
-  decoder_options.max_source_tokens =
-      std::min(absl::GetFlag(FLAGS_max_input_tokens), engine->max_input_tokens());
-  decoder_options.max_target_tokens = absl::GetFlag(FLAGS_max_output_tokens);
-  if (decoder_options.max_sentences < 1 || decoder_options.max_beam_size < 1 ||
-      decoder_options.max_source_tokens < 2 || decoder_options.max_target_tokens < 1) {
-    return fail("--decoding_sentences, --max_beam_size and --max_output_tokens must be >= 1 "
-                "and --max_input_tokens >= 2", 2);
+  RegistryReporter reporter(&metrics, settings.placement);
+  auto models = std::make_unique<ModelRegistry>(
+      [&](const std::string& name, const std::string& dir) {
+        return ServedModel::Load(name, dir, settings,
+                                 metrics.ForModel(name, settings.scheduler.queue_capacity));
+      },
+      &reporter);
+  for (const ModelSpec& spec : *specs) {
+    if (auto added = models->Add(spec.name, spec.dir); !added.ok()) {
+      return fail(std::string(added.message()));
+    }
   }
-  auto decoder = ContinuousDecoder::Create(engine->model(), decoder_options);
-  if (!decoder.ok()) {
-    return fail(absl::StrCat(decoder.status().message(), "; lower --decoding_sentences, "
-                             "--max_beam_size or --max_output_tokens"), 2);
-  }
-  // --threads 0 on the CPU: as many threads as the cores this process gets (see
-  // engine/ops/cpu/thread_governor.h); --threads N: N threads whatever the load.
-  std::unique_ptr<CpuThreadGovernor> governor;
-  if (placement->placement.device == Device::kCPU && absl::GetFlag(FLAGS_threads) == 0) {
-    governor = std::make_unique<CpuThreadGovernor>(omp_get_max_threads());
-  }
-  ContinuousEngine continuous(*std::move(decoder), std::move(governor));
-  auto scheduler = Scheduler::Create(scheduler_options, &continuous, &metrics);
-  if (!scheduler.ok()) return fail(std::string(scheduler.status().message()), 2);
 
   RequestLimits limits;
   limits.max_request_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
@@ -250,8 +296,7 @@ int serve() {
   limits.max_entry_code_points = absl::GetFlag(FLAGS_max_entry_code_points);
   limits.max_request_code_points = absl::GetFlag(FLAGS_max_request_code_points);
   limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
-  limits.max_input_tokens = decoder_options.max_source_tokens;
-  TranslationService service(engine, scheduler->get(), &metrics, model_name, limits);
+  TranslationService service(models.get(), &metrics, limits);
 
   ReflectionV1Service reflection_v1(
       {kTranslatorServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
@@ -273,27 +318,40 @@ int serve() {
     return fail(absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_host), ":",
                              absl::GetFlag(FLAGS_port)));
   }
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  health->SetServingStatus(false);
-
-  // Warm up through the scheduler, on the engine's own thread: primitive creation and
-  // first-touch allocation happen here, not on a client's call, and no second thread competes
-  // for the cores with early calls.
-  auto warmup_ids = engine->tokenizer().encode("Hello world.");
-  if (!warmup_ids.ok()) return fail(std::string(warmup_ids.status().message()));
-  auto warmup = (*scheduler)->Submit({*warmup_ids}, TranslationOptions(), absl::InfiniteFuture());
-  if (!warmup.ok() || !(*warmup)->WaitUntil(absl::InfiniteFuture()) ||
-      !(*warmup)->status().ok()) {
-    return fail("warm-up translation failed");
+  // The admin service on a server of its own, so that it never answers on the clients' port.
+  ModelAdminService admin(models.get());
+  std::unique_ptr<grpc::Server> admin_server;
+  const std::string admin_address = absl::GetFlag(FLAGS_admin_address);
+  if (!admin_address.empty()) {
+    grpc::ServerBuilder admin_builder;
+    int admin_port = 0;
+    admin_builder.AddListeningPort(admin_address, *server_credentials, &admin_port);
+    admin_builder.RegisterService(&admin);
+    admin_server = admin_builder.BuildAndStart();
+    if (!admin_server || admin_port == 0) {
+      server->Shutdown(std::chrono::system_clock::now());
+      return fail(absl::StrCat("cannot listen on --admin_address ", admin_address), 2);
+    }
+    std::cerr << "xlate-server: ModelAdmin on "
+              << admin_address.substr(0, admin_address.rfind(':')) << ":" << admin_port
+              << std::endl;
   }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(kTranslatorServiceName, true);
   health->SetServingStatus(true);
-  std::cerr << "xlate-server: serving model \"" << model_name << "\" on "
-            << absl::GetFlag(FLAGS_host) << ":" << port << ", metrics on port "
-            << exposer->GetListeningPorts().front() << std::endl;
+  std::vector<std::string> quoted;
+  for (const std::string& name : models->names()) quoted.push_back("\"" + name + "\"");
+  std::cerr << "xlate-server: serving model" << (quoted.size() > 1 ? "s " : " ")
+            << absl::StrJoin(quoted, ", ") << " on " << absl::GetFlag(FLAGS_host) << ":" << port
+            << ", metrics on port " << exposer->GetListeningPorts().front() << std::endl;
 
   int received = 0;
-  sigwait(&signals, &received);
+  for (;;) {
+    sigwait(&signals, &received);
+    if (received != SIGHUP) break;
+    std::cerr << "xlate-server: SIGHUP: reloading every model from its directory" << std::endl;
+    models->ReloadAllInBackground([](const std::string&, const absl::Status&) {});
+  }
   const absl::Time grace_end =
       absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_grace_period_seconds));
   std::cerr << "xlate-server: " << (received == SIGTERM ? "SIGTERM" : "SIGINT")
@@ -309,11 +367,13 @@ int serve() {
     std::cerr << "xlate-server: grace period over; cancelling the calls still in flight"
               << std::endl;
   }
+  // Waits for every call to end (their jobs are cancelled, and each model's scheduler still
+  // runs), so that no call holds a model afterwards.
   server->Shutdown(std::chrono::system_clock::now());
-  (*scheduler)->Shutdown();
-  // Joins the engine thread and runs the last completions while the service they answer
-  // through still exists.
-  scheduler->reset();
+  if (admin_server) admin_server->Shutdown(std::chrono::system_clock::now());
+  // Destroys every model (each scheduler finishes what it holds, and runs its last completions
+  // while the service they answer through still exists).
+  models.reset();
   std::cerr << "xlate-server: stopped" << std::endl;
   return 0;
 }
@@ -329,8 +389,19 @@ int main(int argc, char** argv) {
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
   absl::SetProgramUsageMessage(
-      "xlate-server --model_dir DIR [--port 50051] [--metrics_port 9464] [flags]\n"
-      "Serves xlate.v1.Translator/Translate, grpc.health.v1.Health and server reflection.");
+      "xlate-server --model NAME=DIR [--model NAME=DIR ...] [--port 50051] "
+      "[--metrics_port 9464] [--admin_address HOST:PORT] [flags]\n"
+      "Serves xlate.v1.Translator (Translate, TranslateStream), grpc.health.v1.Health and "
+      "server reflection; SIGHUP reloads every model without downtime.");
+  std::vector<std::string> model_flags;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    for (const char* prefix : {"--model=", "-model="}) {
+      if (absl::StartsWith(arg, prefix)) model_flags.push_back(arg.substr(strlen(prefix)));
+    }
+    if ((arg == "--model" || arg == "-model") && i + 1 < argc) model_flags.push_back(argv[++i]);
+  }
   absl::ParseCommandLine(argc, argv);
-  return xlate::server::serve();
+  return xlate::server::serve(model_flags);
 }

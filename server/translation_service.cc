@@ -24,14 +24,9 @@ grpc::Status invalid(const std::string& message) {
 
 }  // namespace
 
-TranslationService::TranslationService(const Translator* translator, Scheduler* scheduler,
-                                       ServerMetrics* metrics, std::string model_name,
+TranslationService::TranslationService(const ModelRegistry* models, ServerMetrics* metrics,
                                        RequestLimits limits)
-    : translator_(translator),
-      scheduler_(scheduler),
-      metrics_(metrics),
-      model_name_(std::move(model_name)),
-      limits_(limits) {}
+    : models_(models), metrics_(metrics), limits_(limits) {}
 
 void TranslationService::StartDrain() {
   absl::MutexLock lock(&mutex_);
@@ -58,9 +53,10 @@ void TranslationService::Leave() {
 
 // What every call does, unary or streamed: counts itself in (refused while draining) and its
 // outcome in the metrics, under the code the client sees (a call past its deadline as
-// DEADLINE_EXCEEDED); holds the parsed request and its sentences; and ties the scheduler's job
-// to gRPC's cancellation (which fails the job, which then ends the call). A call ends exactly
-// once. Owned jointly by gRPC (until OnDone) and by the method that starts it (until it
+// DEADLINE_EXCEEDED); holds the parsed request, its sentences and the model it was routed to
+// (until the call is deleted: a reload never takes a call's model away); and ties the model's
+// scheduler's job to gRPC's cancellation (which fails the job, which then ends the call). A call
+// ends exactly once. Owned jointly by gRPC (until OnDone) and by the method that starts it (until it
 // returns), since the job may complete, and gRPC call OnDone, before that method is done.
 template <typename GrpcReactor>
 class TranslationService::Call : public GrpcReactor {
@@ -73,6 +69,9 @@ class TranslationService::Call : public GrpcReactor {
   bool Enter() { return entered_ = service_->Enter(); }
   absl::Time deadline() const { return deadline_; }
   xlate::v1::TranslateRequest& request() { return request_; }
+  // The model the call was routed to; set before its texts.
+  void set_model(std::shared_ptr<const ServedModel> model) { model_ = std::move(model); }
+  const ServedModel& model() const { return *model_; }
   // The request's texts as split into sentences; set before the job is submitted.
   void set_texts(SegmentedTexts texts) { texts_.emplace(std::move(texts)); }
   const SegmentedTexts& texts() const { return *texts_; }
@@ -83,7 +82,7 @@ class TranslationService::Call : public GrpcReactor {
       job_ = job;
       cancelled = cancelled_;
     }
-    if (!cancelled.ok()) service_->scheduler_->Cancel(job, cancelled);
+    if (!cancelled.ok()) model_->scheduler().Cancel(job, cancelled);
   }
   // gRPC calls this when the client cancels and when the deadline passes.
   void OnCancel() override {
@@ -97,7 +96,7 @@ class TranslationService::Call : public GrpcReactor {
       job = job_;
       cancelled_ = why;
     }
-    if (job) service_->scheduler_->Cancel(job, why);
+    if (job) model_->scheduler().Cancel(job, why);
   }
   void OnDone() override { Release(); }
   void Release() {
@@ -112,7 +111,8 @@ class TranslationService::Call : public GrpcReactor {
     TranslationService* const service = service_;
     const bool entered = entered_;
     service->metrics_->on_request_end();
-    service->metrics_->on_request_done(status.error_code(), absl::Now() - start_);
+    service->metrics_->on_request_done(model_ ? model_->name() : std::string(),
+                                       status.error_code(), absl::Now() - start_);
     finish();
     if (entered) service->Leave();
   }
@@ -127,6 +127,7 @@ class TranslationService::Call : public GrpcReactor {
   std::shared_ptr<TranslationJob> job_ ABSL_GUARDED_BY(mutex_);
   absl::Status cancelled_ ABSL_GUARDED_BY(mutex_);  // why, once gRPC has cancelled the call
   xlate::v1::TranslateRequest request_;
+  std::shared_ptr<const ServedModel> model_;
   std::optional<SegmentedTexts> texts_;
 };
 
@@ -142,8 +143,8 @@ class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
   void Answer(absl::Status status, int n_best, std::vector<std::vector<Hypothesis>> results) {
     if (!status.ok()) return EndWith(to_grpc(status));
     xlate::v1::TranslateResponse response;
-    grpc::Status answered = service_->Respond(request(), texts(), n_best, std::move(results),
-                                              response);
+    grpc::Status answered = Respond(model(), request(), texts(), n_best, std::move(results),
+                                    response);
     if (answered.ok()) answered = serialize_reply(response, *response_);
     EndWith(answered);
   }
@@ -170,8 +171,8 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
   void Answer(absl::Status status, int n_best, std::vector<std::vector<Hypothesis>> results) {
     if (!status.ok()) return EndWith(to_grpc(status));
     xlate::v1::TranslateStreamResponse last;
-    grpc::Status answered = service_->Respond(request(), texts(), n_best, std::move(results),
-                                              *last.mutable_response());
+    grpc::Status answered = Respond(model(), request(), texts(), n_best, std::move(results),
+                                    *last.mutable_response());
     grpc::ByteBuffer bytes;
     if (answered.ok()) answered = serialize_reply(last, bytes);
     if (!answered.ok()) return EndWith(answered);
@@ -209,7 +210,7 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
   };
 
   void OnProgress(size_t sentence, std::vector<int32_t> tokens, bool complete) {
-    const Tokenizer& tokenizer = service_->translator_->tokenizer();
+    const Tokenizer& tokenizer = model().translator().tokenizer();
     if (!complete) tokens.resize(tokenizer.whole_words(tokens));
     auto text = tokenizer.decode(tokens);
     if (!text.ok()) return;  // the answer's own decode reports it
@@ -325,12 +326,22 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   } else {
     status = parse_request(request_bytes, call->request());
   }
-  if (status.ok()) status = Check(call->request(), options, texts, sources);
+  if (status.ok()) {
+    const xlate::v1::TranslateRequest& request = call->request();
+    auto model = models_->Route(request.model(), request.source_language_code(),
+                                request.target_language_code());
+    if (model.ok()) {
+      call->set_model(*std::move(model));
+    } else {
+      status = to_grpc(model.status());
+    }
+  }
+  if (status.ok()) status = Check(call->model(), call->request(), options, texts, sources);
   if (!status.ok()) return call->EndWith(status);
   call->set_texts(*std::move(texts));
   const int n_best = options.n_best;
   if (sources.empty()) return call->Answer(absl::OkStatus(), n_best, {});  // all blank
-  auto job = scheduler_->Submit(
+  auto job = call->model().scheduler().Submit(
       std::move(sources), options, call->deadline(),
       [call, n_best](absl::Status status, std::vector<std::vector<Hypothesis>> results) {
         call->Answer(std::move(status), n_best, std::move(results));
@@ -361,14 +372,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateStream(
 }
 
 grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
-                                const std::string& model_name, const ModelConfig& config,
-                                const RequestLimits& limits, TranslationOptions& options,
+                                const ModelConfig& config, const RequestLimits& limits,
+                                TranslationOptions& options,
                                 std::optional<SegmentedTexts>& texts) {
-  if (!request.model().empty() && request.model() != model_name) {
-    return grpc::Status(grpc::NOT_FOUND, absl::StrCat("model \"", request.model(),
-                                                      "\" is not served here; this server "
-                                                      "serves \"", model_name, "\""));
-  }
   for (const absl::Status& language :
        {check_language("source_language_code", request.source_language_code(),
                        config.source_lang, "from"),
@@ -420,17 +426,18 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
   return grpc::Status::OK;
 }
 
-grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& request,
+grpc::Status TranslationService::Check(const ServedModel& model,
+                                       const xlate::v1::TranslateRequest& request,
                                        TranslationOptions& options,
                                        std::optional<SegmentedTexts>& texts,
                                        std::vector<std::vector<int32_t>>& sources) const {
-  grpc::Status status = check_request_text(request, model_name_, translator_->model().config(),
-                                           limits_, options, texts);
+  grpc::Status status = check_request_text(request, model.config(), limits_, options, texts);
   if (!status.ok()) return status;
-  const int token_limit = std::min(limits_.max_input_tokens, translator_->max_input_tokens());
+  const int token_limit = model.max_input_tokens();
+  const Tokenizer& tokenizer = model.translator().tokenizer();
   for (size_t s = 0; s < texts->sentences().size(); ++s) {
     const std::string& sentence = texts->sentences()[s];
-    auto ids = translator_->tokenizer().encode(sentence);
+    auto ids = tokenizer.encode(sentence);
     if (!ids.ok()) return to_grpc(ids.status());
     if (static_cast<int64_t>(ids->size()) + 1 > token_limit) {
       const size_t entry = texts->text_of(s);
@@ -445,17 +452,18 @@ grpc::Status TranslationService::Check(const xlate::v1::TranslateRequest& reques
   return grpc::Status::OK;
 }
 
-grpc::Status TranslationService::Respond(const xlate::v1::TranslateRequest& request,
+grpc::Status TranslationService::Respond(const ServedModel& model,
+                                         const xlate::v1::TranslateRequest& request,
                                          const SegmentedTexts& texts, int n_best,
                                          std::vector<std::vector<Hypothesis>> results,
-                                         xlate::v1::TranslateResponse& response) const {
+                                         xlate::v1::TranslateResponse& response) {
   const bool with_scores = request.options().return_scores();
   const bool with_hypotheses = n_best > 1 || with_scores;
   // decoded[s][k]: hypothesis k of sentence s.
   std::vector<std::vector<std::string>> decoded(results.size());
   for (size_t s = 0; s < results.size(); ++s) {
     for (const Hypothesis& hypothesis : results[s]) {
-      auto text = translator_->tokenizer().decode(hypothesis.tokens);
+      auto text = model.translator().tokenizer().decode(hypothesis.tokens);
       if (!text.ok()) return to_grpc(text.status());
       decoded[s].push_back(*std::move(text));
     }
@@ -486,7 +494,7 @@ grpc::Status TranslationService::Respond(const xlate::v1::TranslateRequest& requ
       if (with_scores) hypothesis->set_score(score);
     }
   }
-  response.set_model(model_name_);
+  response.set_model(model.name());
   return grpc::Status::OK;
 }
 

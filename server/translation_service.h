@@ -23,6 +23,7 @@
 #include "engine/translator.h"
 #include "proto/translator.grpc.pb.h"
 #include "server/metrics.h"
+#include "server/model_registry.h"
 #include "server/scheduler.h"
 
 namespace xlate::server {
@@ -41,28 +42,26 @@ struct RequestLimits {
   int64_t max_entry_code_points = 10000;
   int64_t max_request_code_points = 30000;
   int max_sentences_per_request = 256;
-  int max_input_tokens = 256;  // per sentence, end token included
   // <= kMaxDeviceBeam: the server's continuous decoder searches with the device beam step.
   int max_beam_size = kDefaultMaxBeamSize;
 };
 
-// The checks of a request that need no tokenizer, each limit once, in order: the model's name,
-// the language codes, mime_type, code points per entry and per request, the decoding options,
+// The checks of a request that need no tokenizer, each limit once, in order: the language codes
+// (against `config`, the model the request was routed to), mime_type, code points per entry and per request, the decoding options,
 // the cut into sentences (filling `texts`) and the sentence count. The message names the field,
 // the measure and the limit. TranslationService::Check adds the per-sentence token limit.
 grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
-                                const std::string& model_name, const ModelConfig& config,
-                                const RequestLimits& limits, TranslationOptions& options,
-                                std::optional<SegmentedTexts>& texts);
+                                const ModelConfig& config, const RequestLimits& limits,
+                                TranslationOptions& options, std::optional<SegmentedTexts>& texts);
 
 class TranslationService final
     : public xlate::v1::Translator::WithRawCallbackMethod_Translate<
           xlate::v1::Translator::WithRawCallbackMethod_TranslateStream<
               xlate::v1::Translator::Service>> {
  public:
-  // All pointers must outlive the service.
-  TranslationService(const Translator* translator, Scheduler* scheduler, ServerMetrics* metrics,
-                     std::string model_name, RequestLimits limits);
+  // Calls go to a model of `models` (ModelRegistry::Route). Both pointers must outlive the
+  // service.
+  TranslationService(const ModelRegistry* models, ServerMetrics* metrics, RequestLimits limits);
 
   grpc::ServerUnaryReactor* Translate(grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* request,
@@ -80,30 +79,30 @@ class TranslationService final
   class Call;
   class UnaryCall;
   class StreamCall;
-  // Takes a call's request: refuses it while draining, checks it and submits its sentences
-  // (the call's Answer, and its progress callback if any, get the results); a call refused, or
-  // with nothing to decode, is answered at once.
+  // Takes a call's request: refuses it while draining, routes it to a model, checks it and
+  // submits its sentences to that model's scheduler (the call's Answer, and its progress
+  // callback if any, get the results); a call refused, or with nothing to decode, is answered at
+  // once.
   template <typename CallType>
   void Start(CallType* call, const grpc::ByteBuffer& request_bytes);
   // Counts a call in, or refuses it (false) once draining.
   bool Enter();
   void Leave();
-  // Fills `response` from the results of `texts`' sentences, in order: each entry is its text
-  // again with each sentence translated.
-  grpc::Status Respond(const xlate::v1::TranslateRequest& request, const SegmentedTexts& texts,
-                       int n_best, std::vector<std::vector<Hypothesis>> results,
-                       xlate::v1::TranslateResponse& response) const;
-  // Checks the request, every limit once, and fills in `options`, `texts` (the entries cut into
-  // sentences) and `sources` (a sentence's token ids); the message names the field and the
-  // limit.
-  grpc::Status Check(const xlate::v1::TranslateRequest& request, TranslationOptions& options,
-                     std::optional<SegmentedTexts>& texts,
+  // Fills `response` from the results of `texts`' sentences by `model`, in order: each entry is
+  // its text again with each sentence translated.
+  static grpc::Status Respond(const ServedModel& model, const xlate::v1::TranslateRequest& request,
+                              const SegmentedTexts& texts, int n_best,
+                              std::vector<std::vector<Hypothesis>> results,
+                              xlate::v1::TranslateResponse& response);
+  // Checks the request for `model`, every limit once, and fills in `options`, `texts` (the
+  // entries cut into sentences) and `sources` (a sentence's token ids); the message names the
+  // field and the limit.
+  grpc::Status Check(const ServedModel& model, const xlate::v1::TranslateRequest& request,
+                     TranslationOptions& options, std::optional<SegmentedTexts>& texts,
                      std::vector<std::vector<int32_t>>& sources) const;
 
-  const Translator* translator_;
-  Scheduler* scheduler_;
+  const ModelRegistry* models_;
   ServerMetrics* metrics_;
-  const std::string model_name_;
   const RequestLimits limits_;
 
   absl::Mutex mutex_;

@@ -20,14 +20,27 @@ from grpc_tools import protoc
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def import_stubs():
+def compile_protos(*names):
+    """Generates the Python stubs of proto/<name>.proto into a fresh folder on sys.path."""
     out = tempfile.mkdtemp(prefix="xlate_stubs_")
     if protoc.main(["protoc", f"-I{REPO}", f"--python_out={out}", f"--grpc_python_out={out}",
-                    os.path.join(REPO, "proto", "translator.proto")]) != 0:
-        sys.exit("could not compile proto/translator.proto")
+                    *(os.path.join(REPO, "proto", f"{name}.proto") for name in names)]) != 0:
+        sys.exit(f"could not compile {', '.join(names)} in proto/")
     sys.path.insert(0, out)
+
+
+def import_stubs():
+    """xlate.v1.Translator's messages and stubs."""
+    compile_protos("translator")
     from proto import translator_pb2, translator_pb2_grpc
     return translator_pb2, translator_pb2_grpc
+
+
+def import_admin_stubs():
+    """xlate.v1.ModelAdmin's messages and stubs (xlate-server --admin_address)."""
+    compile_protos("model_admin")
+    from proto import model_admin_pb2, model_admin_pb2_grpc
+    return model_admin_pb2, model_admin_pb2_grpc
 
 
 def main():

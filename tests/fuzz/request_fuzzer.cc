@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_request_code_points = 4000;
   xlate::TranslationOptions options;
   std::optional<xlate::SegmentedTexts> texts;
-  status = xlate::server::check_request_text(request, "tiny", config, limits, options, texts);
+  status = xlate::server::check_request_text(request, config, limits, options, texts);
   if (status.ok()) {
     if (!texts || texts->text_count() != static_cast<size_t>(request.contents_size()) ||
         static_cast<int>(texts->sentences().size()) > limits.max_sentences_per_request ||

@@ -5,7 +5,7 @@ Paths come from the environment (tests/CMakeLists.txt sets them):
   XLATE_BIN         the xlate command-line tool
   XLATE_TINY_MODEL  a model directory (the CTest fixture)
   XLATE_SAMPLE_TEXT real English sentences, one per line
-  XLATE_REPO        the repository root (for proto/translator.proto)
+  XLATE_REPO        the repository root (for proto/translator.proto, proto/model_admin.proto)
 """
 import json
 import os
@@ -32,19 +32,22 @@ SAMPLE_TEXT = os.environ["XLATE_SAMPLE_TEXT"]
 
 
 def load_stubs():
-    """Generates Python stubs for proto/translator.proto with grpc_tools and imports them."""
+    """Generates Python stubs for proto/translator.proto and proto/model_admin.proto with
+    grpc_tools and imports them."""
     from grpc_tools import protoc
     out = tempfile.mkdtemp(prefix="xlate_stubs_")
     status = protoc.main(["protoc", f"-I{REPO}", f"--python_out={out}", f"--grpc_python_out={out}",
-                          os.path.join(REPO, "proto", "translator.proto")])
+                          os.path.join(REPO, "proto", "translator.proto"),
+                          os.path.join(REPO, "proto", "model_admin.proto")])
     if status != 0:
-        raise RuntimeError("protoc failed on proto/translator.proto")
+        raise RuntimeError("protoc failed on proto/translator.proto or proto/model_admin.proto")
     sys.path.insert(0, out)
     from proto import translator_pb2, translator_pb2_grpc  # noqa: E402
-    return translator_pb2, translator_pb2_grpc
+    from proto import model_admin_pb2, model_admin_pb2_grpc  # noqa: E402
+    return translator_pb2, translator_pb2_grpc, model_admin_pb2, model_admin_pb2_grpc
 
 
-pb2, pb2_grpc = load_stubs()
+pb2, pb2_grpc, admin_pb2, admin_pb2_grpc = load_stubs()
 
 
 def sample_sentences(count):
@@ -53,20 +56,25 @@ def sample_sentences(count):
 
 
 class Server:
-    """An xlate-server process on free ports of 127.0.0.1."""
+    """An xlate-server process on free ports of 127.0.0.1 (model_dir=None: the flags name the
+    models). With --admin_address, admin_port is its port."""
 
     def __init__(self, *flags, model_dir=MODEL_DIR):
         self.stderr_lines = []
+        model_flags = [f"--model_dir={model_dir}"] if model_dir else []
         self.process = subprocess.Popen(
-            [SERVER_BIN, f"--model_dir={model_dir}", "--host=127.0.0.1", "--port=0",
+            [SERVER_BIN, *model_flags, "--host=127.0.0.1", "--port=0",
              "--metrics_port=0", "--threads=1", *flags],
             stderr=subprocess.PIPE, text=True)
         ready = threading.Event()
-        self.port = self.metrics_port = None
+        self.port = self.metrics_port = self.admin_port = None
 
         def read_stderr():
             for line in self.process.stderr:
                 self.stderr_lines.append(line)
+                admin = re.search(r"ModelAdmin on 127\.0\.0\.1:(\d+)", line)
+                if admin:
+                    self.admin_port = int(admin[1])
                 match = re.search(r"on 127\.0\.0\.1:(\d+), metrics on port (\d+)", line)
                 if match:
                     self.port, self.metrics_port = int(match[1]), int(match[2])

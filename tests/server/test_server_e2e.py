@@ -8,6 +8,7 @@ import collections
 import concurrent.futures
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,11 +34,18 @@ def scrape(server):
     return urllib.request.urlopen(url, timeout=10).read().decode()
 
 
-def counter(text, name):
+def counter(text, selector):
+    """The sum of the samples of `selector` (a name, or name{label="value",...}) in a /metrics
+    text: every sample of that name whose labels include those of the selector."""
+    name, _, wanted = selector.partition("{")
+    wanted = set(re.findall(r'(\w+)="([^"]*)"', wanted))
+    total = 0.0
     for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return 0.0
+        sample = re.match(r"(\w+)(?:\{(.*)\})? (\S+)$", line)
+        if sample and sample[1] == name and wanted <= set(re.findall(r'(\w+)="([^"]*)"',
+                                                                     sample[2] or "")):
+            total += float(sample[3])
+    return total
 
 
 def length_delimited(field, payload):

@@ -1,12 +1,12 @@
-#include "server/completion_thread.h"
+#include "server/task_thread.h"
 
 #include <utility>
 
 namespace xlate::server {
 
-CompletionThread::CompletionThread() : thread_([this] { Run(); }) {}
+TaskThread::TaskThread() : thread_([this] { Run(); }) {}
 
-CompletionThread::~CompletionThread() {
+TaskThread::~TaskThread() {
   {
     absl::MutexLock lock(&mutex_);
     stopping_ = true;
@@ -14,21 +14,22 @@ CompletionThread::~CompletionThread() {
   thread_.join();
 }
 
-void CompletionThread::Post(std::function<void()> work) {
+void TaskThread::Post(std::function<void()> work) {
   absl::MutexLock lock(&mutex_);
   queue_.push_back(std::move(work));
 }
 
-void CompletionThread::Run() {
+void TaskThread::Run() {
   for (;;) {
     std::deque<std::function<void()>> batch;
     {
       absl::MutexLock lock(&mutex_);
-      mutex_.Await(absl::Condition(this, &CompletionThread::ReadyLocked));
+      mutex_.Await(absl::Condition(this, &TaskThread::ReadyLocked));
       if (queue_.empty()) return;  // stopping, and everything posted has run
       batch.swap(queue_);
     }
-    // The callbacks answer RPCs: they run with no lock held.
+    // Completion callbacks answer RPCs, and a model's destruction waits for its threads: work
+    // runs with no lock held.
     for (std::function<void()>& work : batch) work();
   }
 }

@@ -1,0 +1,24 @@
+#include "server/model_admin_service.h"
+
+#include <string>
+
+namespace xlate::server {
+
+grpc::Status ModelAdminService::ReloadModel(grpc::ServerContext* /*context*/,
+                                            const xlate::v1::ReloadModelRequest* request,
+                                            xlate::v1::ReloadModelResponse* response) {
+  auto model = models_->Reload(request->model(), request->model_dir());
+  if (!model.ok()) {
+    return grpc::Status(static_cast<grpc::StatusCode>(model.status().code()),
+                        std::string(model.status().message()));
+  }
+  const ServedModel& served = **model;
+  response->set_model(served.name());
+  response->set_model_dir(served.dir());
+  response->set_source_language(served.config().source_lang);
+  response->set_target_language(served.config().target_lang);
+  response->set_load_seconds(absl::ToDoubleSeconds(served.load_time()));
+  return grpc::Status::OK;
+}
+
+}  // namespace xlate::server

@@ -1,0 +1,196 @@
+#include "server/model_registry.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/language_code.h"
+
+namespace xlate::server {
+
+ModelRegistry::ModelRegistry(Loader loader, Observer* observer)
+    : loader_(std::move(loader)), observer_(observer) {}
+
+ModelRegistry::~ModelRegistry() {
+  std::vector<Slot> slots;
+  {
+    absl::MutexLock lock(&mutex_);
+    slots.swap(slots_);
+  }
+  slots.clear();  // the models no call holds go to the registry's thread now
+  absl::MutexLock lock(&alive_mutex_);
+  stopping_ = true;
+  auto none_alive = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(alive_mutex_) { return alive_ == 0; };
+  alive_mutex_.Await(absl::Condition(&none_alive));
+}
+
+std::shared_ptr<const ServedModel> ModelRegistry::Share(std::unique_ptr<ServedModel> model) {
+  {
+    absl::MutexLock lock(&alive_mutex_);
+    ++alive_;
+  }
+  // The last holder may be a call ending on the model's own completion thread, which the
+  // model's destruction joins: so the registry's thread destroys it.
+  return std::shared_ptr<const ServedModel>(model.release(), [this](const ServedModel* retired) {
+    background_.Post([this, retired] {
+      delete retired;
+      absl::MutexLock lock(&alive_mutex_);
+      --alive_;
+    });
+  });
+}
+
+absl::Status ModelRegistry::Add(const std::string& name, const std::string& dir) {
+  if (name.empty()) return absl::InvalidArgumentError("a served model needs a name");
+  {
+    absl::ReaderMutexLock lock(&mutex_);
+    for (const Slot& slot : slots_) {
+      if (slot.name == name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("two models are named \"", name, "\"; give each its own name"));
+      }
+    }
+  }
+  auto loaded = loader_(name, dir);
+  if (!loaded.ok()) {
+    return absl::Status(loaded.status().code(), absl::StrCat("cannot serve model \"", name,
+                                                             "\" from ", dir, ": ",
+                                                             loaded.status().message()));
+  }
+  std::shared_ptr<const ServedModel> model = Share(*std::move(loaded));
+  if (observer_) observer_->on_serving(*model);
+  absl::MutexLock lock(&mutex_);
+  slots_.push_back({name, std::move(model)});
+  return absl::OkStatus();
+}
+
+std::string ModelRegistry::ServedListLocked() const {
+  std::vector<std::string> served;
+  for (const Slot& slot : slots_) {
+    const ModelConfig& config = slot.model->config();
+    served.push_back(absl::StrCat("\"", slot.name, "\" (", config.source_lang.empty() ? "?" :
+                                  config.source_lang, " to ", config.target_lang.empty() ? "?" :
+                                  config.target_lang, ")"));
+  }
+  return absl::StrJoin(served, ", ");
+}
+
+absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Route(
+    const std::string& model, const std::string& source_language,
+    const std::string& target_language) const {
+  absl::ReaderMutexLock lock(&mutex_);
+  if (!model.empty()) {
+    for (const Slot& slot : slots_) {
+      if (slot.name == model) return slot.model;
+    }
+    return absl::NotFoundError(absl::StrCat("model \"", model, "\" is not served here; this "
+                                            "server serves ", ServedListLocked()));
+  }
+  if (slots_.size() == 1) return slots_.front().model;
+  for (const std::string* code : {&source_language, &target_language}) {
+    if (code->empty()) continue;
+    const char* field =
+        code == &source_language ? "source_language_code" : "target_language_code";
+    if (auto subtag = language_subtag(field, *code); !subtag.ok()) return subtag.status();
+  }
+  for (const Slot& slot : slots_) {
+    const ModelConfig& config = slot.model->config();
+    if (check_language("source_language_code", source_language, config.source_lang, "from")
+            .ok() &&
+        check_language("target_language_code", target_language, config.target_lang, "into")
+            .ok()) {
+      return slot.model;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no served model translates from \"", source_language.empty() ? "any" : source_language,
+      "\" into \"", target_language.empty() ? "any" : target_language, "\"; this server serves ",
+      ServedListLocked()));
+}
+
+absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Reload(
+    const std::string& name, const std::string& dir) {
+  std::string served_name, load_dir;
+  std::shared_ptr<const ServedModel> before;
+  {
+    absl::MutexLock lock(&mutex_);
+    Slot* found = nullptr;
+    if (name.empty() && slots_.size() == 1) found = &slots_.front();
+    for (Slot& slot : slots_) {
+      if (!name.empty() && slot.name == name) found = &slot;
+    }
+    if (!found) {
+      return absl::NotFoundError(
+          name.empty() ? absl::StrCat("name the model to reload; this server serves ",
+                                      ServedListLocked())
+                       : absl::StrCat("model \"", name, "\" is not served here; this server "
+                                      "serves ", ServedListLocked()));
+    }
+    if (found->reloading) {
+      return absl::AbortedError(absl::StrCat("model \"", found->name, "\" is being reloaded "
+                                             "already; retry once that reload is over"));
+    }
+    found->reloading = true;
+    served_name = found->name;
+    before = found->model;
+    load_dir = dir.empty() ? before->dir() : dir;
+  }
+  absl::StatusOr<std::unique_ptr<ServedModel>> loaded = loader_(served_name, load_dir);
+  absl::Status outcome = loaded.status();
+  if (outcome.ok()) {
+    const ModelConfig& now = (*loaded)->config();
+    const ModelConfig& was = before->config();
+    if (now.source_lang != was.source_lang || now.target_lang != was.target_lang) {
+      outcome = absl::FailedPreconditionError(absl::StrCat(
+          "it translates from \"", now.source_lang, "\" into \"", now.target_lang, "\", and \"",
+          served_name, "\" serves \"", was.source_lang, "\" into \"", was.target_lang,
+          "\"; serve it under another name"));
+    }
+  }
+  if (!outcome.ok()) {
+    outcome = absl::FailedPreconditionError(absl::StrCat(
+        "cannot reload model \"", served_name, "\" from ", load_dir, ": ", outcome.message(),
+        "; the model loaded before keeps serving"));
+  }
+  std::shared_ptr<const ServedModel> after;
+  if (outcome.ok()) {
+    after = Share(*std::move(loaded));
+    if (observer_) observer_->on_serving(*after);
+  }
+  // `loaded` (when refused) and the old model's reference go with the lock released.
+  before.reset();
+  {
+    absl::MutexLock lock(&mutex_);
+    for (Slot& slot : slots_) {
+      if (slot.name != served_name) continue;
+      slot.reloading = false;
+      if (after) before = std::exchange(slot.model, after);
+    }
+  }
+  before.reset();
+  if (observer_) observer_->on_reload(served_name, outcome);
+  if (!outcome.ok()) return outcome;
+  return after;
+}
+
+void ModelRegistry::ReloadAllInBackground(
+    std::function<void(const std::string& name, const absl::Status& outcome)> report) {
+  background_.Post([this, report = std::move(report)] {
+    for (const std::string& name : names()) {
+      {
+        absl::MutexLock lock(&alive_mutex_);
+        if (stopping_) return;
+      }
+      report(name, Reload(name, "").status());
+    }
+  });
+}
+
+std::vector<std::string> ModelRegistry::names() const {
+  absl::ReaderMutexLock lock(&mutex_);
+  std::vector<std::string> names;
+  for (const Slot& slot : slots_) names.push_back(slot.name);
+  return names;
+}
+
+}  // namespace xlate::server

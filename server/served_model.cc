@@ -1,0 +1,106 @@
+#include "server/served_model.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/ops/cpu/thread_governor.h"
+
+namespace xlate::server {
+
+// The model's continuous decoder behind the scheduler's interface.
+class ServedModel::Engine : public StreamingEngine {
+ public:
+  // `governor` (may be null) sets the CPU threads of each step; else `threads` (0: OpenMP's own).
+  Engine(std::unique_ptr<ContinuousDecoder> decoder, std::unique_ptr<CpuThreadGovernor> governor,
+         int threads)
+      : decoder_(std::move(decoder)), governor_(std::move(governor)), threads_(threads) {}
+  int free_slots() const override { return decoder_->free_slots(); }
+  int live_sentences() const override { return decoder_->live_sentences(); }
+  absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
+                                             const TranslationOptions& options) override {
+    return decoder_->Admit(sources, options);
+  }
+  std::vector<Finished> Step() override {
+    // The scheduler thread runs every step, so its OpenMP setting is the one that counts.
+    if (governor_) {
+      omp_set_num_threads(governor_->threads(absl::Now()));
+    } else if (threads_ > 0) {
+      omp_set_num_threads(threads_);
+    }
+    std::vector<Finished> finished;
+    for (ContinuousDecoder::Finished& done : decoder_->Step()) {
+      finished.push_back({done.handle, std::move(done.hypotheses), std::move(done.status)});
+    }
+    return finished;
+  }
+  std::vector<Progress> TakeProgress() override {
+    std::vector<Progress> progress;
+    for (ContinuousDecoder::Progress& sentence : decoder_->TakeProgress()) {
+      progress.push_back({sentence.handle, std::move(sentence.stable_tokens)});
+    }
+    return progress;
+  }
+  int Drop(const std::vector<int64_t>& handles) override { return decoder_->Drop(handles); }
+
+ private:
+  std::unique_ptr<ContinuousDecoder> decoder_;
+  std::unique_ptr<CpuThreadGovernor> governor_;
+  const int threads_;
+};
+
+ServedModel::ServedModel(std::string name, std::string dir,
+                         std::unique_ptr<Translator> translator, int max_input_tokens)
+    : name_(std::move(name)),
+      dir_(std::move(dir)),
+      translator_(std::move(translator)),
+      max_input_tokens_(max_input_tokens) {}
+
+ServedModel::~ServedModel() { scheduler_.reset(); }
+
+absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const std::string& name,
+                                                               const std::string& dir,
+                                                               const ServingSettings& settings,
+                                                               SchedulerObserver* observer) {
+  const absl::Time start = absl::Now();
+  auto translator = Translator::Load(dir, settings.placement);
+  if (!translator.ok()) return translator.status();
+  ContinuousDecoderOptions decoder_options = settings.decoder;
+  decoder_options.max_source_tokens =
+      std::min(decoder_options.max_source_tokens, (*translator)->max_input_tokens());
+  auto decoder = ContinuousDecoder::Create((*translator)->model(), decoder_options);
+  if (!decoder.ok()) {
+    return absl::Status(decoder.status().code(),
+                        absl::StrCat(decoder.status().message(), "; lower --decoding_sentences, "
+                                     "--max_beam_size or --max_output_tokens"));
+  }
+  std::unique_ptr<CpuThreadGovernor> governor;
+  if (settings.placement.device == Device::kCPU && settings.threads == 0) {
+    governor = std::make_unique<CpuThreadGovernor>(omp_get_max_threads());
+  }
+  std::unique_ptr<ServedModel> model(new ServedModel(name, dir, *std::move(translator),
+                                                     decoder_options.max_source_tokens));
+  model->engine_ =
+      std::make_unique<Engine>(*std::move(decoder), std::move(governor), settings.threads);
+  auto scheduler = Scheduler::Create(settings.scheduler, model->engine_.get(), observer);
+  if (!scheduler.ok()) return scheduler.status();
+  model->scheduler_ = *std::move(scheduler);
+
+  // Through the scheduler, on the engine's own thread, as every later sentence.
+  auto warmup_ids = model->translator_->tokenizer().encode("Hello world.");
+  if (!warmup_ids.ok()) return warmup_ids.status();
+  auto warmup = model->scheduler_->Submit({*warmup_ids}, TranslationOptions(),
+                                          absl::InfiniteFuture());
+  if (!warmup.ok()) return warmup.status();
+  (*warmup)->WaitUntil(absl::InfiniteFuture());
+  if (!(*warmup)->status().ok()) {
+    return absl::InternalError(
+        absl::StrCat("the warm-up translation failed: ", (*warmup)->status().message()));
+  }
+  model->load_time_ = absl::Now() - start;
+  return model;
+}
+
+}  // namespace xlate::server
