@@ -138,11 +138,7 @@ ModelMetrics* ServerMetrics::ForModel(const std::string& name, int64_t queue_cap
   model->dropped_sentences_ = &dropped_sentences_->Add(labels);
   model->queue_depth_ = &queue_depth_->Add(labels);
   queue_capacity_->Add(labels).Set(static_cast<double>(queue_capacity));
-  // Every code from the start, so that rates over them exist before the first failure.
-  for (int code = grpc::OK; code <= grpc::UNAUTHENTICATED; ++code) {
-    requests_->Add({{"code", status_code_name(static_cast<grpc::StatusCode>(code))},
-                    {"model", name}});
-  }
+  RequestsLocked(name);
   reloads_->Add({{"model", name}, {"result", "loaded"}});
   reloads_->Add({{"model", name}, {"result", "failed"}});
   return model.get();
@@ -166,12 +162,33 @@ void ServerMetrics::on_reload(const std::string& name, bool loaded) {
   reloads_->Add({{"model", name}, {"result", loaded ? "loaded" : "failed"}}).Increment();
 }
 
+ServerMetrics::RequestMetrics& ServerMetrics::RequestsLocked(const std::string& model) {
+  auto [found, added] = requests_by_model_.try_emplace(model);
+  RequestMetrics& metrics = found->second;
+  if (!added) return metrics;
+  // Every code from the start, so that rates over them exist before the first failure.
+  for (int code = grpc::OK; code <= grpc::UNAUTHENTICATED; ++code) {
+    const auto status = static_cast<grpc::StatusCode>(code);
+    metrics.by_code[status] =
+        &requests_->Add({{"code", status_code_name(status)}, {"model", model}});
+  }
+  metrics.latency = &latency_->Add({{"model", model}}, exponential(0.005, 2, 14));
+  return metrics;
+}
+
 void ServerMetrics::on_request_done(const std::string& model, grpc::StatusCode code,
                                     absl::Duration latency) {
-  // Family::Add finds the existing child for labels it has seen.
-  requests_->Add({{"code", status_code_name(code)}, {"model", model}}).Increment();
-  latency_->Add({{"model", model}}, exponential(0.005, 2, 14))
-      .Observe(absl::ToDoubleSeconds(latency));
+  prometheus::Counter* counter;
+  prometheus::Histogram* histogram;
+  {
+    absl::MutexLock lock(&mutex_);
+    RequestMetrics& metrics = RequestsLocked(model);
+    auto found = metrics.by_code.find(code);
+    counter = found == metrics.by_code.end() ? metrics.by_code[grpc::UNKNOWN] : found->second;
+    histogram = metrics.latency;
+  }
+  counter->Increment();
+  histogram->Observe(absl::ToDoubleSeconds(latency));
 }
 
 void ModelMetrics::on_batch(int sentences, int64_t padded_tokens) {

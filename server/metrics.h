@@ -84,7 +84,15 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>* reloads_;
   prometheus::Gauge* in_flight_;
 
+  // A model's (or, under "", the unrouted calls') request metrics, made on first use.
+  struct RequestMetrics {
+    std::map<grpc::StatusCode, prometheus::Counter*> by_code;
+    prometheus::Histogram* latency;
+  };
+  RequestMetrics& RequestsLocked(const std::string& model) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
   absl::Mutex mutex_;
+  std::map<std::string, RequestMetrics> requests_by_model_ ABSL_GUARDED_BY(mutex_);
   std::map<std::string, std::unique_ptr<ModelMetrics>> models_ ABSL_GUARDED_BY(mutex_);
   std::map<std::string, prometheus::Gauge*> info_ ABSL_GUARDED_BY(mutex_);  // by model name
 };

@@ -9,6 +9,19 @@
 #include "server/language_code.h"
 
 namespace xlate::server {
+namespace {
+
+// The slot of the model served as `name` in `slots` (const or not), or null.
+template <typename Slots>
+auto* find_slot(Slots& slots, const std::string& name) {
+  decltype(&slots.front()) found = nullptr;
+  for (auto& slot : slots) {
+    if (slot.name == name) found = &slot;
+  }
+  return found;
+}
+
+}  // namespace
 
 ModelRegistry::ModelRegistry(Loader loader, Observer* observer)
     : loader_(std::move(loader)), observer_(observer) {}
@@ -50,11 +63,9 @@ absl::Status ModelRegistry::Add(const std::string& name, const std::string& dir)
   if (name.empty()) return absl::InvalidArgumentError("a served model needs a name");
   {
     absl::ReaderMutexLock lock(&mutex_);
-    for (const Slot& slot : slots_) {
-      if (slot.name == name) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("two models are named \"", name, "\"; give each its own name"));
-      }
+    if (find_slot(slots_, name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("two models are named \"", name, "\"; give each its own name"));
     }
   }
   auto loaded = loader_(name, dir);
@@ -68,6 +79,11 @@ absl::Status ModelRegistry::Add(const std::string& name, const std::string& dir)
   absl::MutexLock lock(&mutex_);
   slots_.push_back({name, std::move(model)});
   return absl::OkStatus();
+}
+
+std::string ModelRegistry::NotServedLocked(const std::string& name) const {
+  return absl::StrCat("model \"", name, "\" is not served here; this server serves ",
+                      ServedListLocked());
 }
 
 std::string ModelRegistry::ServedListLocked() const {
@@ -86,11 +102,8 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Route(
     const std::string& target_language) const {
   absl::ReaderMutexLock lock(&mutex_);
   if (!model.empty()) {
-    for (const Slot& slot : slots_) {
-      if (slot.name == model) return slot.model;
-    }
-    return absl::NotFoundError(absl::StrCat("model \"", model, "\" is not served here; this "
-                                            "server serves ", ServedListLocked()));
+    if (const Slot* slot = find_slot(slots_, model)) return slot->model;
+    return absl::NotFoundError(NotServedLocked(model));
   }
   if (slots_.size() == 1) return slots_.front().model;
   for (const std::string* code : {&source_language, &target_language}) {
@@ -120,17 +133,13 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Reload(
   std::shared_ptr<const ServedModel> before;
   {
     absl::MutexLock lock(&mutex_);
-    Slot* found = nullptr;
-    if (name.empty() && slots_.size() == 1) found = &slots_.front();
-    for (Slot& slot : slots_) {
-      if (!name.empty() && slot.name == name) found = &slot;
-    }
+    Slot* found = name.empty() ? (slots_.size() == 1 ? &slots_.front() : nullptr)
+                               : find_slot(slots_, name);
     if (!found) {
       return absl::NotFoundError(
           name.empty() ? absl::StrCat("name the model to reload; this server serves ",
                                       ServedListLocked())
-                       : absl::StrCat("model \"", name, "\" is not served here; this server "
-                                      "serves ", ServedListLocked()));
+                       : NotServedLocked(name));
     }
     if (found->reloading) {
       return absl::AbortedError(absl::StrCat("model \"", found->name, "\" is being reloaded "
@@ -163,17 +172,14 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Reload(
     after = Share(*std::move(loaded));
     if (observer_) observer_->on_serving(*after);
   }
-  // `loaded` (when refused) and the old model's reference go with the lock released.
-  before.reset();
+  std::shared_ptr<const ServedModel> retired;  // let go of with the lock released
   {
     absl::MutexLock lock(&mutex_);
-    for (Slot& slot : slots_) {
-      if (slot.name != served_name) continue;
-      slot.reloading = false;
-      if (after) before = std::exchange(slot.model, after);
+    if (Slot* slot = find_slot(slots_, served_name)) {  // gone only when the registry is destroyed
+      slot->reloading = false;
+      if (after) retired = std::exchange(slot->model, after);
     }
   }
-  before.reset();
   if (observer_) observer_->on_reload(served_name, outcome);
   if (!outcome.ok()) return outcome;
   return after;

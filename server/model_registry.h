@@ -79,6 +79,9 @@ class ModelRegistry {
   };
   // Shares `model` so that its last holder hands it to the registry's thread for destruction.
   std::shared_ptr<const ServedModel> Share(std::unique_ptr<ServedModel> model);
+  // 'model "<name>" is not served here; this server serves <the list>'.
+  std::string NotServedLocked(const std::string& name) const ABSL_SHARED_LOCKS_REQUIRED(mutex_);
+  // Each model's name and languages: '"en-de" (en to de), "de-en" (de to en)'.
   std::string ServedListLocked() const ABSL_SHARED_LOCKS_REQUIRED(mutex_);
 
   const Loader loader_;

@@ -58,7 +58,8 @@ ServedModel::ServedModel(std::string name, std::string dir,
       translator_(std::move(translator)),
       max_input_tokens_(max_input_tokens) {}
 
-ServedModel::~ServedModel() { scheduler_.reset(); }
+// The members go in reverse: the scheduler (which drains) before the engine and the weights.
+ServedModel::~ServedModel() = default;
 
 absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const std::string& name,
                                                                const std::string& dir,

@@ -43,6 +43,16 @@ class TranslatorTest : public ::testing::Test {
     translator_ = shared_translator();
     ASSERT_NE(translator_, nullptr);
   }
+  // The token ids of the first `count` sample sentences.
+  std::vector<std::vector<int32_t>> real_sources(size_t count) const {
+    std::vector<std::vector<int32_t>> sources;
+    for (const std::string& sentence : real_sentences(count)) {
+      auto ids = translator_->tokenizer().encode(sentence);
+      EXPECT_TRUE(ids.ok()) << ids.status();
+      sources.push_back(ids.ok() ? *std::move(ids) : std::vector<int32_t>());
+    }
+    return sources;
+  }
   const Translator* translator_ = nullptr;
 };
 
@@ -65,12 +75,9 @@ TEST_F(TranslatorTest, BatchEqualsEachSentenceAlone) {
 // Two batches decoded a step of each in turn give what each gives alone, and StartBatch checks
 // its input as TranslateTokens does.
 TEST_F(TranslatorTest, InterleavedStepwiseBatchesEqualWholeTranslations) {
-  std::vector<std::vector<int32_t>> first, second;
-  for (const std::string& sentence : real_sentences(6)) {
-    auto ids = translator_->tokenizer().encode(sentence);
-    ASSERT_TRUE(ids.ok());
-    (first.size() < 3 ? first : second).push_back(*ids);
-  }
+  const std::vector<std::vector<int32_t>> sources = real_sources(6);
+  const std::vector<std::vector<int32_t>> first(sources.begin(), sources.begin() + 3);
+  const std::vector<std::vector<int32_t>> second(sources.begin() + 3, sources.end());
   TranslationOptions options;
   auto a = translator_->StartBatch(first, options);
   auto b = translator_->StartBatch(second, options);
@@ -100,12 +107,7 @@ TEST_F(TranslatorTest, InterleavedStepwiseBatchesEqualWholeTranslations) {
 // sizes, get exactly the hypotheses of a plain batch translation; slots are reused. Looking for
 // finished sentences every step (the CPU's default) or every 4th (a GPU's) changes nothing.
 TEST_F(TranslatorTest, ContinuousDecodingEqualsBatchTranslation) {
-  std::vector<std::vector<int32_t>> sources;
-  for (const std::string& sentence : real_sentences(6)) {
-    auto ids = translator_->tokenizer().encode(sentence);
-    ASSERT_TRUE(ids.ok());
-    sources.push_back(*ids);
-  }
+  const std::vector<std::vector<int32_t>> sources = real_sources(6);
   TranslationOptions beam4, greedy;
   greedy.beam_size = 1;
   for (int sync_interval : {0, 4}) {
@@ -159,12 +161,7 @@ TEST_F(TranslatorTest, ContinuousDecodingEqualsBatchTranslation) {
 // Sentences admitted with report_stable_prefixes report, by handle, stable prefixes that grow
 // and are prefixes of their results; their results are those of sentences that do not report.
 TEST_F(TranslatorTest, ContinuousDecoderReportsStablePrefixesByHandle) {
-  std::vector<std::vector<int32_t>> sources;
-  for (const std::string& sentence : real_sentences(4)) {
-    auto ids = translator_->tokenizer().encode(sentence);
-    ASSERT_TRUE(ids.ok());
-    sources.push_back(*ids);
-  }
+  const std::vector<std::vector<int32_t>> sources = real_sources(4);
   TranslationOptions reporting, plain;
   reporting.report_stable_prefixes = true;
   ContinuousDecoderOptions limits;
@@ -205,12 +202,7 @@ TEST_F(TranslatorTest, ContinuousDecoderReportsStablePrefixesByHandle) {
 // never comes back as finished, and the sentences around it decode exactly as they would have;
 // every step or every 4th alike.
 TEST_F(TranslatorTest, ContinuousDecoderDropsASentenceMidDecode) {
-  std::vector<std::vector<int32_t>> sources;
-  for (const std::string& sentence : real_sentences(3)) {
-    auto ids = translator_->tokenizer().encode(sentence);
-    ASSERT_TRUE(ids.ok());
-    sources.push_back(*ids);
-  }
+  const std::vector<std::vector<int32_t>> sources = real_sources(3);
   const TranslationOptions beam4;
   for (int sync_interval : {0, 4}) {
     ContinuousDecoderOptions limits;
