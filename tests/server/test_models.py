@@ -254,7 +254,9 @@ class ServerFlags(unittest.TestCase):
                 ([f"--model_name=x"], 2, "--model_name goes with --model_dir"),
                 (["--model=a=/nonexistent/model"], 1,
                  'cannot serve model "a" from /nonexistent/model'),
-                ([], 2, "name a model to serve")):
+                ([], 2, "name a model to serve"),
+                ([f"--model_dir={MODEL_DIR}", "--admin_address=256.0.0.1:1"], 2,
+                 "cannot listen on --admin_address 256.0.0.1:1")):
             result = subprocess.run([SERVER_BIN, *flags, "--port=0", "--metrics_port=0"],
                                     capture_output=True, text=True, timeout=120)
             self.assertEqual(result.returncode, code, (flags, result.stderr))
