@@ -25,7 +25,9 @@ ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
                                                 max_positions(model, options)}),
       search_(decoder_, options.max_sentences, options.max_beam_size,
               max_positions(model, options), options.sync_interval),
-      handles_(static_cast<size_t>(options.max_sentences), -1) {
+      handles_(static_cast<size_t>(options.max_sentences), -1),
+      alignments_(static_cast<size_t>(options.max_sentences)),
+      aligned_sources_(static_cast<size_t>(options.max_sentences)) {
   for (int slot = options.max_sentences - 1; slot >= 0; --slot) free_.push_back(slot);
   // The caches were zeroed on this thread's stream; the server decodes on another thread's.
   op_backend(model.placement().device).synchronize();
@@ -70,6 +72,10 @@ int ContinuousDecoder::live_sentences() const { return search_.live_sentences();
 absl::Status ContinuousDecoder::Check(const std::vector<std::vector<int32_t>>& sources,
                                       const TranslationOptions& options) const {
   if (auto status = options.Validate(); !status.ok()) return status;
+  if (options.alignment.has_value()) {
+    auto status = check_alignment_options(*options.alignment, model_.config(), "option alignment.");
+    if (!status.ok()) return status;
+  }
   if (options.beam_size > options_.max_beam_size) {
     return absl::InvalidArgumentError(absl::StrCat("option beam_size = ", options.beam_size,
                                                    " is out of range: this decoder holds at most ",
@@ -131,9 +137,12 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
 
   search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths, options.search(config));
   std::vector<int64_t> handles;
-  for (int32_t slot : slots) {
+  for (size_t n = 0; n < slots.size(); ++n) {
+    const int32_t slot = slots[n];
     handles_[slot] = next_handle_++;
     handles.push_back(handles_[slot]);
+    alignments_[slot] = options.alignment;
+    if (options.alignment.has_value()) aligned_sources_[slot] = sources[n];
   }
   return handles;
 }
@@ -176,12 +185,50 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
     for (int slot : search_.abandon()) done.push_back({slot, {}});
   }
   std::vector<Finished> finished;
+  std::vector<int> slots;
   for (DeviceBeamSearch::Finished& sentence : done) {
     finished.push_back({handles_[sentence.slot], std::move(sentence.hypotheses), failure});
-    handles_[sentence.slot] = -1;
-    free_.push_back(sentence.slot);
+    slots.push_back(sentence.slot);
+  }
+  Align(finished, slots);
+  for (int slot : slots) {
+    handles_[slot] = -1;
+    alignments_[slot].reset();
+    aligned_sources_[slot] = {};
+    free_.push_back(slot);
   }
   return finished;
+}
+
+void ContinuousDecoder::Align(std::vector<Finished>& finished, const std::vector<int>& slots) {
+  std::vector<size_t> aligned;  // indices into `finished`
+  std::vector<const std::vector<int32_t>*> sources, targets;
+  for (size_t i = 0; i < finished.size(); ++i) {
+    if (!alignments_[slots[i]].has_value() || !finished[i].status.ok() ||
+        finished[i].hypotheses.empty()) {
+      continue;
+    }
+    aligned.push_back(i);
+    sources.push_back(&aligned_sources_[slots[i]]);
+    targets.push_back(&finished[i].hypotheses.front().tokens);
+  }
+  if (aligned.empty()) return;
+  try {
+    const std::vector<AttentionMaps> maps = cross_attention_maps(model_, sources, targets);
+    for (size_t k = 0; k < aligned.size(); ++k) {
+      Finished& sentence = finished[aligned[k]];
+      sentence.hypotheses.front().alignment =
+          alignment_of(maps[k], *alignments_[slots[aligned[k]]]);
+    }
+  } catch (const std::bad_alloc&) {
+    const absl::Status failure = absl::ResourceExhaustedError(absl::StrCat(
+        "out of ", memory_name(model_.placement().device), " memory aligning ", aligned.size(),
+        " finished sentences; each of them failed"));
+    for (size_t i : aligned) {
+      finished[i].hypotheses.clear();
+      finished[i].status = failure;
+    }
+  }
 }
 
 }  // namespace xlate

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -55,13 +56,15 @@ class ContinuousDecoder {
 
   struct Finished {
     int64_t handle;
-    std::vector<Hypothesis> hypotheses;  // up to n_best, best first
-    absl::Status status;                 // not OK: the sentence failed (no hypotheses)
+    // Up to n_best, best first; the best carries its alignment when options.alignment asked.
+    std::vector<Hypothesis> hypotheses;
+    absl::Status status;  // not OK: the sentence failed (no hypotheses)
   };
   // Decodes one token for every live sentence; returns the sentences found finished (on a GPU
-  // the search looks every few steps, so a sentence may come a few steps after its last token).
-  // A step that runs out of memory fails every live sentence (ResourceExhausted) and frees
-  // their slots; the decoder stays usable.
+  // the search looks every few steps, so a sentence may come a few steps after its last token),
+  // aligned in one pass where their options asked. A step that runs out of memory fails every
+  // live sentence (ResourceExhausted) and frees their slots; an alignment pass that does, the
+  // sentences it aligns. The decoder stays usable.
   std::vector<Finished> Step();
 
   struct Progress {
@@ -82,6 +85,8 @@ class ContinuousDecoder {
  private:
   absl::Status Check(const std::vector<std::vector<int32_t>>& sources,
                      const TranslationOptions& options) const;
+  // Fills the alignments of the finished sentences whose slots asked for one.
+  void Align(std::vector<Finished>& finished, const std::vector<int>& slots);
 
   const TransformerModel& model_;
   const ContinuousDecoderOptions options_;
@@ -89,6 +94,9 @@ class ContinuousDecoder {
   DeviceBeamSearch search_;
   std::vector<int64_t> handles_;  // by slot; -1 = free
   std::vector<int> free_;         // free slots
+  // By slot, for sentences admitted with options.alignment: what to align, and how.
+  std::vector<std::optional<AlignmentOptions>> alignments_;
+  std::vector<std::vector<int32_t>> aligned_sources_;
   int64_t next_handle_ = 0;
 };
 

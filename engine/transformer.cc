@@ -231,8 +231,8 @@ DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape) con
 }
 
 Tensor TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
-                                       const DecoderState::StepTables& tables,
-                                       const Tensor& x) const {
+                                       const DecoderState::StepTables& tables, const Tensor& x,
+                                       Tensor* cross_weights) const {
   const DecoderLayerWeights& layer = weights_.decoder[index];
   const AttentionWeights& self = layer.self_attention;
   const int64_t query_width = self.query.weight.dim(0), key_width = self.key.weight.dim(0);
@@ -252,7 +252,8 @@ Tensor TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
   const Tensor query = linear(hidden, cross.query);
   attention_forward(context, query, Columns(cache.cross_key_values, 0, key_width),
                     Columns(cache.cross_key_values, key_width, value_width), tables.cross_rows,
-                    tables.cross_lengths, config_.decoder_heads, /*causal=*/false);
+                    tables.cross_lengths, config_.decoder_heads, /*causal=*/false,
+                    cross_weights);
   residual_norm(hidden, linear(context, cross.output), layer.cross_attention_norm);
   return feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, hidden);
 }
@@ -294,7 +295,25 @@ TopK TransformerModel::top_k_of(const Tensor& logits, const Tensor& offsets, int
   return top;
 }
 
+std::vector<Tensor> TransformerModel::cross_attention(DecoderState& state,
+                                                     const Tensor& tokens) const {
+  std::vector<Tensor> weights;
+  decoder_layers(state, tokens, &weights);
+  for (Tensor& layer : weights) {
+    if (layer.device() != Device::kCPU) layer = layer.to(Device::kCPU);
+  }
+  return weights;
+}
+
 Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tokens) const {
+  const Tensor x = decoder_layers(state, tokens, nullptr);
+  Tensor logits = activations({x.dim(0), x.dim(1), config_.vocab_size});
+  linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
+  return logits;
+}
+
+Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& tokens,
+                                        std::vector<Tensor>* cross_weights) const {
   const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
   const DecoderState::StepTables tables = state.advance(steps);
   Tensor x = activations({rows, steps, config_.d_model});
@@ -302,11 +321,16 @@ Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tok
                     std::sqrt(static_cast<float>(config_.d_model)), tables.length,
                     tables.row_positions);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    x = decoder_layer(i, state.layers()[i], tables, x);
+    Tensor layer_weights;
+    if (cross_weights != nullptr) {
+      layer_weights = Tensor::empty({rows, config_.decoder_heads, steps, tables.cross_rows.dim(1)},
+                                    DType::kFloat32, placement_.device);
+    }
+    x = decoder_layer(i, state.layers()[i], tables, x,
+                      cross_weights != nullptr ? &layer_weights : nullptr);
+    if (cross_weights != nullptr) cross_weights->push_back(std::move(layer_weights));
   }
-  Tensor logits = activations({rows, steps, config_.vocab_size});
-  linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
-  return logits;
+  return x;
 }
 
 DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_source_tokens,

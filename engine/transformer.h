@@ -66,6 +66,12 @@ class TransformerModel {
   TopK decode_top_k_on_device(DecoderState& state, const Tensor& tokens, const Tensor& row_scores,
                               int k) const;
 
+  // The teacher-forced pass of decode() over tokens int32 [R, T] that returns, per decoder layer,
+  // its cross-attention probabilities: host float32 [R, h, T, S_src] (S_src of the state; 0
+  // beyond a row's source length). Query t is the position that predicts the token after
+  // tokens[r, t]. For alignments (engine/alignment.h).
+  std::vector<Tensor> cross_attention(DecoderState& state, const Tensor& tokens) const;
+
   // Slot decoding, for sentences that join and leave a running decode (continuous batching).
   // A state with no rows, `max_sentences` sentence slots of up to `max_source_tokens` source
   // tokens and `rows_per_sentence` rows (cache slots) each. Rows come with
@@ -83,8 +89,10 @@ class TransformerModel {
   void fuse_projections();
   Tensor encoder_layer(size_t index, const Tensor& x, const Tensor& key_rows,
                        const Tensor& lengths) const;
+  // cross_weights: null, or [R, h, T, S_src] on the device for the cross-attention's weights.
   Tensor decoder_layer(size_t index, DecoderLayerCache& cache,
-                       const DecoderState::StepTables& tables, const Tensor& x) const;
+                       const DecoderState::StepTables& tables, const Tensor& x,
+                       Tensor* cross_weights) const;
   Tensor feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                       const LayerNormWeights& norm, const Tensor& x) const;
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
@@ -95,6 +103,10 @@ class TransformerModel {
   DecoderState empty_state(const DecoderState::Shape& shape) const;
   // decode() with the logits [R, T, V] left on the model's device.
   Tensor decode_on_device(DecoderState& state, const Tensor& tokens) const;
+  // The decoder layers of decode(): the last layer's output [R, T, C]; with cross_weights, each
+  // layer's cross-attention weights [R, h, T, S_src] (on the device) are appended to it.
+  Tensor decoder_layers(DecoderState& state, const Tensor& tokens,
+                        std::vector<Tensor>* cross_weights) const;
   // log_softmax_top_k of logits [R, V] on their device when the kernel takes k, else on the
   // host; the result on the host.
   TopK top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores, int k) const;

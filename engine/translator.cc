@@ -136,6 +136,10 @@ absl::Status Translator::check_sources(const std::vector<std::vector<int32_t>>& 
                                        const TranslationOptions& options) const {
   if (auto status = options.Validate(); !status.ok()) return status;
   const ModelConfig& config = model_->config();
+  if (options.alignment.has_value()) {
+    auto status = check_alignment_options(*options.alignment, config, "option alignment.");
+    if (!status.ok()) return status;
+  }
   for (size_t i = 0; i < sources.size(); ++i) {
     if (static_cast<int64_t>(sources[i].size()) + 1 > max_input_tokens()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -191,12 +195,26 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
       while (!translation->Step()) {
       }
       translated = translation->TakeResults();
+      if (options.alignment.has_value()) align_best(batch, translated, *options.alignment);
     } catch (const std::bad_alloc&) {
       return out_of_memory(batch.size(), options);
     }
     for (size_t k = begin; k < end; ++k) results[order[k]] = std::move(translated[k - begin]);
   }
   return results;
+}
+
+void Translator::align_best(const std::vector<const std::vector<int32_t>*>& sources,
+                            std::vector<std::vector<Hypothesis>>& results,
+                            const AlignmentOptions& options) const {
+  std::vector<const std::vector<int32_t>*> aligned_sources;
+  std::vector<Hypothesis*> best;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (results[i].empty()) continue;
+    aligned_sources.push_back(sources[i]);
+    best.push_back(&results[i].front());
+  }
+  align(*model_, aligned_sources, best, options);
 }
 
 std::unique_ptr<BatchTranslation> Translator::start_batch(

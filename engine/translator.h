@@ -4,11 +4,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/alignment.h"
 #include "engine/decoding/search.h"
 #include "engine/tokenizer.h"
 #include "engine/transformer.h"
@@ -30,6 +32,10 @@ struct TranslationOptions {
   // Report each sentence's stable prefix as it grows (ContinuousDecoder::TakeProgress; the
   // server's TranslateStream). The translations are the same either way.
   bool report_stable_prefixes = false;
+  // When set, each sentence's best hypothesis carries its alignment (Hypothesis::alignment),
+  // one teacher-forced decoder pass after the search. Checked against the model where the
+  // model is known (Translator, ContinuousDecoder).
+  std::optional<AlignmentOptions> alignment;
 
   // Names the option (after `prefix`: "option beam_size", or the server's "options.beam_size")
   // and its limit when out of range.
@@ -102,6 +108,10 @@ class Translator {
   std::unique_ptr<BatchTranslation> start_batch(
       const std::vector<const std::vector<int32_t>*>& sources,
       const TranslationOptions& options) const;
+  // Aligns each sentence's best hypothesis (results[i] of sources[i]) in place.
+  void align_best(const std::vector<const std::vector<int32_t>*>& sources,
+                  std::vector<std::vector<Hypothesis>>& results,
+                  const AlignmentOptions& options) const;
 
   std::shared_ptr<const TransformerModel> model_;
   std::unique_ptr<Tokenizer> tokenizer_;

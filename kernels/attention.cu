@@ -15,11 +15,13 @@ constexpr int kKeysInFlight = 4;  // keys a warp scores at once: independent loa
 // dimensions (kDims per lane) for the dot products and for the weighted value sums. Each warp
 // keeps an online softmax (running max m, running sum l, running weighted values acc), so no
 // score vector or [T, S] matrix is ever stored; the warps' partial results are merged at the
-// end: out = Σ_w acc_w e^(m_w - M) / Σ_w l_w e^(m_w - M).
+// end: out = Σ_w acc_w e^(m_w - M) / Σ_w l_w e^(m_w - M). When `weights` is asked for, the
+// scores are computed once more, now that M and the normaliser are known (write_weights).
 template <typename T, int kDims>
-__global__ void attention_forward_kernel(T* out, const T* query, const T* keys, const T* values,
-                                         const int32_t* key_rows, const int32_t* key_lengths,
-                                         AttentionShape shape, float scale) {
+__global__ void attention_forward_kernel(T* out, float* weights, const T* query, const T* keys,
+                                         const T* values, const int32_t* key_rows,
+                                         const int32_t* key_lengths, AttentionShape shape,
+                                         float scale) {
   __shared__ float warp_max_score[kWarps];
   __shared__ float warp_total[kWarps];
   __shared__ float warp_values[kWarps][kDims * kWarpSize];
@@ -33,6 +35,15 @@ __global__ void attention_forward_kernel(T* out, const T* query, const T* keys, 
                                                                    : visible_unclamped);
   const int64_t query_row = n * shape.steps + t;
   T* out_head = out + query_row * shape.heads * shape.value_dim + head * shape.value_dim;
+  // This query's row of weights [N, h, T, S].
+  float* weights_row =
+      weights == nullptr ? nullptr
+                         : weights + ((n * shape.heads + head) * shape.steps + t) * shape.table_width;
+  if (weights_row != nullptr) {
+    for (int64_t s = visible + threadIdx.x; s < shape.table_width; s += blockDim.x) {
+      weights_row[s] = 0.f;
+    }
+  }
   if (visible == 0) {
     for (int d = threadIdx.x; d < shape.value_dim; d += blockDim.x) {
       out_head[d] = from_float<T>(0.f);
@@ -119,28 +130,42 @@ __global__ void attention_forward_kernel(T* out, const T* query, const T* keys, 
     for (int w = 0; w < kWarps; ++w) sum += warp_values[w][d] * factors[w];
     out_head[d] = from_float<T>(sum / normaliser);
   }
+  if (weights_row == nullptr) return;
+  // write_weights: warp w scores keys w, w + kWarps, ... again (same lanes, same sums).
+  for (int64_t s = warp; s < visible; s += kWarps) {
+    const T* key = keys + static_cast<int64_t>(positions[s]) * shape.key_stride +
+                   head * shape.key_dim;
+    float partial = 0.f;
+#pragma unroll
+    for (int j = 0; j < kDims; ++j) {
+      const int d = lane + j * kWarpSize;
+      if (d < shape.key_dim) partial += q[j] * to_float(key[d]);
+    }
+    const float score = warp_sum(partial);
+    if (lane == 0) weights_row[s] = expf(score - block_max_score) / normaliser;
+  }
 }
 
 // Launches the kernel with the fewest head dimensions per lane that cover both head sizes.
 template <typename T, int kDims>
-void launch_attention(const dim3& grid, T* out, const T* query, const T* keys, const T* values,
-                      const int32_t* key_rows, const int32_t* key_lengths,
+void launch_attention(const dim3& grid, T* out, float* weights, const T* query, const T* keys,
+                      const T* values, const int32_t* key_rows, const int32_t* key_lengths,
                       const AttentionShape& shape, float scale, Stream stream) {
   const int widest = shape.key_dim > shape.value_dim ? shape.key_dim : shape.value_dim;
   if constexpr (kDims < kMaxAttentionHeadDim / kWarpSize) {
     if (widest > kDims * kWarpSize) {
-      return launch_attention<T, 2 * kDims>(grid, out, query, keys, values, key_rows,
+      return launch_attention<T, 2 * kDims>(grid, out, weights, query, keys, values, key_rows,
                                             key_lengths, shape, scale, stream);
     }
   }
   attention_forward_kernel<T, kDims><<<grid, kWarps * kWarpSize, 0, stream>>>(
-      out, query, keys, values, key_rows, key_lengths, shape, scale);
+      out, weights, query, keys, values, key_rows, key_lengths, shape, scale);
 }
 
 }  // namespace
 
-void attention_forward(void* out, const void* query, const void* keys, const void* values,
-                       const int32_t* key_rows, const int32_t* key_lengths,
+void attention_forward(void* out, float* weights, const void* query, const void* keys,
+                       const void* values, const int32_t* key_rows, const int32_t* key_lengths,
                        const AttentionShape& shape, ElementType type, Stream stream) {
   if (shape.key_dim > kMaxAttentionHeadDim || shape.value_dim > kMaxAttentionHeadDim) {
     throw std::logic_error("attention_forward: head dimension beyond kMaxAttentionHeadDim");
@@ -151,7 +176,7 @@ void attention_forward(void* out, const void* query, const void* keys, const voi
   const float scale = 1.f / std::sqrt(static_cast<float>(shape.key_dim));
   dispatch_float_type(type, [&](auto tag) {
     using T = decltype(tag);
-    launch_attention<T, 1>(grid, static_cast<T*>(out), static_cast<const T*>(query),
+    launch_attention<T, 1>(grid, static_cast<T*>(out), weights, static_cast<const T*>(query),
                            static_cast<const T*>(keys), static_cast<const T*>(values), key_rows,
                            key_lengths, shape, scale, stream);
   });

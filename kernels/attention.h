@@ -8,6 +8,8 @@
 // (head h at columns h·d_k / h·d_v); key_rows int32 [N, S]; key_lengths int32 [N].
 // Query t of row n attends to key positions s < key_lengths[n], or when causal
 // s <= key_lengths[n] - T + t. A query with no visible key gets zeros.
+// weights: null, or float32 [N, h, T, S] receiving the attention probabilities (0 at positions a
+// query does not see); alignments ask for them, decoding never does.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +33,8 @@ struct AttentionShape {
   bool causal = false;
 };
 
-void attention_forward(void* out, const void* query, const void* keys, const void* values,
+void attention_forward(void* out, float* weights, const void* query, const void* keys,
+                       const void* values,
                        const int32_t* key_rows, const int32_t* key_lengths,
                        const AttentionShape& shape, ElementType type, Stream stream);
 

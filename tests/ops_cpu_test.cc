@@ -90,7 +90,8 @@ TEST(OpsCpu, AddLayerNormMatchesDefinition) {
 }
 
 // Attention through a key_rows table (keys of one query row scattered over the key tensor),
-// per-row lengths and both mask kinds.
+// per-row lengths and both mask kinds; its weights output [N, h, T, S] (table positions, 0
+// where a query sees nothing) holds the softmax that made `out`.
 TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
   std::mt19937 generator(4);
   const int64_t rows = 3, steps = 4, channels = 12, capacity = 7;
@@ -112,9 +113,16 @@ TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
       }
       row_lengths.push_back(lengths[batch_of_row[n]]);
     }
+    // Filled with 7 so that positions the op must zero cannot pass by being zero already.
+    Tensor weights_out = Tensor::from_vector(std::vector<float>(size_t(rows * heads * steps * capacity), 7.f),
+                                             {rows, heads, steps, capacity});
     attention_forward(out, query, keys, values, Tensor::from_vector(key_rows, {rows, capacity}),
+                      Tensor::from_vector(row_lengths, {rows}), heads, causal, &weights_out);
+    Tensor out_without_weights = Tensor::empty({rows, steps, channels}, DType::kFloat32);
+    attention_forward(out_without_weights, query, keys, values,
+                      Tensor::from_vector(key_rows, {rows, capacity}),
                       Tensor::from_vector(row_lengths, {rows}), heads, causal);
-    std::vector<double> expected;
+    std::vector<double> expected, expected_weights(size_t(rows * heads * steps * capacity), 0.);
     for (int64_t n = 0; n < rows; ++n) {
       const int64_t b = batch_of_row[n], length = lengths[b];
       for (int64_t t = 0; t < steps; ++t) {
@@ -132,6 +140,10 @@ TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
             best = std::max(best, weights.back());
           }
           for (double& w : weights) total += (w = std::exp(w - best));
+          for (int64_t s = 0; s < visible; ++s) {
+            expected_weights[size_t(((n * heads + h) * steps + t) * capacity + s)] =
+                weights[s] / total;
+          }
           for (int64_t d = 0; d < head_dim; ++d) {
             double sum = 0;
             for (int64_t s = 0; s < visible; ++s) {
@@ -144,7 +156,23 @@ TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
       }
     }
     expect_near_all(out, expected, 1e-5);
+    expect_near_all(out_without_weights, expected, 1e-5);
+    expect_near_all(weights_out, expected_weights, 1e-5);
   }
+}
+
+TEST(OpsCpu, AttentionWeightsOutputIsChecked) {
+  const Tensor query = Tensor::zeros({1, 2, 4}, DType::kFloat32);
+  const Tensor keys = Tensor::zeros({3, 4}, DType::kFloat32);
+  const Tensor key_rows = Tensor::from_vector(std::vector<int32_t>{0, 1, 2}, {1, 3});
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{3}, {1});
+  Tensor out = Tensor::empty({1, 2, 4}, DType::kFloat32);
+  Tensor too_small = Tensor::empty({1, 2, 2, 2}, DType::kFloat32);
+  EXPECT_THROW(attention_forward(out, query, keys, keys, key_rows, lengths, 2, false, &too_small),
+               std::logic_error);
+  Tensor not_float = Tensor::empty({1, 2, 2, 3}, DType::kInt32);
+  EXPECT_THROW(attention_forward(out, query, keys, keys, key_rows, lengths, 2, false, &not_float),
+               std::logic_error);
 }
 
 TEST(OpsCpu, LogSoftmaxRowsSumToOneAndMatchDefinition) {

@@ -42,6 +42,10 @@ struct Hypothesis {
   std::vector<int32_t> tokens;  // without the end token
   float score = 0.f;            // log P(Y|X) / lp(|Y|); |Y| counts the end token when present
   float log_prob = 0.f;         // log P(Y|X)
+  // Filled after the search when alignments are asked for (engine/alignment.h), for the best
+  // hypothesis of a sentence: [tokens.size(), source tokens + end token], row t the source
+  // attention that chose tokens[t].
+  std::vector<float> alignment;
 };
 
 // ((5 + length) / 6)^alpha: the one definition, beside the beam rule that ranks by it.

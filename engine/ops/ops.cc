@@ -129,7 +129,7 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
 
 void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
                        const Columns& values, const Tensor& key_rows, const Tensor& key_lengths,
-                       int heads, bool causal) {
+                       int heads, bool causal, Tensor* weights) {
   ScopedOpTimer timer(OpCategory::kAttention);
   const char* op = "attention_forward";
   require(out.defined(), op, "out is undefined");
@@ -156,8 +156,14 @@ void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
     require(lengths[n] <= key_rows.dim(1) && (!causal || lengths[n] >= steps), op,
             "key_lengths beyond the key_rows table");
   }
+  if (weights != nullptr) {
+    require(weights->dtype() == DType::kFloat32 && weights->device() == out.device(), op,
+            "weights must be float32 on out's device");
+    require(weights->numel() == rows * heads * steps * key_rows.dim(1), op,
+            "weights [N, h, T, S]");
+  }
   backend_of(out).attention_forward(out, query, keys, values, key_rows, key_lengths, heads,
-                                    causal);
+                                    causal, weights);
 }
 
 void log_softmax_forward(Tensor& out, const Tensor& inp) {

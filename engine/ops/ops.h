@@ -63,9 +63,13 @@ struct Columns {
 // and the decoder's time-major cache whose beams are reordered through this table (no copy).
 // key_lengths: int32 [N], the valid positions of each query row. When causal, query t sees
 // positions s <= key_lengths[n] - T + t (the queries are the last T positions).
+// weights (optional, last so that the decoding path need not name it): when given, float32
+// [N, h, T, S] on out's device (S = key_rows.dim(1)) receives the attention probabilities
+// softmax(q·k / sqrt(d_k)) of every query and head over the table's positions, 0 where the
+// query sees nothing: alignments (engine/alignment.h) read them; decoding never asks.
 void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
                        const Columns& values, const Tensor& key_rows, const Tensor& key_lengths,
-                       int heads, bool causal);
+                       int heads, bool causal, Tensor* weights = nullptr);
 
 // out[M, V] = log_softmax(inp[M, V]) along the last axis; may alias.
 void log_softmax_forward(Tensor& out, const Tensor& inp);

@@ -151,12 +151,26 @@ TEST_P(OpsCuda, CausalAttentionThroughTheRowTable) {
       const Tensor key_rows = int_tensor(table, {rows, table_width});
       const Tensor lengths = int_tensor({37, 3, 17, static_cast<int32_t>(steps)}, {rows});
       Tensor expected = Tensor::empty({rows, steps, heads * head_dim}, DType::kFloat32);
-      attention_forward(expected, query, keys, values, key_rows, lengths, heads, true);
+      Tensor expected_weights =
+          Tensor::empty({rows, heads, steps, table_width}, DType::kFloat32);
+      attention_forward(expected, query, keys, values, key_rows, lengths, heads, true,
+                        &expected_weights);
       Tensor out = empty_gpu({rows, steps, heads * head_dim});
       attention_forward(out, on_gpu(query), on_gpu(keys), on_gpu(values), on_gpu(key_rows),
                         on_gpu(lengths), heads, true);
-      expect_close(out, expected, "causal attention d=" + std::to_string(head_dim) +
-                                      " T=" + std::to_string(steps));
+      const std::string what =
+          "causal attention d=" + std::to_string(head_dim) + " T=" + std::to_string(steps);
+      expect_close(out, expected, what);
+      // The weights (alignments): the same output, and the probabilities that made it, 0 at
+      // positions past each query's length (the buffer starts as NaN to show unwritten ones).
+      Tensor weights = Tensor::from_vector(
+                           std::vector<float>(size_t(rows * heads * steps * table_width), NAN),
+                           {rows, heads, steps, table_width})
+                           .to(Device::kCUDA);
+      attention_forward(out, on_gpu(query), on_gpu(keys), on_gpu(values), on_gpu(key_rows),
+                        on_gpu(lengths), heads, true, &weights);
+      expect_close(out, expected, what + " (with weights)");
+      expect_close(weights, expected_weights, what + " weights");
     }
   }
 }

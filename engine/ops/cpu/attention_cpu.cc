@@ -7,11 +7,25 @@
 
 namespace xlate::cpu {
 
+namespace {
+
+// weights[s] = the normalised e^(score_s - max) that attend_head left in `scores` for s < count,
+// 0 for count <= s < width.
+void write_weights(float* weights, const float* scores, int64_t count, int64_t width) {
+  float total = 0.f;
+  for (int64_t s = 0; s < count; ++s) total += scores[s];
+  const float normaliser = count > 0 ? 1.f / total : 0.f;
+  for (int64_t s = 0; s < count; ++s) weights[s] = scores[s] * normaliser;
+  std::fill(weights + count, weights + width, 0.f);
+}
+
+}  // namespace
+
 // One task per (query row, head); the score vector [S] is the only scratch, the [T, S] matrix
-// is never materialised.
+// is never materialised (unless `weights` asks for it).
 void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
                        const Columns& values, const Tensor& key_rows, const Tensor& key_lengths,
-                       int heads, bool causal) {
+                       int heads, bool causal, Tensor* weights) {
   const int64_t rows = query.tensor.dim(0), steps = query.tensor.dim(1);
   const int64_t key_width = query.width, value_width = values.width;
   const int64_t table_width = key_rows.dim(1);
@@ -30,13 +44,17 @@ void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
         const int64_t length = lengths[n];
         const int32_t* positions = key_rows.data<int32_t>() + n * table_width;
         for (int64_t t = 0; t < steps; ++t) {
-          const int64_t visible = causal ? length - steps + t + 1 : length;
+          const int64_t visible = std::max<int64_t>(causal ? length - steps + t + 1 : length, 0);
           const int64_t query_row = n * steps + t;
           attend_head(out.data<float>() + query_row * value_width + h * value_dim,
                       query_data + query_row * query.stride() + h * key_dim,
-                      key_data + h * key_dim, value_data + h * value_dim, positions,
-                      std::max<int64_t>(visible, 0), {keys.stride(), key_dim},
-                      {values.stride(), value_dim}, scale, scores.data());
+                      key_data + h * key_dim, value_data + h * value_dim, positions, visible,
+                      {keys.stride(), key_dim}, {values.stride(), value_dim}, scale,
+                      scores.data());
+          if (weights != nullptr) {
+            write_weights(weights->data<float>() + ((n * heads + h) * steps + t) * table_width,
+                          scores.data(), visible, table_width);
+          }
         }
       }
     }

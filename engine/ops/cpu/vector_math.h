@@ -30,7 +30,8 @@ struct HeadLayout {
 
 // One head of attention for one query: out[d] = sum_s softmax(scale * q·k_s)_s v_s[d], where
 // k_s = keys + rows[s] * key.row_stride (values likewise), s < count, d < value.head_dim.
-// scores: scratch of count floats. count == 0 writes zeros.
+// scores: scratch of count floats; on return it holds the unnormalised weights
+// e^(scale·q·k_s - max), which attention_forward's `weights` output reads. count == 0 writes zeros.
 void attend_head(float* out, const float* query, const float* keys, const float* values,
                  const int32_t* rows, int64_t count, HeadLayout key, HeadLayout value,
                  float scale, float* scores);

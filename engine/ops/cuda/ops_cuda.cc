@@ -68,7 +68,7 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
 
 void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
                        const Columns& values, const Tensor& key_rows, const Tensor& key_lengths,
-                       int heads, bool causal) {
+                       int heads, bool causal, Tensor* weights) {
   kernels::AttentionShape shape;
   shape.rows = query.tensor.dim(0);
   shape.steps = query.tensor.dim(1);
@@ -80,7 +80,8 @@ void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
   shape.key_stride = keys.stride();
   shape.value_stride = values.stride();
   shape.causal = causal;
-  kernels::attention_forward(out.raw_data(), column_data(query), column_data(keys),
+  kernels::attention_forward(out.raw_data(), weights ? weights->data<float>() : nullptr,
+                             column_data(query), column_data(keys),
                              column_data(values), key_rows.data<int32_t>(),
                              key_lengths.data<int32_t>(), shape, type_of(out),
                              cuda_backend::stream());
