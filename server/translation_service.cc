@@ -371,6 +371,14 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateStream(
   return call;
 }
 
+std::optional<AlignmentOptions> alignment_options(const xlate::v1::TranslateRequest& request) {
+  if (!request.has_alignment()) return std::nullopt;
+  AlignmentOptions options;
+  if (request.alignment().has_layer()) options.layer = request.alignment().layer();
+  if (request.alignment().has_head()) options.head = request.alignment().head();
+  return options;
+}
+
 grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
                                 const ModelConfig& config, const RequestLimits& limits,
                                 TranslationOptions& options,
@@ -412,6 +420,11 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
                                 " is out of range: it must be in [1, ", limits.max_beam_size, "]"));
   }
   if (auto status = options.Validate("options."); !status.ok()) return to_grpc(status);
+  options.alignment = alignment_options(request);
+  if (options.alignment.has_value()) {
+    auto status = check_alignment_options(*options.alignment, config, "alignment.");
+    if (!status.ok()) return to_grpc(status);
+  }
 
   auto split = SegmentedTexts::Split({request.contents().begin(), request.contents().end()},
                                      config.source_lang, Segmentation::kSentences);
@@ -452,12 +465,43 @@ grpc::Status TranslationService::Check(const ServedModel& model,
   return grpc::Status::OK;
 }
 
+namespace {
+
+// The alignment of a sentence (its source as cut, its best hypothesis) in the reply's words.
+grpc::Status add_alignment(const Translator& translator, const AlignmentOptions& options,
+                           const std::string& source, const std::string& target,
+                           const Hypothesis& best, xlate::v1::SentenceAlignment& alignment) {
+  const Tokenizer& tokenizer = translator.tokenizer();
+  auto source_ids = tokenizer.encode(source);  // as Check encoded it for the decoder
+  if (!source_ids.ok()) return to_grpc(source_ids.status());
+  const ModelConfig& config = translator.model().config();
+  alignment.set_source_text(source);
+  alignment.set_target_text(target);
+  for (int32_t id : *source_ids) alignment.add_source_tokens(tokenizer.piece_of(id));
+  alignment.add_source_tokens(tokenizer.piece_of(config.eos_id));
+  for (int32_t id : best.tokens) alignment.add_target_tokens(tokenizer.piece_of(id));
+  const size_t width = source_ids->size() + 1;
+  if (best.alignment.size() != best.tokens.size() * width) {
+    return grpc::Status(grpc::INTERNAL, "the alignment does not match its sentence");
+  }
+  for (size_t t = 0; t < best.tokens.size(); ++t) {
+    auto* weights = alignment.add_target()->mutable_source_weights();
+    weights->Add(best.alignment.begin() + t * width, best.alignment.begin() + (t + 1) * width);
+  }
+  alignment.set_layer(options.resolved_layer(config.decoder_layers));
+  alignment.set_head(options.head);
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
 grpc::Status TranslationService::Respond(const ServedModel& model,
                                          const xlate::v1::TranslateRequest& request,
                                          const SegmentedTexts& texts, int n_best,
                                          std::vector<std::vector<Hypothesis>> results,
                                          xlate::v1::TranslateResponse& response) {
   const bool with_scores = request.options().return_scores();
+  const std::optional<AlignmentOptions> alignment = alignment_options(request);
   const bool with_hypotheses = n_best > 1 || with_scores;
   // decoded[s][k]: hypothesis k of sentence s.
   std::vector<std::vector<std::string>> decoded(results.size());
@@ -492,6 +536,12 @@ grpc::Status TranslationService::Respond(const ServedModel& model,
       xlate::v1::Hypothesis* hypothesis = translation->add_hypotheses();
       hypothesis->set_text(std::move(text));
       if (with_scores) hypothesis->set_score(score);
+    }
+    for (size_t s = first; alignment.has_value() && s < end; ++s) {
+      grpc::Status aligned =
+          add_alignment(model.translator(), *alignment, texts.sentences()[s], decoded[s].front(),
+                        results[s].front(), *translation->add_alignments());
+      if (!aligned.ok()) return aligned;
     }
   }
   response.set_model(model.name());

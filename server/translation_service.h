@@ -47,12 +47,16 @@ struct RequestLimits {
 };
 
 // The checks of a request that need no tokenizer, each limit once, in order: the language codes
-// (against `config`, the model the request was routed to), mime_type, code points per entry and per request, the decoding options,
-// the cut into sentences (filling `texts`) and the sentence count. The message names the field,
-// the measure and the limit. TranslationService::Check adds the per-sentence token limit.
+// (against `config`, the model the request was routed to), mime_type, code points per entry
+// and per request, the decoding and alignment options, the cut into sentences (filling
+// `texts`) and the sentence count. The message names the field, the measure and the limit.
+// TranslationService::Check adds the per-sentence token limit.
 grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
                                 const ModelConfig& config, const RequestLimits& limits,
                                 TranslationOptions& options, std::optional<SegmentedTexts>& texts);
+
+// The request's alignment options (unset fields at their defaults), if it asks for alignments.
+std::optional<AlignmentOptions> alignment_options(const xlate::v1::TranslateRequest& request);
 
 class TranslationService final
     : public xlate::v1::Translator::WithRawCallbackMethod_Translate<

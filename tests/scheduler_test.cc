@@ -62,7 +62,7 @@ class FakeEngine : public StreamingEngine {
         finished.push_back({sentence.handle, {}, absl::ResourceExhaustedError("fake: no memory")});
       } else {
         finished.push_back(
-            {sentence.handle, {Hypothesis{sentence.output, 0.f, 0.f}}, absl::OkStatus()});
+            {sentence.handle, {Hypothesis{sentence.output, 0.f, 0.f, {}}}, absl::OkStatus()});
       }
       live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
     }

@@ -36,7 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (status.ok()) {
     if (!texts || texts->text_count() != static_cast<size_t>(request.contents_size()) ||
         static_cast<int>(texts->sentences().size()) > limits.max_sentences_per_request ||
-        !options.Validate().ok()) {
+        !options.Validate().ok() ||
+        (options.alignment.has_value() &&
+         !xlate::check_alignment_options(*options.alignment, config, "").ok())) {
       __builtin_trap();
     }
   } else if (status.error_message().empty()) {
