@@ -12,10 +12,6 @@ namespace {
 // x 256, is 3.8 M floats).
 constexpr int64_t kMaxPassWeights = int64_t{16} << 20;
 
-int resolved_layer(const AlignmentOptions& options, int64_t layers) {
-  return static_cast<int>(options.layer < 0 ? layers + options.layer : options.layer);
-}
-
 // The maps of pairs [begin, end) in one encoder and one teacher-forced decoder pass.
 void maps_of_pass(const TransformerModel& model,
                   const std::vector<const std::vector<int32_t>*>& sources,
@@ -127,7 +123,7 @@ std::vector<AttentionMaps> cross_attention_maps(
 }
 
 std::vector<float> alignment_of(const AttentionMaps& maps, const AlignmentOptions& options) {
-  const int64_t layer = resolved_layer(options, maps.layers);
+  const int64_t layer = options.resolved_layer(static_cast<int>(maps.layers));
   const int64_t first_head = options.head < 0 ? 0 : options.head;
   const int64_t last_head = options.head < 0 ? maps.heads : options.head + 1;
   const float share = 1.f / static_cast<float>(last_head - first_head);

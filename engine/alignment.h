@@ -18,6 +18,8 @@ namespace xlate {
 struct AlignmentOptions {
   int layer = -1;  // decoder layer, 0-based; negative counts from the last (-1: the last one)
   int head = -1;   // one head, 0-based; -1: the average over the layer's heads
+  // The 0-based layer of a model of `layers` decoder layers.
+  int resolved_layer(int layers) const { return layer < 0 ? layers + layer : layer; }
 };
 
 // OK, or InvalidArgument naming the option (after `prefix`, e.g. "alignment.") and the model's
