@@ -109,6 +109,8 @@ absl::StatusOr<std::vector<Translation>> Translator::Translate(
       translations[i].hypotheses.push_back(*std::move(text));
       if (options.return_scores) translations[i].scores.push_back(hypothesis.score);
     }
+    translations[i].source_tokens = std::move(sources[i]);
+    if (!(*hypotheses)[i].empty()) translations[i].best = std::move((*hypotheses)[i].front());
   }
   return translations;
 }

@@ -51,6 +51,10 @@ struct TranslationOptions {
 struct Translation {
   std::vector<std::string> hypotheses;  // n_best, best first
   std::vector<float> scores;            // log P / lp, when asked for
+  // The sentence's piece ids and the best hypothesis's (no end tokens), with its alignment
+  // when options.alignment asked: what alignments and attention pictures are labelled with.
+  std::vector<int32_t> source_tokens;
+  Hypothesis best;
 };
 
 class TransformerDecoder;

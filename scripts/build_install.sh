@@ -12,7 +12,10 @@ cd "$(dirname "$0")/.."
 build_dir=$1 prefix=$2
 shift 2
 mkdir -p "$build_dir"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@" > "$build_dir/configure.log" 2>&1 \
+# Without PLplot (xlate translate --attention_png): the images' runtime would need cairo, pango
+# and X libraries for a desk tool's pictures.
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DXLATE_PLOTS=OFF "$@" \
+  > "$build_dir/configure.log" 2>&1 \
   || { cat "$build_dir/configure.log"; exit 1; }
 cmake --build "$build_dir" -j"$(nproc)" \
   --target xlate-server xlate-health xlate xlate-trainer xlate_sentencepiece

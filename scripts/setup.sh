@@ -16,6 +16,7 @@ debian_packages=(
   prometheus
   libopenmpi-dev openmpi-bin zlib1g-dev
   debootstrap clang libclang-rt-14-dev libomp-dev
+  libplplot-dev plplot-driver-cairo fonts-dejavu-core
   python3
 )
 # PyPI package=import name

@@ -62,5 +62,34 @@ check "invalid UTF-8 is reported" grep -q "not valid UTF-8" "$work/err.txt"
 check "unknown preset exits 2" test $? -eq 2
 check "unknown preset is named" grep -q 'unknown preset "huge"' "$work/err.txt"
 
+# Attention pictures: one PNG per sentence and decoder layer (the tiny model has 2), named by
+# line and sentence, beside unchanged translations. A build without PLplot refuses the flag.
+printf '%s\n%s   %s\n' "$(sed -n 1p "$work/in.txt")" "$(sed -n 2p "$work/in.txt")" \
+  "$(sed -n 3p "$work/in.txt")" > "$work/three.txt"
+"$xlate" translate --model_dir "$model" --attention_png "$work/pictures" < "$work/three.txt" \
+  > "$work/pictures_out.txt" 2> "$work/err.txt"
+status=$?
+if grep -q "draws no pictures" "$work/err.txt"; then
+  check "--attention_png without PLplot exits 2" test $status -eq 2
+else
+  check "--attention_png exits 0" test $status -eq 0
+  "$xlate" translate --model_dir "$model" < "$work/three.txt" > "$work/plain_out.txt" 2>/dev/null
+  check "--attention_png leaves the translations as they are" \
+    cmp -s "$work/pictures_out.txt" "$work/plain_out.txt"
+  for name in line1-sentence1 line2-sentence1 line2-sentence2; do
+    for layer in 0 1; do
+      check "$name-layer$layer.png is a PNG" \
+        test "$(head -c 8 "$work/pictures/$name-layer$layer.png" | od -An -tx1 | tr -d ' ')" \
+        = "89504e470d0a1a0a"
+    done
+  done
+  check "one picture per sentence and layer" test "$(ls "$work/pictures" | wc -l)" -eq 6
+  "$xlate" translate --model_dir "$model" --attention_png "$work/in.txt/pictures" \
+    < "$work/three.txt" > /dev/null 2> "$work/err.txt"
+  check "--attention_png under a file exits 2" test $? -eq 2
+  check "--attention_png under a file is named" grep -q "in.txt/pictures is not a directory" \
+    "$work/err.txt"
+fi
+
 echo "$passes passed, $failures failed"
 test "$failures" -eq 0

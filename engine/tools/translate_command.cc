@@ -13,6 +13,7 @@
 #include "engine/tools/commands.h"
 #include "engine/placement_flags.h"
 #include "engine/text_segments.h"
+#include "engine/tools/attention_pictures.h"
 #include "engine/translator.h"
 
 ABSL_FLAG(std::string, model_dir, "",
@@ -32,6 +33,11 @@ ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab
 ABSL_FLAG(int, batch_size, 32, "sentences per batch");
 ABSL_FLAG(int, threads, 0, "CPU threads (0 = all cores)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto: CUDA when a GPU is visible)");
+ABSL_FLAG(std::string, attention_png, "",
+          "directory for pictures of each sentence's cross-attention (created if missing): "
+          "line<N>-sentence<K>-layer<L>.png per input line N, sentence K of the line (both "
+          "1-based) and decoder layer L (0-based), a panel per head and their average, as the "
+          "paper's Figures 3-5; needs a build with PLplot");
 ABSL_FLAG(std::string, compute_type, "auto",
           "auto, float32, float16 or bfloat16 (auto: float16 on CUDA, float32 on the CPU)");
 
@@ -81,6 +87,43 @@ void write_translations(std::ostream& out, const SegmentedTexts& lines,
   out.flush();
 }
 
+// Draws the attention pictures of a chunk's sentences (lines first_line + 1 ...) into `dir`.
+absl::Status draw_chunk_attention(const std::string& dir, const Translator& translator,
+                                  const SegmentedTexts& lines,
+                                  const std::vector<Translation>& translations,
+                                  size_t first_line) {
+  std::vector<const std::vector<int32_t>*> sources, targets;
+  for (const Translation& translation : translations) {
+    sources.push_back(&translation.source_tokens);
+    targets.push_back(&translation.best.tokens);
+  }
+  std::vector<AttentionMaps> maps;
+  try {
+    maps = cross_attention_maps(translator.model(), sources, targets);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory computing the attention pictures' weights");
+  }
+  const Tokenizer& tokenizer = translator.tokenizer();
+  for (size_t s = 0; s < translations.size(); ++s) {
+    AttentionLabels labels;
+    for (int32_t id : translations[s].source_tokens) {
+      labels.source_tokens.push_back(tokenizer.piece_of(id));
+    }
+    labels.source_tokens.push_back(tokenizer.piece_of(translator.model().config().eos_id));
+    for (int32_t id : translations[s].best.tokens) {
+      labels.target_tokens.push_back(tokenizer.piece_of(id));
+    }
+    labels.title = lines.sentences()[s];
+    const size_t line = lines.text_of(s);
+    const std::string prefix =
+        absl::StrCat(dir, "/line", first_line + line + 1, "-sentence",
+                     s - lines.first_sentence(line) + 1, "-");
+    auto drawn = draw_attention(maps[s], labels, prefix);
+    if (!drawn.ok()) return drawn.status();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int run_translate() {
@@ -110,6 +153,20 @@ int run_translate() {
     return 2;
   }
   if (!placement->note.empty()) std::cerr << "xlate translate: " << placement->note << "\n";
+  const std::string attention_dir = absl::GetFlag(FLAGS_attention_png);
+  if (!attention_dir.empty()) {
+    if (auto status = attention_pictures_available(); !status.ok()) {
+      std::cerr << "xlate translate: --attention_png: " << status.message() << "\n";
+      return 2;
+    }
+    std::error_code error;
+    std::filesystem::create_directories(attention_dir, error);
+    if (error || !std::filesystem::is_directory(attention_dir)) {
+      std::cerr << "xlate translate: --attention_png " << attention_dir
+                << " is not a directory that can be made: " << error.message() << "\n";
+      return 2;
+    }
+  }
   auto translator = Translator::Load(model_dir, placement->placement);
   if (!translator.ok()) {
     std::cerr << "xlate translate: " << translator.status().message() << "\n";
@@ -164,6 +221,13 @@ int run_translate() {
       return 1;
     }
     write_translations(out, *lines, *translations, done);
+    if (!attention_dir.empty()) {
+      auto drawn = draw_chunk_attention(attention_dir, **translator, *lines, *translations, done);
+      if (!drawn.ok()) {
+        std::cerr << "xlate translate: --attention_png: " << drawn.message() << "\n";
+        return 1;
+      }
+    }
     done += lines_in_chunk;
     sentences += lines->sentences().size();
     if (from_file) {
