@@ -53,6 +53,9 @@ def main():
     parser.add_argument("--timeout", type=float, default=60, help="deadline in seconds")
     parser.add_argument("--stream", action="store_true",
                         help="TranslateStream: print partial translations to stderr as they grow")
+    parser.add_argument("--alignment", action="store_true",
+                        help="print each target piece and the source piece it attends to most "
+                             "(last layer, heads averaged) after each translation")
     args = parser.parse_args()
 
     pb2, pb2_grpc = import_stubs()
@@ -61,7 +64,8 @@ def main():
         request = pb2.TranslateRequest(
             contents=args.sentences,
             options=pb2.DecodingOptions(beam_size=args.beam_size, n_best=args.n_best,
-                                        return_scores=args.n_best > 1))
+                                        return_scores=args.n_best > 1),
+            alignment=pb2.AlignmentOptions() if args.alignment else None)
         try:
             if args.stream:
                 for message in stub.TranslateStream(request, timeout=args.timeout):
@@ -79,6 +83,11 @@ def main():
                 print(f"{hypothesis.score:.4f}\t{hypothesis.text}")
         else:
             print(translation.translated_text)
+        for sentence in translation.alignments:
+            for piece, row in zip(sentence.target_tokens, sentence.target):
+                weights = list(row.source_weights)
+                best = weights.index(max(weights))
+                print(f"  {piece} -> {sentence.source_tokens[best]} ({weights[best]:.2f})")
 
 
 if __name__ == "__main__":
