@@ -11,19 +11,18 @@ bytes of a response with and without alignments.
 """
 import argparse
 import concurrent.futures
-import gzip
 import json
 import os
 import signal
 import statistics
 import sys
 import time
-import types
 
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_vs_offline import REPO, add_multi30k_server_arguments, start_server  # noqa: E402
+from server_vs_offline import (REPO, add_multi30k_server_arguments, source_sentences,  # noqa: E402
+                               start_multi30k_server)
 
 sys.path.insert(0, os.path.join(REPO, "server", "examples"))
 from translate_client import import_stubs  # noqa: E402
@@ -62,11 +61,9 @@ def main():
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--json_out")
     args = parser.parse_args()
-    with gzip.open(args.source, "rt", encoding="utf-8") as f:
-        sentences = [line.strip() for line in f if line.strip()][:args.sentences]
+    sentences = source_sentences(args.source)[:args.sentences]
     pb2, pb2_grpc = import_stubs()
-    server, port = start_server(types.SimpleNamespace(
-        server=args.server, model_dir=args.model_dir, threads=args.threads, max_queue_delay_ms=5))
+    server, port = start_multi30k_server(args)
     passes = {False: [], True: []}
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")

@@ -15,7 +15,6 @@ before and during the reloads (both models are in memory until the old one's cal
 --json_out writes it all.
 """
 import argparse
-import gzip
 import json
 import os
 import re
@@ -23,13 +22,13 @@ import signal
 import sys
 import threading
 import time
-import types
 import urllib.request
 
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_vs_offline import REPO, add_multi30k_server_arguments, start_server  # noqa: E402
+from server_vs_offline import (REPO, add_multi30k_server_arguments, source_sentences,  # noqa: E402
+                               start_multi30k_server)
 
 sys.path.insert(0, os.path.join(REPO, "server", "examples"))
 from translate_client import import_admin_stubs, import_stubs  # noqa: E402
@@ -59,12 +58,9 @@ def main():
     args = parser.parse_args()
     pb2, pb2_grpc = import_stubs()
     admin_pb2, admin_pb2_grpc = import_admin_stubs()
-    with gzip.open(args.source, "rt", encoding="utf-8") as f:
-        sentences = [line.strip() for line in f if line.strip()]
+    sentences = source_sentences(args.source)
 
-    server, port = start_server(types.SimpleNamespace(
-        server=args.server, model_dir=args.model_dir, threads=args.threads,
-        max_queue_delay_ms=5), "--admin_address=127.0.0.1:0")
+    server, port = start_multi30k_server(args, "--admin_address=127.0.0.1:0")
     admin_port = metrics_port = None
     for line in server.startup_lines:
         if match := re.search(r"ModelAdmin on 127\.0\.0\.1:(\d+)", line):

@@ -14,6 +14,7 @@
 Every phase runs alone on the machine's cores; the server uses --threads.
 """
 import argparse
+import gzip
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,6 +38,20 @@ def add_multi30k_server_arguments(parser, duration_s):
     parser.add_argument("--duration_s", type=float, default=duration_s)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "xlate-server"))
+
+
+def source_sentences(path):
+    """The non-blank lines of a gzipped text, stripped (the benches' Multi30k sources)."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def start_multi30k_server(args, *extra_flags):
+    """start_server for the benches of add_multi30k_server_arguments that take --threads: a 5 ms
+    queue delay."""
+    return start_server(types.SimpleNamespace(
+        server=args.server, model_dir=args.model_dir, threads=args.threads,
+        max_queue_delay_ms=5), *extra_flags)
 
 
 def start_server(args, *extra_flags):

@@ -14,7 +14,6 @@ stops serving, or when the RSS grows by more than --max_rss_growth.
 """
 import argparse
 import collections
-import gzip
 import json
 import os
 import random
@@ -22,12 +21,12 @@ import signal
 import sys
 import threading
 import time
-import types
 
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_vs_offline import REPO, add_multi30k_server_arguments, start_server  # noqa: E402
+from server_vs_offline import (REPO, add_multi30k_server_arguments, source_sentences,  # noqa: E402
+                               start_multi30k_server)
 
 sys.path.insert(0, os.path.join(REPO, "server", "examples"))
 from translate_client import import_stubs  # noqa: E402
@@ -55,11 +54,9 @@ def main():
     parser.add_argument("--json_out")
     args = parser.parse_args()
     pb2, pb2_grpc = import_stubs()
-    with gzip.open(args.source, "rt", encoding="utf-8") as f:
-        sentences = [line.strip() for line in f if line.strip()]
+    sentences = source_sentences(args.source)
 
-    server, port = start_server(types.SimpleNamespace(
-        server=args.server, model_dir=args.model_dir, threads=args.threads, max_queue_delay_ms=5))
+    server, port = start_multi30k_server(args)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     stub = pb2_grpc.TranslatorStub(channel)
     lock = threading.Lock()

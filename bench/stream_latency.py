@@ -20,12 +20,11 @@ import signal
 import statistics
 import sys
 import time
-import types
 
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_vs_offline import REPO, add_multi30k_server_arguments, start_server  # noqa: E402
+from server_vs_offline import REPO, add_multi30k_server_arguments, start_multi30k_server  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "server", "examples"))
 from translate_client import import_stubs  # noqa: E402
@@ -76,8 +75,7 @@ def main():
     parser.add_argument("--json_out")
     args = parser.parse_args()
     pb2, pb2_grpc = import_stubs()
-    server, port = start_server(types.SimpleNamespace(
-        server=args.server, model_dir=args.model_dir, threads=args.threads, max_queue_delay_ms=5))
+    server, port = start_multi30k_server(args)
     results = []
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
