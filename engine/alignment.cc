@@ -139,12 +139,13 @@ std::vector<float> alignment_of(const AttentionMaps& maps, const AlignmentOption
 }
 
 void align(const TransformerModel& model, const std::vector<const std::vector<int32_t>*>& sources,
-           const std::vector<Hypothesis*>& hypotheses, const AlignmentOptions& options) {
+           const std::vector<Hypothesis*>& hypotheses,
+           const std::vector<const AlignmentOptions*>& options) {
   std::vector<const std::vector<int32_t>*> targets;
   for (const Hypothesis* hypothesis : hypotheses) targets.push_back(&hypothesis->tokens);
   const std::vector<AttentionMaps> maps = cross_attention_maps(model, sources, targets);
   for (size_t i = 0; i < hypotheses.size(); ++i) {
-    hypotheses[i]->alignment = alignment_of(maps[i], options);
+    hypotheses[i]->alignment = alignment_of(maps[i], *options[i]);
   }
 }
 

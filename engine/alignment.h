@@ -54,8 +54,10 @@ std::vector<AttentionMaps> cross_attention_maps(
 // `options` must be valid for the maps' model (check_alignment_options).
 std::vector<float> alignment_of(const AttentionMaps& maps, const AlignmentOptions& options);
 
-// Sets hypotheses[i]->alignment to alignment_of the maps of (sources[i], hypotheses[i]->tokens).
+// Sets hypotheses[i]->alignment to alignment_of(the maps of (sources[i], hypotheses[i]->tokens),
+// *options[i]), all pairs in as few passes as cross_attention_maps takes.
 void align(const TransformerModel& model, const std::vector<const std::vector<int32_t>*>& sources,
-           const std::vector<Hypothesis*>& hypotheses, const AlignmentOptions& options);
+           const std::vector<Hypothesis*>& hypotheses,
+           const std::vector<const AlignmentOptions*>& options);
 
 }  // namespace xlate

@@ -71,11 +71,7 @@ int ContinuousDecoder::live_sentences() const { return search_.live_sentences();
 
 absl::Status ContinuousDecoder::Check(const std::vector<std::vector<int32_t>>& sources,
                                       const TranslationOptions& options) const {
-  if (auto status = options.Validate(); !status.ok()) return status;
-  if (options.alignment.has_value()) {
-    auto status = check_alignment_options(*options.alignment, model_.config(), "option alignment.");
-    if (!status.ok()) return status;
-  }
+  if (auto status = options.ValidateFor(model_.config()); !status.ok()) return status;
   if (options.beam_size > options_.max_beam_size) {
     return absl::InvalidArgumentError(absl::StrCat("option beam_size = ", options.beam_size,
                                                    " is out of range: this decoder holds at most ",
@@ -202,7 +198,9 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
 
 void ContinuousDecoder::Align(std::vector<Finished>& finished, const std::vector<int>& slots) {
   std::vector<size_t> aligned;  // indices into `finished`
-  std::vector<const std::vector<int32_t>*> sources, targets;
+  std::vector<const std::vector<int32_t>*> sources;
+  std::vector<Hypothesis*> best;
+  std::vector<const AlignmentOptions*> options;
   for (size_t i = 0; i < finished.size(); ++i) {
     if (!alignments_[slots[i]].has_value() || !finished[i].status.ok() ||
         finished[i].hypotheses.empty()) {
@@ -210,16 +208,12 @@ void ContinuousDecoder::Align(std::vector<Finished>& finished, const std::vector
     }
     aligned.push_back(i);
     sources.push_back(&aligned_sources_[slots[i]]);
-    targets.push_back(&finished[i].hypotheses.front().tokens);
+    best.push_back(&finished[i].hypotheses.front());
+    options.push_back(&*alignments_[slots[i]]);
   }
   if (aligned.empty()) return;
   try {
-    const std::vector<AttentionMaps> maps = cross_attention_maps(model_, sources, targets);
-    for (size_t k = 0; k < aligned.size(); ++k) {
-      Finished& sentence = finished[aligned[k]];
-      sentence.hypotheses.front().alignment =
-          alignment_of(maps[k], *alignments_[slots[aligned[k]]]);
-    }
+    align(model_, sources, best, options);
   } catch (const std::bad_alloc&) {
     const absl::Status failure = absl::ResourceExhaustedError(absl::StrCat(
         "out of ", memory_name(model_.placement().device), " memory aligning ", aligned.size(),

@@ -49,6 +49,12 @@ absl::Status TranslationOptions::Validate(absl::string_view prefix) const {
   return absl::OkStatus();
 }
 
+absl::Status TranslationOptions::ValidateFor(const ModelConfig& config) const {
+  if (auto status = Validate(); !status.ok()) return status;
+  if (!alignment.has_value()) return absl::OkStatus();
+  return check_alignment_options(*alignment, config, "option alignment.");
+}
+
 SearchOptions TranslationOptions::search(const ModelConfig& config) const {
   SearchOptions search;
   search.beam_size = beam_size;
@@ -136,12 +142,8 @@ std::vector<std::vector<Hypothesis>> BatchTranslation::TakeResults() {
 
 absl::Status Translator::check_sources(const std::vector<std::vector<int32_t>>& sources,
                                        const TranslationOptions& options) const {
-  if (auto status = options.Validate(); !status.ok()) return status;
+  if (auto status = options.ValidateFor(model_->config()); !status.ok()) return status;
   const ModelConfig& config = model_->config();
-  if (options.alignment.has_value()) {
-    auto status = check_alignment_options(*options.alignment, config, "option alignment.");
-    if (!status.ok()) return status;
-  }
   for (size_t i = 0; i < sources.size(); ++i) {
     if (static_cast<int64_t>(sources[i].size()) + 1 > max_input_tokens()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -216,7 +218,7 @@ void Translator::align_best(const std::vector<const std::vector<int32_t>*>& sour
     aligned_sources.push_back(sources[i]);
     best.push_back(&results[i].front());
   }
-  align(*model_, aligned_sources, best, options);
+  align(*model_, aligned_sources, best, std::vector<const AlignmentOptions*>(best.size(), &options));
 }
 
 std::unique_ptr<BatchTranslation> Translator::start_batch(

@@ -40,6 +40,8 @@ struct TranslationOptions {
   // Names the option (after `prefix`: "option beam_size", or the server's "options.beam_size")
   // and its limit when out of range.
   absl::Status Validate(absl::string_view prefix = "option ") const;
+  // Validate, then what depends on the model: the alignment's layer and head.
+  absl::Status ValidateFor(const ModelConfig& config) const;
   // The search's settings, with `config`'s start and end tokens.
   SearchOptions search(const ModelConfig& config) const;
   // Most tokens a source of `source_tokens` tokens (end token excluded) may produce, the end

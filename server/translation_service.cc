@@ -75,6 +75,12 @@ class TranslationService::Call : public GrpcReactor {
   // The request's texts as split into sentences; set before the job is submitted.
   void set_texts(SegmentedTexts texts) { texts_.emplace(std::move(texts)); }
   const SegmentedTexts& texts() const { return *texts_; }
+  // Each sentence's token ids, kept only when the request asks for alignments (which label
+  // the source pieces with them); set before the job is submitted.
+  void set_aligned_sources(std::vector<std::vector<int32_t>> sources) {
+    aligned_sources_ = std::move(sources);
+  }
+  const std::vector<std::vector<int32_t>>& aligned_sources() const { return aligned_sources_; }
   void set_job(std::shared_ptr<TranslationJob> job) {
     absl::Status cancelled;
     {
@@ -129,6 +135,7 @@ class TranslationService::Call : public GrpcReactor {
   xlate::v1::TranslateRequest request_;
   std::shared_ptr<const ServedModel> model_;
   std::optional<SegmentedTexts> texts_;
+  std::vector<std::vector<int32_t>> aligned_sources_;
 };
 
 // Translate: one response, or a status.
@@ -143,8 +150,8 @@ class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
   void Answer(absl::Status status, int n_best, std::vector<std::vector<Hypothesis>> results) {
     if (!status.ok()) return EndWith(to_grpc(status));
     xlate::v1::TranslateResponse response;
-    grpc::Status answered = Respond(model(), request(), texts(), n_best, std::move(results),
-                                    response);
+    grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
+                                    std::move(results), response);
     if (answered.ok()) answered = serialize_reply(response, *response_);
     EndWith(answered);
   }
@@ -171,8 +178,8 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
   void Answer(absl::Status status, int n_best, std::vector<std::vector<Hypothesis>> results) {
     if (!status.ok()) return EndWith(to_grpc(status));
     xlate::v1::TranslateStreamResponse last;
-    grpc::Status answered = Respond(model(), request(), texts(), n_best, std::move(results),
-                                    *last.mutable_response());
+    grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
+                                    std::move(results), *last.mutable_response());
     grpc::ByteBuffer bytes;
     if (answered.ok()) answered = serialize_reply(last, bytes);
     if (!answered.ok()) return EndWith(answered);
@@ -339,6 +346,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   if (status.ok()) status = Check(call->model(), call->request(), options, texts, sources);
   if (!status.ok()) return call->EndWith(status);
   call->set_texts(*std::move(texts));
+  if (options.alignment.has_value()) call->set_aligned_sources(sources);
   const int n_best = options.n_best;
   if (sources.empty()) return call->Answer(absl::OkStatus(), n_best, {});  // all blank
   auto job = call->model().scheduler().Submit(
@@ -467,20 +475,20 @@ grpc::Status TranslationService::Check(const ServedModel& model,
 
 namespace {
 
-// The alignment of a sentence (its source as cut, its best hypothesis) in the reply's words.
+// The alignment of a sentence (its source as cut and its token ids, its best hypothesis) in the
+// reply's words.
 grpc::Status add_alignment(const Translator& translator, const AlignmentOptions& options,
-                           const std::string& source, const std::string& target,
-                           const Hypothesis& best, xlate::v1::SentenceAlignment& alignment) {
+                           const std::string& source, const std::vector<int32_t>& source_ids,
+                           const std::string& target, const Hypothesis& best,
+                           xlate::v1::SentenceAlignment& alignment) {
   const Tokenizer& tokenizer = translator.tokenizer();
-  auto source_ids = tokenizer.encode(source);  // as Check encoded it for the decoder
-  if (!source_ids.ok()) return to_grpc(source_ids.status());
   const ModelConfig& config = translator.model().config();
   alignment.set_source_text(source);
   alignment.set_target_text(target);
-  for (int32_t id : *source_ids) alignment.add_source_tokens(tokenizer.piece_of(id));
+  for (int32_t id : source_ids) alignment.add_source_tokens(tokenizer.piece_of(id));
   alignment.add_source_tokens(tokenizer.piece_of(config.eos_id));
   for (int32_t id : best.tokens) alignment.add_target_tokens(tokenizer.piece_of(id));
-  const size_t width = source_ids->size() + 1;
+  const size_t width = source_ids.size() + 1;
   if (best.alignment.size() != best.tokens.size() * width) {
     return grpc::Status(grpc::INTERNAL, "the alignment does not match its sentence");
   }
@@ -497,7 +505,9 @@ grpc::Status add_alignment(const Translator& translator, const AlignmentOptions&
 
 grpc::Status TranslationService::Respond(const ServedModel& model,
                                          const xlate::v1::TranslateRequest& request,
-                                         const SegmentedTexts& texts, int n_best,
+                                         const SegmentedTexts& texts,
+                                         const std::vector<std::vector<int32_t>>& aligned_sources,
+                                         int n_best,
                                          std::vector<std::vector<Hypothesis>> results,
                                          xlate::v1::TranslateResponse& response) {
   const bool with_scores = request.options().return_scores();
@@ -538,9 +548,9 @@ grpc::Status TranslationService::Respond(const ServedModel& model,
       if (with_scores) hypothesis->set_score(score);
     }
     for (size_t s = first; alignment.has_value() && s < end; ++s) {
-      grpc::Status aligned =
-          add_alignment(model.translator(), *alignment, texts.sentences()[s], decoded[s].front(),
-                        results[s].front(), *translation->add_alignments());
+      grpc::Status aligned = add_alignment(model.translator(), *alignment, texts.sentences()[s],
+                                           aligned_sources[s], decoded[s].front(),
+                                           results[s].front(), *translation->add_alignments());
       if (!aligned.ok()) return aligned;
     }
   }

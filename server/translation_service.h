@@ -93,9 +93,11 @@ class TranslationService final
   bool Enter();
   void Leave();
   // Fills `response` from the results of `texts`' sentences by `model`, in order: each entry is
-  // its text again with each sentence translated.
+  // its text again with each sentence translated. aligned_sources: each sentence's token ids
+  // when the request asks for alignments (else unread).
   static grpc::Status Respond(const ServedModel& model, const xlate::v1::TranslateRequest& request,
-                              const SegmentedTexts& texts, int n_best,
+                              const SegmentedTexts& texts,
+                              const std::vector<std::vector<int32_t>>& aligned_sources, int n_best,
                               std::vector<std::vector<Hypothesis>> results,
                               xlate::v1::TranslateResponse& response);
   // Checks the request for `model`, every limit once, and fills in `options`, `texts` (the

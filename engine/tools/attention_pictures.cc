@@ -47,21 +47,15 @@ int report_fatal_error(const char* message) {
   return 1;
 }
 
-// The weights of one panel as PLplot's image takes them: data[s][y], y = 0 the bottom row (the
-// last target token), for one head or (head < 0) the heads' average.
-std::vector<std::vector<PLFLT>> panel_weights(const AttentionMaps& maps, int64_t layer,
-                                              int64_t head) {
+// The weights of one panel (alignment_of: one head, or with head -1 the heads' average) as
+// PLplot's image takes them: data[s][y], y = 0 the bottom row (the last target token).
+std::vector<std::vector<PLFLT>> panel_weights(const AttentionMaps& maps, int layer, int head) {
   const int64_t targets = maps.target_tokens, sources = maps.source_tokens;
+  const std::vector<float> weights = alignment_of(maps, {layer, head});  // [targets, sources]
   std::vector<std::vector<PLFLT>> data(static_cast<size_t>(sources),
-                                       std::vector<PLFLT>(static_cast<size_t>(targets), 0.0));
-  const int64_t first = head < 0 ? 0 : head, end = head < 0 ? maps.heads : head + 1;
-  for (int64_t h = first; h < end; ++h) {
-    for (int64_t t = 0; t < targets; ++t) {
-      const float* row = maps.row(layer, h, t);
-      for (int64_t s = 0; s < sources; ++s) {
-        data[s][targets - 1 - t] += row[s] / static_cast<double>(end - first);
-      }
-    }
+                                       std::vector<PLFLT>(static_cast<size_t>(targets)));
+  for (int64_t t = 0; t < targets; ++t) {
+    for (int64_t s = 0; s < sources; ++s) data[s][targets - 1 - t] = weights[t * sources + s];
   }
   return data;
 }
@@ -132,11 +126,12 @@ absl::StatusOr<std::vector<std::string>> draw_attention(const AttentionMaps& map
       picture.scmap1l(true, 2, intensity, red, green, blue, nullptr);
       picture.schr(0, kCharacterScale);
       for (int panel = 0; panel < panels; ++panel) {
-        const int64_t head = panel < maps.heads ? panel : -1;
+        const int head = panel < maps.heads ? panel : -1;
         picture.adv(0);
         picture.vpor(left_edge, right_edge, bottom_edge, top_edge);
         picture.wind(0, sources, 0, targets);
-        const std::vector<std::vector<PLFLT>> data = panel_weights(maps, layer, head);
+        const std::vector<std::vector<PLFLT>> data =
+            panel_weights(maps, static_cast<int>(layer), head);
         std::vector<const PLFLT*> columns_of_data;
         for (const auto& column : data) columns_of_data.push_back(column.data());
         picture.image(columns_of_data.data(), static_cast<PLINT>(maps.source_tokens),
