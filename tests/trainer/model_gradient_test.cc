@@ -1,7 +1,9 @@
 // The whole training model's gradient against finite differences on a tiny configuration,
 // every parameter tensor sampled, with dropout on (its masks are a function of the key, so the
 // perturbed forward passes see the same masks) and label smoothing.
+#include <map>
 #include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -105,6 +107,55 @@ TEST(TransformerTraining, GradientsAccumulateOverCalls) {
     ASSERT_NEAR(twice.flat().data<float>()[i], 2 * once.flat().data<float>()[i],
                 1e-5 + 1e-5 * std::fabs(once.flat().data<float>()[i]));
   }
+}
+
+// Keeps a copy of every gradient tensor at the moment the backward pass reports it final.
+class SnapshotListener final : public GradientListener {
+ public:
+  explicit SnapshotListener(const float* flat) : flat_(flat) {}
+  void tensor_ready(const Tensor& gradient) override {
+    const int64_t offset = gradient.data<float>() - flat_;
+    ++reports[offset];
+    const float* values = gradient.data<float>();
+    snapshots[offset].assign(values, values + gradient.numel());
+    order.push_back(offset);
+  }
+  std::map<int64_t, int> reports;                   // by offset in the flat buffer
+  std::map<int64_t, std::vector<float>> snapshots;  // by offset
+  std::vector<int64_t> order;
+
+ private:
+  const float* flat_;
+};
+
+// Data-parallel training all-reduces a gradient as soon as backward() reports it, while the pass
+// goes on: a report before the pass's last write to that tensor would reduce a partial sum.
+TEST_P(ModelGradientTest, ReportsEveryGradientOnceAndOnlyWhenFinal) {
+  const ModelConfig config = tiny_config(GetParam());
+  FlatParameters parameters(config), gradients(config);
+  parameters.copy_from(random_weights(config, 23), config);
+  TransformerTraining model(config);
+  model.forward(parameters.weights(), tiny_batch(), {});
+  SnapshotListener listener(gradients.flat().data<float>());
+  model.backward(gradients.weights(), parameters.weights(), 1.f, &listener);
+
+  for (const ParameterSlice& slice : gradients.slices()) {
+    if (!slice.trainable) {
+      EXPECT_EQ(listener.reports.count(slice.offset), 0u) << slice.name << " has no gradient";
+      continue;
+    }
+    ASSERT_EQ(listener.reports[slice.offset], 1) << slice.name;
+    const std::vector<float>& snapshot = listener.snapshots[slice.offset];
+    ASSERT_EQ(static_cast<int64_t>(snapshot.size()), slice.count) << slice.name;
+    const float* final_values = gradients.flat().data<float>() + slice.offset;
+    for (int64_t i = 0; i < slice.count; ++i) {
+      ASSERT_EQ(snapshot[static_cast<size_t>(i)], final_values[i])
+          << slice.name << "[" << i << "] changed after it was reported final";
+    }
+  }
+  // The shared embedding (also the output projection) is finished only by the source
+  // embedding's backward, the very last thing the pass does.
+  EXPECT_EQ(listener.order.back(), gradients.slices().front().offset);
 }
 
 }  // namespace

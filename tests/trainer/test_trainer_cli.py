@@ -51,24 +51,51 @@ class TrainerCliTest(unittest.TestCase):
         args = ["--max_steps", "3", "--checkpoint_every_steps", "1", "--max_tokens", "1500",
                 "--warmup_steps", "4", "--lr_scale", "0.02", "--validate_every_steps", "0",
                 "--dropout", "0", "--activation_dropout", "0"]
-        single, ranks = self.run_dir("one-rank"), self.run_dir("two-ranks")
-        h.train(self.data, single, *args)
         launcher = [h.MPIEXEC, "-np", "2"] + [f for f in h.MPIEXEC_FLAGS if f]
-        h.train(self.data, ranks, *args, launcher=launcher)
-        a, b = h.weights(h.checkpoint_path(single, 3)), h.weights(h.checkpoint_path(ranks, 3))
-        first = h.weights(h.checkpoint_path(single, 1))
-        moved = 0.0
-        for name in a:
-            # A key bias adds the same q·b to every score of a query, so softmax cancels it: its
-            # true gradient is 0 and Adam's normalisation turns rounding noise (which depends
-            # on the summation order, so on the ranks) into full-size steps. Nothing to compare.
-            if name.endswith("k_proj.bias"):
-                continue
-            np.testing.assert_allclose(a[name], b[name], rtol=1e-4, atol=2e-5, err_msg=name)
-            moved = max(moved, float(np.abs(a[name] - first[name]).max()))
-        self.assertGreater(moved, 1e-3, "training should have changed the weights")
-        tokens = lambda run: [e["target_tokens"] for e in h.log_events(run, "train")]
-        self.assertEqual(tokens(single), tokens(ranks))
+        # The gradient all-reduced after the backward pass (0), in buckets smaller than one
+        # tensor (0.01 MiB: 2,621 floats; the tiny model's matrices hold 4,096 and more), and in
+        # the default 4 MiB buckets, each overlapped with the backward pass; with gradient
+        # accumulation only the last micro-batch's backward pass reduces.
+        for update_freq in ("1", "2"):
+            single = self.run_dir(f"one-rank-{update_freq}")
+            h.train(self.data, single, *args, "--update_freq", update_freq)
+            a = h.weights(h.checkpoint_path(single, 3))
+            first = h.weights(h.checkpoint_path(single, 1))
+            unbucketed = None
+            for bucket_mb in ("0", "0.01", "4"):
+                with self.subTest(update_freq=update_freq, bucket_mb=bucket_mb):
+                    ranks = self.run_dir(f"two-ranks-{update_freq}-{bucket_mb}")
+                    h.train(self.data, ranks, *args, "--update_freq", update_freq,
+                            "--bucket_mb", bucket_mb, launcher=launcher)
+                    b = h.weights(h.checkpoint_path(ranks, 3))
+                    moved = 0.0
+                    for name in a:
+                        # A key bias adds the same q·b to every score of a query, so softmax
+                        # cancels it: its true gradient is 0 and Adam's normalisation turns
+                        # rounding noise (which depends on the summation order, so on the
+                        # ranks) into full-size steps. Nothing to compare.
+                        if name.endswith("k_proj.bias"):
+                            continue
+                        np.testing.assert_allclose(a[name], b[name], rtol=1e-4, atol=2e-5,
+                                                   err_msg=name)
+                        moved = max(moved, float(np.abs(a[name] - first[name]).max()))
+                    self.assertGreater(moved, 1e-3, "training should have changed the weights")
+                    tokens = lambda run: [e["target_tokens"] for e in h.log_events(run, "train")]
+                    self.assertEqual(tokens(single), tokens(ranks))
+                    # Two ranks add the same two numbers for an element however the gradient
+                    # is cut into buckets: the bucketed runs equal the unbucketed one exactly.
+                    if unbucketed is None:
+                        unbucketed = b
+                    for name in a:
+                        np.testing.assert_array_equal(unbucketed[name], b[name], err_msg=name)
+                    steps = h.log_events(ranks, "train")
+                    if bucket_mb == "0":
+                        self.assertNotIn("reduce_seconds", steps[-1])
+                    else:
+                        self.assertGreater(steps[-1]["reduce_seconds"], 0)
+                        messages = [e["text"] for e in h.log_events(ranks, "message")]
+                        self.assertTrue(any("overlapped with the backward pass" in m
+                                            for m in messages), messages)
 
     def test_keeps_the_last_checkpoints_and_averages_them(self):
         run = self.run_dir("average")

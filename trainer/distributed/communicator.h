@@ -33,6 +33,9 @@ class Communicator {
   virtual int world_size() const = 0;
   // What carries the messages: "single-process", "mpi".
   virtual std::string name() const = 0;
+  // Whether the collectives may be called from a thread other than the one that created the
+  // communicator (still one thread at a time). MPI allows it at MPI_THREAD_SERIALIZED or above.
+  virtual bool allows_collectives_from_any_thread() const = 0;
 
   // In place: data[i] becomes the sum over all ranks of their data[i]. count >= 0 elements.
   // Sums are exact for int64_t; for floating point the order of additions is the transport's,
@@ -67,6 +70,7 @@ class SingleProcessCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int world_size() const override { return 1; }
   std::string name() const override { return "single-process"; }
+  bool allows_collectives_from_any_thread() const override { return true; }
   absl::Status all_reduce_sum(float* data, int64_t count) override;
   absl::Status all_reduce_sum(double* data, int64_t count) override;
   absl::Status all_reduce_sum(int64_t* data, int64_t count) override;

@@ -23,9 +23,10 @@ bool g_initialized_here = false;
 class MpiCommunicator final : public Communicator {
  public:
   // Takes ownership of `comm` (a duplicate of MPI_COMM_WORLD).
-  MpiCommunicator(MPI_Comm comm, int rank, int world_size, int64_t max_count_per_call)
+  MpiCommunicator(MPI_Comm comm, int rank, int world_size, int64_t max_count_per_call,
+                  int thread_level)
       : comm_(comm), rank_(rank), world_size_(world_size),
-        max_count_per_call_(max_count_per_call) {}
+        max_count_per_call_(max_count_per_call), thread_level_(thread_level) {}
 
   ~MpiCommunicator() override {
     std::lock_guard<std::mutex> lock(g_mpi_mutex);
@@ -43,6 +44,9 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   std::string name() const override { return "mpi"; }
+  bool allows_collectives_from_any_thread() const override {
+    return thread_level_ >= MPI_THREAD_SERIALIZED;
+  }
 
   absl::Status all_reduce_sum(float* data, int64_t count) override {
     return all_reduce(data, count, MPI_FLOAT, MPI_SUM, "all_reduce_sum");
@@ -129,6 +133,7 @@ class MpiCommunicator final : public Communicator {
   const int rank_;
   const int world_size_;
   const int64_t max_count_per_call_;
+  const int thread_level_;  // what MPI provides: MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE
 };
 
 }  // namespace
@@ -175,6 +180,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> create_mpi_communicator(
     // Errors of later calls on the world (MPI_Comm_dup below) come back as codes, not aborts.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   }
+  int thread_level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&thread_level);
   MPI_Comm comm = MPI_COMM_NULL;
   int code = MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   if (code != MPI_SUCCESS) return mpi_error_status("MPI_Comm_dup", code);
@@ -189,7 +196,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> create_mpi_communicator(
   }
   ++g_live_communicators;  // balanced by ~MpiCommunicator
   auto communicator =
-      std::make_unique<MpiCommunicator>(comm, rank, world_size, max_count_per_call);
+      std::make_unique<MpiCommunicator>(comm, rank, world_size, max_count_per_call, thread_level);
   return std::unique_ptr<Communicator>(std::move(communicator));
 }
 

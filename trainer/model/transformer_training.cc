@@ -164,7 +164,10 @@ CrossEntropySums TransformerTraining::forward(const TransformerWeights& weights,
 }
 
 void TransformerTraining::backward(TransformerWeights& grads, const TransformerWeights& weights,
-                                   float dloss) {
+                                   float dloss, GradientListener* listener) {
+  const auto report = [listener](const auto& gradient) {
+    if (listener != nullptr) listener->ready(gradient);
+  };
   const int64_t rows = decoder_output_.dim(0);
   const int channels = config_.d_model;
   Tensor dlogits = log_probs_;  // reused in place: the log-probabilities are not needed after
@@ -175,12 +178,14 @@ void TransformerTraining::backward(TransformerWeights& grads, const TransformerW
   linear_backward(dy, grads.shared_embedding, dlogits_bias, dlogits, decoder_output_,
                   weights.shared_embedding);
   log_probs_ = Tensor();
+  report(grads.logits_bias);
   dy = dy.reshape(decoder_.back().input.shape());
 
   Tensor dencoder_output = zeros_like(encoder_output_);
   for (size_t l = weights.decoder.size(); l-- > 0;) {
     dy = decoder_layer_backward(grads.decoder[l], dencoder_output, dy, decoder_[l],
                                 weights.decoder[l], static_cast<int64_t>(l));
+    report(grads.decoder[l]);
   }
   const DropoutSite target_embedding = site(kDecoderStack, -1, 0);
   dropout_backward(dy, dy, target_embedding.p, target_embedding.key);
@@ -188,16 +193,20 @@ void TransformerTraining::backward(TransformerWeights& grads, const TransformerW
   Tensor no_positions;
   embedding_backward(grads.shared_embedding, learned ? grads.decoder_positions : no_positions,
                      dy, inputs_.target_input, std::sqrt(static_cast<float>(channels)));
+  if (learned) report(grads.decoder_positions);
 
   Tensor dx = dencoder_output;
   for (size_t l = weights.encoder.size(); l-- > 0;) {
     dx = encoder_layer_backward(grads.encoder[l], dx, encoder_[l], weights.encoder[l],
                                 static_cast<int64_t>(l));
+    report(grads.encoder[l]);
   }
   const DropoutSite source_embedding = site(kEncoderStack, -1, 0);
   dropout_backward(dx, dx, source_embedding.p, source_embedding.key);
   embedding_backward(grads.shared_embedding, learned ? grads.encoder_positions : no_positions,
                      dx, inputs_.source_tokens, std::sqrt(static_cast<float>(channels)));
+  if (learned) report(grads.encoder_positions);
+  report(grads.shared_embedding);
 }
 
 }  // namespace xlate::trainer

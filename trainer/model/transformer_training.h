@@ -12,6 +12,7 @@
 #include "engine/model_weights.h"
 #include "trainer/layers/cross_entropy.h"
 #include "trainer/model/blocks.h"
+#include "trainer/model/gradient_listener.h"
 
 namespace xlate::trainer {
 
@@ -42,7 +43,11 @@ class TransformerTraining {
                            const DropoutSettings& dropout);
   // grads += dloss · ∂(Σ label-smoothed loss)/∂weights for the last forward() batch. The sum
   // (not the mean) so that micro-batches and ranks add up; the trainer divides by the tokens.
-  void backward(TransformerWeights& grads, const TransformerWeights& weights, float dloss);
+  // `listener` (optional) hears of each gradient tensor as soon as this pass is done with it:
+  // the logits bias first, the decoder layers from the last, the encoder layers from the last,
+  // the (learned) position tables, and the shared embedding at the very end.
+  void backward(TransformerWeights& grads, const TransformerWeights& weights, float dloss,
+                GradientListener* listener = nullptr);
 
  private:
   struct EncoderLayerCache {

@@ -22,6 +22,9 @@ ABSL_FLAG(int64_t, max_tokens, 50000,
           "padded source+target tokens per micro-batch, all ranks together (the paper: ~50000)");
 ABSL_FLAG(int, max_sentences, 0, "sentence pairs per micro-batch, all ranks (0 = no limit)");
 ABSL_FLAG(int, update_freq, 1, "micro-batches accumulated into one optimizer step");
+ABSL_FLAG(double, bucket_mb, 4,
+          "ranks > 1: all-reduce the gradient in buckets of this many MiB while the backward "
+          "pass runs (0 = one all-reduce after it)");
 ABSL_FLAG(int64_t, max_steps, 100000, "optimizer steps to train for (the paper's base: 100000)");
 ABSL_FLAG(int64_t, warmup_steps, 4000, "learning-rate warmup steps");
 ABSL_FLAG(double, lr_scale, 1.0, "factor on the paper's learning-rate schedule");
@@ -61,6 +64,7 @@ TrainingOptions options_from_flags() {
   options.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   options.max_sentences = absl::GetFlag(FLAGS_max_sentences);
   options.update_frequency = absl::GetFlag(FLAGS_update_freq);
+  options.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   options.max_steps = absl::GetFlag(FLAGS_max_steps);
   options.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
   options.learning_rate_scale = absl::GetFlag(FLAGS_lr_scale);

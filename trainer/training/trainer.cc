@@ -1,7 +1,9 @@
 #include "trainer/training/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "engine/model_directory.h"
@@ -33,6 +35,19 @@ absl::Status check_lengths(const TokenCorpus& corpus, const ModelConfig& config,
   }
   return absl::OkStatus();
 }
+
+// Tells the bucketed reduction which part of the flat gradient the backward pass has finished.
+class ReduceWhenReady final : public GradientListener {
+ public:
+  ReduceWhenReady(BucketedAllReduce& reducer, const float* flat) : reducer_(reducer), flat_(flat) {}
+  void tensor_ready(const Tensor& gradient) override {
+    reducer_.ready({gradient.data<float>() - flat_, gradient.numel()});
+  }
+
+ private:
+  BucketedAllReduce& reducer_;
+  const float* flat_;
+};
 
 uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& options,
                          const BatchIterator& batches, int world_size) {
@@ -124,6 +139,7 @@ absl::Status Trainer::initialise() {
       "the model weights at the start of training");
   if (!same.ok()) return same;
 
+  if (absl::Status reducer = create_reducer(); !reducer.ok()) return reducer;
   if (is_leader() && valid_ && options_.bleu_sentences > 0) {
     absl::Status loaded = load_translator();
     if (!loaded.ok()) return loaded;
@@ -136,11 +152,48 @@ double Trainer::elapsed_seconds() const {
   return elapsed_before_ + std::chrono::duration<double>(Clock::now() - started_).count();
 }
 
+absl::Status Trainer::create_reducer() {
+  if (communicator_.world_size() == 1 || options_.bucket_mb == 0) return absl::OkStatus();
+  // The parameters are laid out in forward order (embedding, encoder, decoder), so the backward
+  // pass finishes them from the end of the buffer towards its start; the fixed sinusoidal tables
+  // get no gradient and are not reduced.
+  std::vector<FlatRange> ranges;
+  const std::vector<ParameterSlice>& slices = gradients_.slices();
+  for (auto slice = slices.rbegin(); slice != slices.rend(); ++slice) {
+    if (slice->trainable) ranges.push_back({slice->offset, slice->count});
+  }
+  const auto bucket_elements = static_cast<int64_t>(
+      std::max(1.0, options_.bucket_mb * 1024 * 1024 / sizeof(float)));
+  const BucketedAllReduce::Threading threading =
+      communicator_.allows_collectives_from_any_thread()
+          ? BucketedAllReduce::Threading::kBackgroundThread
+          : BucketedAllReduce::Threading::kCallingThread;
+  absl::StatusOr<std::unique_ptr<BucketedAllReduce>> reducer =
+      BucketedAllReduce::Create(communicator_, std::move(ranges), bucket_elements, threading);
+  if (!reducer.ok()) return reducer.status();
+  reducer_ = std::move(*reducer);
+  if (log_) {
+    log_->message(absl::StrCat(
+        "gradient all-reduce: ", reducer_->buckets().size(), " buckets of at most ",
+        options_.bucket_mb, " MiB, ",
+        threading == BucketedAllReduce::Threading::kBackgroundThread
+            ? "overlapped with the backward pass"
+            : "in the training thread (MPI allows no other thread)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::train_step(StepReport* report) {
   gradients_.set_zero();
   // loss, nll, target tokens, source tokens: this rank's sums, then all ranks'.
   double sums[4] = {0, 0, 0, 0};
+  std::optional<ReduceWhenReady> listener;
   for (int micro = 0; micro < options_.update_frequency; ++micro) {
+    // Only the last micro-batch's backward pass reduces (the earlier ones only accumulate).
+    if (reducer_ && micro + 1 == options_.update_frequency) {
+      reducer_->begin(gradients_.flat().data<float>());
+      listener.emplace(*reducer_, gradients_.flat().data<float>());
+    }
     const std::vector<int64_t> pairs =
         shard(batches_->next(), communicator_.rank(), communicator_.world_size());
     if (pairs.empty()) continue;
@@ -148,13 +201,20 @@ absl::Status Trainer::train_step(StepReport* report) {
     const DropoutSettings dropout{config_.dropout, config_.activation_dropout, state_.seed,
                                   state_.step, micro, communicator_.rank()};
     const CrossEntropySums loss = model_.forward(parameters_.weights(), model_inputs(batch), dropout);
-    model_.backward(gradients_.weights(), parameters_.weights(), 1.f);
+    model_.backward(gradients_.weights(), parameters_.weights(), 1.f,
+                    listener ? &*listener : nullptr);
     sums[0] += loss.loss;
     sums[1] += loss.nll;
     sums[2] += static_cast<double>(loss.tokens);
     sums[3] += static_cast<double>(batch.source_token_count);
   }
-  absl::Status status = communicator_.all_reduce_sum(gradients_.flat().data<float>(), gradients_.size());
+  absl::Status status =
+      reducer_ ? reducer_->finish()
+               : communicator_.all_reduce_sum(gradients_.flat().data<float>(), gradients_.size());
+  if (reducer_) {
+    report->reduce_seconds += reducer_->last_timing().reduce_seconds;
+    report->exposed_reduce_seconds += reducer_->last_timing().exposed_seconds;
+  }
   if (status.ok()) status = communicator_.all_reduce_sum(sums, 4);
   if (!status.ok()) return status;
   if (!std::isfinite(sums[0])) {

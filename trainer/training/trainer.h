@@ -13,6 +13,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/batch_iterator.h"
 #include "trainer/data/token_corpus.h"
+#include "trainer/distributed/bucketed_all_reduce.h"
 #include "trainer/distributed/communicator.h"
 #include "trainer/model/flat_parameters.h"
 #include "trainer/model/transformer_training.h"
@@ -38,6 +39,8 @@ class Trainer {
   Trainer(const TrainingOptions& options, Communicator& communicator, TokenCorpus train,
           std::optional<TokenCorpus> valid, ModelConfig config);
   absl::Status initialise();
+  // The overlapped gradient reduction, when there are several ranks and --bucket_mb > 0.
+  absl::Status create_reducer();
   absl::Status train_step(StepReport* report);
   absl::Status validate();
   // translator_ over a model of the current parameters.
@@ -59,6 +62,7 @@ class Trainer {
   LearningRateSchedule schedule_;
   TransformerTraining model_;
   std::optional<BatchIterator> batches_;
+  std::unique_ptr<BucketedAllReduce> reducer_;  // null: one all-reduce after the backward pass
   std::unique_ptr<TrainingLog> log_;             // rank 0 only
   std::unique_ptr<Translator> translator_;       // rank 0 only, for validation BLEU
   TrainerState state_;

@@ -55,6 +55,10 @@ void TrainingLog::step(const StepReport& r) {
                          {"target_tokens", r.target_tokens},
                          {"tokens_per_second", r.tokens_per_second},
                          {"elapsed_seconds", r.elapsed_seconds}, {"eta_seconds", r.eta_seconds}};
+  if (r.reduce_seconds > 0) {
+    json["reduce_seconds"] = r.reduce_seconds;
+    json["exposed_reduce_seconds"] = r.exposed_reduce_seconds;
+  }
   write_line(json.dump());
 }
 

@@ -21,6 +21,9 @@ struct StepReport {
   double learning_rate = 0, gradient_norm = 0;
   int64_t source_tokens = 0, target_tokens = 0;  // this step, all ranks
   double tokens_per_second = 0;                  // source + target, since the last report
+  // Since the last report, this rank (data parallel only): seconds in gradient all-reduces, and
+  // the part of them the backward pass did not hide (the step waited for it).
+  double reduce_seconds = 0, exposed_reduce_seconds = 0;
   double elapsed_seconds = 0, eta_seconds = 0;
 };
 

@@ -25,6 +25,7 @@ absl::Status TrainingOptions::Validate() const {
   if (!(adam_beta1 >= 0 && adam_beta1 < 1)) return out_of_range("adam_beta1", std::to_string(adam_beta1), "in [0, 1)");
   if (!(adam_beta2 >= 0 && adam_beta2 < 1)) return out_of_range("adam_beta2", std::to_string(adam_beta2), "in [0, 1)");
   if (!(adam_epsilon > 0)) return out_of_range("adam_epsilon", std::to_string(adam_epsilon), "> 0");
+  if (!(bucket_mb >= 0 && bucket_mb <= 4096)) return out_of_range("bucket_mb", std::to_string(bucket_mb), "in [0, 4096]");
   if (!(clip_norm >= 0)) return out_of_range("clip_norm", std::to_string(clip_norm), ">= 0");
   if (checkpoint_every_steps < 0) return out_of_range("checkpoint_every_steps", std::to_string(checkpoint_every_steps), ">= 0");
   if (!(checkpoint_every_minutes >= 0)) return out_of_range("checkpoint_every_minutes", std::to_string(checkpoint_every_minutes), ">= 0");

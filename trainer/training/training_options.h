@@ -40,6 +40,9 @@ struct TrainingOptions {
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_epsilon = 1e-9;
   double clip_norm = 0;  // 0 = off
   uint64_t seed = 1;
+  // Data parallel: the gradient is all-reduced in buckets of at most this many MiB, each as soon
+  // as the backward pass is done with it (overlapped); 0 = in one call after the backward pass.
+  double bucket_mb = 4;
 
   int64_t checkpoint_every_steps = 1000;   // 0 = off
   double checkpoint_every_minutes = 0;     // 0 = off
