@@ -97,6 +97,25 @@ class TrainerCliTest(unittest.TestCase):
                         self.assertTrue(any("overlapped with the backward pass" in m
                                             for m in messages), messages)
 
+    def test_ranks_started_differently_are_refused_at_start(self):
+        if not h.MPIEXEC:
+            self.fail("no mpiexec found by CMake: install openmpi-bin (scripts/setup.sh)")
+        # Open MPI's MPMD form: rank 0 and rank 1 get their own command lines.
+        base = [h.TRAINER, "train", "--data", self.data, "--preset", "tiny",
+                "--bleu_sentences", "0", "--max_steps", "2", *COMMON]
+        flags = [f for f in h.MPIEXEC_FLAGS if f]
+        for name, different in (("bucket", ["--bucket_mb", "1"]), ("seed", ["--seed", "2"]),
+                                ("model", ["--layers", "1"])):
+            with self.subTest(name):
+                run = self.run_dir(f"disagree-{name}")
+                result = h.run([h.MPIEXEC, *flags, "-np", "1", *base, "--output", run, ":",
+                                "-np", "1", *base, "--output", run, *different],
+                               expect_ok=False, timeout=120)
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn("the ranks disagree on the model, the training data and the "
+                              "training options", result.stderr)
+                self.assertIn("rank 1 differs from rank 0", result.stderr)
+
     def test_keeps_the_last_checkpoints_and_averages_them(self):
         run = self.run_dir("average")
         h.train(self.data, run, "--max_steps", "4", "--checkpoint_every_steps", "1",

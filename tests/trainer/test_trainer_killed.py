@@ -76,6 +76,75 @@ class KilledTrainer(unittest.TestCase):
               file=sys.stderr)
 
 
+def rank_process(launcher_pid, rank):
+    """The pid of MPI rank `rank` among the launcher's children, or None."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                variables = environ.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == launcher_pid and f"OMPI_COMM_WORLD_RANK={rank}".encode() in variables:
+            return int(entry)
+    return None
+
+
+class KilledRank(unittest.TestCase):
+    """Data parallel: one rank killed mid-run ends the whole job within a bounded time (no rank
+    left waiting in a collective), and the job started again resumes from the last complete
+    checkpoint to the weights of an uninterrupted run."""
+
+    def test_sigkill_of_one_rank_ends_the_job_and_the_rerun_resumes_exactly(self):
+        if not h.MPIEXEC:
+            self.fail("no mpiexec found by CMake: install openmpi-bin (scripts/setup.sh)")
+        launcher = [h.MPIEXEC, "-np", "2"] + [f for f in h.MPIEXEC_FLAGS if f]
+        data = h.prepared_corpus("killed", 300, 500)
+        root = os.path.join(h.SCRATCH, "killed-rank-runs")
+        shutil.rmtree(root, ignore_errors=True)
+        os.makedirs(root)
+        straight, killed = os.path.join(root, "straight"), os.path.join(root, "killed")
+        h.run(launcher + command(data, straight))
+
+        env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+        for victim in (1, 0):
+            process = subprocess.Popen(launcher + command(data, killed), env=env,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            # Kill once the run has written a checkpoint of its own (the second run resumes
+            # from the first's and goes on).
+            deadline = time.monotonic() + 300
+            done = set(os.listdir(os.path.join(killed, "checkpoints"))) \
+                if os.path.isdir(os.path.join(killed, "checkpoints")) else set()
+            pid = None
+            while time.monotonic() < deadline and process.poll() is None:
+                checkpoints = os.path.join(killed, "checkpoints")
+                written = set(os.listdir(checkpoints)) if os.path.isdir(checkpoints) else set()
+                if any(e.startswith("step-") for e in written - done):
+                    pid = rank_process(process.pid, victim)
+                    if pid is not None:
+                        break
+                time.sleep(0.02)
+            self.assertIsNotNone(pid, f"rank {victim} was not found running")
+            os.kill(pid, signal.SIGKILL)
+            killed_at = time.monotonic()
+            _, stderr = process.communicate(timeout=120)
+            seconds = time.monotonic() - killed_at
+            self.assertNotEqual(process.returncode, 0, stderr.decode()[-2000:])
+            self.assertLess(seconds, 30, f"the job took {seconds:.1f} s to end after rank "
+                                         f"{victim} was killed")
+            print(f"rank {victim} killed: the job ended {seconds:.2f} s later", file=sys.stderr)
+
+        resumed = h.run(launcher + command(data, killed))
+        self.assertIn("resumed from", resumed.stderr)
+        for name in ("model.safetensors", "optimizer.safetensors"):
+            self.assertEqual(h.read_bytes(os.path.join(h.checkpoint_path(straight, STEPS), name)),
+                             h.read_bytes(os.path.join(h.checkpoint_path(killed, STEPS), name)),
+                             f"{name} differs from the uninterrupted two-rank run's")
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     failed = len(result.failures) + len(result.errors)

@@ -57,6 +57,17 @@ uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& optio
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
 }
 
+// What every rank of a data-parallel run must share beyond run_fingerprint: the options that
+// decide the collectives each step makes (bucket plan, steps, validation) or the update each
+// rank applies. A rank started with other values would hang the others or drift from them.
+uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run_fingerprint) {
+  const std::string text = absl::StrCat(
+      run_fingerprint, "|", options.bucket_mb, "|", options.max_steps, "|", options.warmup_steps,
+      "|", options.learning_rate_scale, "|", options.adam_beta1, "|", options.adam_beta2, "|",
+      options.adam_epsilon, "|", options.clip_norm, "|", options.validate_every_steps);
+  return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& options,
@@ -115,6 +126,11 @@ absl::Status Trainer::initialise() {
   }
   state_.seed = options_.seed;
   state_.run_fingerprint = run_fingerprint(config_, options_, *batches_, communicator_.world_size());
+  absl::Status agreed = check_same_on_all_ranks(
+      communicator_, rank_agreement_fingerprint(options_, state_.run_fingerprint),
+      "the model, the training data and the training options (give every rank the same "
+      "command line and data)");
+  if (!agreed.ok()) return agreed;
   parameters_.copy_from(random_weights(config_, options_.seed), config_);
 
   absl::StatusOr<std::vector<std::string>> checkpoints = list_checkpoints(options_.output_directory);
