@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""What overlapping the gradient all-reduce with the backward pass buys data-parallel training:
+xlate-trainer under `mpirun -np R` with the gradient reduced in one call after the backward pass
+(--bucket_mb 0) and in buckets of several sizes overlapped with it, next to one process with the
+whole batch, alternating in the same run.
+
+Every run trains the same model (default: the paper's base) on Multi30k with the same global
+batch (--max_tokens padded source+target tokens per step, shared by the ranks). Reported per
+configuration, over the timed steps after untimed warm-up steps: real source+target tokens/s,
+seconds per step, and from the trainer's log (rank 0) the seconds per step spent in all-reduce
+calls and the part of them the step waited for (exposed); hidden = 1 - exposed / all-reduce.
+
+  python3 bench/data_parallel_overlap.py --ranks 2 --threads_per_rank 1 --steps 6
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from compare_pytorch_training import prepare  # noqa: E402
+
+MPI_FLAGS = ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+             "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"]
+
+
+def run(args, data, name, launcher, threads, extra):
+    output = os.path.join(args.workdir, "run-" + name)
+    shutil.rmtree(output, ignore_errors=True)
+    environment = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    subprocess.run(launcher + [args.trainer, "train", "--data", data, "--output", output,
+                               "--preset", args.preset, "--max_tokens", str(args.max_tokens),
+                               "--max_steps", str(args.warmup + args.steps),
+                               "--log_every_steps", "1", "--validate_every_steps", "0",
+                               "--checkpoint_every_steps", "0", "--bleu_sentences", "0"] + extra,
+                   check=True, env=environment, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    with open(os.path.join(output, "train_log.jsonl"), encoding="utf-8") as log:
+        steps = [e for e in map(json.loads, log) if e["event"] == "train"]
+    shutil.rmtree(output, ignore_errors=True)  # a base checkpoint is ~0.6 GB
+    timed = [e for e in steps if e["step"] > args.warmup]
+    seconds = timed[-1]["elapsed_seconds"] - steps[args.warmup - 1]["elapsed_seconds"]
+    tokens = sum(e["source_tokens"] + e["target_tokens"] for e in timed)
+    reduce = sum(e.get("reduce_seconds", 0) for e in timed) / len(timed)
+    exposed = sum(e.get("exposed_reduce_seconds", 0) for e in timed) / len(timed)
+    return {"name": name, "tokens_per_second": tokens / seconds,
+            "seconds_per_step": seconds / len(timed), "reduce_seconds_per_step": reduce,
+            "exposed_seconds_per_step": exposed, "final_loss": timed[-1]["loss"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trainer", default=os.path.join(REPO, "build", "trainer", "xlate-trainer"))
+    parser.add_argument("--mpirun", default=shutil.which("mpirun") or "mpirun")
+    parser.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data"))
+    parser.add_argument("--workdir", default="/tmp/xlate-train-bench")
+    parser.add_argument("--preset", default="base")
+    parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument("--max_tokens", type=int, default=4000)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--threads_per_rank", type=int, default=1)
+    parser.add_argument("--bucket_mb", default="0,1,4,25", help="comma-separated; 0 = no overlap")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    data = prepare(args)
+    launcher = [args.mpirun, "-np", str(args.ranks)] + MPI_FLAGS
+    configurations = [("1 process", [], args.ranks * args.threads_per_rank, [])]
+    for bucket in args.bucket_mb.split(","):
+        configurations.append((f"{args.ranks} ranks, bucket {bucket} MiB", launcher,
+                               args.threads_per_rank, ["--bucket_mb", bucket]))
+    started = time.time()
+    results = {name: [] for name, _, _, _ in configurations}
+    for _ in range(args.rounds):
+        for name, run_launcher, threads, extra in configurations:
+            results[name].append(run(args, data, name.replace(" ", "_").replace(",", ""),
+                                     run_launcher, threads, extra))
+    summary = []
+    for name, runs in results.items():
+        mean = {key: sum(r[key] for r in runs) / len(runs)
+                for key in ("tokens_per_second", "seconds_per_step", "reduce_seconds_per_step",
+                            "exposed_seconds_per_step")}
+        mean["name"] = name
+        hidden = (1 - mean["exposed_seconds_per_step"] / mean["reduce_seconds_per_step"]
+                  if mean["reduce_seconds_per_step"] > 0 else None)
+        mean["hidden_fraction"] = hidden
+        summary.append(mean)
+        print(f"{name:28s} {mean['tokens_per_second']:8.1f} tok/s  {mean['seconds_per_step']:6.2f} s/step"
+              f"  all-reduce {mean['reduce_seconds_per_step']:6.3f} s/step"
+              f"  exposed {mean['exposed_seconds_per_step']:6.3f}"
+              + (f"  hidden {hidden:5.1%}" if hidden is not None else ""))
+    print(f"(preset {args.preset}, {args.max_tokens} tokens/step, {args.ranks} ranks x "
+          f"{args.threads_per_rank} threads, {args.rounds} rounds, {time.time() - started:.0f} s)")
+    print(json.dumps({"summary": summary}))
+
+
+if __name__ == "__main__":
+    main()
