@@ -34,21 +34,41 @@ def prepare(args):
     return data
 
 
-def run_xlate(args, data):
-    run = os.path.join(args.workdir, "xlate-run")
+def train_timed_steps(args, data, name, launcher=(), threads=None, extra=(), quiet=False):
+    """Runs xlate-trainer for args.warmup + args.steps steps (under `launcher` when given) and
+    returns its logged train events after the warm-up, and the seconds they took."""
+    run = os.path.join(args.workdir, name)
     shutil.rmtree(run, ignore_errors=True)
-    environment = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    subprocess.run([args.trainer, "train", "--data", data, "--output", run, "--preset", args.preset,
-                    "--max_tokens", str(args.max_tokens), "--max_steps",
-                    str(args.warmup + args.steps), "--log_every_steps", "1",
-                    "--validate_every_steps", "0", "--checkpoint_every_steps", "0",
-                    "--bleu_sentences", "0"], check=True, env=environment)
+    environment = dict(os.environ, OMP_NUM_THREADS=str(threads or args.threads))
+    subprocess.run(list(launcher) + [
+        args.trainer, "train", "--data", data, "--output", run, "--preset", args.preset,
+        "--max_tokens", str(args.max_tokens), "--max_steps", str(args.warmup + args.steps),
+        "--log_every_steps", "1", "--validate_every_steps", "0", "--checkpoint_every_steps", "0",
+        "--bleu_sentences", "0"] + list(extra), check=True, env=environment,
+        stdout=subprocess.DEVNULL if quiet else None, stderr=subprocess.DEVNULL if quiet else None)
     with open(os.path.join(run, "train_log.jsonl"), encoding="utf-8") as log:
         steps = [e for e in map(json.loads, log) if e["event"] == "train"]
-    timed = [e for e in steps if e["step"] > args.warmup]
-    seconds = timed[-1]["elapsed_seconds"] - steps[args.warmup - 1]["elapsed_seconds"]
-    tokens = sum(e["source_tokens"] + e["target_tokens"] for e in timed)
     shutil.rmtree(run, ignore_errors=True)  # a base checkpoint is ~0.6 GB
+    timed = [e for e in steps if e["step"] > args.warmup]
+    return timed, timed[-1]["elapsed_seconds"] - steps[args.warmup - 1]["elapsed_seconds"]
+
+
+def add_training_arguments(parser, threads=2, steps=8):
+    """The options every training benchmark shares: trainer, data, model and batch, step counts."""
+    parser.add_argument("--trainer", default=os.path.join(REPO, "build", "trainer", "xlate-trainer"))
+    parser.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data"))
+    parser.add_argument("--workdir", default="/tmp/xlate-train-bench")
+    parser.add_argument("--preset", default="base")
+    parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument("--max_tokens", type=int, default=4000)
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=threads)
+
+
+def run_xlate(args, data):
+    timed, seconds = train_timed_steps(args, data, "xlate-run")
+    tokens = sum(e["source_tokens"] + e["target_tokens"] for e in timed)
     return {"system": "xlate", "threads": args.threads, "steps": len(timed), "tokens": tokens,
             "seconds": seconds, "tokens_per_second": tokens / seconds,
             "seconds_per_step": seconds / len(timed), "final_loss": timed[-1]["loss"]}
@@ -71,15 +91,7 @@ def run_pytorch(args, data):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trainer", default=os.path.join(REPO, "build", "trainer", "xlate-trainer"))
-    parser.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data"))
-    parser.add_argument("--workdir", default="/tmp/xlate-train-bench")
-    parser.add_argument("--preset", default="base")
-    parser.add_argument("--vocab_size", type=int, default=8000)
-    parser.add_argument("--max_tokens", type=int, default=4000)
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
+    add_training_arguments(parser)
     args = parser.parse_args()
     try:
         import torch  # noqa: F401

@@ -16,34 +16,20 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from compare_pytorch_training import prepare  # noqa: E402
+from compare_pytorch_training import add_training_arguments, prepare, train_timed_steps  # noqa: E402
 
 MPI_FLAGS = ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
              "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none"]
 
 
 def run(args, data, name, launcher, threads, extra):
-    output = os.path.join(args.workdir, "run-" + name)
-    shutil.rmtree(output, ignore_errors=True)
-    environment = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    subprocess.run(launcher + [args.trainer, "train", "--data", data, "--output", output,
-                               "--preset", args.preset, "--max_tokens", str(args.max_tokens),
-                               "--max_steps", str(args.warmup + args.steps),
-                               "--log_every_steps", "1", "--validate_every_steps", "0",
-                               "--checkpoint_every_steps", "0", "--bleu_sentences", "0"] + extra,
-                   check=True, env=environment, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    with open(os.path.join(output, "train_log.jsonl"), encoding="utf-8") as log:
-        steps = [e for e in map(json.loads, log) if e["event"] == "train"]
-    shutil.rmtree(output, ignore_errors=True)  # a base checkpoint is ~0.6 GB
-    timed = [e for e in steps if e["step"] > args.warmup]
-    seconds = timed[-1]["elapsed_seconds"] - steps[args.warmup - 1]["elapsed_seconds"]
+    timed, seconds = train_timed_steps(args, data, "run-" + name, launcher, threads, extra,
+                                       quiet=True)
     tokens = sum(e["source_tokens"] + e["target_tokens"] for e in timed)
     reduce = sum(e.get("reduce_seconds", 0) for e in timed) / len(timed)
     exposed = sum(e.get("exposed_reduce_seconds", 0) for e in timed) / len(timed)
@@ -54,15 +40,9 @@ def run(args, data, name, launcher, threads, extra):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trainer", default=os.path.join(REPO, "build", "trainer", "xlate-trainer"))
+    # --threads: of the one process with the whole batch (default: ranks x threads_per_rank).
+    add_training_arguments(parser, threads=None, steps=6)
     parser.add_argument("--mpirun", default=shutil.which("mpirun") or "mpirun")
-    parser.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data"))
-    parser.add_argument("--workdir", default="/tmp/xlate-train-bench")
-    parser.add_argument("--preset", default="base")
-    parser.add_argument("--vocab_size", type=int, default=8000)
-    parser.add_argument("--max_tokens", type=int, default=4000)
-    parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--threads_per_rank", type=int, default=1)
     parser.add_argument("--bucket_mb", default="0,1,4,25", help="comma-separated; 0 = no overlap")
@@ -71,7 +51,7 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     data = prepare(args)
     launcher = [args.mpirun, "-np", str(args.ranks)] + MPI_FLAGS
-    configurations = [("1 process", [], args.ranks * args.threads_per_rank, [])]
+    configurations = [("1 process", [], args.threads or args.ranks * args.threads_per_rank, [])]
     for bucket in args.bucket_mb.split(","):
         configurations.append((f"{args.ranks} ranks, bucket {bucket} MiB", launcher,
                                args.threads_per_rank, ["--bucket_mb", bucket]))
