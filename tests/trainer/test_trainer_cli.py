@@ -174,6 +174,7 @@ class TrainerCliTest(unittest.TestCase):
             (["--preset", "huge"], "unknown preset"),
             (["--heads", "7"], "heads"),
             (["--positional", "rotary"], "--positional"),
+            (["--bucket_mb", "-1"], "--bucket_mb is -1"),
         ]
         for extra, expected in cases:
             result = h.train(self.data, self.run_dir("bad"), "--max_steps", "1", *extra,
