@@ -10,7 +10,7 @@ namespace {
 template <typename T>
 __global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* residual,
                                               const T* gamma, const T* beta, int64_t channels,
-                                              float eps) {
+                                              float eps, float* saved_mean, float* saved_rstd) {
   extern __shared__ float row[];  // [C]
   __shared__ float scratch[32];
   const int64_t offset = static_cast<int64_t>(blockIdx.x) * channels;
@@ -26,6 +26,10 @@ __global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* res
     squares += centred * centred;
   }
   const float rstd = rsqrtf(block_sum(squares, scratch) / static_cast<float>(channels) + eps);
+  if (saved_mean != nullptr && threadIdx.x == 0) {
+    saved_mean[blockIdx.x] = mean;
+    saved_rstd[blockIdx.x] = rstd;
+  }
   for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
     out[offset + c] =
         from_float<T>((row[c] - mean) * rstd * to_float(gamma[c]) + to_float(beta[c]));
@@ -36,7 +40,8 @@ __global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* res
 
 void add_layer_norm_forward(void* out, const void* inp, const void* residual, const void* gamma,
                             const void* beta, int64_t rows, int64_t channels, float eps,
-                            ElementType type, Stream stream) {
+                            float* saved_mean, float* saved_rstd, ElementType type,
+                            Stream stream) {
   if (rows == 0) return;
   if (channels > kMaxLayerNormChannels) {
     throw std::logic_error("add_layer_norm_forward: width beyond kMaxLayerNormChannels");
@@ -47,7 +52,8 @@ void add_layer_norm_forward(void* out, const void* inp, const void* residual, co
     using T = decltype(tag);
     add_layer_norm_forward_kernel<T><<<static_cast<unsigned>(rows), threads, shared, stream>>>(
         static_cast<T*>(out), static_cast<const T*>(inp), static_cast<const T*>(residual),
-        static_cast<const T*>(gamma), static_cast<const T*>(beta), channels, eps);
+        static_cast<const T*>(gamma), static_cast<const T*>(beta), channels, eps, saved_mean,
+        saved_rstd);
   });
   check_last_launch("add_layer_norm_forward_kernel");
 }

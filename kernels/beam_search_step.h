@@ -15,13 +15,9 @@
 #include <cstdint>
 
 #include "kernels/element_type.h"
+#include "kernels/host_device.h"
 #include "kernels/log_softmax_top_k.h"
 
-#if defined(__CUDACC__)
-#define XLATE_HOST_DEVICE __host__ __device__
-#else
-#define XLATE_HOST_DEVICE
-#endif
 
 namespace xlate::kernels {
 

@@ -39,6 +39,7 @@ CublasLtLibrary load() {
   resolve(library, "cublasLtMatmulPreferenceSetAttribute", &api.preference_set_attribute);
   resolve(library, "cublasLtMatrixLayoutCreate", &api.layout_create);
   resolve(library, "cublasLtMatrixLayoutDestroy", &api.layout_destroy);
+  resolve(library, "cublasLtMatrixLayoutSetAttribute", &api.layout_set_attribute);
   return api;  // the library stays loaded for the life of the process
 }
 

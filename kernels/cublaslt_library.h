@@ -27,6 +27,7 @@ struct CublasLtLibrary {
   decltype(&cublasLtMatmulPreferenceSetAttribute) preference_set_attribute;
   decltype(&cublasLtMatrixLayoutCreate) layout_create;
   decltype(&cublasLtMatrixLayoutDestroy) layout_destroy;
+  decltype(&cublasLtMatrixLayoutSetAttribute) layout_set_attribute;
 };
 
 // Loads libcublasLt.so.<the major version of the headers> once; throws std::runtime_error naming

@@ -53,32 +53,92 @@ bool has_bias(GemmEpilogue epilogue) {
 
 }  // namespace
 
-// cuBLASLt is column-major: the row-major out[M, N] is the column-major Dᵀ [N, M], so we ask for
-// D[N, M] = weight[N, K] (column-major K x N, transposed) · inp (column-major K x M). The bias
-// then runs along D's rows, which is what the BIAS epilogue adds.
+// cuBLASLt is column-major, and a row-major matrix is its column-major transpose: the row-major
+// c[m, n] = op(a) · op(b) is the column-major cᵀ[n, m] = op(b)ᵀ · op(a)ᵀ, so cuBLASLt's first
+// operand is our b and its second our a, each transposed when ours is. A linear layer's
+// out[M, N] = inp · weightᵀ is then D[N, M] = weight (column-major K x N, transposed) · inp
+// (column-major K x M), and the BIAS epilogue adds along D's rows, as it should.
 struct GemmContext::Plan {
   cublasLtMatmulDesc_t operation = nullptr;
-  cublasLtMatrixLayout_t weight = nullptr, inp = nullptr, out = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
   cublasLtMatmulAlgo_t algorithm{};
 
   ~Plan() {
     if (out) cublaslt().layout_destroy(out);
-    if (inp) cublaslt().layout_destroy(inp);
-    if (weight) cublaslt().layout_destroy(weight);
+    if (second) cublaslt().layout_destroy(second);
+    if (first) cublaslt().layout_destroy(first);
     if (operation) cublaslt().matmul_desc_destroy(operation);
   }
 };
 
+namespace {
+
+// A column-major layout of `rows` x `columns` with leading dimension `ld`; `batch` of them
+// `stride` elements apart.
+cublasLtMatrixLayout_t make_layout(cudaDataType_t type, int64_t rows, int64_t columns,
+                                   int64_t ld, int64_t batch, int64_t stride) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  XLATE_CUBLAS_CHECK(cublaslt().layout_create(&layout, type, rows, columns, ld));
+  if (batch > 1) {
+    const int32_t count = static_cast<int32_t>(batch);
+    XLATE_CUBLAS_CHECK(cublaslt().layout_set_attribute(
+        layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+    XLATE_CUBLAS_CHECK(cublaslt().layout_set_attribute(
+        layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  }
+  return layout;
+}
+
+void set_transposes(cublasLtMatmulDesc_t operation, bool transpose_first, bool transpose_second) {
+  const cublasOperation_t first = transpose_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t second = transpose_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+  XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_set_attribute(
+      operation, CUBLASLT_MATMUL_DESC_TRANSA, &first, sizeof(first)));
+  XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_set_attribute(
+      operation, CUBLASLT_MATMUL_DESC_TRANSB, &second, sizeof(second)));
+}
+
+std::string shape_text(int64_t m, int64_t n, int64_t k) {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
+
+}  // namespace
+
 struct GemmContext::State {
   using Key = std::tuple<int64_t, int64_t, int64_t, GemmEpilogue, ElementType>;
+  using MatmulKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                               int64_t, int64_t, int64_t, int64_t, ElementType>;
   Stream stream = nullptr;
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   std::map<Key, std::unique_ptr<Plan>> plans;
+  std::map<MatmulKey, std::unique_ptr<Plan>> matmul_plans;
 
   Plan& plan_for(int64_t m, int64_t n, int64_t k, GemmEpilogue epilogue, ElementType type);
+  Plan& matmul_plan_for(const MatmulShape& shape, ElementType type);
+  // Fills plan.algorithm with the heuristic's first choice; `what` names the product.
+  void choose_algorithm(Plan& plan, const std::string& what);
 };
+
+void GemmContext::State::choose_algorithm(Plan& plan, const std::string& what) {
+  cublasLtMatmulPreference_t preference = nullptr;
+  XLATE_CUBLAS_CHECK(cublaslt().preference_create(&preference));
+  cublaslt().preference_set_attribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                      &workspace_bytes, sizeof(workspace_bytes));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status =
+      cublaslt().algorithm_heuristic(handle, plan.operation, plan.first, plan.second, plan.out,
+                                     plan.out, preference, 1, &result, &found);
+  cublaslt().preference_destroy(preference);
+  check_cublas(status, "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0) {
+    throw std::runtime_error("cuBLASLt has no algorithm for a " + what +
+                             " gemm in this element type on this GPU");
+  }
+  plan.algorithm = result.algo;
+}
 
 GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
                                                 GemmEpilogue epilogue, ElementType type) {
@@ -88,36 +148,35 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
   const cudaDataType_t data_type = cuda_data_type(type);
   XLATE_CUBLAS_CHECK(
       cublaslt().matmul_desc_create(&plan->operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
-  XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_set_attribute(
-      plan->operation, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
-  XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_set_attribute(
-      plan->operation, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)));
+  set_transposes(plan->operation, /*transpose_first=*/true, /*transpose_second=*/false);
   const cublasLtEpilogue_t cublas_epilogue_value = cublas_epilogue(epilogue);
   XLATE_CUBLAS_CHECK(
       cublaslt().matmul_desc_set_attribute(plan->operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                            &cublas_epilogue_value, sizeof(cublas_epilogue_value)));
-  XLATE_CUBLAS_CHECK(cublaslt().layout_create(&plan->weight, data_type, k, n, k));
-  XLATE_CUBLAS_CHECK(cublaslt().layout_create(&plan->inp, data_type, k, m, k));
-  XLATE_CUBLAS_CHECK(cublaslt().layout_create(&plan->out, data_type, n, m, n));
+  plan->first = make_layout(data_type, k, n, k, 1, 0);   // weight
+  plan->second = make_layout(data_type, k, m, k, 1, 0);  // inp
+  plan->out = make_layout(data_type, n, m, n, 1, 0);
+  choose_algorithm(*plan, shape_text(m, n, k));
+  slot = std::move(plan);
+  return *slot;
+}
 
-  cublasLtMatmulPreference_t preference = nullptr;
-  XLATE_CUBLAS_CHECK(cublaslt().preference_create(&preference));
-  cublaslt().preference_set_attribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                      &workspace_bytes, sizeof(workspace_bytes));
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  const cublasStatus_t status =
-      cublaslt().algorithm_heuristic(handle, plan->operation, plan->weight, plan->inp, plan->out,
-                                     plan->out, preference, 1, &result, &found);
-  cublaslt().preference_destroy(preference);
-  check_cublas(status, "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0) {
-    throw std::runtime_error("cuBLASLt has no algorithm for a " + std::to_string(m) + "x" +
-                             std::to_string(n) + "x" + std::to_string(k) +
-                             " gemm in this element type on this GPU");
-  }
-  plan->algorithm = result.algo;
+GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s, ElementType type) {
+  auto& slot = matmul_plans[MatmulKey{s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.lda, s.ldb,
+                                      s.ldc, s.batch, s.stride_a, s.stride_b, s.stride_c, type}];
+  if (slot) return *slot;
+  auto plan = std::make_unique<Plan>();
+  const cudaDataType_t data_type = cuda_data_type(type);
+  XLATE_CUBLAS_CHECK(
+      cublaslt().matmul_desc_create(&plan->operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  set_transposes(plan->operation, s.transpose_b, s.transpose_a);
+  // b as stored is row-major [k, n] ([n, k] when transposed): column-major n x k (k x n).
+  plan->first = s.transpose_b ? make_layout(data_type, s.k, s.n, s.ldb, s.batch, s.stride_b)
+                              : make_layout(data_type, s.n, s.k, s.ldb, s.batch, s.stride_b);
+  plan->second = s.transpose_a ? make_layout(data_type, s.m, s.k, s.lda, s.batch, s.stride_a)
+                               : make_layout(data_type, s.k, s.m, s.lda, s.batch, s.stride_a);
+  plan->out = make_layout(data_type, s.n, s.m, s.ldc, s.batch, s.stride_c);
+  choose_algorithm(*plan, shape_text(s.m, s.n, s.k));
   slot = std::move(plan);
   return *slot;
 }
@@ -148,8 +207,18 @@ void GemmContext::linear_forward(void* out, const void* inp, const void* weight,
         plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
   const float one = 1.f, zero = 0.f;
-  XLATE_CUBLAS_CHECK(cublaslt().matmul(state_->handle, plan.operation, &one, weight, plan.weight,
-                                       inp, plan.inp, &zero, out, plan.out, out, plan.out,
+  XLATE_CUBLAS_CHECK(cublaslt().matmul(state_->handle, plan.operation, &one, weight, plan.first,
+                                       inp, plan.second, &zero, out, plan.out, out, plan.out,
+                                       &plan.algorithm, state_->workspace, state_->workspace_bytes,
+                                       state_->stream));
+}
+
+void GemmContext::matmul(void* c, const void* a, const void* b, const MatmulShape& shape,
+                         float alpha, float beta, ElementType type) {
+  if (shape.m == 0 || shape.n == 0 || shape.batch == 0) return;
+  Plan& plan = state_->matmul_plan_for(shape, type);
+  XLATE_CUBLAS_CHECK(cublaslt().matmul(state_->handle, plan.operation, &alpha, b, plan.first, a,
+                                       plan.second, &beta, c, plan.out, c, plan.out,
                                        &plan.algorithm, state_->workspace, state_->workspace_bytes,
                                        state_->stream));
 }

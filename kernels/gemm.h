@@ -12,6 +12,18 @@ namespace xlate::kernels {
 
 enum class GemmEpilogue { kNone, kRelu, kBias, kBiasRelu };
 
+// A row-major matrix product c[m, n] = alpha · op(a) · op(b) + beta · c, op(a) [m, k] and
+// op(b) [k, n], repeated over `batch` matrices `stride_*` elements apart (the heads' products of
+// attention's backward pass; the linear layer's gradients with batch 1). lda/ldb/ldc are row
+// strides in elements, as stored.
+struct MatmulShape {
+  bool transpose_a = false, transpose_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
 // One per stream: owns the cuBLASLt handle, a workspace and the per-shape plans (descriptors
 // and the heuristic's algorithm), so a repeated shape costs no planning.
 class GemmContext {
@@ -25,6 +37,11 @@ class GemmContext {
   // bias is ignored (may be nullptr) for kNone and kRelu.
   void linear_forward(void* out, const void* inp, const void* weight, const void* bias,
                       int64_t m, int64_t n, int64_t k, GemmEpilogue epilogue, ElementType type);
+
+  // The general product of MatmulShape, float32 accumulation (never TF32: training's gradients
+  // are checked against the CPU in float32), one element type for a, b and c.
+  void matmul(void* c, const void* a, const void* b, const MatmulShape& shape, float alpha,
+              float beta, ElementType type);
 
  private:
   struct Plan;

@@ -13,8 +13,9 @@
 #include <limits>
 
 #include "engine/ops/ops.h"
+#include "engine/ops/training_ops.h"
 
-// Every op of ops.h that a backend implements, by name.
+// Every op of ops.h and training_ops.h that a backend implements, by name.
 #define XLATE_FOR_EACH_OP(X) \
   X(embedding_forward)       \
   X(linear_forward)          \
@@ -25,7 +26,18 @@
   X(gather_rows)             \
   X(scatter_rows)            \
   X(decode_positions)        \
-  X(beam_search_step)
+  X(beam_search_step)        \
+  X(linear_backward)         \
+  X(relu_backward)           \
+  X(layer_norm_backward)     \
+  X(attention_backward)      \
+  X(dropout_forward)         \
+  X(dropout_backward)        \
+  X(cross_entropy_forward)   \
+  X(cross_entropy_backward)  \
+  X(embedding_backward)      \
+  X(sum_of_squares)          \
+  X(adam_update)
 
 // Declares a backend namespace's body of `op`, with the signature of xlate::op.
 #define XLATE_DECLARE_OP_BODY(op) decltype(::xlate::op) op;

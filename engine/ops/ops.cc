@@ -7,36 +7,11 @@
 #include <string>
 
 #include "engine/ops/backend.h"
+#include "engine/ops/op_checks.h"
 #include "engine/profiling.h"
 
 namespace xlate {
 namespace {
-
-void require(bool condition, const char* op, const std::string& what) {
-  if (!condition) throw std::logic_error(std::string(op) + ": " + what);
-}
-
-// A float tensor on `like`'s device with its dtype: float32 on the CPU; the CUDA backend also
-// stores float16 and bfloat16.
-void require_float_like(const Tensor& tensor, const Tensor& like, const char* op,
-                        const char* name) {
-  require(tensor.defined(), op, std::string(name) + " is undefined");
-  require(tensor.device() == like.device(), op, std::string(name) + " is on another device");
-  require(tensor.dtype() == like.dtype(), op, std::string(name) + " has another dtype");
-  require(tensor.dtype() != DType::kInt32, op, std::string(name) + " must be a float tensor");
-  require(backend_of(tensor).reduced_precision_storage || tensor.dtype() == DType::kFloat32, op,
-          std::string(name) + " must be float32 on the " + backend_of(tensor).name + " backend");
-}
-
-void require_int32_like(const Tensor& tensor, const Tensor& like, const char* op,
-                        const char* name) {
-  require(tensor.defined() && tensor.dtype() == DType::kInt32, op,
-          std::string(name) + " must be int32");
-  require(tensor.device() == like.device(), op, std::string(name) + " is on another device");
-}
-
-// Whether the op may read `tensor`'s values for its checks (without a device round trip).
-bool on_host(const Tensor& tensor) { return tensor.device() == Device::kCPU; }
 
 // `columns` is a block of columns [first, first + width) of a tensor on like's device in like's
 // dtype.
@@ -114,7 +89,8 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
 }
 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
-                            const Tensor& gamma, const Tensor& beta, float eps) {
+                            const Tensor& gamma, const Tensor& beta, float eps,
+                            LayerNormStatistics* saved) {
   ScopedOpTimer timer(OpCategory::kOther);
   require_float_like(inp, out, "add_layer_norm_forward", "inp");
   require_float_like(residual, out, "add_layer_norm_forward", "residual");
@@ -124,7 +100,17 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
           "add_layer_norm_forward", "inp, residual and out differ in size");
   require(gamma.numel() == inp.dim(-1) && beta.numel() == inp.dim(-1), "add_layer_norm_forward",
           "gamma/beta size");
-  backend_of(out).add_layer_norm_forward(out, inp, residual, gamma, beta, eps);
+  if (saved != nullptr) {
+    const int64_t rows = inp.numel() / inp.dim(-1);
+    for (const Tensor* statistic : {&saved->mean, &saved->rstd}) {
+      require(statistic->defined() && statistic->dtype() == DType::kFloat32 &&
+                  statistic->device() == out.device() && statistic->numel() == rows,
+              "add_layer_norm_forward", "saved statistics must be float32 [M] on out's device");
+    }
+    require(out.raw_data() != inp.raw_data() && out.raw_data() != residual.raw_data(),
+            "add_layer_norm_forward", "out may not alias an input when statistics are saved");
+  }
+  backend_of(out).add_layer_norm_forward(out, inp, residual, gamma, beta, eps, saved);
 }
 
 void attention_forward(Tensor& out, const Columns& query, const Columns& keys,

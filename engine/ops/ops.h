@@ -31,10 +31,19 @@ enum class Activation { kNone, kRelu };
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                     Activation activation);
 
+// What training keeps of add_layer_norm_forward for layer_norm_backward
+// (engine/ops/training_ops.h): float32 [M] each, allocated by the caller on out's device.
+struct LayerNormStatistics {
+  Tensor mean;  // of each summed row
+  Tensor rstd;  // 1 / sqrt(variance + eps)
+};
+
 // out[M, C] = LayerNorm(inp[M, C] + residual[M, C]) * gamma[C] + beta[C], eps inside the sqrt.
-// `out` may alias `inp` or `residual`.
+// `out` may alias `inp` or `residual` (not when `saved` is given: the backward reads both).
+// saved (optional, training): receives each row's statistics.
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
-                            const Tensor& gamma, const Tensor& beta, float eps);
+                            const Tensor& gamma, const Tensor& beta, float eps,
+                            LayerNormStatistics* saved = nullptr);
 
 // Columns [first, first + width) of every row of `tensor` (rows of tensor.dim(-1) elements): one
 // projection's block of a fused projection's output [..., q | k | v], or of a cache that holds

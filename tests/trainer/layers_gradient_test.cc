@@ -1,16 +1,17 @@
-// Every training layer's backward pass against central finite differences of its forward.
+// Every training layer's backward pass (the training ops of engine/ops/training_ops.h, CPU
+// bodies) against central finite differences of its forward.
 #include <cmath>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include <gtest/gtest.h>
 
 #include "engine/ops/ops.h"
+#include "engine/ops/training_ops.h"
 #include "tests/trainer/gradient_check.h"
 #include "trainer/layers/attention.h"
-#include "trainer/layers/cross_entropy.h"
 #include "trainer/layers/dropout.h"
-#include "trainer/layers/embedding.h"
-#include "trainer/layers/layer_norm.h"
 #include "trainer/layers/linear.h"
 
 namespace xlate::trainer {
@@ -37,7 +38,7 @@ TEST(LayerGradients, LinearWithReluAndBias) {
   relu_backward(dout, probe, out);
   Tensor dinp = Tensor::empty({6, 5}, DType::kFloat32);
   Tensor dweight = Tensor::zeros({4, 5}, DType::kFloat32), dbias = Tensor::zeros({4}, DType::kFloat32);
-  linear_backward(dinp, dweight, dbias, dout, inp, weight);
+  linear_backward(dinp, dweight, dbias, dout, inp, weight, GradientWrite::kOverwrite);
   expect_gradient_matches(loss, inp, dinp, "dinp");
   expect_gradient_matches(loss, weight, dweight, "dweight");
   expect_gradient_matches(loss, bias, dbias, "dbias");
@@ -56,23 +57,49 @@ TEST(LayerGradients, LinearAccumulatesParameterAndRequestedInputGradients) {
   for (int64_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(dweight.data<float>()[i], 2 * once_weight.data<float>()[i]);
 }
 
-TEST(LayerGradients, LayerNorm) {
+TEST(LayerGradients, ResidualLayerNormSavesWhatItsBackwardNeeds) {
   std::mt19937 rng(3);
-  Tensor inp = random_tensor({5, 8}, rng, 2.f), gamma = random_tensor({8}, rng);
-  Tensor beta = random_tensor({8}, rng), probe = random_tensor({5, 8}, rng);
+  Tensor inp = random_tensor({5, 8}, rng, 2.f), residual = random_tensor({5, 8}, rng);
+  Tensor gamma = random_tensor({8}, rng), beta = random_tensor({8}, rng);
+  Tensor probe = random_tensor({5, 8}, rng);
   Tensor out = Tensor::empty({5, 8}, DType::kFloat32);
-  Tensor mean = Tensor::empty({5}, DType::kFloat32), rstd = Tensor::empty({5}, DType::kFloat32);
+  LayerNormStatistics saved{Tensor::empty({5}, DType::kFloat32), Tensor::empty({5}, DType::kFloat32)};
   auto loss = [&] {
-    layer_norm_forward(out, mean, rstd, inp, gamma, beta, 1e-5f);
+    add_layer_norm_forward(out, inp, residual, gamma, beta, 1e-5f, &saved);
     return weighted_sum(out, probe);
   };
   loss();
-  Tensor dinp = Tensor::empty({5, 8}, DType::kFloat32);
+  // The saving forward computes what the inference forward does.
+  Tensor inference_out = Tensor::empty({5, 8}, DType::kFloat32);
+  add_layer_norm_forward(inference_out, inp, residual, gamma, beta, 1e-5f);
+  for (int64_t i = 0; i < 40; ++i) {
+    EXPECT_NEAR(out.data<float>()[i], inference_out.data<float>()[i], 1e-5);
+  }
+  Tensor dsum = Tensor::empty({5, 8}, DType::kFloat32);
   Tensor dgamma = Tensor::zeros({8}, DType::kFloat32), dbeta = Tensor::zeros({8}, DType::kFloat32);
-  layer_norm_backward(dinp, dgamma, dbeta, probe, inp, mean, rstd, gamma);
-  expect_gradient_matches(loss, inp, dinp, "dinp");
+  layer_norm_backward(dsum, dgamma, dbeta, probe, inp, residual, saved.mean, saved.rstd, gamma);
+  expect_gradient_matches(loss, inp, dsum, "d(inp)");
+  expect_gradient_matches(loss, residual, dsum, "d(residual)");
   expect_gradient_matches(loss, gamma, dgamma, "dgamma");
   expect_gradient_matches(loss, beta, dbeta, "dbeta");
+}
+
+TEST(LayerGradients, TrainingOpsRefuseBadArguments) {
+  Tensor x = Tensor::zeros({4}, DType::kFloat32), out = Tensor::empty({4}, DType::kFloat32);
+  EXPECT_THROW(dropout_forward(out, x, 1.f, 7), std::logic_error);
+  Tensor logits = Tensor::zeros({2, 3}, DType::kFloat32);
+  Tensor targets = Tensor::from_vector(std::vector<int32_t>{1, 3}, {2});
+  try {
+    cross_entropy_forward(logits, logits, targets, 0.1f, 0);
+    ADD_FAILURE() << "a target beyond the classes was accepted";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("target 3 beyond the 3 classes"), std::string::npos)
+        << error.what();
+  }
+  Tensor table = Tensor::zeros({5, 2}, DType::kFloat32), dout = Tensor::zeros({1, 2, 2}, DType::kFloat32);
+  Tensor tokens = Tensor::from_vector(std::vector<int32_t>{0, 5}, {1, 2});
+  Tensor no_positions;
+  EXPECT_THROW(embedding_backward(table, no_positions, dout, tokens, 1.f), std::logic_error);
 }
 
 void check_attention(bool causal, int64_t queries, int64_t keys, std::vector<int32_t> lengths) {

@@ -2,11 +2,13 @@
 
 #include <utility>
 
-#include "trainer/random/mix64.h"
+#include "kernels/mix64.h"
 
 namespace xlate::trainer {
 
-uint64_t derive_seed(uint64_t seed, uint64_t stream) { return mix64(mix64(seed) ^ stream); }
+uint64_t derive_seed(uint64_t seed, uint64_t stream) {
+  return kernels::mix64(kernels::mix64(seed) ^ stream);
+}
 
 uint64_t uniform_below(std::mt19937_64& rng, uint64_t bound) {
   // Draws below `threshold` = 2^64 mod bound are rejected, so the accepted range

@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "trainer/layers/gemm.h"
+#include "engine/ops/cpu/sgemm.h"
 
 namespace xlate::trainer {
 namespace {
@@ -46,57 +46,16 @@ void attention_forward(Tensor& out, Tensor& probs, const Tensor& q, const Tensor
       const float* q_head = q.data<float>() + n * d.queries * q_stride + h * d.head_k;
       const float* k_head = k.data<float>() + n * d.keys * q_stride + h * d.head_k;
       const float* v_head = v.data<float>() + n * d.keys * v_stride + h * d.head_v;
-      gemm(Transpose::kNo, Transpose::kYes, d.queries, d.keys, d.head_k, scale, q_head, q_stride,
-           k_head, q_stride, 0.f, p, d.keys);
+      cpu::sgemm(cpu::Transpose::kNo, cpu::Transpose::kYes, d.queries, d.keys, d.head_k, scale,
+                 q_head, q_stride, k_head, q_stride, 0.f, p, d.keys);
       const int64_t length = key_lengths.data<int32_t>()[n];
       for (int64_t t = 0; t < d.queries; ++t) {
         const int64_t visible = causal ? std::min(length, t + 1) : length;
         softmax_row(p + t * d.keys, visible, d.keys);
       }
-      gemm(Transpose::kNo, Transpose::kNo, d.queries, d.head_v, d.keys, 1.f, p, d.keys, v_head,
-           v_stride, 0.f, out.data<float>() + n * d.queries * v_stride + h * d.head_v, v_stride);
-    }
-  }
-}
-
-void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
-                        const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                        int heads) {
-  const Dims d = dims_of(q, k, v, heads);
-  const int64_t q_stride = heads * d.head_k, v_stride = heads * d.head_v;
-  const float scale = 1.f / std::sqrt(static_cast<float>(d.head_k));
-#pragma omp parallel
-  {
-    std::vector<float> dscores(static_cast<size_t>(d.queries * d.keys));  // [T, S] per thread
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t n = 0; n < d.sentences; ++n) {
-      for (int64_t h = 0; h < d.heads; ++h) {
-        const float* p = probs.data<float>() + (n * d.heads + h) * d.queries * d.keys;
-        const int64_t q_offset = n * d.queries * q_stride + h * d.head_k;
-        const int64_t k_offset = n * d.keys * q_stride + h * d.head_k;
-        const int64_t v_offset = n * d.keys * v_stride + h * d.head_v;
-        const float* dout_head = dout.data<float>() + n * d.queries * v_stride + h * d.head_v;
-        // dP = dO Vᵀ, dV = Pᵀ dO
-        gemm(Transpose::kNo, Transpose::kYes, d.queries, d.keys, d.head_v, 1.f, dout_head,
-             v_stride, v.data<float>() + v_offset, v_stride, 0.f, dscores.data(), d.keys);
-        gemm(Transpose::kYes, Transpose::kNo, d.keys, d.head_v, d.queries, 1.f, p, d.keys,
-             dout_head, v_stride, 0.f, dv.data<float>() + v_offset, v_stride);
-        // dS = P ⊙ (dP - Σ_s dP ⊙ P) · scale (masked entries have P = 0, so dS = 0)
-        for (int64_t t = 0; t < d.queries; ++t) {
-          float* row = dscores.data() + t * d.keys;
-          const float* p_row = p + t * d.keys;
-          float dot = 0.f;
-          for (int64_t s = 0; s < d.keys; ++s) dot += row[s] * p_row[s];
-          for (int64_t s = 0; s < d.keys; ++s) row[s] = p_row[s] * (row[s] - dot) * scale;
-        }
-        // dQ = dS K, dK = dSᵀ Q
-        gemm(Transpose::kNo, Transpose::kNo, d.queries, d.head_k, d.keys, 1.f, dscores.data(),
-             d.keys, k.data<float>() + k_offset, q_stride, 0.f, dq.data<float>() + q_offset,
-             q_stride);
-        gemm(Transpose::kYes, Transpose::kNo, d.keys, d.head_k, d.queries, 1.f, dscores.data(),
-             d.keys, q.data<float>() + q_offset, q_stride, 0.f, dk.data<float>() + k_offset,
-             q_stride);
-      }
+      cpu::sgemm(cpu::Transpose::kNo, cpu::Transpose::kNo, d.queries, d.head_v, d.keys, 1.f, p,
+                 d.keys, v_head, v_stride, 0.f,
+                 out.data<float>() + n * d.queries * v_stride + h * d.head_v, v_stride);
     }
   }
 }

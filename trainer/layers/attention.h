@@ -1,5 +1,6 @@
-// Multi-head scaled dot-product attention for training: whole sequences, batch-major, the
-// probabilities saved for the backward pass.
+// Multi-head scaled dot-product attention for the trainer's CPU model: whole sequences,
+// batch-major, the probabilities saved for the backward pass (the engine's attention_backward,
+// engine/ops/training_ops.h).
 // Legend: N sentences, T query positions, S key positions, h heads, d_k / d_v per-head widths.
 #pragma once
 
@@ -12,10 +13,5 @@ namespace xlate::trainer {
 // causal additionally hides keys s > t (self-attention of the decoder, T == S).
 void attention_forward(Tensor& out, Tensor& probs, const Tensor& q, const Tensor& k,
                        const Tensor& v, const Tensor& key_lengths, int heads, bool causal);
-
-// dq, dk, dv (=) from dout [N, T, h·d_v] and the forward's tensors.
-void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
-                        const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
-                        int heads);
 
 }  // namespace xlate::trainer

@@ -1,38 +1,16 @@
 #include "trainer/layers/linear.h"
 
-#include <algorithm>
-#include <vector>
-
-#include "trainer/layers/gemm.h"
+#include "engine/ops/cpu/sgemm.h"
 
 namespace xlate::trainer {
-
-void add_column_sums(float* sums, const float* x, int64_t rows, int64_t columns) {
-  // Fixed row blocks summed in order: the result never depends on the number of threads.
-  constexpr int64_t kBlockRows = 256;
-  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
-  std::vector<float> partial(static_cast<size_t>(blocks * columns), 0.f);
-#pragma omp parallel for schedule(static)
-  for (int64_t block = 0; block < blocks; ++block) {
-    float* out = partial.data() + block * columns;
-    const int64_t end = std::min(rows, (block + 1) * kBlockRows);
-    for (int64_t m = block * kBlockRows; m < end; ++m) {
-      const float* row = x + m * columns;
-      for (int64_t c = 0; c < columns; ++c) out[c] += row[c];
-    }
-  }
-  for (int64_t block = 0; block < blocks; ++block) {
-    const float* in = partial.data() + block * columns;
-    for (int64_t c = 0; c < columns; ++c) sums[c] += in[c];
-  }
-}
 
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                     bool relu) {
   const int64_t outputs = weight.dim(0), inputs = weight.dim(1);
   const int64_t rows = inp.numel() / inputs;
-  gemm(Transpose::kNo, Transpose::kYes, rows, outputs, inputs, 1.f, inp.data<float>(), inputs,
-       weight.data<float>(), inputs, 0.f, out.data<float>(), outputs);
+  cpu::sgemm(cpu::Transpose::kNo, cpu::Transpose::kYes, rows, outputs, inputs, 1.f,
+             inp.data<float>(), inputs, weight.data<float>(), inputs, 0.f, out.data<float>(),
+             outputs);
   if (!bias.defined() && !relu) return;
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
 #pragma omp parallel for schedule(static)
@@ -45,29 +23,6 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
       for (int64_t n = 0; n < outputs; ++n) row[n] = row[n] > 0.f ? row[n] : 0.f;
     }
   }
-}
-
-void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor& dout,
-                     const Tensor& inp, const Tensor& weight, GradientWrite write) {
-  const int64_t outputs = weight.dim(0), inputs = weight.dim(1);
-  const int64_t rows = dout.numel() / outputs;
-  if (dinp.defined()) {
-    gemm(Transpose::kNo, Transpose::kNo, rows, inputs, outputs, 1.f, dout.data<float>(), outputs,
-         weight.data<float>(), inputs, write == GradientWrite::kAccumulate ? 1.f : 0.f,
-         dinp.data<float>(), inputs);
-  }
-  gemm(Transpose::kYes, Transpose::kNo, outputs, inputs, rows, 1.f, dout.data<float>(), outputs,
-       inp.data<float>(), inputs, 1.f, dweight.data<float>(), inputs);
-  if (dbias.defined()) add_column_sums(dbias.data<float>(), dout.data<float>(), rows, outputs);
-}
-
-void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out) {
-  const int64_t count = dout.numel();
-  const float* gradient = dout.data<float>();
-  const float* activation = out.data<float>();
-  float* result = dinp.data<float>();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) result[i] = activation[i] > 0.f ? gradient[i] : 0.f;
 }
 
 }  // namespace xlate::trainer

@@ -1,8 +1,7 @@
 #include "trainer/model/blocks.h"
 
+#include "engine/ops/training_ops.h"
 #include "trainer/layers/attention.h"
-#include "trainer/layers/dropout.h"
-#include "trainer/layers/layer_norm.h"
 #include "trainer/layers/linear.h"
 
 namespace xlate::trainer {
@@ -42,7 +41,7 @@ void attention_block_backward(Tensor& dx_accumulate, Tensor& dmemory_accumulate,
                               const AttentionInputs& inputs) {
   Tensor dcontext = like(cache.context, cache.context.dim(-1));
   linear_backward(dcontext, grads.output.weight, grads.output.bias, dout, cache.context,
-                  weights.output.weight);
+                  weights.output.weight, GradientWrite::kOverwrite);
   Tensor dquery = like(cache.query, cache.query.dim(-1));
   Tensor dkey = like(cache.key, cache.key.dim(-1));
   Tensor dvalue = like(cache.value, cache.value.dim(-1));
@@ -74,7 +73,7 @@ void feed_forward_backward(Tensor& dx_accumulate, LinearWeights& inner_grads,
                            const LinearWeights& outer, const Tensor& x, DropoutSite dropout) {
   Tensor dhidden = like(cache.hidden, cache.hidden.dim(-1));
   linear_backward(dhidden, outer_grads.weight, outer_grads.bias, dout, cache.hidden,
-                  outer.weight);
+                  outer.weight, GradientWrite::kOverwrite);
   if (dropout.p > 0.f) dropout_backward(dhidden, dhidden, dropout.p, dropout.key);
   relu_backward(dhidden, dhidden, cache.activation);
   linear_backward(dx_accumulate, inner_grads.weight, inner_grads.bias, dhidden, x, inner.weight,
@@ -84,19 +83,14 @@ void feed_forward_backward(Tensor& dx_accumulate, LinearWeights& inner_grads,
 Tensor residual_norm_forward(ResidualNormCache& cache, const Tensor& residual, Tensor& sublayer,
                              const LayerNormWeights& norm, DropoutSite dropout) {
   dropout_forward(sublayer, sublayer, dropout.p, dropout.key);
-  const int64_t count = residual.numel();
-  cache.sum = like(residual, residual.dim(-1));
-  float* sum = cache.sum.data<float>();
-  const float* a = residual.data<float>();
-  const float* b = sublayer.data<float>();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) sum[i] = a[i] + b[i];
-  const int64_t rows = count / residual.dim(-1);
-  cache.mean = Tensor::empty({rows}, DType::kFloat32);
-  cache.rstd = Tensor::empty({rows}, DType::kFloat32);
+  cache.residual = residual;
+  cache.sublayer = sublayer;
+  const int64_t rows = residual.numel() / residual.dim(-1);
+  cache.statistics.mean = Tensor::empty({rows}, DType::kFloat32);
+  cache.statistics.rstd = Tensor::empty({rows}, DType::kFloat32);
   Tensor out = like(residual, residual.dim(-1));
-  layer_norm_forward(out, cache.mean, cache.rstd, cache.sum, norm.gamma, norm.beta,
-                     kLayerNormEps);
+  add_layer_norm_forward(out, residual, sublayer, norm.gamma, norm.beta, kLayerNormEps,
+                         &cache.statistics);
   return out;
 }
 
@@ -104,8 +98,8 @@ Tensor residual_norm_backward(Tensor& dsublayer, LayerNormWeights& grads, const 
                               const ResidualNormCache& cache, const LayerNormWeights& norm,
                               DropoutSite dropout) {
   Tensor dsum = like(dout, dout.dim(-1));
-  layer_norm_backward(dsum, grads.gamma, grads.beta, dout, cache.sum, cache.mean, cache.rstd,
-                      norm.gamma);
+  layer_norm_backward(dsum, grads.gamma, grads.beta, dout, cache.residual, cache.sublayer,
+                      cache.statistics.mean, cache.statistics.rstd, norm.gamma);
   dsublayer = like(dout, dout.dim(-1));
   dropout_backward(dsublayer, dsum, dropout.p, dropout.key);
   return dsum;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/model_weights.h"
+#include "engine/ops/ops.h"
 #include "engine/tensor.h"
 
 namespace xlate::trainer {
@@ -56,9 +57,9 @@ void feed_forward_backward(Tensor& dx_accumulate, LinearWeights& inner_grads,
                            const LinearWeights& outer, const Tensor& x, DropoutSite dropout);
 
 struct ResidualNormCache {
-  Tensor sum;   // [M, C] x + Dropout(sublayer)
-  Tensor mean;  // [M]
-  Tensor rstd;  // [M]
+  Tensor residual;  // [M, C] x
+  Tensor sublayer;  // [M, C] Dropout(sublayer), the other summand
+  LayerNormStatistics statistics;  // mean and rstd [M] of x + Dropout(sublayer)
 };
 
 // Returns LN(residual + Dropout(sublayer)) [M, C]. `sublayer` is overwritten (dropped out).

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "engine/ops/ops.h"
+#include "engine/ops/training_ops.h"
 #include "trainer/layers/dropout.h"
-#include "trainer/layers/embedding.h"
 #include "trainer/layers/linear.h"
 
 namespace xlate::trainer {
@@ -176,7 +176,7 @@ void TransformerTraining::backward(TransformerWeights& grads, const TransformerW
   Tensor dy = Tensor::empty({rows, channels}, DType::kFloat32);
   Tensor dlogits_bias = grads.logits_bias.reshape({config_.vocab_size});
   linear_backward(dy, grads.shared_embedding, dlogits_bias, dlogits, decoder_output_,
-                  weights.shared_embedding);
+                  weights.shared_embedding, GradientWrite::kOverwrite);
   log_probs_ = Tensor();
   report(grads.logits_bias);
   dy = dy.reshape(decoder_.back().input.shape());

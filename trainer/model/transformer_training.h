@@ -10,7 +10,7 @@
 
 #include "engine/model_config.h"
 #include "engine/model_weights.h"
-#include "trainer/layers/cross_entropy.h"
+#include "engine/ops/training_ops.h"
 #include "trainer/model/blocks.h"
 #include "trainer/model/gradient_listener.h"
 

@@ -1,6 +1,6 @@
-#include "trainer/layers/embedding.h"
+#include "engine/ops/cpu/cpu_ops.h"
 
-namespace xlate::trainer {
+namespace xlate::cpu {
 
 void embedding_backward(Tensor& dtable, Tensor& dpositions, const Tensor& dout,
                         const Tensor& tokens, float scale) {
@@ -21,4 +21,4 @@ void embedding_backward(Tensor& dtable, Tensor& dpositions, const Tensor& dout,
   }
 }
 
-}  // namespace xlate::trainer
+}  // namespace xlate::cpu

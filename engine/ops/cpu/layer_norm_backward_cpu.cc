@@ -1,35 +1,13 @@
-#include "trainer/layers/layer_norm.h"
-
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
-namespace xlate::trainer {
+#include "engine/ops/cpu/cpu_ops.h"
 
-void layer_norm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& inp,
-                        const Tensor& gamma, const Tensor& beta, float eps) {
-  const int64_t channels = inp.dim(-1), rows = inp.numel() / channels;
-  const float* g = gamma.data<float>();
-  const float* b = beta.data<float>();
-#pragma omp parallel for schedule(static)
-  for (int64_t m = 0; m < rows; ++m) {
-    const float* x = inp.data<float>() + m * channels;
-    float* y = out.data<float>() + m * channels;
-    float sum = 0.f;
-    for (int64_t c = 0; c < channels; ++c) sum += x[c];
-    const float mu = sum / static_cast<float>(channels);
-    float squares = 0.f;
-    for (int64_t c = 0; c < channels; ++c) squares += (x[c] - mu) * (x[c] - mu);
-    const float inverse = 1.f / std::sqrt(squares / static_cast<float>(channels) + eps);
-    for (int64_t c = 0; c < channels; ++c) y[c] = (x[c] - mu) * inverse * g[c] + b[c];
-    mean.data<float>()[m] = mu;
-    rstd.data<float>()[m] = inverse;
-  }
-}
+namespace xlate::cpu {
 
-void layer_norm_backward(Tensor& dinp, Tensor& dgamma, Tensor& dbeta, const Tensor& dout,
-                         const Tensor& inp, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& gamma) {
+void layer_norm_backward(Tensor& dsum, Tensor& dgamma, Tensor& dbeta, const Tensor& dout,
+                         const Tensor& inp, const Tensor& residual, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& gamma) {
   const int64_t channels = inp.dim(-1), rows = inp.numel() / channels;
   const float* g = gamma.data<float>();
   // Parameter gradients per fixed row block, summed in block order (thread-count independent).
@@ -43,12 +21,13 @@ void layer_norm_backward(Tensor& dinp, Tensor& dgamma, Tensor& dbeta, const Tens
     std::vector<float> normalized(static_cast<size_t>(channels));
     const int64_t end = std::min(rows, (block + 1) * kBlockRows);
     for (int64_t m = block * kBlockRows; m < end; ++m) {
-      const float* x = inp.data<float>() + m * channels;
+      const float* a = inp.data<float>() + m * channels;
+      const float* b = residual.data<float>() + m * channels;
       const float* dy = dout.data<float>() + m * channels;
       const float mu = mean.data<float>()[m], inverse = rstd.data<float>()[m];
       float mean_dxhat = 0.f, mean_dxhat_xhat = 0.f;
       for (int64_t c = 0; c < channels; ++c) {
-        normalized[c] = (x[c] - mu) * inverse;
+        normalized[c] = (a[c] + b[c] - mu) * inverse;
         const float dxhat = dy[c] * g[c];
         mean_dxhat += dxhat;
         mean_dxhat_xhat += dxhat * normalized[c];
@@ -57,7 +36,7 @@ void layer_norm_backward(Tensor& dinp, Tensor& dgamma, Tensor& dbeta, const Tens
       }
       mean_dxhat /= static_cast<float>(channels);
       mean_dxhat_xhat /= static_cast<float>(channels);
-      float* dx = dinp.data<float>() + m * channels;
+      float* dx = dsum.data<float>() + m * channels;
       for (int64_t c = 0; c < channels; ++c) {
         dx[c] = inverse * (dy[c] * g[c] - mean_dxhat - normalized[c] * mean_dxhat_xhat);
       }
@@ -72,4 +51,4 @@ void layer_norm_backward(Tensor& dinp, Tensor& dgamma, Tensor& dbeta, const Tens
   }
 }
 
-}  // namespace xlate::trainer
+}  // namespace xlate::cpu

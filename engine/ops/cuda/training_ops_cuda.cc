@@ -1,0 +1,224 @@
+// The CUDA bodies of the training ops (engine/ops/training_ops.h): shapes from the tensors, then
+// kernels (kernels/*_backward.h, dropout.h, cross_entropy.h, adam.h) and cuBLASLt products
+// (kernels/gemm.h) on the worker's stream. Workspaces come from the worker's caching allocator
+// and go back to it when the body returns: later work on the same stream reuses them in order.
+// Only the ops that return a host value (the loss sums, the squared norm) wait for the device.
+#include <cmath>
+#include <vector>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/ops/cuda/cuda_ops.h"
+#include "kernels/adam.h"
+#include "kernels/attention_backward.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/dropout.h"
+#include "kernels/embedding_backward.h"
+#include "kernels/gemm.h"
+#include "kernels/layer_norm_backward.h"
+#include "kernels/linear_backward.h"
+
+namespace xlate::cuda {
+namespace {
+
+constexpr kernels::ElementType kFloat32 = kernels::ElementType::kFloat32;
+
+Tensor float_workspace(int64_t floats) {
+  return Tensor::empty({floats > 0 ? floats : 1}, DType::kFloat32, Device::kCUDA);
+}
+
+}  // namespace
+
+void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor& dout,
+                     const Tensor& inp, const Tensor& weight, GradientWrite write) {
+  const int64_t outputs = weight.dim(0), inputs = weight.dim(1);
+  const int64_t rows = dout.numel() / outputs;
+  if (rows == 0) {
+    if (dinp.defined() && write == GradientWrite::kOverwrite) {
+      cuda_backend::fill_zero(dinp.raw_data(), dinp.nbytes());
+    }
+    return;
+  }
+  kernels::GemmContext& gemm = cuda_backend::gemm();
+  if (dinp.defined()) {
+    // dinp[M, K] = dout[M, N] · weight[N, K]
+    kernels::MatmulShape shape;
+    shape.m = rows, shape.n = inputs, shape.k = outputs;
+    shape.lda = outputs, shape.ldb = inputs, shape.ldc = inputs;
+    gemm.matmul(dinp.raw_data(), dout.raw_data(), weight.raw_data(), shape, 1.f,
+                write == GradientWrite::kAccumulate ? 1.f : 0.f, kFloat32);
+  }
+  // dweight[N, K] += dout[M, N]ᵀ · inp[M, K]
+  kernels::MatmulShape shape;
+  shape.transpose_a = true;
+  shape.m = outputs, shape.n = inputs, shape.k = rows;
+  shape.lda = outputs, shape.ldb = inputs, shape.ldc = inputs;
+  gemm.matmul(dweight.raw_data(), dout.raw_data(), inp.raw_data(), shape, 1.f, 1.f, kFloat32);
+  if (dbias.defined()) {
+    Tensor workspace = float_workspace(kernels::column_sums_workspace_floats(rows, outputs));
+    kernels::add_column_sums(dbias.data<float>(), dout.data<float>(), rows, outputs,
+                             workspace.data<float>(), cuda_backend::stream());
+  }
+}
+
+void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out) {
+  kernels::relu_backward(dinp.data<float>(), dout.data<float>(), out.data<float>(), out.numel(),
+                         cuda_backend::stream());
+}
+
+void layer_norm_backward(Tensor& dsum, Tensor& dgamma, Tensor& dbeta, const Tensor& dout,
+                         const Tensor& inp, const Tensor& residual, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& gamma) {
+  const int64_t channels = inp.dim(-1), rows = inp.numel() / channels;
+  Tensor workspace = float_workspace(kernels::layer_norm_backward_workspace_floats(rows, channels));
+  kernels::layer_norm_backward(dsum.data<float>(), dgamma.data<float>(), dbeta.data<float>(),
+                               dout.data<float>(), inp.data<float>(), residual.data<float>(),
+                               mean.data<float>(), rstd.data<float>(), gamma.data<float>(), rows,
+                               channels, workspace.data<float>(), cuda_backend::stream());
+}
+
+// One operand of a per-head product: the head's first element, its row stride and the distance
+// from one sentence's block to the next (all in floats).
+struct HeadOperand {
+  const float* data;
+  int64_t row_stride;
+  int64_t sentence_stride;
+  bool transposed;
+};
+
+// c[n] (m x n_cols, rows ldc apart, sentence_stride_c apart) = op(a[n]) · op(b[n]) for every
+// sentence n, one strided-batched cuBLASLt call.
+void per_sentence_product(float* c, int64_t ldc, int64_t sentence_stride_c, HeadOperand a,
+                          HeadOperand b, int64_t m, int64_t n_cols, int64_t k,
+                          int64_t sentences) {
+  kernels::MatmulShape shape;
+  shape.transpose_a = a.transposed, shape.transpose_b = b.transposed;
+  shape.m = m, shape.n = n_cols, shape.k = k;
+  shape.lda = a.row_stride, shape.ldb = b.row_stride, shape.ldc = ldc;
+  shape.batch = sentences;
+  shape.stride_a = a.sentence_stride, shape.stride_b = b.sentence_stride;
+  shape.stride_c = sentence_stride_c;
+  cuda_backend::gemm().matmul(c, a.data, b.data, shape, 1.f, 0.f, kFloat32);
+}
+
+// Per head h, over the N sentences as one strided batch (sentence n's head h starts
+// n·T·width + h·d into q/dout/dq and n·S·width + h·d into k/v/dk/dv; its probabilities
+// (n·h_count + h)·T·S into probs):
+//   dP = dO Vᵀ  ->  dS = P ⊙ (dP - rowsum(dP ⊙ P)) / sqrt(d_k)  ->  dQ = dS K, dK = dSᵀ Q;
+//   dV = Pᵀ dO.
+void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
+                        const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                        int heads) {
+  const int64_t sentences = q.dim(0), queries = q.dim(1), keys = k.dim(1);
+  const int64_t head_k = q.dim(2) / heads, head_v = v.dim(2) / heads;
+  const int64_t width_k = q.dim(2), width_v = v.dim(2);
+  const int64_t scores = queries * keys;  // one head's [T, S]
+  if (sentences == 0 || queries == 0) return;
+  Tensor dscores = Tensor::empty(probs.shape(), DType::kFloat32, Device::kCUDA);  // [N, h, T, S]
+  float* ds = dscores.data<float>();
+  const auto head = [&](const float* data, int64_t offset, int64_t row_stride,
+                        int64_t sentence_stride, bool transposed) {
+    return HeadOperand{data + offset, row_stride, sentence_stride, transposed};
+  };
+  for (int64_t h = 0; h < heads; ++h) {
+    const HeadOperand d_out = head(dout.data<float>(), h * head_v, width_v, queries * width_v,
+                                   false);
+    const HeadOperand p = head(probs.data<float>(), h * scores, keys, heads * scores, true);
+    per_sentence_product(ds + h * scores, keys, heads * scores, d_out,
+                         head(v.data<float>(), h * head_v, width_v, keys * width_v, true),
+                         queries, keys, head_v, sentences);
+    per_sentence_product(dv.data<float>() + h * head_v, width_v, keys * width_v, p, d_out, keys,
+                         head_v, queries, sentences);
+  }
+  kernels::softmax_backward(ds, probs.data<float>(), sentences * heads * queries, keys,
+                            1.f / std::sqrt(static_cast<float>(head_k)), cuda_backend::stream());
+  for (int64_t h = 0; h < heads; ++h) {
+    const HeadOperand d_scores = head(ds, h * scores, keys, heads * scores, false);
+    const HeadOperand d_scores_t = head(ds, h * scores, keys, heads * scores, true);
+    per_sentence_product(dq.data<float>() + h * head_k, width_k, queries * width_k, d_scores,
+                         head(k.data<float>(), h * head_k, width_k, keys * width_k, false),
+                         queries, head_k, keys, sentences);
+    per_sentence_product(dk.data<float>() + h * head_k, width_k, keys * width_k, d_scores_t,
+                         head(q.data<float>(), h * head_k, width_k, queries * width_k, false),
+                         keys, head_k, queries, sentences);
+  }
+}
+
+void dropout_forward(Tensor& out, const Tensor& inp, float p, uint64_t key) {
+  kernels::dropout_forward(out.data<float>(), inp.data<float>(), inp.numel(), p, key,
+                           cuda_backend::stream());
+}
+
+void dropout_backward(Tensor& dinp, const Tensor& dout, float p, uint64_t key) {
+  kernels::dropout_forward(dinp.data<float>(), dout.data<float>(), dout.numel(), p, key,
+                           cuda_backend::stream());
+}
+
+CrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
+                                       const Tensor& targets, float smoothing, int ignore_id) {
+  const int64_t classes = logits.dim(-1), rows = logits.numel() / classes;
+  CrossEntropySums sums;
+  if (rows == 0) return sums;
+  const std::shared_ptr<void> row_losses = cuda_backend::allocate(2 * rows * sizeof(double));
+  kernels::cross_entropy_forward(log_probs.data<float>(), static_cast<double*>(row_losses.get()),
+                                 logits.data<float>(), targets.data<int32_t>(), rows, classes,
+                                 smoothing, ignore_id, cuda_backend::stream());
+  std::vector<double> host(static_cast<size_t>(2 * rows));
+  std::vector<int32_t> host_targets(static_cast<size_t>(rows));
+  cuda_backend::copy_device_to_host(host.data(), row_losses.get(), host.size() * sizeof(double));
+  cuda_backend::copy_device_to_host(host_targets.data(), targets.raw_data(),
+                                    host_targets.size() * sizeof(int32_t));
+  for (int64_t m = 0; m < rows; ++m) {  // in row order, as the CPU body adds them
+    if (host_targets[m] == ignore_id) continue;
+    sums.loss += host[2 * m];
+    sums.nll += host[2 * m + 1];
+    ++sums.tokens;
+  }
+  return sums;
+}
+
+void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tensor& targets,
+                            float smoothing, int ignore_id, float dloss) {
+  const int64_t classes = log_probs.dim(-1), rows = log_probs.numel() / classes;
+  kernels::cross_entropy_backward(dlogits.data<float>(), log_probs.data<float>(),
+                                  targets.data<int32_t>(), rows, classes, smoothing, ignore_id,
+                                  dloss, cuda_backend::stream());
+}
+
+void embedding_backward(Tensor& dtable, Tensor& dpositions, const Tensor& dout,
+                        const Tensor& tokens, float scale) {
+  const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
+  const int64_t vocabulary = dtable.dim(0), channels = dtable.dim(1);
+  if (rows * steps == 0) return;
+  const std::shared_ptr<void> workspace = cuda_backend::allocate(
+      kernels::embedding_backward_workspace_bytes(rows * steps, vocabulary));
+  kernels::embedding_backward(dtable.data<float>(),
+                              dpositions.defined() ? dpositions.data<float>() : nullptr,
+                              dout.data<float>(), tokens.data<int32_t>(), rows, steps, channels,
+                              vocabulary, scale, workspace.get(), cuda_backend::stream());
+}
+
+double sum_of_squares(const Tensor& x) {
+  const int64_t count = x.numel();
+  if (count == 0) return 0.0;
+  const int64_t blocks = (count + kernels::kSquaresBlock - 1) / kernels::kSquaresBlock;
+  const std::shared_ptr<void> partials = cuda_backend::allocate(blocks * sizeof(double));
+  kernels::block_sums_of_squares(static_cast<double*>(partials.get()), x.data<float>(), count,
+                                 cuda_backend::stream());
+  std::vector<double> host(static_cast<size_t>(blocks));
+  cuda_backend::copy_device_to_host(host.data(), partials.get(), host.size() * sizeof(double));
+  double total = 0;
+  for (double value : host) total += value;
+  return total;
+}
+
+void adam_update(Tensor& weights, Tensor& first_moment, Tensor& second_moment,
+                 const Tensor& gradients, const AdamStep& step) {
+  const kernels::AdamConstants constants{step.beta1,    step.beta2,
+                                         step.step_size, step.inverse_sqrt_correction2,
+                                         step.epsilon,  step.gradient_scale};
+  kernels::adam_update(weights.data<float>(), first_moment.data<float>(),
+                       second_moment.data<float>(), gradients.data<float>(), weights.numel(),
+                       constants, cuda_backend::stream());
+}
+
+}  // namespace xlate::cuda

@@ -1,0 +1,106 @@
+#include "kernels/cross_entropy.h"
+#include "kernels/cuda_runtime.h"
+#include "kernels/device_math.cuh"
+
+namespace xlate::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ double block_sum_double(double value, double* scratch) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  }
+  __syncthreads();
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  value = lane < static_cast<int>(blockDim.x / kWarpSize) ? scratch[lane] : 0.0;
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  }
+  return value;
+}
+
+// One block per row. Reads the row's logits twice (max, then Σ exp) and writes log_probs once;
+// the reference's logit is read before any thread writes (log_probs may alias logits).
+__global__ void cross_entropy_forward_kernel(float* log_probs, double* row_losses,
+                                             const float* logits, const int32_t* targets,
+                                             int64_t classes, float smoothing, int ignore_id) {
+  __shared__ float scratch[32];
+  __shared__ double scratch_double[32];
+  const int64_t row = blockIdx.x;
+  const int32_t target = targets[row];
+  if (target == ignore_id) {
+    if (threadIdx.x == 0) row_losses[2 * row] = row_losses[2 * row + 1] = 0.0;
+    return;
+  }
+  const float* x = logits + row * classes;
+  const float target_logit = x[target];
+  float maximum = -FLT_MAX;
+  for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) maximum = fmaxf(maximum, x[v]);
+  maximum = block_max(maximum, scratch);
+  double total = 0.0;  // as the CPU body: a float sum over 37k terms drifts by ~1e-5
+  for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) total += expf(x[v] - maximum);
+  const float shift =
+      maximum + static_cast<float>(log(block_sum_double(total, scratch_double)));
+  double sum = 0.0;
+  float* out = log_probs + row * classes;
+  for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) {
+    const float value = x[v] - shift;
+    out[v] = value;
+    sum += value;
+  }
+  sum = block_sum_double(sum, scratch_double);
+  if (threadIdx.x == 0) {
+    const double target_log_prob = static_cast<double>(target_logit - shift);
+    const double off_target = classes > 1 ? smoothing / static_cast<double>(classes - 1) : 0.0;
+    row_losses[2 * row] =
+        -(1.0 - smoothing) * target_log_prob - off_target * (sum - target_log_prob);
+    row_losses[2 * row + 1] = -target_log_prob;
+  }
+}
+
+__global__ void cross_entropy_backward_kernel(float* dlogits, const float* log_probs,
+                                              const int32_t* targets, int64_t rows,
+                                              int64_t classes, float smoothing, int ignore_id,
+                                              float dloss) {
+  const float off_target = classes > 1 ? smoothing / static_cast<float>(classes - 1) : 0.f;
+  const int64_t count = rows * classes;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / classes, v = i - row * classes;
+    const int32_t target = targets[row];
+    if (target == ignore_id) {
+      dlogits[i] = 0.f;
+      continue;
+    }
+    float gradient = dloss * (expf(log_probs[i]) - off_target);
+    if (v == target) gradient -= dloss * (1.f - smoothing - off_target);
+    dlogits[i] = gradient;
+  }
+}
+
+}  // namespace
+
+void cross_entropy_forward(float* log_probs, double* row_losses, const float* logits,
+                           const int32_t* targets, int64_t rows, int64_t classes, float smoothing,
+                           int ignore_id, Stream stream) {
+  if (rows == 0) return;
+  cross_entropy_forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      log_probs, row_losses, logits, targets, classes, smoothing, ignore_id);
+  check_last_launch("cross_entropy_forward_kernel");
+}
+
+void cross_entropy_backward(float* dlogits, const float* log_probs, const int32_t* targets,
+                            int64_t rows, int64_t classes, float smoothing, int ignore_id,
+                            float dloss, Stream stream) {
+  const int64_t count = rows * classes;
+  if (count == 0) return;
+  const unsigned blocks = grid_size(count, kThreads) < 65535u ? grid_size(count, kThreads) : 65535u;
+  cross_entropy_backward_kernel<<<blocks, kThreads, 0, stream>>>(
+      dlogits, log_probs, targets, rows, classes, smoothing, ignore_id, dloss);
+  check_last_launch("cross_entropy_backward_kernel");
+}
+
+}  // namespace xlate::kernels

@@ -1,0 +1,24 @@
+// Label-smoothed cross entropy fused with log-softmax: no V-wide tensor beyond log_probs.
+// float32. Every reduction runs in an order fixed by the shapes alone (no atomics), so a training
+// step is bit-reproducible on a device; the CPU body of the op in engine/ops/cpu/ is the
+// reference (tests/kernels/training_ops_cuda_test.cc). CUDA-free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/element_type.h"
+
+namespace xlate::kernels {
+
+// Per counted row m (targets[m] != ignore_id): log_probs[m] = log_softmax(logits[m]) (may alias),
+// row_losses[2m] = label-smoothed loss, row_losses[2m + 1] = -log p(target), in double; ignored
+// rows get 0 and keep their log_probs.
+void cross_entropy_forward(float* log_probs, double* row_losses, const float* logits,
+                           const int32_t* targets, int64_t rows, int64_t classes, float smoothing,
+                           int ignore_id, Stream stream);
+void cross_entropy_backward(float* dlogits, const float* log_probs, const int32_t* targets,
+                            int64_t rows, int64_t classes, float smoothing, int ignore_id,
+                            float dloss, Stream stream);
+
+}  // namespace xlate::kernels

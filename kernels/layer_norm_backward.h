@@ -1,0 +1,23 @@
+// Backward of the residual LayerNorm (kernels/add_layer_norm.h saves its statistics).
+// float32. Every reduction runs in an order fixed by the shapes alone (no atomics), so a training
+// step is bit-reproducible on a device; the CPU body of the op in engine/ops/cpu/ is the
+// reference (tests/kernels/training_ops_cuda_test.cc). CUDA-free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/element_type.h"
+
+namespace xlate::kernels {
+
+// Backward of add_layer_norm_forward with saved statistics: dsum [M, C] (may alias dout);
+// dgamma[C] += Σ dout · x̂ and dbeta[C] += Σ dout through partial sums over fixed row blocks.
+// workspace: layer_norm_backward_workspace_floats(M, C) floats.
+int64_t layer_norm_backward_workspace_floats(int64_t rows, int64_t channels);
+void layer_norm_backward(float* dsum, float* dgamma, float* dbeta, const float* dout,
+                         const float* inp, const float* residual, const float* mean,
+                         const float* rstd, const float* gamma, int64_t rows, int64_t channels,
+                         float* workspace, Stream stream);
+
+}  // namespace xlate::kernels

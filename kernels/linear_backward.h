@@ -1,0 +1,24 @@
+// The non-GEMM parts of the linear layer's backward pass: the bias gradient and ReLU's.
+// float32. Every reduction runs in an order fixed by the shapes alone (no atomics), so a training
+// step is bit-reproducible on a device; the CPU body of the op in engine/ops/cpu/ is the
+// reference (tests/kernels/training_ops_cuda_test.cc). CUDA-free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/element_type.h"
+
+namespace xlate::kernels {
+
+// sums[C] += Σ_m x[m, :] over rows [M, C]: partial sums over fixed blocks of rows, then the
+// blocks in order. workspace: column_sums_workspace_floats(M, C) floats.
+int64_t column_sums_workspace_floats(int64_t rows, int64_t columns);
+void add_column_sums(float* sums, const float* x, int64_t rows, int64_t columns,
+                     float* workspace, Stream stream);
+
+// dinp[i] = out[i] > 0 ? dout[i] : 0; dinp may alias dout.
+void relu_backward(float* dinp, const float* dout, const float* out, int64_t count,
+                   Stream stream);
+
+}  // namespace xlate::kernels

@@ -1,0 +1,472 @@
+// Every training op (engine/ops/training_ops.h, and the statistics add_layer_norm_forward saves
+// for them) on CUDA tensors against the CPU backend (the reference). The training ops are
+// float32 on both backends. Outputs an op overwrites start as NaN on the GPU, so an element the
+// kernel never writes shows as a mismatch; gradients an op accumulates into start from the same
+// random values on both devices. Sizes are no multiples of 32 or 256, so every kernel runs a
+// partial warp and a partial block. Skipped (GTEST_SKIP) on a machine without a GPU.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/ops/ops.h"
+#include "engine/ops/training_ops.h"
+#include "tests/random_tensor.h"
+
+namespace xlate {
+namespace {
+
+// Allowed |gpu - cpu| relative to max(1, |cpu|). Element-wise ops and reductions along one row
+// differ by rounding only. GEMMs (cuBLASLt picks its own summation order) and sums over hundreds
+// of rows get more, but still 10x less than TF32 inputs would cost (~1e-3): TF32 must fail.
+constexpr double kTolerance = 1e-5;
+constexpr double kSumTolerance = 1e-4;
+
+Tensor on_gpu(const Tensor& host) { return host.to(Device::kCUDA); }
+
+// A CUDA float32 tensor full of NaN (uploaded from the host, so it does not depend on any
+// kernel under test).
+Tensor nan_gpu(std::vector<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t extent : shape) count *= extent;
+  const std::vector<float> nans(static_cast<size_t>(count),
+                                std::numeric_limits<float>::quiet_NaN());
+  return Tensor::from_vector(nans, std::move(shape)).to(Device::kCUDA);
+}
+
+Tensor empty_cpu(std::vector<int64_t> shape) {
+  return Tensor::empty(std::move(shape), DType::kFloat32);
+}
+
+// Ids drawn uniformly from [0, bound).
+Tensor random_ids(std::vector<int64_t> shape, int32_t bound, std::mt19937& generator) {
+  int64_t count = 1;
+  for (int64_t extent : shape) count *= extent;
+  std::uniform_int_distribution<int32_t> any_id(0, bound - 1);
+  std::vector<int32_t> ids(static_cast<size_t>(count));
+  for (int32_t& id : ids) id = any_id(generator);
+  return Tensor::from_vector(ids, std::move(shape));
+}
+
+// |gpu - cpu| <= tolerance · max(1, |cpu|) for every element (a NaN always fails); reports at
+// most 5 mismatches. A tolerance of 0 asks for equal values (0 and -0 count as equal).
+void expect_close(const Tensor& gpu, const Tensor& cpu, double tolerance,
+                  const std::string& what) {
+  const Tensor actual = gpu.to(Device::kCPU);
+  ASSERT_EQ(actual.shape(), cpu.shape()) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    const double expected = cpu.data<float>()[i], got = actual.data<float>()[i];
+    const double allowed = tolerance * std::max(1.0, std::fabs(expected));
+    if (!(std::fabs(got - expected) <= allowed) && reported++ < 5) {
+      ADD_FAILURE() << what << " at " << i << ": gpu " << got << " cpu " << expected;
+    }
+  }
+}
+
+// The same bits in every element; reports at most 5 mismatches.
+void expect_identical(const Tensor& gpu, const Tensor& cpu, const std::string& what) {
+  const Tensor actual = gpu.to(Device::kCPU);
+  ASSERT_EQ(actual.shape(), cpu.shape()) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    const float expected = cpu.data<float>()[i], got = actual.data<float>()[i];
+    if (std::memcmp(&expected, &got, sizeof(float)) != 0 && reported++ < 5) {
+      ADD_FAILURE() << what << " at " << i << ": gpu " << got << " cpu " << expected;
+    }
+  }
+}
+
+class TrainingOpsCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+// Every combination the trainer uses: dinp overwritten or accumulated, or not wanted (the
+// first layer's input); no bias. M = 1 runs the GEMMs as a vector product.
+TEST_F(TrainingOpsCuda, LinearBackward) {
+  std::mt19937 generator(1);
+  const int64_t outputs = 72, inputs = 40;
+  struct Variant {
+    const char* name;
+    bool with_dinp, with_dbias;
+    GradientWrite write;
+  };
+  const Variant variants[] = {{"overwrite", true, true, GradientWrite::kOverwrite},
+                              {"accumulate", true, true, GradientWrite::kAccumulate},
+                              {"no dinp", false, true, GradientWrite::kOverwrite},
+                              {"no dbias", true, false, GradientWrite::kAccumulate}};
+  for (int64_t rows : {300, 1}) {
+    const Tensor dout = random_tensor({rows, outputs}, generator);
+    const Tensor inp = random_tensor({rows, inputs}, generator);
+    const Tensor weight = random_tensor({outputs, inputs}, generator, 0.5f);
+    for (const Variant& variant : variants) {
+      const std::string what =
+          std::string("linear_backward M=") + std::to_string(rows) + " " + variant.name;
+      const bool accumulate = variant.write == GradientWrite::kAccumulate;
+      const Tensor dinp_start = random_tensor({rows, inputs}, generator);
+      const Tensor dweight_start = random_tensor({outputs, inputs}, generator);
+      const Tensor dbias_start = random_tensor({outputs}, generator);
+
+      Tensor dinp, gpu_dinp;
+      if (variant.with_dinp) {
+        dinp = accumulate ? dinp_start.clone() : empty_cpu({rows, inputs});
+        gpu_dinp = accumulate ? on_gpu(dinp_start) : nan_gpu({rows, inputs});
+      }
+      Tensor dbias, gpu_dbias;
+      if (variant.with_dbias) {
+        dbias = dbias_start.clone();
+        gpu_dbias = on_gpu(dbias_start);
+      }
+      Tensor dweight = dweight_start.clone();
+      Tensor gpu_dweight = on_gpu(dweight_start);
+      linear_backward(dinp, dweight, dbias, dout, inp, weight, variant.write);
+      linear_backward(gpu_dinp, gpu_dweight, gpu_dbias, on_gpu(dout), on_gpu(inp),
+                      on_gpu(weight), variant.write);
+      if (variant.with_dinp) expect_close(gpu_dinp, dinp, kSumTolerance, what + " dinp");
+      expect_close(gpu_dweight, dweight, kSumTolerance, what + " dweight");
+      if (variant.with_dbias) expect_close(gpu_dbias, dbias, kSumTolerance, what + " dbias");
+    }
+  }
+}
+
+// A selection without arithmetic: equal values. About half of ReLU's outputs are exactly 0.
+TEST_F(TrainingOpsCuda, ReluBackward) {
+  std::mt19937 generator(2);
+  const std::vector<int64_t> shape = {3, 37, 71};
+  Tensor out = random_tensor(shape, generator);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    out.data<float>()[i] = std::max(0.f, out.data<float>()[i]);
+  }
+  const Tensor dout = random_tensor(shape, generator);
+  Tensor expected = empty_cpu(shape);
+  relu_backward(expected, dout, out);
+
+  Tensor dinp = nan_gpu(shape);
+  relu_backward(dinp, on_gpu(dout), on_gpu(out));
+  expect_close(dinp, expected, 0.0, "relu_backward");
+  Tensor in_place = on_gpu(dout);
+  relu_backward(in_place, in_place, on_gpu(out));
+  expect_close(in_place, expected, 0.0, "relu_backward in place");
+}
+
+TEST_F(TrainingOpsCuda, AddLayerNormSavesStatistics) {
+  std::mt19937 generator(3);
+  const int64_t rows = 37;
+  for (int64_t channels : {520, 72}) {
+    const std::string what = "add_layer_norm C=" + std::to_string(channels);
+    const Tensor inp = random_tensor({rows, channels}, generator, 2.f);
+    const Tensor residual = random_tensor({rows, channels}, generator);
+    const Tensor gamma = random_tensor({channels}, generator);
+    const Tensor beta = random_tensor({channels}, generator);
+    Tensor out = empty_cpu({rows, channels});
+    LayerNormStatistics saved{empty_cpu({rows}), empty_cpu({rows})};
+    add_layer_norm_forward(out, inp, residual, gamma, beta, 1e-6f, &saved);
+
+    Tensor gpu_out = nan_gpu({rows, channels});
+    LayerNormStatistics gpu_saved{nan_gpu({rows}), nan_gpu({rows})};
+    add_layer_norm_forward(gpu_out, on_gpu(inp), on_gpu(residual), on_gpu(gamma),
+                           on_gpu(beta), 1e-6f, &gpu_saved);
+    expect_close(gpu_out, out, kTolerance, what + " out");
+    expect_close(gpu_saved.mean, saved.mean, kTolerance, what + " mean");
+    expect_close(gpu_saved.rstd, saved.rstd, kTolerance, what + " rstd");
+  }
+}
+
+// Both devices read the CPU forward's statistics, so the test measures the backward alone.
+// 300 rows: dgamma and dbeta sum over more than one block of rows.
+TEST_F(TrainingOpsCuda, LayerNormBackward) {
+  std::mt19937 generator(4);
+  const int64_t rows = 300;
+  for (int64_t channels : {72, 520}) {
+    const std::string what = "layer_norm_backward C=" + std::to_string(channels);
+    const Tensor inp = random_tensor({rows, channels}, generator, 2.f);
+    const Tensor residual = random_tensor({rows, channels}, generator);
+    const Tensor gamma = random_tensor({channels}, generator);
+    const Tensor beta = random_tensor({channels}, generator);
+    Tensor out = empty_cpu({rows, channels});
+    LayerNormStatistics saved{empty_cpu({rows}), empty_cpu({rows})};
+    add_layer_norm_forward(out, inp, residual, gamma, beta, 1e-6f, &saved);
+    const Tensor dout = random_tensor({rows, channels}, generator);
+    const Tensor dgamma_start = random_tensor({channels}, generator);
+    const Tensor dbeta_start = random_tensor({channels}, generator);
+
+    Tensor dsum = empty_cpu({rows, channels});
+    Tensor dgamma = dgamma_start.clone(), dbeta = dbeta_start.clone();
+    layer_norm_backward(dsum, dgamma, dbeta, dout, inp, residual, saved.mean, saved.rstd, gamma);
+
+    const Tensor gpu_inp = on_gpu(inp), gpu_residual = on_gpu(residual);
+    const Tensor gpu_mean = on_gpu(saved.mean), gpu_rstd = on_gpu(saved.rstd);
+    const Tensor gpu_gamma = on_gpu(gamma);
+    for (bool in_place : {false, true}) {
+      const std::string variant = what + (in_place ? " in place" : "");
+      const Tensor gpu_dout = on_gpu(dout);
+      Tensor gpu_dsum = in_place ? gpu_dout : nan_gpu({rows, channels});
+      Tensor gpu_dgamma = on_gpu(dgamma_start), gpu_dbeta = on_gpu(dbeta_start);
+      layer_norm_backward(gpu_dsum, gpu_dgamma, gpu_dbeta, gpu_dout, gpu_inp, gpu_residual,
+                          gpu_mean, gpu_rstd, gpu_gamma);
+      expect_close(gpu_dsum, dsum, kTolerance, variant + " dsum");
+      expect_close(gpu_dgamma, dgamma, kSumTolerance, variant + " dgamma");
+      expect_close(gpu_dbeta, dbeta, kSumTolerance, variant + " dbeta");
+    }
+  }
+}
+
+// The probabilities come from the engine's CPU attention_forward (a real softmax, exactly 0 at
+// masked positions) over batch-major keys: key position s of sentence n is row n·S + s.
+TEST_F(TrainingOpsCuda, AttentionBackward) {
+  struct Case {
+    const char* name;
+    int64_t sentences, queries, keys;
+    int heads, head_k, head_v;
+    bool causal;
+    std::vector<int32_t> key_lengths;
+  };
+  const Case cases[] = {{"cross-attention with padding", 3, 7, 9, 4, 8, 8, false, {9, 5, 2}},
+                        {"causal self-attention", 3, 11, 11, 4, 8, 8, true, {11, 11, 11}}};
+  std::mt19937 generator(5);
+  for (const Case& c : cases) {
+    const int64_t width_k = c.heads * c.head_k, width_v = c.heads * c.head_v;
+    const Tensor q = random_tensor({c.sentences, c.queries, width_k}, generator);
+    const Tensor k = random_tensor({c.sentences, c.keys, width_k}, generator);
+    const Tensor v = random_tensor({c.sentences, c.keys, width_v}, generator);
+    std::vector<int32_t> table;
+    for (int64_t n = 0; n < c.sentences; ++n) {
+      for (int64_t s = 0; s < c.keys; ++s) table.push_back(static_cast<int32_t>(n * c.keys + s));
+    }
+    const Tensor key_rows = Tensor::from_vector(table, {c.sentences, c.keys});
+    const Tensor key_lengths = Tensor::from_vector(c.key_lengths, {c.sentences});
+    Tensor out = empty_cpu({c.sentences, c.queries, width_v});
+    Tensor probs = empty_cpu({c.sentences, c.heads, c.queries, c.keys});
+    attention_forward(out, q, k.reshape({c.sentences * c.keys, width_k}),
+                      v.reshape({c.sentences * c.keys, width_v}), key_rows, key_lengths,
+                      c.heads, c.causal, &probs);
+    const Tensor dout = random_tensor({c.sentences, c.queries, width_v}, generator);
+
+    Tensor dq = empty_cpu(q.shape()), dk = empty_cpu(k.shape()), dv = empty_cpu(v.shape());
+    attention_backward(dq, dk, dv, dout, probs, q, k, v, c.heads);
+    Tensor gpu_dq = nan_gpu(q.shape()), gpu_dk = nan_gpu(k.shape()), gpu_dv = nan_gpu(v.shape());
+    attention_backward(gpu_dq, gpu_dk, gpu_dv, on_gpu(dout), on_gpu(probs), on_gpu(q),
+                       on_gpu(k), on_gpu(v), c.heads);
+    const std::string what = std::string("attention_backward, ") + c.name;
+    expect_close(gpu_dq, dq, kSumTolerance, what + " dq");
+    expect_close(gpu_dk, dk, kSumTolerance, what + " dk");
+    expect_close(gpu_dv, dv, kSumTolerance, what + " dv");
+  }
+}
+
+// The mask is a pure function of (key, index) shared by both backends and the scale is the
+// same float, so the GPU must reproduce the CPU's bits. The key has high bits set: a kernel
+// that dropped them would draw another mask.
+TEST_F(TrainingOpsCuda, DropoutDrawsTheCpuMask) {
+  std::mt19937 generator(6);
+  const std::vector<int64_t> shape = {300, 520};
+  const uint64_t key = 0xD1B54A32D192ED03ull;
+  const Tensor inp = random_tensor(shape, generator);
+  const Tensor dout = random_tensor(shape, generator);
+  for (float p : {0.1f, 0.3f, 0.f}) {
+    const std::string what = "dropout p=" + std::to_string(p);
+    Tensor out = empty_cpu(shape);
+    dropout_forward(out, inp, p, key);
+    Tensor dinp = empty_cpu(shape);
+    dropout_backward(dinp, dout, p, key);
+    if (p == 0.f) {
+      expect_identical(out, inp, what + " CPU copies");
+    } else {
+      // A sanity check of the reference itself: about p·n dropped (5 standard deviations).
+      const double count = static_cast<double>(out.numel());
+      const double dropped = static_cast<double>(
+          std::count(out.data<float>(), out.data<float>() + out.numel(), 0.f));
+      EXPECT_NEAR(dropped, p * count, 5 * std::sqrt(count * p * (1 - p))) << what;
+    }
+
+    Tensor gpu_out = nan_gpu(shape);
+    dropout_forward(gpu_out, on_gpu(inp), p, key);
+    expect_identical(gpu_out, out, what + " forward");
+    Tensor gpu_in_place = on_gpu(inp);
+    dropout_forward(gpu_in_place, gpu_in_place, p, key);
+    expect_identical(gpu_in_place, out, what + " forward in place");
+    Tensor gpu_dinp = nan_gpu(shape);
+    dropout_backward(gpu_dinp, on_gpu(dout), p, key);
+    expect_identical(gpu_dinp, dinp, what + " backward");
+    Tensor gpu_dinp_in_place = on_gpu(dout);
+    dropout_backward(gpu_dinp_in_place, gpu_dinp_in_place, p, key);
+    expect_identical(gpu_dinp_in_place, dinp, what + " backward in place");
+  }
+}
+
+void expect_same_sums(const CrossEntropySums& gpu, const CrossEntropySums& cpu,
+                      const std::string& what) {
+  EXPECT_NEAR(gpu.loss, cpu.loss, kSumTolerance * std::max(1.0, std::fabs(cpu.loss))) << what;
+  EXPECT_NEAR(gpu.nll, cpu.nll, kSumTolerance * std::max(1.0, std::fabs(cpu.nll))) << what;
+  EXPECT_EQ(gpu.tokens, cpu.tokens) << what;
+}
+
+// Rows of `gpu` whose target is `ignore_id` hold exact zeros.
+void expect_ignored_rows_zero(const Tensor& gpu, const std::vector<int32_t>& targets,
+                              int ignore_id, const std::string& what) {
+  const Tensor actual = gpu.to(Device::kCPU);
+  const int64_t classes = actual.dim(-1);
+  for (size_t m = 0; m < targets.size(); ++m) {
+    if (targets[m] != ignore_id) continue;
+    const float* row = actual.data<float>() + static_cast<int64_t>(m) * classes;
+    EXPECT_TRUE(std::all_of(row, row + classes, [](float x) { return x == 0.f; }))
+        << what << ": ignored row " << m << " is not 0";
+  }
+}
+
+// Forward and backward of the label-smoothed loss over [rows, classes], out of place and in
+// place, with and without smoothing. Every 4th row (from row 3) is padding.
+void check_cross_entropy(int64_t rows, int64_t classes, std::mt19937& generator) {
+  constexpr int kPad = 1;
+  constexpr float kDloss = 0.37f;
+  const Tensor logits = random_tensor({rows, classes}, generator, 3.f);
+  std::uniform_int_distribution<int32_t> any_class(0, static_cast<int32_t>(classes) - 1);
+  std::vector<int32_t> target_ids(static_cast<size_t>(rows));
+  for (size_t m = 0; m < target_ids.size(); ++m) {
+    target_ids[m] = m % 4 == 3 ? kPad : any_class(generator);
+  }
+  const Tensor targets = Tensor::from_vector(target_ids, {rows});
+  const Tensor gpu_targets = on_gpu(targets), gpu_logits = on_gpu(logits);
+  // Ignored rows are left as they are: both devices start from the same contents, and
+  // comparing whole tensors also catches a counted row the GPU never wrote.
+  const Tensor initial = random_tensor({rows, classes}, generator);
+  for (float smoothing : {0.1f, 0.f}) {
+    const std::string what = "cross_entropy V=" + std::to_string(classes) +
+                             " smoothing=" + std::to_string(smoothing);
+    Tensor log_probs = initial.clone();
+    const CrossEntropySums sums =
+        cross_entropy_forward(log_probs, logits, targets, smoothing, kPad);
+    Tensor gpu_log_probs = on_gpu(initial);
+    expect_same_sums(
+        cross_entropy_forward(gpu_log_probs, gpu_logits, gpu_targets, smoothing, kPad), sums,
+        what + " sums");
+    expect_close(gpu_log_probs, log_probs, kTolerance, what + " log_probs");
+
+    Tensor in_place = logits.clone();
+    const CrossEntropySums in_place_sums =
+        cross_entropy_forward(in_place, in_place, targets, smoothing, kPad);
+    Tensor gpu_in_place = on_gpu(logits);
+    expect_same_sums(
+        cross_entropy_forward(gpu_in_place, gpu_in_place, gpu_targets, smoothing, kPad),
+        in_place_sums, what + " in place sums");
+    expect_close(gpu_in_place, in_place, kTolerance, what + " log_probs in place");
+
+    // The backward reads the CPU's log_probs on both devices.
+    Tensor dlogits = empty_cpu({rows, classes});
+    cross_entropy_backward(dlogits, log_probs, targets, smoothing, kPad, kDloss);
+    Tensor gpu_dlogits = nan_gpu({rows, classes});
+    cross_entropy_backward(gpu_dlogits, on_gpu(log_probs), gpu_targets, smoothing, kPad,
+                           kDloss);
+    expect_close(gpu_dlogits, dlogits, kTolerance, what + " dlogits");
+    expect_ignored_rows_zero(gpu_dlogits, target_ids, kPad, what + " dlogits");
+    Tensor gpu_over_log_probs = on_gpu(log_probs);
+    cross_entropy_backward(gpu_over_log_probs, gpu_over_log_probs, gpu_targets, smoothing, kPad,
+                           kDloss);
+    expect_close(gpu_over_log_probs, dlogits, kTolerance, what + " dlogits in place");
+    expect_ignored_rows_zero(gpu_over_log_probs, target_ids, kPad, what + " dlogits in place");
+  }
+}
+
+TEST_F(TrainingOpsCuda, CrossEntropy) {
+  std::mt19937 generator(7);
+  check_cross_entropy(37, 1000, generator);
+  check_cross_entropy(5, 37000, generator);  // the real vocabulary size
+}
+
+// Ids 0..9 only, so each gradient row gathers many dout rows: the GPU must sum them in a fixed
+// order (two runs give the same bits) and agree with the CPU's order up to rounding.
+TEST_F(TrainingOpsCuda, EmbeddingBackward) {
+  std::mt19937 generator(8);
+  const int64_t vocabulary = 50, channels = 72, sentences = 4, steps = 33, positions = 40;
+  const float scale = std::sqrt(static_cast<float>(channels));
+  const Tensor tokens = random_ids({sentences, steps}, 10, generator);
+  const Tensor dout = random_tensor({sentences, steps, channels}, generator);
+  const Tensor dtable_start = random_tensor({vocabulary, channels}, generator);
+  const Tensor dpositions_start = random_tensor({positions, channels}, generator);
+  const Tensor gpu_tokens = on_gpu(tokens), gpu_dout = on_gpu(dout);
+  for (bool with_positions : {true, false}) {
+    const std::string what =
+        std::string("embedding_backward") + (with_positions ? "" : " without positions");
+    Tensor dtable = dtable_start.clone();
+    Tensor dpositions = with_positions ? dpositions_start.clone() : Tensor();
+    embedding_backward(dtable, dpositions, dout, tokens, scale);
+
+    Tensor gpu_dtable[2], gpu_dpositions[2];
+    for (int run = 0; run < 2; ++run) {
+      gpu_dtable[run] = on_gpu(dtable_start);
+      if (with_positions) gpu_dpositions[run] = on_gpu(dpositions_start);
+      embedding_backward(gpu_dtable[run], gpu_dpositions[run], gpu_dout, gpu_tokens, scale);
+    }
+    expect_close(gpu_dtable[0], dtable, kTolerance, what + " dtable");
+    expect_identical(gpu_dtable[1], gpu_dtable[0].to(Device::kCPU), what + " dtable rerun");
+    if (with_positions) {
+      expect_close(gpu_dpositions[0], dpositions, kTolerance, what + " dpositions");
+      expect_identical(gpu_dpositions[1], gpu_dpositions[0].to(Device::kCPU),
+                       what + " dpositions rerun");
+    }
+  }
+}
+
+// Both devices add float squares (exact in double) in double; only the order of the additions
+// differs, which for positive terms at these counts moves the sum far less than 1e-12.
+TEST_F(TrainingOpsCuda, SumOfSquares) {
+  std::mt19937 generator(9);
+  for (int64_t count : {1, 65537, 300000}) {
+    const Tensor x = random_tensor({count}, generator);
+    const double expected = sum_of_squares(x);
+    EXPECT_NEAR(sum_of_squares(on_gpu(x)), expected, 1e-12 * expected)
+        << "sum_of_squares of " << count;
+  }
+}
+
+// Two consecutive steps (t = 1, 2) with their bias corrections and a clipping factor.
+TEST_F(TrainingOpsCuda, AdamUpdate) {
+  std::mt19937 generator(10);
+  const int64_t count = 100003;
+  Tensor weights = random_tensor({count}, generator);
+  Tensor first_moment = random_tensor({count}, generator, 0.1f);
+  Tensor second_moment = random_tensor({count}, generator, 0.1f);
+  for (int64_t i = 0; i < count; ++i) {  // a second moment is never negative
+    second_moment.data<float>()[i] *= second_moment.data<float>()[i];
+  }
+  Tensor gpu_weights = on_gpu(weights), gpu_first_moment = on_gpu(first_moment);
+  Tensor gpu_second_moment = on_gpu(second_moment);
+  const float beta1 = 0.9f, beta2 = 0.98f, learning_rate = 1e-3f;
+  for (int t = 1; t <= 2; ++t) {
+    const AdamStep step{beta1,
+                        beta2,
+                        learning_rate / (1.f - std::pow(beta1, static_cast<float>(t))),
+                        1.f / std::sqrt(1.f - std::pow(beta2, static_cast<float>(t))),
+                        1e-9f,
+                        0.5f};
+    const Tensor gradients = random_tensor({count}, generator);
+    adam_update(weights, first_moment, second_moment, gradients, step);
+    adam_update(gpu_weights, gpu_first_moment, gpu_second_moment, on_gpu(gradients), step);
+    const std::string what = "adam step " + std::to_string(t);
+    expect_close(gpu_weights, weights, 1e-6, what + " weights");
+    expect_close(gpu_first_moment, first_moment, 1e-6, what + " first moment");
+    expect_close(gpu_second_moment, second_moment, 1e-6, what + " second moment");
+  }
+}
+
+// The argument checks run before any backend, so this one needs no GPU.
+TEST(TrainingOpsArguments, DropoutRejectsAProbabilityOfOne) {
+  const Tensor inp = Tensor::zeros({4, 3}, DType::kFloat32);
+  Tensor out = empty_cpu({4, 3});
+  EXPECT_THROW(dropout_forward(out, inp, 1.f, 7), std::logic_error);
+  EXPECT_THROW(dropout_backward(out, inp, 1.f, 7), std::logic_error);
+}
+
+}  // namespace
+}  // namespace xlate
