@@ -14,7 +14,7 @@ rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/data"
 
 binaries=(build/tests/xlate_kernel_tests build/engine/xlate build/bench/xlate_translate_bench
-          build/bench/xlate_ops_bench)
+          build/bench/xlate_ops_bench build/bench/xlate_training_ops_bench)
 cp "${binaries[@]}" "$bundle/bin/"
 # The SentencePiece module is dlopen'ed from bin/../lib (engine/sentencepiece_wrapper.cc).
 cp build/lib/libxlate_sentencepiece.so "$bundle/lib/"

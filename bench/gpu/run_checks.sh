@@ -9,6 +9,8 @@
 #              stage that ran float16 with batch 32, whose plan it reuses)
 #   engines    the server's engine (ContinuousDecoder) against Translator's batches on that
 #              plan, float16 (xlate_translate_bench --engine continuous / batch)
+#   training   the training ops at one base-model step against PyTorch's on the same GPU
+#              (xlate_training_ops_bench, bench/gpu/torch_training_ops.py)
 # usage: bench/gpu/run_checks.sh BUNDLE OUT_DIR STAGE... [-- extra compare_ctranslate2 flags]
 # CTranslate2 (its wheel's files as .ct2site.tar.xz, made here with unzip + tar -cJ, since the
 # device tool carries at most 64 MiB) is unpacked into /tmp/site. XLATE_BENCH_TYPES picks the
@@ -102,6 +104,11 @@ for stage in "${stages[@]}"; do
         --warmup_batches 0 > /tmp/kernels.csv 2> "$out/kernels.err"
       echo "kernels: exit $?"
       python3 bench/gpu/kernel_table.py /tmp/kernels.csv /tmp/plan_small.tsv | tee "$out/kernels.txt" ;;
+    training)
+      "$bundle/bin/xlate_training_ops_bench" --benchmark_min_time=0.3 > "$out/training_xlate.txt" 2>&1
+      echo "training xlate: exit $?"; grep BM_ "$out/training_xlate.txt"
+      PYTHONUNBUFFERED=1 python3 bench/gpu/torch_training_ops.py > "$out/training_torch.txt" 2>&1
+      echo "training PyTorch: exit $?"; cat "$out/training_torch.txt" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done
