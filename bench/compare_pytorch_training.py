@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Training throughput of xlate-trainer against PyTorch (CPU) on the same architecture, the same
-data and the same token budget per step, one after the other in the same run.
+"""Training throughput of xlate-trainer against PyTorch (CPU or GPU) on the same architecture, the
+same data and the same token budget per step, one after the other in the same run.
 
 Both train the paper's model (default: base, 6+6 layers, d_model 512) on Multi30k English-German
 with one shared SentencePiece vocabulary (the one `xlate-trainer prepare` trains, given to
@@ -10,6 +10,12 @@ Adam and the paper's schedule, label smoothing 0.1, dropout 0.1. Throughput coun
 
   python3 bench/compare_pytorch_training.py --trainer build/trainer/xlate-trainer \
       --threads 2 --max_tokens 4000 --steps 8 --warmup 2
+  python3 bench/compare_pytorch_training.py --device cuda --max_tokens 50000 --steps 20 \
+      --torch_precisions fp32,fp16,bf16 --torch_compile
+On a GPU xlate trains in float32 (TF32 off); PyTorch runs once per --torch_precisions entry
+(fp32 with TF32 off; fp16/bf16 through torch.autocast), and once more compiled with
+--torch_compile. The ratio printed is xlate against PyTorch's fp32 eager run. GPU memory: the
+trainer's allocator high-water mark, torch.cuda.max_memory_allocated() for PyTorch.
 PyTorch is not installed by scripts/setup.sh: `python3 -m pip install torch` first.
 """
 import argparse
@@ -44,7 +50,7 @@ def train_timed_steps(args, data, name, launcher=(), threads=None, extra=(), qui
         args.trainer, "train", "--data", data, "--output", run, "--preset", args.preset,
         "--max_tokens", str(args.max_tokens), "--max_steps", str(args.warmup + args.steps),
         "--log_every_steps", "1", "--validate_every_steps", "0", "--checkpoint_every_steps", "0",
-        "--bleu_sentences", "0"] + list(extra), check=True, env=environment,
+        "--bleu_sentences", "0", "--device", args.device] + list(extra), check=True, env=environment,
         stdout=subprocess.DEVNULL if quiet else None, stderr=subprocess.DEVNULL if quiet else None)
     with open(os.path.join(run, "train_log.jsonl"), encoding="utf-8") as log:
         steps = [e for e in map(json.loads, log) if e["event"] == "train"]
@@ -64,17 +70,21 @@ def add_training_arguments(parser, threads=2, steps=8):
     parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=threads)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
 
 
 def run_xlate(args, data):
     timed, seconds = train_timed_steps(args, data, "xlate-run")
     tokens = sum(e["source_tokens"] + e["target_tokens"] for e in timed)
-    return {"system": "xlate", "threads": args.threads, "steps": len(timed), "tokens": tokens,
+    return {"system": "xlate", "device": args.device, "precision": "fp32",
+            "threads": args.threads, "steps": len(timed), "tokens": tokens,
             "seconds": seconds, "tokens_per_second": tokens / seconds,
-            "seconds_per_step": seconds / len(timed), "final_loss": timed[-1]["loss"]}
+            "seconds_per_step": seconds / len(timed), "final_loss": timed[-1]["loss"],
+            "peak_memory_bytes": max((e.get("gpu_memory_bytes", 0) for e in timed), default=0)
+                                 or None}
 
 
-def run_pytorch(args, data):
+def run_pytorch(args, data, precision="fp32", compiled=False):
     multi30k = os.path.join(args.data_dir, "multi30k")
     result = subprocess.run([sys.executable, os.path.join(REPO, "bench", "pytorch_transformer_train.py"),
                              "--spm", os.path.join(data, "spm.model"),
@@ -82,17 +92,27 @@ def run_pytorch(args, data):
                              "--target", os.path.join(multi30k, "train.de.gz"),
                              "--preset", args.preset, "--max_tokens", str(args.max_tokens),
                              "--steps", str(args.steps), "--warmup_steps", str(args.warmup),
-                             "--threads", str(args.threads)],
+                             "--threads", str(args.threads), "--device", args.device,
+                             "--precision", precision] + (["--compile"] if compiled else []),
                             check=True, capture_output=True, text=True)
     report = json.loads(result.stdout.strip().splitlines()[-1])
     report["tokens"] = report["source_tokens"] + report["target_tokens"]
+    if compiled:
+        report["system"] = "pytorch-compiled"
     return report
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_training_arguments(parser)
+    parser.add_argument("--torch_precisions", default="fp32",
+                        help="comma-separated PyTorch runs: fp32, fp16, bf16 (GPU for the last two)")
+    parser.add_argument("--torch_compile", action="store_true",
+                        help="also run PyTorch under torch.compile (fp32)")
     args = parser.parse_args()
+    precisions = args.torch_precisions.split(",")
+    if "fp32" not in precisions or any(p not in ("fp32", "fp16", "bf16") for p in precisions):
+        parser.error("--torch_precisions lists fp32, fp16 or bf16 and must include fp32")
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -100,13 +120,20 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     data = prepare(args)
     started = time.time()
-    results = [run_xlate(args, data), run_pytorch(args, data)]
+    results = [run_xlate(args, data)]
+    results += [run_pytorch(args, data, precision) for precision in precisions]
+    if args.torch_compile:
+        results.append(run_pytorch(args, data, "fp32", compiled=True))
     for r in results:
-        print(f"{r['system']:8s} {r['tokens_per_second']:9.1f} tok/s  {r['seconds_per_step']:7.2f} s/step"
-              f"  {r['steps']} steps, {r['tokens']} tokens")
-    ratio = results[0]["tokens_per_second"] / results[1]["tokens_per_second"]
-    print(f"xlate / pytorch = {ratio:.3f}   (preset {args.preset}, {args.max_tokens} tokens/step, "
-          f"{args.threads} threads, {time.time() - started:.0f} s)")
+        memory = (f"  {r['peak_memory_bytes'] / 2**30:.2f} GiB GPU"
+                  if r.get("peak_memory_bytes") else "")
+        print(f"{r['system']:17s} {r.get('precision', 'fp32'):4s} {r['tokens_per_second']:9.1f} tok/s"
+              f"  {r['seconds_per_step']:7.3f} s/step  {r['steps']} steps, {r['tokens']} tokens"
+              f"{memory}")
+    eager_fp32 = next(r for r in results[1:] if r["system"] == "pytorch" and r["precision"] == "fp32")
+    ratio = results[0]["tokens_per_second"] / eager_fp32["tokens_per_second"]
+    print(f"xlate / pytorch (fp32 eager) = {ratio:.3f}   (preset {args.preset}, {args.device}, "
+          f"{args.max_tokens} tokens/step, {args.threads} threads, {time.time() - started:.0f} s)")
     print(json.dumps({"results": results, "ratio": ratio}))
 
 

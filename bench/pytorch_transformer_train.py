@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""Training throughput of the paper's Transformer in PyTorch (CPU): the peer of xlate's trainer.
+"""Training throughput of the paper's Transformer in PyTorch (CPU or GPU): the peer of xlate's
+trainer.
 
     python3 bench/pytorch_transformer_train.py --spm MODEL --source FILE --target FILE
         [--preset base|tiny|big] [--max_tokens 2000] [--steps 10] [--warmup_steps 2]
         [--threads 2] [--seed 1] [--attention sdpa|manual] [--plan_out F | --plan_in F]
         [--layers N --d_model C --d_ff F --heads H --dropout P]
+        [--device cpu|cuda] [--precision fp32|fp16|bf16] [--compile]
+
+On a GPU: fp32 keeps TF32 off (xlate's float32 products never use it); fp16 and bf16 are
+torch.autocast with fp32 master weights, fp16 with torch.amp.GradScaler (dynamic loss scaling);
+--compile wraps the model in torch.compile. Every step ends with loss.item(), which waits for the
+GPU, so the wall time is the GPU's; peak_memory_bytes is torch.cuda.max_memory_allocated().
 
 Prints ONE JSON line on stdout (progress goes to stderr):
   {"system": "pytorch", "torch_version", "threads", "steps", "source_tokens", "target_tokens",
@@ -331,6 +338,10 @@ def parse_args():
     parser.add_argument("--lr_warmup", type=int, default=4000,
                         help="warmup of the learning-rate schedule, in steps")
     parser.add_argument("--label_smoothing", type=float, default=0.1)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32",
+                        help="fp16/bf16: torch.autocast on the GPU (fp16 with a GradScaler)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
     parser.add_argument("--plan_out", help="write the batches of all steps here")
     parser.add_argument("--plan_in", help="read the batches of the steps from here")
     args = parser.parse_args()
@@ -344,6 +355,10 @@ def parse_args():
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.dropout is not None and not 0.0 <= args.dropout < 1.0:
         parser.error(f"--dropout must be in [0, 1), got {args.dropout}")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: PyTorch sees no CUDA device")
+    if args.precision != "fp32" and args.device != "cuda":
+        parser.error(f"--precision {args.precision} needs --device cuda")
     return args
 
 
@@ -403,13 +418,21 @@ def main():
         with open(args.plan_out, "w", encoding="utf-8") as f:
             for batch in plan:
                 f.write(" ".join(str(i) for i in batch) + "\n")
-    tensors = [batch_tensors(batch, source_ids, target_ids) for batch in plan]
+    device = torch.device(args.device)
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    tensors = [tuple(t.to(device) for t in batch_tensors(batch, source_ids, target_ids))
+               for batch in plan]
 
     model = Transformer(vocab_size, layers, d_model, d_ff, heads, dropout,
-                        use_sdpa=args.attention == "sdpa")
+                        use_sdpa=args.attention == "sdpa").to(device)
     model.train()
     parameters = sum(p.numel() for p in model.parameters())
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+    forward = torch.compile(model) if args.compile else model
+    autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
+    scaler = torch.amp.GradScaler("cuda", init_scale=2.0 ** 7) if args.precision == "fp16" else None
     print(f"pytorch {torch.__version__}: {args.preset} (N={layers}, d_model={d_model}, "
           f"d_ff={d_ff}, h={heads}, dropout={dropout}; {parameters} parameters, vocabulary "
           f"{vocab_size}), {args.threads} threads, {args.warmup_steps} warmup + {args.steps} "
@@ -425,10 +448,16 @@ def main():
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, d_model, args.lr_warmup)
         optimizer.zero_grad(set_to_none=True)
-        logits = model(source, decoder_input)
-        loss = label_smoothed_loss(logits, decoder_output, args.label_smoothing)
-        loss.backward()
-        optimizer.step()
+        with torch.autocast(args.device, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            logits = forward(source, decoder_input)
+            loss = label_smoothed_loss(logits.float(), decoder_output, args.label_smoothing)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
         loss_value = loss.item()
         if step > args.warmup_steps:
             source_tokens += int((source != PAD_ID).sum())
@@ -450,6 +479,11 @@ def main():
     print(json.dumps({
         "system": "pytorch",
         "torch_version": torch.__version__,
+        "device": args.device,
+        "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
+        "precision": args.precision,
+        "compiled": args.compile,
+        "peak_memory_bytes": torch.cuda.max_memory_allocated() if args.device == "cuda" else None,
         "threads": args.threads,
         "preset": args.preset,
         "layers": layers,

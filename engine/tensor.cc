@@ -49,12 +49,16 @@ Tensor Tensor::pinned(std::vector<int64_t> shape, DType dtype) {
 
 Tensor Tensor::zeros(std::vector<int64_t> shape, DType dtype, Device device) {
   Tensor tensor = empty(std::move(shape), dtype, device);
-  if (device == Device::kCPU) {
-    std::memset(tensor.raw_data(), 0, tensor.nbytes());
-  } else {
-    cuda_backend::fill_zero(tensor.raw_data(), tensor.nbytes());
-  }
+  tensor.fill_zero();
   return tensor;
+}
+
+void Tensor::fill_zero() {
+  if (device_ == Device::kCPU) {
+    std::memset(raw_data(), 0, nbytes());
+  } else {
+    cuda_backend::fill_zero(raw_data(), nbytes());
+  }
 }
 
 Tensor Tensor::from_vector(const std::vector<float>& values, std::vector<int64_t> shape) {

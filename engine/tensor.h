@@ -64,6 +64,8 @@ class Tensor {
   Tensor clone() const;
   // Deep copy on `device` (a copy to the CPU waits for the device's stream).
   Tensor to(Device device) const;
+  // Sets every byte of this tensor (or view) to 0, on its device.
+  void fill_zero();
   // Copies `source` (same dtype and element count, any device) into this tensor's bytes.
   void copy_from(const Tensor& source);
   // A float32 copy of a float tensor of any float dtype (a handle to *this when already f32).

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "engine/backend/cuda_backend.h"
+#include "engine/key_rows.h"
 #include "engine/model_directory.h"
 #include "engine/ops/backend.h"
 
@@ -24,18 +25,6 @@ Tensor linear(const Tensor& x, const LinearWeights& w, Activation activation = A
 // x = LN(x + sublayer_out), in place on x's storage.
 void residual_norm(Tensor& x, const Tensor& sublayer_out, const LayerNormWeights& norm) {
   add_layer_norm_forward(x, sublayer_out, x, norm.gamma, norm.beta, kLayerNormEps);
-}
-
-// key_rows [R, S] (host) for batch-major keys [B, S, C]: row r reads batch batch_of_row[r].
-Tensor batch_major_rows(const std::vector<int32_t>& batch_of_row, int64_t steps) {
-  const int64_t rows = static_cast<int64_t>(batch_of_row.size());
-  std::vector<int32_t> table(static_cast<size_t>(rows * steps));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t s = 0; s < steps; ++s) {
-      table[r * steps + s] = static_cast<int32_t>(batch_of_row[r] * steps + s);
-    }
-  }
-  return Tensor::from_vector(table, {rows, steps});
 }
 
 std::vector<int32_t> identity(int64_t count) {
@@ -189,7 +178,7 @@ Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengt
   Tensor x = activations({batch, steps, config_.d_model});
   embedding_forward(x, on_device(source), weights_.shared_embedding, weights_.encoder_positions,
                     std::sqrt(static_cast<float>(config_.d_model)), 0);
-  const Tensor key_rows = on_device(batch_major_rows(identity(batch), steps));
+  const Tensor key_rows = on_device(batch_major_key_rows(batch, steps));
   const Tensor lengths = on_device(source_lengths);
   for (size_t i = 0; i < weights_.encoder.size(); ++i) x = encoder_layer(i, x, key_rows, lengths);
   return x;

@@ -14,7 +14,8 @@ rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/data"
 
 binaries=(build/tests/xlate_kernel_tests build/engine/xlate build/bench/xlate_translate_bench
-          build/bench/xlate_ops_bench build/bench/xlate_training_ops_bench)
+          build/bench/xlate_ops_bench build/bench/xlate_training_ops_bench
+          build/tests/trainer/xlate_trainer_tests build/trainer/xlate-trainer)
 cp "${binaries[@]}" "$bundle/bin/"
 # The SentencePiece module is dlopen'ed from bin/../lib (engine/sentencepiece_wrapper.cc).
 cp build/lib/libxlate_sentencepiece.so "$bundle/lib/"
@@ -31,6 +32,8 @@ done
 cp -r build/fixtures/tiny "$bundle/data/tiny"
 cp build/fixtures/test_2016_flickr.en "$bundle/data/"
 cp "$data"/wmt14/newstest2014.{en,de} "$bundle/data/"
+# Multi30k as the trainer's tests and benchmark read it (XLATE_DATA_DIR=$bundle/data).
+cp -r "$data"/multi30k "$bundle/data/multi30k"
 gzip -dc "$data"/multi30k/train.en.gz > "$bundle/data/train.en"
 gzip -dc "$data"/multi30k/train.de.gz > "$bundle/data/train.de"
 # CTranslate2 for the GPU machine's Python 3.12, unpacked and recompressed (its wheel is 41 MiB

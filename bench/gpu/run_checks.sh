@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine, from the repository root, over a bundle from bench/gpu/make_bundle.sh:
-#   checks     the CUDA op and whole-model tests against the CPU reference
+#   checks     the CUDA op and whole-model tests against the CPU reference, inference and
+#              training (xlate_kernel_tests, xlate_trainer_tests)
 #   sanitize   the CUDA tests under compute-sanitizer memcheck and racecheck
 #   bench      newstest2014 on a base-size model: xlate float16/bfloat16 against CTranslate2
 #              and Hugging Face MarianMT generate in the same precision, batches of 32 and 64
@@ -11,6 +12,12 @@
 #              plan, float16 (xlate_translate_bench --engine continuous / batch)
 #   training   the training ops at one base-model step against PyTorch's on the same GPU
 #              (xlate_training_ops_bench, bench/gpu/torch_training_ops.py)
+#   trainer    xlate-trainer --device cuda as a user runs it: resume bit-identity, validation
+#              BLEU on the GPU, losses and checkpoints against the CPU's (test_trainer_cli.py
+#              TrainerGpuTest)
+#   trainbench the base model's training throughput against PyTorch's on the same GPU
+#              (bench/compare_pytorch_training.py --device cuda; XLATE_TRAIN_TOKENS, default
+#              50000 padded tokens per step, the paper's ~25k + 25k)
 # usage: bench/gpu/run_checks.sh BUNDLE OUT_DIR STAGE... [-- extra compare_ctranslate2 flags]
 # CTranslate2 (its wheel's files as .ct2site.tar.xz, made here with unzip + tar -cJ, since the
 # device tool carries at most 64 MiB) is unpacked into /tmp/site. XLATE_BENCH_TYPES picks the
@@ -31,8 +38,11 @@ export XLATE_SCRATCH=/tmp/xlate_scratch XLATE_TEST_DATA=$PWD/tests/data
 mkdir -p "$XLATE_SCRATCH"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$out/gpu.txt"
 echo "cuBLASLt: $cublaslt"
-tests=$bundle/bin/xlate_kernel_tests
+tests=$bundle/bin/xlate_kernel_tests trainer_tests=$bundle/bin/xlate_trainer_tests
 cuda_filter='OpsCuda*:*ModelCuda*:*Cuda*'
+export XLATE_REPO=$PWD XLATE_TRAINER_BIN=$bundle/bin/xlate-trainer XLATE_BIN=$bundle/bin/xlate
+export XLATE_DATA_DIR=$bundle/data XLATE_TRAINER_SCRATCH=/tmp/trainer_scratch
+mkdir -p "$XLATE_TRAINER_SCRATCH"
 
 base_model() {
   [[ -f /tmp/base/model.safetensors ]] && return
@@ -52,7 +62,10 @@ for stage in "${stages[@]}"; do
   case $stage in
     checks)
       "$tests" --gtest_filter="$cuda_filter" > "$out/checks.log" 2>&1
-      echo "checks: exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|^\[==" "$out/checks.log" ;;
+      echo "checks: exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|^\[==" "$out/checks.log"
+      "$trainer_tests" --gtest_filter='*ModelCuda*' > "$out/checks_trainer.log" 2>&1
+      echo "checks trainer: exit $?"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|^\[==" "$out/checks_trainer.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
         filter=$cuda_filter
@@ -61,7 +74,10 @@ for stage in "${stages[@]}"; do
         timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 "$tests" \
           --gtest_filter="$filter" > "$out/$tool.log" 2>&1
         echo "$tool: exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$tool.log"
-      done ;;
+      done
+      timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$trainer_tests" \
+        --gtest_filter='*ModelCuda*' > "$out/memcheck_trainer.log" 2>&1
+      echo "memcheck trainer: exit $?"; grep -E "ERROR SUMMARY" "$out/memcheck_trainer.log" ;;
     bench)
       base_model
       ct2_libs=/tmp/ct2_cuda12
@@ -109,6 +125,15 @@ for stage in "${stages[@]}"; do
       echo "training xlate: exit $?"; grep BM_ "$out/training_xlate.txt"
       PYTHONUNBUFFERED=1 python3 bench/gpu/torch_training_ops.py > "$out/training_torch.txt" 2>&1
       echo "training PyTorch: exit $?"; cat "$out/training_torch.txt" ;;
+    trainer)
+      python3 tests/trainer/test_trainer_cli.py TrainerGpuTest > "$out/trainer.log" 2>&1
+      echo "trainer: exit $?"; grep -E "^test_|^OK|^FAILED|Error" "$out/trainer.log" ;;
+    trainbench)
+      PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_training.py --device cuda \
+        --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/trainbench \
+        --max_tokens "${XLATE_TRAIN_TOKENS:-50000}" --steps 10 --warmup 2 \
+        --torch_precisions fp32,fp16,bf16 --torch_compile > "$out/trainbench.log" 2>&1
+      echo "trainbench: exit $?"; grep -vE '^step |^\{' "$out/trainbench.log" | tail -12 ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

@@ -89,7 +89,7 @@ struct AdamStep {
   float step_size;                 // lr / (1 - β1^t)
   float inverse_sqrt_correction2;  // 1 / sqrt(1 - β2^t)
   float epsilon;
-  float gradient_scale;            // clipping factor (1 = none)
+  float gradient_scale;            // on g before everything: 1 / tokens times clipping
 };
 
 // Adam over one flat range: weights, first_moment, second_moment, gradients float32 [P].

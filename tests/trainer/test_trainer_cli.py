@@ -1,5 +1,6 @@
 """xlate-trainer as a user runs it: exact resume, data-parallel ranks, checkpoint retention,
-averaging, and the errors for damaged checkpoints and bad options."""
+averaging, and the errors for damaged checkpoints and bad options; on a machine with a GPU, the
+same training there (TrainerGpuTest skips without one)."""
 import os
 import shutil
 import unittest
@@ -14,16 +15,23 @@ COMMON = ["--max_tokens", "1500", "--update_freq", "2", "--warmup_steps", "4",
           "--validate_every_steps", "0", "--dropout", "0.1", "--activation_dropout", "0.1"]
 
 
-class TrainerCliTest(unittest.TestCase):
+class RunsOnTheCliCorpus(unittest.TestCase):
+    """Tests that train on the shared 300-pair corpus, each class in a fresh folder of runs."""
+    runs = None
+
     @classmethod
     def setUpClass(cls):
         cls.data = h.prepared_corpus("cli", 300, 500)
-        cls.root = os.path.join(h.SCRATCH, "cli-runs")
+        cls.root = os.path.join(h.SCRATCH, cls.runs)
         shutil.rmtree(cls.root, ignore_errors=True)
         os.makedirs(cls.root)
 
     def run_dir(self, name):
         return os.path.join(self.root, name)
+
+
+class TrainerCliTest(RunsOnTheCliCorpus):
+    runs = "cli-runs"
 
     def test_resume_continues_bit_identically(self):
         straight, split = self.run_dir("straight"), self.run_dir("split")
@@ -175,6 +183,7 @@ class TrainerCliTest(unittest.TestCase):
             (["--heads", "7"], "heads"),
             (["--positional", "rotary"], "--positional"),
             (["--bucket_mb", "-1"], "--bucket_mb is -1"),
+            (["--device", "gpu"], '--device is "gpu"; it must be auto, cpu or cuda'),
         ]
         for extra, expected in cases:
             result = h.train(self.data, self.run_dir("bad"), "--max_steps", "1", *extra,
@@ -200,6 +209,67 @@ class TrainerCliTest(unittest.TestCase):
                          expect_ok=False)
         self.assertNotEqual(mismatch.returncode, 0)
         self.assertIn("uneven.de", mismatch.stderr)
+
+
+# Whether --device cuda can train here, and the trainer's reason when it cannot.
+def cuda_refusal(data, output):
+    result = h.train(data, output, "--max_steps", "1", "--device", "cuda", expect_ok=False)
+    return None if result.returncode == 0 else result.stderr
+
+
+class TrainerGpuTest(RunsOnTheCliCorpus):
+    runs = "gpu-runs"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.refusal = cuda_refusal(cls.data, os.path.join(cls.root, "probe"))
+
+    def require_gpu(self):
+        if self.refusal is not None:
+            self.skipTest("no GPU: " + self.refusal.strip())
+
+    def test_without_a_gpu_cuda_is_refused_naming_the_reason(self):
+        if self.refusal is None:
+            self.skipTest("this machine has a GPU")
+        self.assertIn("--device cuda: ", self.refusal)
+        self.assertTrue("no CUDA device is visible" in self.refusal or
+                        "no CUDA backend" in self.refusal, self.refusal)
+        self.assertFalse(os.path.exists(os.path.join(self.run_dir("probe"), "checkpoints")))
+
+    def test_gpu_resume_is_bit_identical_and_checkpoints_cross_devices(self):
+        self.require_gpu()
+        straight, split = self.run_dir("straight"), self.run_dir("split")
+        cuda = ["--device", "cuda", "--checkpoint_every_steps", "5", *COMMON]
+        # Validation (loss and BLEU through the engine's CUDA translator on the live weights)
+        # changes nothing of the training.
+        started = h.train(self.data, straight, "--max_steps", "10", *cuda,
+                          "--validate_every_steps", "5", "--bleu_sentences", "8")
+        self.assertIn("training on ", started.stderr)
+        validations = h.log_events(straight, "valid")
+        self.assertEqual([v["step"] for v in validations], [5, 10])
+        self.assertTrue(all("bleu" in v and v["bleu_sentences"] == 8 for v in validations))
+        h.train(self.data, split, "--max_steps", "5", *cuda)
+        h.train(self.data, split, "--max_steps", "10", *cuda)
+        for name in ("model.safetensors", "optimizer.safetensors"):
+            self.assertEqual(h.read_bytes(os.path.join(h.checkpoint_path(straight, 10), name)),
+                             h.read_bytes(os.path.join(h.checkpoint_path(split, 10), name)),
+                             f"{name} differs after resuming on the GPU")
+        gpu_losses = [e["loss"] for e in h.log_events(straight, "train")]
+        # The CPU trains the same model to the same losses (float32 rounding apart) ...
+        cpu = self.run_dir("cpu")
+        h.train(self.data, cpu, "--max_steps", "10", "--checkpoint_every_steps", "5", *COMMON)
+        cpu_losses = [e["loss"] for e in h.log_events(cpu, "train")]
+        np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-3)
+        # ... and resumes a GPU checkpoint (the files are the same format).
+        crossed = self.run_dir("crossed")
+        shutil.copytree(os.path.join(split, "checkpoints", "step-00000005"),
+                        os.path.join(crossed, "checkpoints", "step-00000005"))
+        resumed = h.train(self.data, crossed, "--max_steps", "10", "--checkpoint_every_steps",
+                          "5", *COMMON)
+        self.assertIn("resumed from", resumed.stderr)
+        crossed_losses = [e["loss"] for e in h.log_events(crossed, "train")]
+        np.testing.assert_allclose(crossed_losses, gpu_losses[5:], rtol=1e-3)
 
 
 if __name__ == "__main__":

@@ -57,9 +57,10 @@ def run(command, expect_ok=True, env=None, timeout=900):
 
 
 def train(data, output, *extra, expect_ok=True, launcher=()):
+    """A tiny-model run on the CPU (the reference); "--device", "cuda" in `extra` moves it."""
     command = list(launcher) + [TRAINER, "train", "--data", data, "--output", output,
                                 "--preset", "tiny", "--log_every_steps", "1",
-                                "--bleu_sentences", "0"] + list(extra)
+                                "--bleu_sentences", "0", "--device", "cpu"] + list(extra)
     return run(command, expect_ok=expect_ok)
 
 

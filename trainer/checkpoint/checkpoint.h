@@ -1,7 +1,7 @@
-// Training checkpoints: a model directory (config.json, model.safetensors in float32, spm.model
-// — loadable by the engine as it is) plus optimizer.safetensors (Adam's moments) and
-// trainer_state.json (step, data position, seed, run fingerprint, and a CRC-32 of each tensor
-// file so that a damaged checkpoint is refused).
+// Training checkpoints, the same files whichever device trained: a model directory (config.json,
+// model.safetensors in float32, spm.model — loadable by the engine as it is) plus
+// optimizer.safetensors (Adam's moments) and trainer_state.json (step, data position, seed, run
+// fingerprint, and a CRC-32 of each tensor file so that a damaged checkpoint is refused).
 //
 //   RUN/checkpoints/step-00001000/...
 //
@@ -47,7 +47,8 @@ absl::StatusOr<std::string> write_checkpoint(const std::string& run_directory,
 // Checkpoint directories of a run, oldest first (empty when there are none).
 absl::StatusOr<std::vector<std::string>> list_checkpoints(const std::string& run_directory);
 
-// Reads a checkpoint into `parameters` and `optimizer` (built for `config`) and returns its
+// Reads a checkpoint into `parameters` and `optimizer` (built for `config`, on any device: a
+// checkpoint written on the GPU resumes on the CPU and the other way round) and returns its
 // state. A different architecture, missing files, damaged tensors (CRC-32 mismatch) or sizes
 // that do not fit are errors naming the checkpoint and what is wrong.
 absl::StatusOr<TrainerState> read_checkpoint(const std::string& checkpoint,

@@ -1,8 +1,6 @@
 #include "trainer/model/blocks.h"
 
 #include "engine/ops/training_ops.h"
-#include "trainer/layers/attention.h"
-#include "trainer/layers/linear.h"
 
 namespace xlate::trainer {
 namespace {
@@ -10,12 +8,13 @@ namespace {
 Tensor like(const Tensor& x, int64_t last) {
   std::vector<int64_t> shape = x.shape();
   shape.back() = last;
-  return Tensor::empty(shape, DType::kFloat32);
+  return Tensor::empty(shape, DType::kFloat32, x.device());
 }
 
-Tensor project(const Tensor& x, const LinearWeights& w, bool relu = false) {
+Tensor project(const Tensor& x, const LinearWeights& w,
+               Activation activation = Activation::kNone) {
   Tensor out = like(x, w.weight.dim(0));
-  linear_forward(out, x, w.weight, w.bias, relu);
+  linear_forward(out, x, w.weight, w.bias, activation);
   return out;
 }
 
@@ -28,10 +27,11 @@ Tensor attention_block_forward(AttentionCache& cache, const AttentionWeights& we
   cache.value = project(inputs.memory, weights.value);
   const int64_t sentences = inputs.x.dim(0), queries = inputs.x.dim(1);
   const int64_t keys = inputs.memory.dim(1);
-  cache.probs = Tensor::empty({sentences, inputs.heads, queries, keys}, DType::kFloat32);
+  cache.probs =
+      Tensor::empty({sentences, inputs.heads, queries, keys}, DType::kFloat32, inputs.x.device());
   cache.context = like(inputs.x, weights.value.weight.dim(0));
-  attention_forward(cache.context, cache.probs, cache.query, cache.key, cache.value,
-                    inputs.key_lengths, inputs.heads, inputs.causal);
+  attention_forward(cache.context, cache.query, cache.key, cache.value, inputs.key_rows,
+                    inputs.key_lengths, inputs.heads, inputs.causal, &cache.probs);
   return project(cache.context, weights.output);
 }
 
@@ -57,7 +57,7 @@ void attention_block_backward(Tensor& dx_accumulate, Tensor& dmemory_accumulate,
 
 Tensor feed_forward_forward(FeedForwardCache& cache, const LinearWeights& inner,
                             const LinearWeights& outer, const Tensor& x, DropoutSite dropout) {
-  cache.activation = project(x, inner, /*relu=*/true);
+  cache.activation = project(x, inner, Activation::kRelu);
   if (dropout.p > 0.f) {
     cache.hidden = like(cache.activation, cache.activation.dim(-1));
     dropout_forward(cache.hidden, cache.activation, dropout.p, dropout.key);
@@ -86,8 +86,8 @@ Tensor residual_norm_forward(ResidualNormCache& cache, const Tensor& residual, T
   cache.residual = residual;
   cache.sublayer = sublayer;
   const int64_t rows = residual.numel() / residual.dim(-1);
-  cache.statistics.mean = Tensor::empty({rows}, DType::kFloat32);
-  cache.statistics.rstd = Tensor::empty({rows}, DType::kFloat32);
+  cache.statistics.mean = Tensor::empty({rows}, DType::kFloat32, residual.device());
+  cache.statistics.rstd = Tensor::empty({rows}, DType::kFloat32, residual.device());
   Tensor out = like(residual, residual.dim(-1));
   add_layer_norm_forward(out, residual, sublayer, norm.gamma, norm.beta, kLayerNormEps,
                          &cache.statistics);

@@ -1,6 +1,8 @@
 // The Transformer's sub-layers for training, each a forward that fills a cache and a backward
 // that reads it: multi-head attention (with its four projections), the ReLU feed-forward
-// network, and the post-norm residual connection LN(x + Dropout(sublayer(x))).
+// network, and the post-norm residual connection LN(x + Dropout(sublayer(x))). The forwards are
+// the engine's ops (engine/ops/ops.h), the backwards its training ops, so one definition runs on
+// the device of the tensors it is given: activations are allocated where the inputs live.
 // Legend: N sentences, T query positions, S key positions, C = d_model, F = d_ff, M = N·T.
 // Gradient rule: parameter gradients +=; the input gradients named d*_accumulate +=.
 #pragma once
@@ -24,7 +26,10 @@ struct AttentionCache {
 struct AttentionInputs {
   const Tensor& x;            // [N, T, C] queries come from here
   const Tensor& memory;       // [N, S, C] keys and values (== x for self-attention)
-  const Tensor& key_lengths;  // int32 [N]
+  const Tensor& key_rows;     // int32 [N, S]: n·S + s (engine/key_rows.h), memory's rows
+  // int32 [N]: keys a query sees; causal: T for every sentence, so query t sees keys s <= t (a
+  // padded query then sees padded keys, but no loss reaches it, so nothing flows back)
+  const Tensor& key_lengths;
   int heads;
   bool causal;
 };

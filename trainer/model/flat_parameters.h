@@ -1,6 +1,7 @@
 // A model's parameters (or their gradients, or an optimizer moment) in one contiguous float32
-// buffer, with the typed TransformerWeights as views into it. One buffer means one all-reduce,
-// one optimizer loop and one file tensor per state, while every layer keeps its named tensors.
+// buffer on one device, with the typed TransformerWeights as views into it. One buffer means one
+// all-reduce, one optimizer loop and one file tensor per state, while every layer keeps its named
+// tensors.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,8 @@ struct ParameterSlice {
 
 class FlatParameters {
  public:
-  // Zero-initialised storage for every parameter of `config`.
-  explicit FlatParameters(const ModelConfig& config);
+  // Zero-initialised storage for every parameter of `config` on `device`.
+  explicit FlatParameters(const ModelConfig& config, Device device = Device::kCPU);
   FlatParameters(const FlatParameters&) = delete;
   FlatParameters& operator=(const FlatParameters&) = delete;
 
@@ -34,11 +35,18 @@ class FlatParameters {
   int64_t size() const { return flat_.numel(); }
   const std::vector<ParameterSlice>& slices() const { return slices_; }
 
-  // Copies every parameter of `source` (same config) into this buffer.
+  Device device() const { return flat_.device(); }
+
+  // Copies every parameter of `source` (same config, any device and float dtype) into this
+  // buffer.
   void copy_from(const TransformerWeights& source, const ModelConfig& config);
   void set_zero();
+  // The typed views of this layout into another flat buffer [P] (a host copy of flat(), for
+  // checkpoints).
+  TransformerWeights views_of(const Tensor& flat) const;
 
  private:
+  ModelConfig config_;
   Tensor flat_;
   TransformerWeights weights_;
   std::vector<ParameterSlice> slices_;

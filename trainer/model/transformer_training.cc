@@ -2,10 +2,10 @@
 
 #include <cmath>
 
+#include "engine/key_rows.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
-#include "trainer/layers/dropout.h"
-#include "trainer/layers/linear.h"
+#include "trainer/model/dropout_key.h"
 
 namespace xlate::trainer {
 namespace {
@@ -15,12 +15,18 @@ enum Stack { kEncoderStack = 1, kDecoderStack = 2 };
 enum Slot { kSelfAttention = 0, kCrossAttention = 1, kFeedForward = 2 };
 
 Tensor embed(const Tensor& tokens, const Tensor& table, const Tensor& positions, int channels) {
-  Tensor x = Tensor::empty({tokens.dim(0), tokens.dim(1), channels}, DType::kFloat32);
+  Tensor x = Tensor::empty({tokens.dim(0), tokens.dim(1), channels}, DType::kFloat32,
+                           table.device());
   embedding_forward(x, tokens, table, positions, std::sqrt(static_cast<float>(channels)), 0);
   return x;
 }
 
-Tensor zeros_like(const Tensor& x) { return Tensor::zeros(x.shape(), DType::kFloat32); }
+Tensor zeros_like(const Tensor& x) { return Tensor::zeros(x.shape(), DType::kFloat32, x.device()); }
+
+// A host int32 table moved to `device` (a handle to it on the CPU).
+Tensor on(Device device, const Tensor& host) {
+  return device == host.device() ? host : host.to(device);
+}
 
 // LN(x + Dropout(FFN(x))), the last sub-layer of an encoder and of a decoder layer (their caches
 // and weights name the members alike).
@@ -58,7 +64,8 @@ Tensor TransformerTraining::encoder_layer_forward(EncoderLayerCache& cache,
                                                   const EncoderLayerWeights& w, const Tensor& x,
                                                   int64_t layer) {
   cache.input = x;
-  const AttentionInputs inputs{x, x, inputs_.source_lengths, config_.encoder_heads, false};
+  const AttentionInputs inputs{x, x, source_rows_, inputs_.source_lengths, config_.encoder_heads,
+                               false};
   Tensor attention = attention_block_forward(cache.attention, w.self_attention, inputs);
   cache.attention_output = residual_norm_forward(cache.attention_norm, x, attention,
                                                  w.self_attention_norm,
@@ -78,7 +85,7 @@ Tensor TransformerTraining::encoder_layer_backward(EncoderLayerWeights& g, const
   Tensor dx = residual_norm_backward(dattention, g.self_attention_norm, dhidden,
                                      cache.attention_norm, w.self_attention_norm,
                                      site(kEncoderStack, layer, kSelfAttention));
-  const AttentionInputs inputs{cache.input, cache.input, inputs_.source_lengths,
+  const AttentionInputs inputs{cache.input, cache.input, source_rows_, inputs_.source_lengths,
                                config_.encoder_heads, false};
   attention_block_backward(dx, dx, g.self_attention, dattention, cache.attention,
                            w.self_attention, inputs);
@@ -89,12 +96,12 @@ Tensor TransformerTraining::decoder_layer_forward(DecoderLayerCache& cache,
                                                   const DecoderLayerWeights& w, const Tensor& x,
                                                   int64_t layer) {
   cache.input = x;
-  const AttentionInputs self{x, x, inputs_.target_lengths, config_.decoder_heads, true};
+  const AttentionInputs self{x, x, target_rows_, causal_lengths_, config_.decoder_heads, true};
   Tensor attention = attention_block_forward(cache.self_attention, w.self_attention, self);
   cache.self_output = residual_norm_forward(cache.self_norm, x, attention, w.self_attention_norm,
                                             site(kDecoderStack, layer, kSelfAttention));
-  const AttentionInputs cross{cache.self_output, encoder_output_, inputs_.source_lengths,
-                              config_.decoder_heads, false};
+  const AttentionInputs cross{cache.self_output, encoder_output_, source_rows_,
+                              inputs_.source_lengths, config_.decoder_heads, false};
   Tensor context = attention_block_forward(cache.cross_attention, w.cross_attention, cross);
   cache.cross_output = residual_norm_forward(cache.cross_norm, cache.self_output, context,
                                              w.cross_attention_norm,
@@ -115,15 +122,15 @@ Tensor TransformerTraining::decoder_layer_backward(DecoderLayerWeights& g,
   Tensor dself_output = residual_norm_backward(dcontext, g.cross_attention_norm, dcross_output,
                                                cache.cross_norm, w.cross_attention_norm,
                                                site(kDecoderStack, layer, kCrossAttention));
-  const AttentionInputs cross{cache.self_output, encoder_output_, inputs_.source_lengths,
-                              config_.decoder_heads, false};
+  const AttentionInputs cross{cache.self_output, encoder_output_, source_rows_,
+                              inputs_.source_lengths, config_.decoder_heads, false};
   attention_block_backward(dself_output, dencoder_output, g.cross_attention, dcontext,
                            cache.cross_attention, w.cross_attention, cross);
   Tensor dattention;
   Tensor dx = residual_norm_backward(dattention, g.self_attention_norm, dself_output,
                                      cache.self_norm, w.self_attention_norm,
                                      site(kDecoderStack, layer, kSelfAttention));
-  const AttentionInputs self{cache.input, cache.input, inputs_.target_lengths,
+  const AttentionInputs self{cache.input, cache.input, target_rows_, causal_lengths_,
                              config_.decoder_heads, true};
   attention_block_backward(dx, dx, g.self_attention, dattention, cache.self_attention,
                            w.self_attention, self);
@@ -136,6 +143,15 @@ CrossEntropySums TransformerTraining::forward(const TransformerWeights& weights,
   inputs_ = inputs;
   dropout_ = dropout;
   const int channels = config_.d_model;
+  const Device device = weights.shared_embedding.device();
+  const int64_t sentences = inputs.source_tokens.dim(0);
+  const int64_t source_steps = inputs.source_tokens.dim(1);
+  const int64_t target_steps = inputs.target_input.dim(1);
+  source_rows_ = on(device, batch_major_key_rows(sentences, source_steps));
+  target_rows_ = on(device, batch_major_key_rows(sentences, target_steps));
+  causal_lengths_ = on(device, Tensor::from_vector(std::vector<int32_t>(
+                                   static_cast<size_t>(sentences),
+                                   static_cast<int32_t>(target_steps)), {sentences}));
   Tensor x = embed(inputs.source_tokens, weights.shared_embedding, weights.encoder_positions,
                    channels);
   const DropoutSite source_embedding = site(kEncoderStack, -1, 0);
@@ -156,9 +172,9 @@ CrossEntropySums TransformerTraining::forward(const TransformerWeights& weights,
   }
   const int64_t rows = y.dim(0) * y.dim(1);
   decoder_output_ = y.reshape({rows, channels});
-  log_probs_ = Tensor::empty({rows, config_.vocab_size}, DType::kFloat32);
+  log_probs_ = Tensor::empty({rows, config_.vocab_size}, DType::kFloat32, device);
   linear_forward(log_probs_, decoder_output_, weights.shared_embedding,
-                 weights.logits_bias.reshape({config_.vocab_size}), /*relu=*/false);
+                 weights.logits_bias.reshape({config_.vocab_size}), Activation::kNone);
   return cross_entropy_forward(log_probs_, log_probs_, inputs.target_output.reshape({rows}),
                                config_.label_smoothing, config_.pad_id);
 }
@@ -173,7 +189,7 @@ void TransformerTraining::backward(TransformerWeights& grads, const TransformerW
   Tensor dlogits = log_probs_;  // reused in place: the log-probabilities are not needed after
   cross_entropy_backward(dlogits, log_probs_, inputs_.target_output.reshape({rows}),
                          config_.label_smoothing, config_.pad_id, dloss);
-  Tensor dy = Tensor::empty({rows, channels}, DType::kFloat32);
+  Tensor dy = Tensor::empty({rows, channels}, DType::kFloat32, decoder_output_.device());
   Tensor dlogits_bias = grads.logits_bias.reshape({config_.vocab_size});
   linear_backward(dy, grads.shared_embedding, dlogits_bias, dlogits, decoder_output_,
                   weights.shared_embedding, GradientWrite::kOverwrite);

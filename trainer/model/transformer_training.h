@@ -38,7 +38,8 @@ class TransformerTraining {
  public:
   explicit TransformerTraining(const ModelConfig& config);
 
-  // The loss sums of the batch; keeps the activations for backward().
+  // The loss sums of the batch; keeps the activations for backward(). Runs on the weights'
+  // device; `inputs` must be there too (the activations are allocated there).
   CrossEntropySums forward(const TransformerWeights& weights, const ModelInputs& inputs,
                            const DropoutSettings& dropout);
   // grads += dloss · ∂(Σ label-smoothed loss)/∂weights for the last forward() batch. The sum
@@ -88,6 +89,9 @@ class TransformerTraining {
   DropoutSettings dropout_;
   std::vector<EncoderLayerCache> encoder_;
   std::vector<DecoderLayerCache> decoder_;
+  Tensor source_rows_;     // int32 [N, S], the key_rows of attention over source positions
+  Tensor target_rows_;     // int32 [N, T]
+  Tensor causal_lengths_;  // int32 [N], all T: the decoder's self-attention is causal only
   Tensor encoder_output_;  // [N, S, C]
   Tensor decoder_output_;  // [N·T, C]
   Tensor log_probs_;       // [N·T, V]

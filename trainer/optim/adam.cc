@@ -1,7 +1,6 @@
 #include "trainer/optim/adam.h"
 
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 
 #include "engine/ops/training_ops.h"
@@ -12,12 +11,13 @@ Adam::Adam(const FlatParameters& parameters, AdamOptions options) : options_(opt
   for (const ParameterSlice& slice : parameters.slices()) {
     if (slice.trainable) trainable_.push_back(slice);
   }
-  m_ = Tensor::zeros({parameters.size()}, DType::kFloat32);
-  v_ = Tensor::zeros({parameters.size()}, DType::kFloat32);
+  m_ = Tensor::zeros({parameters.size()}, DType::kFloat32, parameters.device());
+  v_ = Tensor::zeros({parameters.size()}, DType::kFloat32, parameters.device());
 }
 
-double Adam::update(FlatParameters& parameters, const FlatParameters& gradients, double lr) {
-  const double norm = std::sqrt(sum_of_squares(gradients.flat()));
+double Adam::update(FlatParameters& parameters, const FlatParameters& gradients, double lr,
+                    double gradient_scale) {
+  const double norm = std::sqrt(sum_of_squares(gradients.flat())) * gradient_scale;
   const double clip = options_.clip_norm > 0 && norm > options_.clip_norm
                           ? options_.clip_norm / norm : 1.0;
   ++steps_;
@@ -29,7 +29,7 @@ double Adam::update(FlatParameters& parameters, const FlatParameters& gradients,
   step.step_size = static_cast<float>(lr / correction1);
   step.inverse_sqrt_correction2 = static_cast<float>(1.0 / std::sqrt(correction2));
   step.epsilon = static_cast<float>(options_.epsilon);
-  step.gradient_scale = static_cast<float>(clip);
+  step.gradient_scale = static_cast<float>(gradient_scale * clip);
   for (const ParameterSlice& slice : trainable_) {
     Tensor weights = parameters.flat().view(slice.offset, {slice.count});
     Tensor m = m_.view(slice.offset, {slice.count});
@@ -43,8 +43,8 @@ void Adam::restore(const Tensor& m, const Tensor& v, int64_t steps) {
   if (m.numel() != m_.numel() || v.numel() != v_.numel()) {
     throw std::logic_error("Adam::restore: moment sizes differ from the model's");
   }
-  std::memcpy(m_.raw_data(), m.raw_data(), m_.nbytes());
-  std::memcpy(v_.raw_data(), v.raw_data(), v_.nbytes());
+  m_.copy_from(m);
+  v_.copy_from(v);
   steps_ = steps;
 }
 

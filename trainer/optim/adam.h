@@ -22,12 +22,16 @@ class Adam {
  public:
   Adam(const FlatParameters& parameters, AdamOptions options);
 
-  // One update with learning rate `lr` from the (already averaged) gradient; counts the step.
-  // Returns the gradient's global L2 norm before clipping.
-  double update(FlatParameters& parameters, const FlatParameters& gradients, double lr);
+  // One update with learning rate `lr` from the gradient `gradient_scale` · gradients (the
+  // trainer's summed gradient times 1 / target tokens: the scaling is folded into the update
+  // rather than a pass of its own); counts the step. Runs on the parameters' device (the
+  // moments live there). Returns the scaled gradient's global L2 norm before clipping.
+  double update(FlatParameters& parameters, const FlatParameters& gradients, double lr,
+                double gradient_scale = 1.0);
 
   int64_t steps() const { return steps_; }
-  // The moment estimates [P], for checkpoints; restore() puts them back with the step count.
+  // The moment estimates [P] on the parameters' device, for checkpoints; restore() puts them
+  // back (from any device) with the step count.
   const Tensor& first_moment() const { return m_; }
   const Tensor& second_moment() const { return v_; }
   void restore(const Tensor& m, const Tensor& v, int64_t steps);

@@ -6,6 +6,8 @@
 #include "trainer/training/trainer.h"
 
 ABSL_FLAG(std::string, data, "", "data directory written by `xlate-trainer prepare`");
+ABSL_FLAG(std::string, device, "auto",
+          "auto, cpu or cuda (auto: the GPU when this build has CUDA and one is visible)");
 ABSL_FLAG(std::string, preset, "base", "architecture preset: tiny, base or big");
 ABSL_FLAG(int, layers, 0, "N: layers in each stack (0 = the preset's)");
 ABSL_FLAG(int, d_model, 0, "d_model (0 = the preset's)");
@@ -48,6 +50,7 @@ TrainingOptions options_from_flags() {
   TrainingOptions options;
   options.data_directory = absl::GetFlag(FLAGS_data);
   options.output_directory = absl::GetFlag(FLAGS_output);
+  options.device = absl::GetFlag(FLAGS_device);
   ArchitectureOptions& a = options.architecture;
   a.preset = absl::GetFlag(FLAGS_preset);
   a.layers = absl::GetFlag(FLAGS_layers);

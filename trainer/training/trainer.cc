@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
 #include "evaluation/bleu.h"
 #include "trainer/data/shard.h"
@@ -16,9 +17,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ModelInputs model_inputs(const TrainingBatch& batch) {
-  return {batch.source_tokens, batch.source_lengths, batch.target_input, batch.target_output,
-          batch.target_lengths};
+// The batch's tensors (host) on the model's device.
+ModelInputs model_inputs(const TrainingBatch& batch, Device device) {
+  const auto on_device = [device](const Tensor& host) {
+    return device == Device::kCPU ? host : host.to(device);
+  };
+  return {on_device(batch.source_tokens), on_device(batch.source_lengths),
+          on_device(batch.target_input), on_device(batch.target_output),
+          on_device(batch.target_lengths)};
+}
+
+Tensor on_host(const Tensor& tensor) {
+  return tensor.device() == Device::kCPU ? tensor : tensor.to(Device::kCPU);
 }
 
 // Longest source and decoder sequence of a corpus must fit the positional tables.
@@ -74,6 +84,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
                                                          Communicator& communicator) {
   absl::Status status = options.Validate();
   if (!status.ok()) return status;
+  std::string device_note;
+  absl::StatusOr<Device> device = resolve_training_device(options.device, &device_note);
+  if (!device.ok()) return device.status();
   absl::StatusOr<TokenCorpus> train = TokenCorpus::Open(options.data_directory, "train");
   if (!train.ok()) return train.status();
   std::optional<TokenCorpus> valid;
@@ -88,20 +101,22 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
   if (!(status = check_lengths(*train, *config, "train")).ok()) return status;
   if (valid && !(status = check_lengths(*valid, *config, "valid")).ok()) return status;
   std::unique_ptr<Trainer> trainer(new Trainer(options, communicator, std::move(*train),
-                                               std::move(valid), *config));
+                                               std::move(valid), *config, *device));
+  trainer->device_note_ = device_note;
   if (!(status = trainer->initialise()).ok()) return status;
   return trainer;
 }
 
 Trainer::Trainer(const TrainingOptions& options, Communicator& communicator, TokenCorpus train,
-                 std::optional<TokenCorpus> valid, ModelConfig config)
+                 std::optional<TokenCorpus> valid, ModelConfig config, Device device)
     : options_(options),
       communicator_(communicator),
       train_(std::move(train)),
       valid_(std::move(valid)),
       config_(config),
-      parameters_(config_),
-      gradients_(config_),
+      device_(device),
+      parameters_(config_, device_),
+      gradients_(config_, device_),
       optimizer_(parameters_, {options.adam_beta1, options.adam_beta2, options.adam_epsilon,
                                options.clip_norm}),
       schedule_{config_.d_model, options.warmup_steps, options.learning_rate_scale},
@@ -123,6 +138,7 @@ absl::Status Trainer::initialise() {
         TrainingLog::Open(options_.output_directory + "/train_log.jsonl");
     if (!log.ok()) return log.status();
     log_ = std::move(*log);
+    if (!device_note_.empty()) log_->message(device_note_);
   }
   state_.seed = options_.seed;
   state_.run_fingerprint = run_fingerprint(config_, options_, *batches_, communicator_.world_size());
@@ -150,8 +166,10 @@ absl::Status Trainer::initialise() {
     elapsed_before_ = state_.elapsed_seconds;
     if (log_) log_->message(absl::StrCat("resumed from ", checkpoints->back(), " at step ", state_.step));
   }
+  const Tensor start_weights = on_host(parameters_.flat());
   absl::Status same = check_same_on_all_ranks(
-      communicator_, fingerprint_bytes(parameters_.flat().raw_data(), static_cast<int64_t>(parameters_.flat().nbytes())),
+      communicator_,
+      fingerprint_bytes(start_weights.raw_data(), static_cast<int64_t>(start_weights.nbytes())),
       "the model weights at the start of training");
   if (!same.ok()) return same;
 
@@ -170,6 +188,11 @@ double Trainer::elapsed_seconds() const {
 
 absl::Status Trainer::create_reducer() {
   if (communicator_.world_size() == 1 || options_.bucket_mb == 0) return absl::OkStatus();
+  if (device_ != Device::kCPU) {
+    // The communicator reduces host memory: a GPU's gradient goes through one host copy.
+    if (log_) log_->message("gradient all-reduce: through host memory after the backward pass");
+    return absl::OkStatus();
+  }
   // The parameters are laid out in forward order (embedding, encoder, decoder), so the backward
   // pass finishes them from the end of the buffer towards its start; the fixed sinusoidal tables
   // get no gradient and are not reduced.
@@ -216,7 +239,8 @@ absl::Status Trainer::train_step(StepReport* report) {
     const TrainingBatch batch = make_training_batch(train_, pairs, config_);
     const DropoutSettings dropout{config_.dropout, config_.activation_dropout, state_.seed,
                                   state_.step, micro, communicator_.rank()};
-    const CrossEntropySums loss = model_.forward(parameters_.weights(), model_inputs(batch), dropout);
+    const CrossEntropySums loss =
+        model_.forward(parameters_.weights(), model_inputs(batch, device_), dropout);
     model_.backward(gradients_.weights(), parameters_.weights(), 1.f,
                     listener ? &*listener : nullptr);
     sums[0] += loss.loss;
@@ -230,13 +254,7 @@ absl::Status Trainer::train_step(StepReport* report) {
     report->reduce_seconds += reducer_->last_timing().reduce_seconds;
     report->exposed_reduce_seconds += reducer_->last_timing().exposed_seconds;
   } else {
-    const Clock::time_point reduce_started = Clock::now();
-    status = communicator_.all_reduce_sum(gradients_.flat().data<float>(), gradients_.size());
-    if (communicator_.world_size() > 1) {
-      const double seconds = std::chrono::duration<double>(Clock::now() - reduce_started).count();
-      report->reduce_seconds += seconds;  // all of it exposed: nothing runs beside it
-      report->exposed_reduce_seconds += seconds;
-    }
+    status = all_reduce_gradients(report);
   }
   if (status.ok()) status = communicator_.all_reduce_sum(sums, 4);
   if (!status.ok()) return status;
@@ -244,12 +262,10 @@ absl::Status Trainer::train_step(StepReport* report) {
     return absl::InternalError(absl::StrCat("the training loss is not finite at step ", state_.step + 1,
                                             "; lower --lr_scale or set --clip_norm"));
   }
-  const float inverse_tokens = sums[2] > 0 ? static_cast<float>(1.0 / sums[2]) : 0.f;
-  float* g = gradients_.flat().data<float>();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < gradients_.size(); ++i) g[i] *= inverse_tokens;
+  const double inverse_tokens = sums[2] > 0 ? 1.0 / sums[2] : 0.0;
   const double learning_rate = schedule_.at(state_.step + 1);
-  report->gradient_norm = optimizer_.update(parameters_, gradients_, learning_rate);
+  report->gradient_norm =
+      optimizer_.update(parameters_, gradients_, learning_rate, inverse_tokens);
   ++state_.step;
   const BatchPosition position = batches_->position();
   state_.data_epoch = position.epoch;
@@ -264,12 +280,27 @@ absl::Status Trainer::train_step(StepReport* report) {
   return absl::OkStatus();
 }
 
+absl::Status Trainer::all_reduce_gradients(StepReport* report) {
+  if (communicator_.world_size() == 1) return absl::OkStatus();
+  const Clock::time_point started = Clock::now();
+  Tensor host = on_host(gradients_.flat());
+  absl::Status status = communicator_.all_reduce_sum(host.data<float>(), gradients_.size());
+  if (status.ok() && device_ != Device::kCPU) gradients_.flat().copy_from(host);
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  report->reduce_seconds += seconds;  // all of it exposed: nothing runs beside it
+  report->exposed_reduce_seconds += seconds;
+  return status;
+}
+
 absl::Status Trainer::load_translator() {
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
       Tokenizer::Load(options_.data_directory + "/spm.model");
   if (!tokenizer.ok()) return tokenizer.status();
+  // On the GPU the model reads the live float32 parameters where they are (no copy).
   translator_ = std::make_unique<Translator>(
-      std::make_shared<TransformerModel>(config_, parameters_.weights()), std::move(*tokenizer));
+      std::make_shared<TransformerModel>(config_, parameters_.weights(),
+                                         Placement{device_, DType::kFloat32}),
+      std::move(*tokenizer));
   return absl::OkStatus();
 }
 
@@ -318,7 +349,8 @@ absl::Status Trainer::validate() {
         shard(batches->next(), communicator_.rank(), communicator_.world_size());
     if (pairs.empty()) continue;
     const TrainingBatch batch = make_training_batch(*valid_, pairs, config_);
-    const CrossEntropySums loss = model_.forward(parameters_.weights(), model_inputs(batch), {});
+    const CrossEntropySums loss =
+        model_.forward(parameters_.weights(), model_inputs(batch, device_), {});
     sums[0] += loss.loss;
     sums[1] += loss.nll;
     sums[2] += static_cast<double>(loss.tokens);
@@ -386,6 +418,9 @@ absl::Status Trainer::Run() {
       report.tokens_per_second =
           static_cast<double>(report.source_tokens + report.target_tokens) / std::max(now - report_started, 1e-9);
       report.elapsed_seconds = now;
+      if (device_ == Device::kCUDA) {
+        report.gpu_memory_bytes = static_cast<int64_t>(cuda_backend::bytes_reserved());
+      }
       report.eta_seconds = (now - elapsed_before_) / static_cast<double>(state_.step - first_step) *
                            static_cast<double>(options_.max_steps - state_.step);
       if (log_) log_->step(report);

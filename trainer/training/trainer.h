@@ -37,11 +37,14 @@ class Trainer {
 
  private:
   Trainer(const TrainingOptions& options, Communicator& communicator, TokenCorpus train,
-          std::optional<TokenCorpus> valid, ModelConfig config);
+          std::optional<TokenCorpus> valid, ModelConfig config, Device device);
   absl::Status initialise();
-  // The overlapped gradient reduction, when there are several ranks and --bucket_mb > 0.
+  // The overlapped gradient reduction, when there are several ranks on CPUs and
+  // --bucket_mb > 0.
   absl::Status create_reducer();
   absl::Status train_step(StepReport* report);
+  // Sums the flat gradient over the ranks in one call (the path without a reducer).
+  absl::Status all_reduce_gradients(StepReport* report);
   absl::Status validate();
   // translator_ over a model of the current parameters.
   absl::Status load_translator();
@@ -56,6 +59,8 @@ class Trainer {
   TokenCorpus train_;
   std::optional<TokenCorpus> valid_;
   ModelConfig config_;
+  Device device_;  // where the parameters, gradients, Adam's moments and activations live
+  std::string device_note_;  // for the log
   FlatParameters parameters_;
   FlatParameters gradients_;
   Adam optimizer_;

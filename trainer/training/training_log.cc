@@ -59,6 +59,7 @@ void TrainingLog::step(const StepReport& r) {
     json["reduce_seconds"] = r.reduce_seconds;
     json["exposed_reduce_seconds"] = r.exposed_reduce_seconds;
   }
+  if (r.gpu_memory_bytes) json["gpu_memory_bytes"] = *r.gpu_memory_bytes;
   write_line(json.dump());
 }
 

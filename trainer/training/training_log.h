@@ -25,6 +25,8 @@ struct StepReport {
   // the part of them the backward pass did not hide (the step waited for it).
   double reduce_seconds = 0, exposed_reduce_seconds = 0;
   double elapsed_seconds = 0, eta_seconds = 0;
+  // On a GPU: the most device memory this rank's allocator has held (its high-water mark).
+  std::optional<int64_t> gpu_memory_bytes;
 };
 
 struct ValidationReport {

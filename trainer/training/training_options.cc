@@ -1,6 +1,9 @@
 #include "trainer/training/training_options.h"
 
 #include "absl/strings/str_cat.h"
+#include "engine/backend/cuda_backend.h"
+#include "engine/placement_flags.h"
+#include "engine/transformer.h"
 
 namespace xlate::trainer {
 namespace {
@@ -35,6 +38,26 @@ absl::Status TrainingOptions::Validate() const {
   if (bleu_beam_size < 1 || bleu_beam_size > 64) return out_of_range("bleu_beam_size", std::to_string(bleu_beam_size), "in [1, 64]");
   if (log_every_steps < 1) return out_of_range("log_every_steps", std::to_string(log_every_steps), ">= 1");
   return absl::OkStatus();
+}
+
+absl::StatusOr<Device> resolve_training_device(const std::string& device, std::string* note) {
+  if (device != "auto" && device != "cpu" && device != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device is \"", device, "\"; it must be auto, cpu or cuda"));
+  }
+  if (device == "cuda") {
+    if (absl::Status usable = check_placement({Device::kCUDA, DType::kFloat32}); !usable.ok()) {
+      return absl::Status(usable.code(), absl::StrCat("--device cuda: ", usable.message()));
+    }
+  }
+  absl::StatusOr<ResolvedPlacement> resolved = resolve_placement(device, "float32");
+  if (!resolved.ok()) return resolved.status();
+  if (note != nullptr) {
+    *note = resolved->placement.device == Device::kCUDA
+                ? absl::StrCat("training on ", cuda_backend::device_description(), " in float32")
+                : resolved->note;
+  }
+  return resolved->placement.device;
 }
 
 absl::StatusOr<ModelConfig> build_model_config(const ArchitectureOptions& options, int vocab_size) {

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/model_config.h"
+#include "engine/tensor.h"
 
 namespace xlate::trainer {
 
@@ -29,6 +30,9 @@ struct ArchitectureOptions {
 struct TrainingOptions {
   std::string data_directory;    // from `xlate-trainer prepare`
   std::string output_directory;  // checkpoints/, train_log.jsonl
+  // auto | cpu | cuda (auto: the GPU when this build has CUDA and one is visible). Float32 on
+  // both; the CPU run is the reference the GPU's is checked against.
+  std::string device = "auto";
   ArchitectureOptions architecture;
 
   int64_t max_tokens = 50000;  // padded source+target tokens per micro-batch, all ranks together
@@ -56,6 +60,11 @@ struct TrainingOptions {
   // Names the option and its limit when out of range.
   absl::Status Validate() const;
 };
+
+// Where `device` (TrainingOptions::device) trains on this build and machine; `note` (may be
+// null) receives a line for the log: the GPU's name, or why auto chose the CPU. An unknown name
+// or a GPU that is not there is an error naming --device and the reason.
+absl::StatusOr<Device> resolve_training_device(const std::string& device, std::string* note);
 
 // The preset with the overrides applied, for a vocabulary of `vocab_size` pieces; validated.
 absl::StatusOr<ModelConfig> build_model_config(const ArchitectureOptions& options, int vocab_size);

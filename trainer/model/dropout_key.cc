@@ -1,4 +1,4 @@
-#include "trainer/layers/dropout.h"
+#include "trainer/model/dropout_key.h"
 
 #include "kernels/mix64.h"
 

@@ -1,0 +1,165 @@
+// The training model on the GPU against the CPU reference: the same weights and batch (padding
+// on both sides, dropout on, both positional encodings) give the same loss and every gradient
+// tensor, a second GPU pass repeats the first bit for bit, and an Adam step on the GPU moves the
+// weights as the CPU's does. Skipped (GTEST_SKIP) on a machine without a GPU.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/backend/cuda_backend.h"
+#include "engine/model_directory.h"
+#include "trainer/model/flat_parameters.h"
+#include "trainer/model/transformer_training.h"
+#include "trainer/optim/adam.h"
+
+namespace xlate::trainer {
+namespace {
+
+// Small, but wide enough for several warps per row and heads of 8 dimensions.
+ModelConfig small_config(PositionalEncoding positional) {
+  ModelConfig config;
+  config.vocab_size = 67;
+  config.d_model = 32;
+  config.encoder_layers = config.decoder_layers = 2;
+  config.encoder_heads = config.decoder_heads = 4;
+  config.encoder_ffn_dim = config.decoder_ffn_dim = 48;
+  config.max_positions = 32;
+  config.label_smoothing = 0.1f;
+  config.positional = positional;
+  return config;
+}
+
+// Three sentence pairs of different lengths, padded (pad id 0) to the longest on each side.
+ModelInputs random_batch(const ModelConfig& config, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> token(4, config.vocab_size - 1);
+  const std::vector<int32_t> source_lengths{9, 4, 7}, target_lengths{8, 3, 6};
+  const int64_t n = 3, s = 9, t = 8;
+  std::vector<int32_t> source(n * s, 0), input(n * t, 0), output(n * t, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < source_lengths[i]; ++j) source[i * s + j] = token(rng);
+    input[i * t] = config.decoder_start_id;
+    for (int64_t j = 0; j < target_lengths[i]; ++j) {
+      const int32_t next = j + 1 == target_lengths[i] ? config.eos_id : token(rng);
+      output[i * t + j] = next;
+      if (j + 1 < target_lengths[i]) input[i * t + j + 1] = next;
+    }
+  }
+  return {Tensor::from_vector(source, {n, s}), Tensor::from_vector(source_lengths, {n}),
+          Tensor::from_vector(input, {n, t}), Tensor::from_vector(output, {n, t}),
+          Tensor::from_vector(target_lengths, {n})};
+}
+
+ModelInputs to_gpu(const ModelInputs& host) {
+  return {host.source_tokens.to(Device::kCUDA), host.source_lengths.to(Device::kCUDA),
+          host.target_input.to(Device::kCUDA), host.target_output.to(Device::kCUDA),
+          host.target_lengths.to(Device::kCUDA)};
+}
+
+std::vector<float> values(const Tensor& tensor) {
+  const Tensor host = tensor.to(Device::kCPU);
+  return std::vector<float>(host.data<float>(), host.data<float>() + host.numel());
+}
+
+// Each parameter's slice of `gpu` within `relative` of the largest magnitude of its CPU slice.
+void expect_slices_near(const FlatParameters& cpu, const FlatParameters& gpu, double relative,
+                        const char* what) {
+  const std::vector<float> expected = values(cpu.flat()), actual = values(gpu.flat());
+  for (const ParameterSlice& slice : cpu.slices()) {
+    float largest = 0.f, worst = 0.f;
+    for (int64_t i = slice.offset; i < slice.offset + slice.count; ++i) {
+      largest = std::max(largest, std::fabs(expected[i]));
+      worst = std::max(worst, std::fabs(actual[i] - expected[i]));
+    }
+    EXPECT_LE(worst, relative * std::max(largest, 1e-6f))
+        << what << " " << slice.name << ": largest |cpu| " << largest;
+  }
+}
+
+// One model's parameters and gradients on the CPU and on the GPU, the parameters equal.
+struct OnBothDevices {
+  OnBothDevices(const ModelConfig& config, uint64_t seed)
+      : cpu_parameters(config), cpu_gradients(config),
+        gpu_parameters(config, Device::kCUDA), gpu_gradients(config, Device::kCUDA) {
+    const TransformerWeights initial = random_weights(config, seed);
+    cpu_parameters.copy_from(initial, config);
+    gpu_parameters.copy_from(initial, config);
+  }
+  FlatParameters cpu_parameters, cpu_gradients, gpu_parameters, gpu_gradients;
+};
+
+DropoutSettings training_dropout() {
+  DropoutSettings dropout;
+  dropout.residual = 0.1f;
+  dropout.activation = 0.1f;
+  dropout.seed = 11;
+  dropout.step = 3;
+  return dropout;
+}
+
+class ModelCudaTest : public ::testing::TestWithParam<PositionalEncoding> {
+ protected:
+  void SetUp() override {
+    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_P(ModelCudaTest, LossAndEveryGradientEqualTheCpu) {
+  const ModelConfig config = small_config(GetParam());
+  OnBothDevices m(config, 29);
+  const ModelInputs batch = random_batch(config, 5);
+
+  TransformerTraining cpu_model(config), gpu_model(config);
+  const CrossEntropySums cpu =
+      cpu_model.forward(m.cpu_parameters.weights(), batch, training_dropout());
+  const CrossEntropySums gpu =
+      gpu_model.forward(m.gpu_parameters.weights(), to_gpu(batch), training_dropout());
+  EXPECT_EQ(gpu.tokens, cpu.tokens);
+  EXPECT_EQ(cpu.tokens, 8 + 3 + 6);
+  EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * cpu.loss);
+  EXPECT_NEAR(gpu.nll, cpu.nll, 1e-5 * cpu.nll);
+
+  cpu_model.backward(m.cpu_gradients.weights(), m.cpu_parameters.weights(), 1.f);
+  gpu_model.backward(m.gpu_gradients.weights(), m.gpu_parameters.weights(), 1.f);
+  expect_slices_near(m.cpu_gradients, m.gpu_gradients, 2e-4, "gradient");
+
+  // Deterministic kernels: the same pass again gives the same bits.
+  FlatParameters again(config, Device::kCUDA);
+  gpu_model.forward(m.gpu_parameters.weights(), to_gpu(batch), training_dropout());
+  gpu_model.backward(again.weights(), m.gpu_parameters.weights(), 1.f);
+  EXPECT_EQ(values(again.flat()), values(m.gpu_gradients.flat()));
+}
+
+TEST_P(ModelCudaTest, AdamStepMovesTheWeightsAsOnTheCpu) {
+  const ModelConfig config = small_config(GetParam());
+  OnBothDevices m(config, 31);
+  TransformerTraining model(config);
+  model.forward(m.cpu_parameters.weights(), random_batch(config, 7), training_dropout());
+  model.backward(m.cpu_gradients.weights(), m.cpu_parameters.weights(), 1.f);
+  m.gpu_gradients.flat().copy_from(m.cpu_gradients.flat());
+
+  const AdamOptions options{0.9, 0.98, 1e-9, /*clip_norm=*/0.5};
+  Adam cpu_adam(m.cpu_parameters, options), gpu_adam(m.gpu_parameters, options);
+  for (int step = 0; step < 3; ++step) {
+    // 1/17: the trainer's 1 / target tokens, folded into the update.
+    const double cpu_norm = cpu_adam.update(m.cpu_parameters, m.cpu_gradients, 1e-3, 1.0 / 17);
+    const double gpu_norm = gpu_adam.update(m.gpu_parameters, m.gpu_gradients, 1e-3, 1.0 / 17);
+    EXPECT_NEAR(gpu_norm, cpu_norm, 1e-6 * cpu_norm);
+  }
+  expect_slices_near(m.cpu_parameters, m.gpu_parameters, 1e-5, "weights after Adam");
+  EXPECT_EQ(gpu_adam.first_moment().device(), Device::kCUDA);
+}
+
+INSTANTIATE_TEST_SUITE_P(Positions, ModelCudaTest,
+                         ::testing::Values(PositionalEncoding::kSinusoidal,
+                                           PositionalEncoding::kLearned),
+                         [](const ::testing::TestParamInfo<PositionalEncoding>& info) {
+                           return info.param == PositionalEncoding::kLearned ? "Learned"
+                                                                             : "Sinusoidal";
+                         });
+
+}  // namespace
+}  // namespace xlate::trainer
