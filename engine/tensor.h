@@ -64,6 +64,8 @@ class Tensor {
   Tensor clone() const;
   // Deep copy on `device` (a copy to the CPU waits for the device's stream).
   Tensor to(Device device) const;
+  // This tensor on `device`: a handle to it when it is there already, else to(device).
+  Tensor on(Device device) const { return device == device_ ? *this : to(device); }
   // Sets every byte of this tensor (or view) to 0, on its device.
   void fill_zero();
   // Copies `source` (same dtype and element count, any device) into this tensor's bytes.

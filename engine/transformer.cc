@@ -138,12 +138,11 @@ Tensor TransformerModel::activations(std::vector<int64_t> shape) const {
 }
 
 Tensor TransformerModel::on_device(const Tensor& host) const {
-  return host.device() == placement_.device ? host : host.to(placement_.device);
+  return host.on(placement_.device);
 }
 
 Tensor TransformerModel::logits_to_host(const Tensor& logits) const {
-  return logits.device() == Device::kCPU ? logits.to_float32()
-                                         : logits.to(Device::kCPU).to_float32();
+  return logits.on(Device::kCPU).to_float32();
 }
 
 Tensor TransformerModel::feed_forward(const LinearWeights& inner, const LinearWeights& outer,
@@ -268,11 +267,9 @@ TopK TransformerModel::decode_top_k_on_device(DecoderState& state, const Tensor&
 TopK TransformerModel::top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores,
                                      int k) const {
   const Tensor& source = k <= backend_of(logits).max_top_k ? logits : logits_to_host(logits);
-  Tensor offsets = Tensor::from_vector(row_scores, {logits.dim(0)});
-  if (source.device() != Device::kCPU) offsets = offsets.to(source.device());
-  const TopK top = top_k_of(source, offsets, k);
-  if (source.device() == Device::kCPU) return top;
-  return {top.values.to(Device::kCPU), top.indices.to(Device::kCPU)};
+  const Tensor offsets = Tensor::from_vector(row_scores, {logits.dim(0)});
+  const TopK top = top_k_of(source, offsets.on(source.device()), k);
+  return {top.values.on(Device::kCPU), top.indices.on(Device::kCPU)};
 }
 
 TopK TransformerModel::top_k_of(const Tensor& logits, const Tensor& offsets, int k) {
@@ -288,9 +285,7 @@ std::vector<Tensor> TransformerModel::cross_attention(DecoderState& state,
                                                      const Tensor& tokens) const {
   std::vector<Tensor> weights;
   decoder_layers(state, tokens, &weights);
-  for (Tensor& layer : weights) {
-    if (layer.device() != Device::kCPU) layer = layer.to(Device::kCPU);
-  }
+  for (Tensor& layer : weights) layer = layer.on(Device::kCPU);
   return weights;
 }
 

@@ -11,14 +11,12 @@
 namespace xlate {
 namespace {
 
-Tensor on(Device device, Tensor host) { return device == Device::kCPU ? host : host.to(device); }
-
 // What the host reads of device state: the tensor itself on the CPU, a copy otherwise.
-Tensor on_host(const Tensor& t) { return t.device() == Device::kCPU ? t : t.to(Device::kCPU); }
+Tensor on_host(const Tensor& t) { return t.on(Device::kCPU); }
 
 template <typename T>
 Tensor tensor_on(Device device, const std::vector<T>& values) {
-  return on(device, Tensor::from_vector(values, {static_cast<int64_t>(values.size())}));
+  return Tensor::from_vector(values, {static_cast<int64_t>(values.size())}).on(device);
 }
 
 // array[slots[i]] = values[i] for a per-slot array [S] on the device; slots int32 [n] there.

@@ -171,15 +171,13 @@ absl::StatusOr<std::string> write_checkpoint(const std::string& run_directory,
         absl::StrCat("cannot create checkpoint directory ", temporary, ": ", error.message()));
   }
   // A GPU run's state is written from host copies (the files are the same either way).
-  const auto on_host = [](const Tensor& tensor) {
-    return tensor.device() == Device::kCPU ? tensor : tensor.to(Device::kCPU);
-  };
   absl::Status status = save_model_directory(
       temporary, contents.config,
-      contents.parameters.views_of(on_host(contents.parameters.flat())), DType::kFloat32);
+      contents.parameters.views_of(contents.parameters.flat().on(Device::kCPU)), DType::kFloat32);
   if (!status.ok()) return status;
-  const TensorMap moments{{"adam.first_moment", on_host(contents.optimizer.first_moment())},
-                          {"adam.second_moment", on_host(contents.optimizer.second_moment())}};
+  const TensorMap moments{
+      {"adam.first_moment", contents.optimizer.first_moment().on(Device::kCPU)},
+      {"adam.second_moment", contents.optimizer.second_moment().on(Device::kCPU)}};
   status = write_safetensors(temporary + "/optimizer.safetensors", moments,
                              {{"adam_steps", std::to_string(contents.optimizer.steps())}});
   if (!status.ok()) return status;

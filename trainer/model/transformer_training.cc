@@ -23,11 +23,6 @@ Tensor embed(const Tensor& tokens, const Tensor& table, const Tensor& positions,
 
 Tensor zeros_like(const Tensor& x) { return Tensor::zeros(x.shape(), DType::kFloat32, x.device()); }
 
-// A host int32 table moved to `device` (a handle to it on the CPU).
-Tensor on(Device device, const Tensor& host) {
-  return device == host.device() ? host : host.to(device);
-}
-
 // LN(x + Dropout(FFN(x))), the last sub-layer of an encoder and of a decoder layer (their caches
 // and weights name the members alike).
 template <typename LayerCache, typename LayerWeights>
@@ -147,11 +142,12 @@ CrossEntropySums TransformerTraining::forward(const TransformerWeights& weights,
   const int64_t sentences = inputs.source_tokens.dim(0);
   const int64_t source_steps = inputs.source_tokens.dim(1);
   const int64_t target_steps = inputs.target_input.dim(1);
-  source_rows_ = on(device, batch_major_key_rows(sentences, source_steps));
-  target_rows_ = on(device, batch_major_key_rows(sentences, target_steps));
-  causal_lengths_ = on(device, Tensor::from_vector(std::vector<int32_t>(
-                                   static_cast<size_t>(sentences),
-                                   static_cast<int32_t>(target_steps)), {sentences}));
+  source_rows_ = batch_major_key_rows(sentences, source_steps).on(device);
+  target_rows_ = batch_major_key_rows(sentences, target_steps).on(device);
+  causal_lengths_ = Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(sentences),
+                                                             static_cast<int32_t>(target_steps)),
+                                        {sentences})
+                        .on(device);
   Tensor x = embed(inputs.source_tokens, weights.shared_embedding, weights.encoder_positions,
                    channels);
   const DropoutSite source_embedding = site(kEncoderStack, -1, 0);

@@ -19,16 +19,9 @@ using Clock = std::chrono::steady_clock;
 
 // The batch's tensors (host) on the model's device.
 ModelInputs model_inputs(const TrainingBatch& batch, Device device) {
-  const auto on_device = [device](const Tensor& host) {
-    return device == Device::kCPU ? host : host.to(device);
-  };
-  return {on_device(batch.source_tokens), on_device(batch.source_lengths),
-          on_device(batch.target_input), on_device(batch.target_output),
-          on_device(batch.target_lengths)};
-}
-
-Tensor on_host(const Tensor& tensor) {
-  return tensor.device() == Device::kCPU ? tensor : tensor.to(Device::kCPU);
+  return {batch.source_tokens.on(device), batch.source_lengths.on(device),
+          batch.target_input.on(device), batch.target_output.on(device),
+          batch.target_lengths.on(device)};
 }
 
 // Longest source and decoder sequence of a corpus must fit the positional tables.
@@ -166,7 +159,7 @@ absl::Status Trainer::initialise() {
     elapsed_before_ = state_.elapsed_seconds;
     if (log_) log_->message(absl::StrCat("resumed from ", checkpoints->back(), " at step ", state_.step));
   }
-  const Tensor start_weights = on_host(parameters_.flat());
+  const Tensor start_weights = parameters_.flat().on(Device::kCPU);
   absl::Status same = check_same_on_all_ranks(
       communicator_,
       fingerprint_bytes(start_weights.raw_data(), static_cast<int64_t>(start_weights.nbytes())),
@@ -283,7 +276,7 @@ absl::Status Trainer::train_step(StepReport* report) {
 absl::Status Trainer::all_reduce_gradients(StepReport* report) {
   if (communicator_.world_size() == 1) return absl::OkStatus();
   const Clock::time_point started = Clock::now();
-  Tensor host = on_host(gradients_.flat());
+  Tensor host = gradients_.flat().on(Device::kCPU);
   absl::Status status = communicator_.all_reduce_sum(host.data<float>(), gradients_.size());
   if (status.ok() && device_ != Device::kCPU) gradients_.flat().copy_from(host);
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
