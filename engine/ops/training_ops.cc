@@ -113,28 +113,35 @@ void dropout_backward(Tensor& dinp, const Tensor& dout, float p, uint64_t key) {
   backend_of(dout).dropout_backward(dinp, dout, p, key);
 }
 
+namespace {
+
+// What both cross-entropy ops check: scores [M, V] float32 (logits or log-probabilities), out
+// of its size and device, targets int32 [M] in [0, V) or ignore_id, smoothing in [0, 1).
+void require_cross_entropy(const Tensor& out, const char* out_name, const Tensor& scores,
+                           const char* scores_name, const Tensor& targets, float smoothing,
+                           int ignore_id, const char* op) {
+  require(scores.defined() && scores.rank() >= 1 && scores.dim(-1) > 0, op,
+          std::string(scores_name) + " must be [M, V]");
+  require(smoothing >= 0.f && smoothing < 1.f, op, "smoothing must be in [0, 1)");
+  require_float32(scores, scores, scores.numel(), op, scores_name);
+  require_float32(out, scores, scores.numel(), op, out_name);
+  require_targets(targets, scores, rows_of(scores), scores.dim(-1), ignore_id, op);
+}
+
+}  // namespace
+
 CrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
                                        const Tensor& targets, float smoothing, int ignore_id) {
-  const char* op = "cross_entropy_forward";
-  require(logits.defined() && logits.rank() >= 1 && logits.dim(-1) > 0, op,
-          "logits must be [M, V]");
-  require(smoothing >= 0.f && smoothing < 1.f, op, "smoothing must be in [0, 1)");
-  require_float32(logits, logits, logits.numel(), op, "logits");
-  require_float32(log_probs, logits, logits.numel(), op, "log_probs");
-  require_targets(targets, logits, rows_of(logits), logits.dim(-1), ignore_id, op);
+  require_cross_entropy(log_probs, "log_probs", logits, "logits", targets, smoothing, ignore_id,
+                        "cross_entropy_forward");
   return backend_of(logits).cross_entropy_forward(log_probs, logits, targets, smoothing,
                                                   ignore_id);
 }
 
 void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tensor& targets,
                             float smoothing, int ignore_id, float dloss) {
-  const char* op = "cross_entropy_backward";
-  require(log_probs.defined() && log_probs.rank() >= 1 && log_probs.dim(-1) > 0, op,
-          "log_probs must be [M, V]");
-  require(smoothing >= 0.f && smoothing < 1.f, op, "smoothing must be in [0, 1)");
-  require_float32(log_probs, log_probs, log_probs.numel(), op, "log_probs");
-  require_float32(dlogits, log_probs, log_probs.numel(), op, "dlogits");
-  require_targets(targets, log_probs, rows_of(log_probs), log_probs.dim(-1), ignore_id, op);
+  require_cross_entropy(dlogits, "dlogits", log_probs, "log_probs", targets, smoothing,
+                        ignore_id, "cross_entropy_backward");
   backend_of(log_probs).cross_entropy_backward(dlogits, log_probs, targets, smoothing, ignore_id,
                                                dloss);
 }

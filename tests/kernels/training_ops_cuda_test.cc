@@ -160,18 +160,30 @@ TEST_F(TrainingOpsCuda, ReluBackward) {
   expect_close(in_place, expected, 0.0, "relu_backward in place");
 }
 
+// Random inputs of a residual LayerNorm (drawn in member order) and their CPU forward.
+struct LayerNormCase {
+  LayerNormCase(int64_t rows, int64_t channels, std::mt19937& generator)
+      : inp(random_tensor({rows, channels}, generator, 2.f)),
+        residual(random_tensor({rows, channels}, generator)),
+        gamma(random_tensor({channels}, generator)),
+        beta(random_tensor({channels}, generator)),
+        out(empty_cpu({rows, channels})),
+        saved{empty_cpu({rows}), empty_cpu({rows})} {
+    add_layer_norm_forward(out, inp, residual, gamma, beta, 1e-6f, &saved);
+  }
+  Tensor inp, residual, gamma, beta, out;
+  LayerNormStatistics saved;
+};
+
 TEST_F(TrainingOpsCuda, AddLayerNormSavesStatistics) {
   std::mt19937 generator(3);
   const int64_t rows = 37;
   for (int64_t channels : {520, 72}) {
     const std::string what = "add_layer_norm C=" + std::to_string(channels);
-    const Tensor inp = random_tensor({rows, channels}, generator, 2.f);
-    const Tensor residual = random_tensor({rows, channels}, generator);
-    const Tensor gamma = random_tensor({channels}, generator);
-    const Tensor beta = random_tensor({channels}, generator);
-    Tensor out = empty_cpu({rows, channels});
-    LayerNormStatistics saved{empty_cpu({rows}), empty_cpu({rows})};
-    add_layer_norm_forward(out, inp, residual, gamma, beta, 1e-6f, &saved);
+    const LayerNormCase c(rows, channels, generator);
+    const Tensor &inp = c.inp, &residual = c.residual, &gamma = c.gamma, &beta = c.beta;
+    const Tensor &out = c.out;
+    const LayerNormStatistics& saved = c.saved;
 
     Tensor gpu_out = nan_gpu({rows, channels});
     LayerNormStatistics gpu_saved{nan_gpu({rows}), nan_gpu({rows})};
@@ -190,13 +202,9 @@ TEST_F(TrainingOpsCuda, LayerNormBackward) {
   const int64_t rows = 300;
   for (int64_t channels : {72, 520}) {
     const std::string what = "layer_norm_backward C=" + std::to_string(channels);
-    const Tensor inp = random_tensor({rows, channels}, generator, 2.f);
-    const Tensor residual = random_tensor({rows, channels}, generator);
-    const Tensor gamma = random_tensor({channels}, generator);
-    const Tensor beta = random_tensor({channels}, generator);
-    Tensor out = empty_cpu({rows, channels});
-    LayerNormStatistics saved{empty_cpu({rows}), empty_cpu({rows})};
-    add_layer_norm_forward(out, inp, residual, gamma, beta, 1e-6f, &saved);
+    const LayerNormCase c(rows, channels, generator);
+    const Tensor &inp = c.inp, &residual = c.residual, &gamma = c.gamma;
+    const LayerNormStatistics& saved = c.saved;
     const Tensor dout = random_tensor({rows, channels}, generator);
     const Tensor dgamma_start = random_tensor({channels}, generator);
     const Tensor dbeta_start = random_tensor({channels}, generator);
