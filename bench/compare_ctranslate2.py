@@ -25,6 +25,20 @@ Steps:
   7. Print a table (sentences/s, target tokens/s, peak RSS) and the xlate/CT2 tokens/s ratio;
      optionally write everything as JSON.
 
+--mode natural measures the way a user meets the systems: a trained model (e.g. the shipped
+models/en-de-multi30k) on a real test set (e.g. Multi30k test_2016_flickr, gzipped files are
+read as such), the same sorted batches, and each system stopping by its own rule at its end
+token. Both then do different amounts of work, so the ratio is of sentences/s, and each
+system's BLEU against the reference (`xlate bleu`, sacreBLEU-compatible) is printed beside it to
+show that the work is equivalent. The stopping rules differ in two documented ways:
+  * length penalty: xlate ranks finished hypotheses by log P / ((5+|Y|)/6)^alpha (GNMT, the
+    paper's), CTranslate2 by log P / |Y|^alpha; both get --length_penalty.
+  * length limit: xlate stops a sentence at source tokens + --max_extra (50), CTranslate2 at
+    max_decoding_length, set per batch to the largest source + max_extra in it.
+In natural mode xlate's plan lines have decode_length 0 (the bench binary's natural stopping),
+and `xlate translate` is also timed as a whole process on the same file (load, tokenisation,
+batching and all), the way a user runs it.
+
 Each system runs alone in its own child process; its peak RSS is the child's ru_maxrss as
 returned by wait4(), so the two systems' memory is measured separately and the same way.
 The driver also measures how much CPU time OTHER processes took while a system ran and warns
@@ -33,6 +47,7 @@ CTranslate2's spin-waiting OpenMP threads in particular. Use --repeats to keep t
 """
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -47,12 +62,21 @@ REPO_ROOT = os.path.dirname(HERE)
 DEFAULT_SOURCE = os.path.join(REPO_ROOT, "..", "shared", "data", "wmt14", "newstest2014.en")
 DEFAULT_REFERENCE = os.path.join(REPO_ROOT, "..", "shared", "data", "wmt14", "newstest2014.de")
 DEFAULT_XLATE_BENCH = os.path.join(REPO_ROOT, "build", "bench", "xlate_translate_bench")
+DEFAULT_XLATE = os.path.join(REPO_ROOT, "build", "engine", "xlate")
 CONVERTER = os.path.join(HERE, "convert_to_ctranslate2.py")
 WORKER_FLAG = "--ct2_worker"
 
 
 # --------------------------------------------------------------------------------------------
 # CTranslate2 worker (runs in its own process: python3 compare_ctranslate2.py --ct2_worker JOB OUT)
+
+
+def ct2_options(job, batch):
+    """translate_batch's length options for a planned batch: exactly L_b tokens (fixed plans)
+    or the natural stop at the end token within max_decoding_length (natural plans, length 0)."""
+    if batch["length"] > 0:
+        return {"min_decoding_length": batch["length"], "max_decoding_length": batch["length"]}
+    return {"max_decoding_length": batch["max_decoding_length"]}
 
 
 def ct2_worker(job_path, out_path):
@@ -84,26 +108,26 @@ def ct2_worker(job_path, out_path):
     for batch in job["batches"][:warmup]:
         translator.translate_batch(
             batch["source"], beam_size=job["beam_size"], length_penalty=job["length_penalty"],
-            min_decoding_length=batch["length"], max_decoding_length=batch["length"],
-            max_input_length=0, return_scores=False)
+            max_input_length=0, return_scores=False, **ct2_options(job, batch))
 
     seconds = 0.0
     sentences = 0
     target_tokens = 0
     bad = []
     batch_seconds = []
+    best_pieces = []  # each sentence's best hypothesis, in plan order
     for bi, batch in enumerate(job["batches"]):
         L = batch["length"]
         t0 = time.perf_counter()
         results = translator.translate_batch(
             batch["source"], beam_size=job["beam_size"], length_penalty=job["length_penalty"],
-            min_decoding_length=L, max_decoding_length=L, max_input_length=0,
-            return_scores=False)
+            max_input_length=0, return_scores=False, **ct2_options(job, batch))
         batch_seconds.append(time.perf_counter() - t0)
         seconds += batch_seconds[-1]
         for si, res in enumerate(results):
             hyp = res.hypotheses[0]
-            if len(hyp) != L or eos in hyp:
+            best_pieces.append(hyp)
+            if L > 0 and (len(hyp) != L or eos in hyp):
                 bad.append({"batch": bi, "sentence": si, "expected": L, "got": len(hyp),
                             "has_eos": eos in hyp})
             sentences += 1
@@ -124,6 +148,7 @@ def ct2_worker(job_path, out_path):
         "rss_before_model_mb": rss_before_model_kb / 1024.0,
         "length_mismatches": bad[:20],
         "length_mismatch_count": len(bad),
+        "best_pieces": best_pieces,
     }
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(out, f)
@@ -223,13 +248,15 @@ def warn_if_busy(name, facts):
 
 
 def read_lines(path, n):
-    with open(path, encoding="utf-8") as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
         lines = [line.rstrip("\r\n") for line in f]
     return lines if n <= 0 else lines[:n]
 
 
-def make_plan(sp, sources, references, batch_size, max_extra, max_positions):
-    """Returns a list of batches {indices, length, source (pieces), text}."""
+def make_plan(sp, sources, references, batch_size, max_extra, max_positions, natural=False):
+    """Returns a list of batches {indices, length, source (pieces), text}; natural plans have
+    length 0 (stop at the end token) and CTranslate2's max_decoding_length."""
     src_pieces = sp.encode(sources, out_type=str)
     ref_counts = [len(ids) for ids in sp.encode(references)]
     order = sorted(range(len(sources)), key=lambda i: (len(src_pieces[i]), i))
@@ -240,7 +267,9 @@ def make_plan(sp, sources, references, batch_size, max_extra, max_positions):
         length = max(1, min(length, max_positions))
         batches.append({
             "indices": idx,
-            "length": length,
+            "length": 0 if natural else length,
+            "max_decoding_length": min(max_positions,
+                                       max(len(src_pieces[i]) for i in idx) + max_extra),
             "source": [src_pieces[i] for i in idx],
             "ids": [sp.piece_to_id(src_pieces[i]) for i in idx],
             "text": [sources[i] for i in idx],
@@ -299,6 +328,11 @@ def main():
     ap.add_argument("--max_extra", type=int, default=50,
                     help="cap each sentence's target length at source tokens + this")
     ap.add_argument("--xlate_bench", default=DEFAULT_XLATE_BENCH)
+    ap.add_argument("--xlate", default=DEFAULT_XLATE,
+                    help="the xlate tool: BLEU (natural mode) and the `xlate translate` process")
+    ap.add_argument("--mode", default="fixed", choices=["fixed", "natural"],
+                    help="fixed: every batch decodes exactly L_b tokens (any weights); natural: "
+                         "each system stops at its end token (a trained model), BLEU printed")
     ap.add_argument("--work_dir", default=None,
                     help="where the plan, the CTranslate2 model and logs go (default: a temporary "
                          "directory removed at the end)")
@@ -380,16 +414,18 @@ def run(args, cfg, sp, model_dir, work_dir):
         print("error: %d source lines but %d reference lines" % (len(sources), len(references)),
               file=sys.stderr)
         return 1
+    natural = args.mode == "natural"
     batches = make_plan(sp, sources, references, args.batch_size, args.max_extra,
-                        int(cfg.get("max_position_embeddings", 1024)))
+                        int(cfg.get("max_position_embeddings", 1024)), natural)
+    plan_references = [references[i] for b in batches for i in b["indices"]]
     n_sent = len(sources)
     expected_tokens = sum(b["length"] * len(b["indices"]) for b in batches)
     src_tokens = sum(len(p) for b in batches for p in b["source"])
     plan_path = os.path.join(work_dir, "plan.tsv")
     write_plan(plan_path, batches)
-    print("plan: %d sentences, %d batches of <= %d, %d source tokens, %d target tokens -> %s"
-          % (n_sent, len(batches), args.batch_size, src_tokens, expected_tokens, plan_path),
-          file=sys.stderr)
+    print("plan: %d sentences, %d batches of <= %d, %d source tokens, %s target tokens -> %s"
+          % (n_sent, len(batches), args.batch_size, src_tokens,
+             "natural" if natural else expected_tokens, plan_path), file=sys.stderr)
 
     eos_token = sp.id_to_piece(int(cfg["eos_token_id"]))
     results = {
@@ -398,11 +434,12 @@ def run(args, cfg, sp, model_dir, work_dir):
         "sentences": n_sent,
         "batches": len(batches),
         "batch_size": args.batch_size,
+        "mode": args.mode,
         "beam_size": args.beam_size,
         "threads": args.threads,
         "length_penalty": args.length_penalty,
         "source_tokens": src_tokens,
-        "target_tokens": expected_tokens,
+        "target_tokens": None if natural else expected_tokens,
         "machine": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "plan": plan_path,
@@ -428,7 +465,8 @@ def run(args, cfg, sp, model_dir, work_dir):
             "length_penalty": args.length_penalty,
             "eos_token": eos_token,
             "warmup_batches": args.ct2_warmup_batches,
-            "batches": [{"length": b["length"], "source": b["source"]} for b in batches],
+            "batches": [{"length": b["length"], "max_decoding_length": b["max_decoding_length"],
+                         "source": b["source"]} for b in batches],
         }
         job_path = os.path.join(work_dir, "ct2_job.json")
         out_path = os.path.join(work_dir, "ct2_result.json")
@@ -454,12 +492,16 @@ def run(args, cfg, sp, model_dir, work_dir):
             warn_if_busy("CTranslate2", facts)
             runs.append(run_result)
         ct2 = best_of(runs)
+        ct2["bleu"] = bleu(args.xlate, [sp.decode_pieces(p) for p in ct2.pop("best_pieces")],
+                           plan_references, work_dir, "ct2") if natural else None
+        for r in runs:
+            r.pop("best_pieces", None)
         results["ctranslate2"] = ct2
         if ct2["length_mismatch_count"]:
             print("error: %d CTranslate2 hypotheses do not have L_b tokens, e.g. %s"
                   % (ct2["length_mismatch_count"], ct2["length_mismatches"][:3]), file=sys.stderr)
             return 1
-        if ct2["target_tokens"] != expected_tokens:
+        if not natural and ct2["target_tokens"] != expected_tokens:
             print("error: CTranslate2 produced %d target tokens, the plan asks for %d"
                   % (ct2["target_tokens"], expected_tokens), file=sys.stderr)
             return 1
@@ -474,7 +516,8 @@ def run(args, cfg, sp, model_dir, work_dir):
     else:
         cmd = [xlate_bench, "--model_dir", model_dir, "--plan", plan_path,
                "--beam_size", str(args.beam_size), "--threads", str(args.threads),
-               "--device", args.device, "--compute_type", args.compute_type]
+               "--device", args.device, "--compute_type", args.compute_type,
+               "--output", os.path.join(work_dir, "xlate_translations.txt")]
         stdout_path = os.path.join(work_dir, "xlate_stdout.txt")
         runs = []
         for rep in range(max(1, args.repeats)):
@@ -499,11 +542,18 @@ def run(args, cfg, sp, model_dir, work_dir):
             runs.append(xl)
         if runs:
             xl = best_of(runs)
-            if xl.get("target_tokens") != expected_tokens:
+            if natural:
+                xl["bleu"] = bleu(args.xlate, read_lines(cmd[-1], 0), plan_references,
+                                  work_dir, "xlate")
+            elif xl.get("target_tokens") != expected_tokens:
                 print("warning: xlate reports %s target tokens, the plan asks for %d"
                       % (xl.get("target_tokens"), expected_tokens), file=sys.stderr)
             results["xlate"] = xl
     results["xlate_note"] = xlate_note
+    results["xlate_translate_process"] = None
+    if natural and not args.skip_xlate and os.access(args.xlate, os.X_OK):
+        results["xlate_translate_process"] = time_xlate_translate(args, model_dir, sources,
+                                                                  references, work_dir)
 
     # ---- Hugging Face MarianMT
     results["marian_hf"] = None
@@ -513,27 +563,35 @@ def run(args, cfg, sp, model_dir, work_dir):
     # ---- report
     rows = [r for r in (results["xlate"], results["ctranslate2"], results["marian_hf"]) if r]
     print()
-    print("%d sentences (newstest order sorted by source length), %d batches of %d, beam %d, "
-          "%d threads, %d target tokens" % (n_sent, len(batches), args.batch_size,
-                                            args.beam_size, args.threads, expected_tokens))
+    print("%d sentences of %s sorted by source length, %d batches of %d, beam %d, %d threads, %s"
+          % (n_sent, os.path.basename(args.source), len(batches), args.batch_size,
+             args.beam_size, args.threads,
+             "natural stopping" if natural else "%d target tokens" % expected_tokens))
     # GPU mem MB: the system's own account (xlate: its caching allocator's reserve; MarianMT:
     # torch's peak allocation). GPU proc MB: NVML, the same way for all (GpuMemorySampler).
-    print("%-12s %12s %15s %12s %11s %12s %10s" % ("system", "sentences/s", "target tok/s",
-                                                   "peak RSS MB", "GPU mem MB", "GPU proc MB",
-                                                   "seconds"))
+    print("%-12s %12s %15s %12s %11s %12s %10s %6s" % (
+        "system", "sentences/s", "target tok/s", "peak RSS MB", "GPU mem MB", "GPU proc MB",
+        "seconds", "BLEU"))
     for r in rows:
-        print("%-12s %12s %15s %12s %11s %12s %10s" % (
+        print("%-12s %12s %15s %12s %11s %12s %10s %6s" % (
             r["system"], fmt(r.get("sentences_per_second"), "%.2f"),
             fmt(r.get("tokens_per_second"), "%.1f"), fmt(r.get("peak_rss_mb"), "%.0f"),
             fmt(r.get("gpu_memory_mb"), "%.0f"), fmt(r.get("gpu_process_mb"), "%.0f"),
-            fmt(r.get("seconds"), "%.2f")))
+            fmt(r.get("seconds"), "%.2f"), fmt(r.get("bleu"), "%.1f")))
+    process = results["xlate_translate_process"]
+    if process:
+        print("`xlate translate` as a process on the same file: %.2f s (%.1f sentences/s, load "
+              "included), peak RSS %.0f MB, BLEU %s" % (
+                  process["process_seconds"], n_sent / process["process_seconds"],
+                  process["peak_rss_mb"], fmt(process.get("bleu"), "%.1f")))
     ratio = None
+    measure = "sentences_per_second" if natural else "tokens_per_second"
     if results["xlate"] and results["ctranslate2"]:
-        ct2_tps = results["ctranslate2"]["tokens_per_second"]
-        xl_tps = results["xlate"].get("tokens_per_second")
-        if ct2_tps and xl_tps is not None:
-            ratio = xl_tps / ct2_tps
-            print("ratio xlate/CT2 target tokens/s: %.3f" % ratio)
+        ct2_rate = results["ctranslate2"][measure]
+        xl_rate = results["xlate"].get(measure)
+        if ct2_rate and xl_rate is not None:
+            ratio = xl_rate / ct2_rate
+            print("ratio xlate/CT2 %s: %.3f" % (measure.replace("_per_second", "/s"), ratio))
     if results["xlate"]:
         shares = ["%s %.2f" % (name[:-len("_share")], results["xlate"][name])
                   for name in ("matmul_share", "attention_share", "softmax_share",
@@ -543,13 +601,52 @@ def run(args, cfg, sp, model_dir, work_dir):
                   "the device): " + ", ".join(shares))
     if xlate_note:
         print("note: %s" % xlate_note)
-    results["ratio_xlate_over_ct2_tokens_per_second"] = ratio
+    results["ratio_xlate_over_ct2_" + measure] = ratio
 
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as f:
             json.dump(results, f, indent=2)
             f.write("\n")
     return 0
+
+
+def bleu(xlate, hypotheses, references, work_dir, name):
+    """Corpus BLEU of hypotheses against references (`xlate bleu`, sacreBLEU's default)."""
+    hyp_path = os.path.join(work_dir, name + "_hyp.txt")
+    ref_path = os.path.join(work_dir, name + "_ref.txt")
+    for path, lines in ((hyp_path, hypotheses), (ref_path, references)):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+    done = subprocess.run([xlate, "bleu", "--ref", ref_path, "--hyp", hyp_path, "--json"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        print("warning: xlate bleu failed: " + done.stderr.strip(), file=sys.stderr)
+        return None
+    report = last_json_line(done.stdout)
+    return report["sacrebleu"]["score"] if report else None
+
+
+def time_xlate_translate(args, model_dir, sources, references, work_dir):
+    """`xlate translate` on the plan's sentences as one process, the way a user runs it."""
+    source_path = os.path.join(work_dir, "source.txt")
+    output_path = os.path.join(work_dir, "xlate_translate_output.txt")
+    with open(source_path, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in sources))
+    cmd = [args.xlate, "translate", "--model_dir", model_dir, "--input", source_path,
+           "--output", output_path, "--threads", str(args.threads), "--beam_size",
+           str(args.beam_size), "--batch_size", str(args.batch_size), "--length_penalty",
+           str(args.length_penalty), "--max_extra_length", str(args.max_extra),
+           "--split_sentences=false", "--device", args.device,
+           "--compute_type", args.compute_type]
+    print("running " + " ".join(cmd), file=sys.stderr)
+    status, facts = run_measured(cmd, os.path.join(work_dir, "xlate_translate_stdout.txt"))
+    if status != 0:
+        print("warning: xlate translate failed (exit status %d)" % status, file=sys.stderr)
+        return None
+    warn_if_busy("xlate translate", facts)
+    facts["bleu"] = bleu(args.xlate, read_lines(output_path, 0), references, work_dir,
+                         "xlate_translate")
+    return facts
 
 
 if __name__ == "__main__":

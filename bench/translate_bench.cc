@@ -4,7 +4,10 @@
 // Plan file, one sentence per line: batch_index <TAB> decode_length <TAB> source sentence.
 // Random weights decode to arbitrary lengths, so every hypothesis of a batch is decoded for
 // exactly decode_length target tokens (min = max output length, no end token), the same for
-// every system. Tokenisation is done before timing (peers get pre-tokenised input too).
+// every system. decode_length 0 decodes naturally instead: until the end token, at most the
+// source length + 50 tokens, as `xlate translate` does (a trained model; the peers stop by their
+// own rules). Tokenisation is done before timing (peers get pre-tokenised input too); --output
+// writes each plan line's best translation, detokenised after timing, in plan order.
 //
 // --engine batch (default) translates each planned batch with Translator; --engine continuous
 // runs every sentence through the server's engine (ContinuousDecoder, as many sentences at once
@@ -42,14 +45,16 @@ ABSL_FLAG(int, beam_size, 4, "beam size");
 ABSL_FLAG(int, threads, 2, "CPU threads");
 ABSL_FLAG(int, warmup_batches, 1, "batches translated once before timing");
 ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
-ABSL_FLAG(std::string, compute_type, "auto", "auto, float32, float16 or bfloat16");
+ABSL_FLAG(std::string, compute_type, "auto", "auto, float32, float16, bfloat16 or int8");
 ABSL_FLAG(std::string, engine, "batch", "batch (Translator) or continuous (the server's engine)");
+ABSL_FLAG(std::string, output, "", "file for the best translation of each plan line, in order");
 
 namespace {
 
 struct PlannedBatch {
-  int decode_length = 0;
+  int decode_length = 0;  // 0: natural stopping
   std::vector<std::vector<int32_t>> sources;
+  std::vector<int64_t> lines;  // each source's 0-based plan line
 };
 
 int fail(const std::string& message) {
@@ -60,11 +65,14 @@ int fail(const std::string& message) {
 using Plan = std::map<int, PlannedBatch>;
 using OptionsFor = std::function<xlate::TranslationOptions(const PlannedBatch&)>;
 
+// What was decoded: counts, and each plan line's best hypothesis (for --output).
 struct Counts {
   int64_t sentences = 0, target_tokens = 0;
-  void add(const std::vector<xlate::Hypothesis>& hypotheses) {
+  std::map<int64_t, std::vector<int32_t>> best_by_line;
+  void add(int64_t line, const std::vector<xlate::Hypothesis>& hypotheses) {
     ++sentences;
     target_tokens += static_cast<int64_t>(hypotheses.at(0).tokens.size());
+    best_by_line[line] = hypotheses.at(0).tokens;
   }
 };
 
@@ -74,7 +82,7 @@ absl::StatusOr<Counts> translate_batches(const xlate::Translator& translator, co
   for (const auto& [index, batch] : plan) {
     auto result = translator.TranslateTokens(batch.sources, options_for(batch));
     if (!result.ok()) return result.status();
-    for (const auto& hypotheses : *result) counts.add(hypotheses);
+    for (size_t i = 0; i < result->size(); ++i) counts.add(batch.lines[i], (*result)[i]);
   }
   return counts;
 }
@@ -88,10 +96,15 @@ absl::StatusOr<Counts> translate_continuously(const xlate::Translator& translato
   limits.max_target_tokens = 1;
   for (const auto& [index, batch] : plan) {
     limits.max_sentences = std::max<int>(limits.max_sentences, batch.sources.size());
-    limits.max_target_tokens = std::max(limits.max_target_tokens, batch.decode_length);
+    for (const auto& source : batch.sources) {
+      const int natural = options_for(batch).max_output_tokens(source.size(), 1 << 20);
+      limits.max_target_tokens = std::max(
+          limits.max_target_tokens, batch.decode_length > 0 ? batch.decode_length : natural);
+    }
   }
   xlate::ContinuousDecoder decoder(translator.model(), limits);
   Counts counts;
+  std::map<int64_t, int64_t> line_of_handle;
   auto next = plan.begin();
   size_t admitted = 0;  // sentences of `next` already decoding
   while (next != plan.end() || decoder.live_sentences() > 0) {
@@ -102,10 +115,15 @@ absl::StatusOr<Counts> translate_continuously(const xlate::Translator& translato
                                                     sources.begin() + admitted + count);
       auto handles = decoder.Admit(group, options_for(next->second));
       if (!handles.ok()) return handles.status();
+      for (size_t i = 0; i < count; ++i) {
+        line_of_handle[(*handles)[i]] = next->second.lines[admitted + i];
+      }
       admitted += count;
       if (admitted == sources.size()) ++next, admitted = 0;
     }
-    for (const auto& finished : decoder.Step()) counts.add(finished.hypotheses);
+    for (const auto& finished : decoder.Step()) {
+      counts.add(line_of_handle.at(finished.handle), finished.hypotheses);
+    }
   }
   return counts;
 }
@@ -132,13 +150,15 @@ int main(int argc, char** argv) {
     std::vector<std::string> fields = absl::StrSplit(line, absl::MaxSplits('\t', 2));
     int batch_index = 0, decode_length = 0;
     if (fields.size() != 3 || !absl::SimpleAtoi(fields[0], &batch_index) ||
-        !absl::SimpleAtoi(fields[1], &decode_length) || decode_length < 1) {
-      return fail("plan line " + std::to_string(line_number) + " is not index<TAB>length<TAB>text");
+        !absl::SimpleAtoi(fields[1], &decode_length) || decode_length < 0) {
+      return fail("plan line " + std::to_string(line_number) +
+                  " is not index<TAB>length<TAB>text with a length >= 0");
     }
     auto ids = (*translator)->tokenizer().encode(fields[2]);
     if (!ids.ok()) return fail(std::string(ids.status().message()));
     batches[batch_index].decode_length = decode_length;
     batches[batch_index].sources.push_back(*std::move(ids));
+    batches[batch_index].lines.push_back(line_number - 1);
   }
 
   const std::string engine = absl::GetFlag(FLAGS_engine);
@@ -150,9 +170,11 @@ int main(int argc, char** argv) {
     xlate::TranslationOptions options;
     options.beam_size = absl::GetFlag(FLAGS_beam_size);
     options.max_batch_size = static_cast<int>(batch.sources.size());
-    options.max_extra_length = 4096;
-    options.min_output_length = batch.decode_length;
-    options.max_output_length = batch.decode_length;
+    if (batch.decode_length > 0) {
+      options.max_extra_length = xlate::TranslationOptions::kMaxExtraLength;
+      options.min_output_length = batch.decode_length;
+      options.max_output_length = batch.decode_length;
+    }
     return options;
   };
   Plan warmup;
@@ -179,7 +201,7 @@ int main(int argc, char** argv) {
       {"system", "xlate"},
       {"engine", engine},
       {"device", xlate::device_label(placement->placement.device)},
-      {"compute_type", xlate::dtype_label(placement->placement.dtype)},
+      {"compute_type", xlate::compute_type_label(placement->placement)},
       {"sentences", sentences},
       {"target_tokens", target_tokens},
       {"seconds", seconds},
@@ -199,6 +221,15 @@ int main(int argc, char** argv) {
       {"transfer_share", xlate::OpCategory::kTransfer}};
   for (const auto& [name, category] : categories) {
     report[name] = xlate::op_profile_seconds(category) / seconds;
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_output); !path.empty()) {
+    std::ofstream output(path);
+    for (const auto& [line, tokens] : counts->best_by_line) {
+      auto text = (*translator)->tokenizer().decode(tokens);
+      if (!text.ok()) return fail(std::string(text.status().message()));
+      output << *text << "\n";
+    }
+    if (!output.flush()) return fail("cannot write --output " + path);
   }
   std::cout << report.dump() << std::endl;
   return 0;

@@ -13,9 +13,13 @@ size_t dtype_size(DType dtype) {
     case DType::kFloat16:
     case DType::kBFloat16:
       return 2;
+    case DType::kInt8:
+      return 1;
   }
   return 0;
 }
+
+bool is_float(DType dtype) { return dtype != DType::kInt32 && dtype != DType::kInt8; }
 
 std::string dtype_name(DType dtype) {
   switch (dtype) {
@@ -27,12 +31,15 @@ std::string dtype_name(DType dtype) {
       return "BF16";
     case DType::kInt32:
       return "I32";
+    case DType::kInt8:
+      return "I8";
   }
   return "?";
 }
 
 bool dtype_from_name(const std::string& name, DType* dtype) {
-  for (DType candidate : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32}) {
+  for (DType candidate : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32,
+                          DType::kInt8}) {
     if (name == dtype_name(candidate)) {
       *dtype = candidate;
       return true;

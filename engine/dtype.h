@@ -7,10 +7,12 @@
 
 namespace xlate {
 
-enum class DType { kFloat32, kFloat16, kBFloat16, kInt32 };
+// kInt8 holds quantised weights (engine/ops/ops.h, QuantizedWeight); int types never convert.
+enum class DType { kFloat32, kFloat16, kBFloat16, kInt32, kInt8 };
 
 size_t dtype_size(DType dtype);
-// Safetensors spelling: "F32", "F16", "BF16", "I32".
+bool is_float(DType dtype);
+// Safetensors spelling: "F32", "F16", "BF16", "I32", "I8".
 std::string dtype_name(DType dtype);
 bool dtype_from_name(const std::string& name, DType* dtype);
 

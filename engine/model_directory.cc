@@ -43,9 +43,10 @@ absl::StatusOr<LoadedModel> load_model_directory(const std::string& directory) {
           weights_path, ": tensor \"", parameter.name, "\" has shape ", tensor.shape_string(),
           " but config.json implies ", shape_string(parameter.shape)));
     }
-    if (tensor.dtype() == DType::kInt32) {
+    if (!is_float(tensor.dtype())) {
       return absl::InvalidArgumentError(absl::StrCat(weights_path, ": tensor \"", parameter.name,
-                                                     "\" is I32; expected F32, F16 or BF16"));
+                                                     "\" is ", dtype_name(tensor.dtype()),
+                                                     "; expected F32, F16 or BF16"));
     }
     *parameter.tensor = tensor.to_float32();
   }
@@ -54,8 +55,9 @@ absl::StatusOr<LoadedModel> load_model_directory(const std::string& directory) {
 
 absl::Status save_model_directory(const std::string& directory, const ModelConfig& config,
                                   const TransformerWeights& weights, DType dtype) {
-  if (dtype == DType::kInt32) {
-    return absl::InvalidArgumentError("weights can be saved as F32, F16 or BF16, not I32");
+  if (!is_float(dtype)) {
+    return absl::InvalidArgumentError("weights can be saved as F32, F16 or BF16, not " +
+                                      dtype_name(dtype));
   }
   std::error_code error;
   fs::create_directories(directory, error);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/model_config.h"
+#include "engine/quantized_weight.h"
 #include "engine/tensor.h"
 
 namespace xlate {
@@ -14,6 +15,9 @@ namespace xlate {
 struct LinearWeights {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out]
+  // Compute type int8 (an inference model's, never a file's): the weight quantised, which the
+  // layer then uses; `weight` is undefined.
+  QuantizedWeight quantized;
 };
 
 struct LayerNormWeights {

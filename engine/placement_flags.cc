@@ -6,13 +6,23 @@
 namespace xlate {
 namespace {
 
-absl::StatusOr<DType> parse_dtype(const std::string& text) {
+// The placement's dtype and int8_weights for a --compute_type other than auto.
+absl::Status parse_compute_type(const std::string& text, Placement& placement) {
   const std::string name = absl::AsciiStrToLower(text);
-  if (name == "float32" || name == "f32") return DType::kFloat32;
-  if (name == "float16" || name == "f16") return DType::kFloat16;
-  if (name == "bfloat16" || name == "bf16") return DType::kBFloat16;
-  return absl::InvalidArgumentError(
-      "--compute_type must be auto, float32, float16 or bfloat16, not \"" + text + "\"");
+  if (name == "float32" || name == "f32") {
+    placement.dtype = DType::kFloat32;
+  } else if (name == "float16" || name == "f16") {
+    placement.dtype = DType::kFloat16;
+  } else if (name == "bfloat16" || name == "bf16") {
+    placement.dtype = DType::kBFloat16;
+  } else if (name == "int8") {
+    placement.dtype = DType::kFloat32;
+    placement.int8_weights = true;
+  } else {
+    return absl::InvalidArgumentError(
+        "--compute_type must be auto, float32, float16, bfloat16 or int8, not \"" + text + "\"");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -40,10 +50,9 @@ absl::StatusOr<ResolvedPlacement> resolve_placement(const std::string& device,
   if (compute_type == "auto") {
     resolved.placement.dtype =
         resolved.placement.device == Device::kCUDA ? DType::kFloat16 : DType::kFloat32;
-  } else {
-    absl::StatusOr<DType> parsed = parse_dtype(compute_type);
-    if (!parsed.ok()) return parsed.status();
-    resolved.placement.dtype = *parsed;
+  } else if (absl::Status parsed = parse_compute_type(compute_type, resolved.placement);
+             !parsed.ok()) {
+    return parsed;
   }
   if (absl::Status valid = check_placement(resolved.placement); !valid.ok()) {
     return absl::Status(valid.code(), "--device " + device + " --compute_type " + compute_type +
@@ -51,18 +60,20 @@ absl::StatusOr<ResolvedPlacement> resolve_placement(const std::string& device,
   }
   if (resolved.placement.device == Device::kCUDA) {
     resolved.note = "running on " + cuda_backend::device_description() + " in " +
-                    dtype_label(resolved.placement.dtype);
+                    compute_type_label(resolved.placement);
   }
   return resolved;
 }
 
 std::string device_label(Device device) { return device == Device::kCUDA ? "cuda" : "cpu"; }
 
-std::string dtype_label(DType dtype) {
-  switch (dtype) {
+std::string compute_type_label(const Placement& placement) {
+  if (placement.int8_weights) return "int8";
+  switch (placement.dtype) {
     case DType::kFloat16: return "float16";
     case DType::kBFloat16: return "bfloat16";
     case DType::kInt32: return "int32";
+    case DType::kInt8: return "int8";
     case DType::kFloat32: break;
   }
   return "float32";

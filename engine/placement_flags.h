@@ -16,13 +16,14 @@ struct ResolvedPlacement {
 };
 
 // device: auto | cpu | cuda (auto = CUDA when this build has the backend and a GPU is visible,
-// else the CPU). compute_type: auto | float32 | float16 | bfloat16 (also F32, F16, BF16); auto =
-// float16 on CUDA, float32 on the CPU (the only dtype the CPU backend computes in).
+// else the CPU). compute_type: auto | float32 | float16 | bfloat16 (also F32, F16, BF16) | int8;
+// auto = float16 on CUDA, float32 on the CPU (the only float dtype the CPU backend computes
+// in); int8 = int8 weights and products with float32 activations, on the CPU only.
 absl::StatusOr<ResolvedPlacement> resolve_placement(const std::string& device,
                                                     const std::string& compute_type);
 
-// "cpu" / "cuda" and "float32" / "float16" / "bfloat16", for logs and metrics labels.
+// "cpu" / "cuda" and "float32" / "float16" / "bfloat16" / "int8", for logs and metrics labels.
 std::string device_label(Device device);
-std::string dtype_label(DType dtype);
+std::string compute_type_label(const Placement& placement);
 
 }  // namespace xlate

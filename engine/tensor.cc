@@ -137,7 +137,7 @@ Tensor Tensor::to_float32() const {
 
 Tensor Tensor::to_dtype(DType dtype) const {
   if (dtype == dtype_) return clone();
-  if (dtype == DType::kInt32 || dtype_ == DType::kInt32) {
+  if (!is_float(dtype) || !is_float(dtype_)) {
     throw std::logic_error("Tensor::to_dtype: integer conversions are not supported");
   }
   Tensor out = empty(shape_, dtype, device_);

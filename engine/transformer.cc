@@ -16,10 +16,24 @@ namespace {
 // [rows..., in] -> [rows..., out], on x's device in x's dtype
 Tensor linear(const Tensor& x, const LinearWeights& w, Activation activation = Activation::kNone) {
   std::vector<int64_t> shape = x.shape();
-  shape.back() = w.weight.dim(0);
+  shape.back() = w.quantized.defined() ? w.quantized.outputs : w.weight.dim(0);
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
-  linear_forward(out, x, w.weight, w.bias, activation);
+  if (w.quantized.defined()) {
+    quantized_linear_forward(out, x, w.quantized, w.bias, activation);
+  } else {
+    linear_forward(out, x, w.weight, w.bias, activation);
+  }
   return out;
+}
+
+// The output widths of an attention's projections with `heads` heads: query and key h·d_k,
+// value h·d_v (from the config: int8 models drop the float projection weights).
+struct AttentionWidths {
+  int64_t query, key, value;
+};
+AttentionWidths attention_widths(const ModelConfig& config, int heads) {
+  const int64_t k = int64_t{heads} * config.head_dim_k(heads);
+  return {k, k, int64_t{heads} * config.head_dim_v(heads)};
 }
 
 // x = LN(x + sublayer_out), in place on x's storage.
@@ -63,8 +77,9 @@ LinearWeights fuse(const std::vector<LinearWeights*>& parts) {
   const int64_t inputs = like.dim(1);
   int64_t outputs = 0;
   for (const LinearWeights* part : parts) outputs += part->weight.dim(0);
-  LinearWeights fused{Tensor::empty({outputs, inputs}, like.dtype(), like.device()),
-                      Tensor::zeros({outputs}, like.dtype(), like.device())};
+  LinearWeights fused;
+  fused.weight = Tensor::empty({outputs, inputs}, like.dtype(), like.device());
+  fused.bias = Tensor::zeros({outputs}, like.dtype(), like.device());
   int64_t row = 0;
   for (LinearWeights* part : parts) {
     const int64_t count = part->weight.dim(0);
@@ -82,8 +97,19 @@ LinearWeights fuse(const std::vector<LinearWeights*>& parts) {
 }  // namespace
 
 absl::Status check_placement(const Placement& placement) {
-  if (placement.dtype == DType::kInt32) {
+  if (!is_float(placement.dtype)) {
     return absl::InvalidArgumentError("the compute dtype must be F32, F16 or BF16");
+  }
+  if (placement.int8_weights) {
+    if (placement.dtype != DType::kFloat32) {
+      return absl::InvalidArgumentError("int8 weights compute with float32 activations, not " +
+                                        dtype_name(placement.dtype));
+    }
+    if (placement.device != Device::kCPU) {
+      return absl::InvalidArgumentError(
+          "int8 runs on the CPU only; on CUDA use float16 or bfloat16");
+    }
+    return int8_available(placement.device);
   }
   if (placement.device == Device::kCPU) {
     if (placement.dtype != DType::kFloat32) {
@@ -116,6 +142,7 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
     : config_(std::move(config)), weights_(std::move(weights)), placement_(placement) {
   convert_weights(weights_, config_, placement_);
   fuse_projections();
+  if (placement_.int8_weights) quantize_weights();
   // The uploads ran on this thread's stream; the model is used from other workers' streams.
   op_backend(placement_.device).synchronize();
 }
@@ -130,6 +157,46 @@ void TransformerModel::fuse_projections() {
     decoder_projections_.push_back(fuse({&self.query, &self.key, &self.value}));
     cross_projections_.push_back(
         fuse({&layer.cross_attention.key, &layer.cross_attention.value}));
+  }
+}
+
+void TransformerModel::quantize_weights() {
+  std::vector<LinearWeights*> used;  // every weight a linear() of this model multiplies by
+  for (size_t i = 0; i < weights_.encoder.size(); ++i) {
+    EncoderLayerWeights& layer = weights_.encoder[i];
+    used.insert(used.end(), {&encoder_projections_[i], &layer.self_attention.output,
+                             &layer.ffn_inner, &layer.ffn_outer});
+  }
+  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
+    DecoderLayerWeights& layer = weights_.decoder[i];
+    used.insert(used.end(), {&decoder_projections_[i], &cross_projections_[i],
+                             &layer.self_attention.output, &layer.cross_attention.query,
+                             &layer.cross_attention.output, &layer.ffn_inner, &layer.ffn_outer});
+    // Views of the fused projections' float weights, which are dropped.
+    for (LinearWeights* part : {&layer.self_attention.query, &layer.self_attention.key,
+                                &layer.self_attention.value, &layer.cross_attention.key,
+                                &layer.cross_attention.value}) {
+      part->weight = Tensor();
+    }
+  }
+  for (EncoderLayerWeights& layer : weights_.encoder) {
+    AttentionWeights& self = layer.self_attention;
+    for (LinearWeights* part : {&self.query, &self.key, &self.value}) part->weight = Tensor();
+  }
+  for (LinearWeights* linear_weights : used) {
+    linear_weights->quantized = quantize_linear_weight(linear_weights->weight);
+    linear_weights->weight = Tensor();
+  }
+  quantized_output_.quantized = quantize_linear_weight(weights_.shared_embedding);
+  quantized_output_.bias = weights_.logits_bias;
+}
+
+void TransformerModel::project_to_vocabulary(Tensor& logits, const Tensor& x) const {
+  if (quantized_output_.quantized.defined()) {
+    quantized_linear_forward(logits, x, quantized_output_.quantized, quantized_output_.bias,
+                             Activation::kNone);
+  } else {
+    linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
   }
 }
 
@@ -158,9 +225,8 @@ Tensor TransformerModel::encoder_layer(size_t index, const Tensor& x, const Tens
                                        const Tensor& lengths) const {
   const EncoderLayerWeights& layer = weights_.encoder[index];
   const AttentionWeights& attention = layer.self_attention;
-  const int64_t query_width = attention.query.weight.dim(0);
-  const int64_t key_width = attention.key.weight.dim(0);
-  const int64_t value_width = attention.value.weight.dim(0);
+  const auto [query_width, key_width, value_width] =
+      attention_widths(config_, config_.encoder_heads);
   const Tensor projected = linear(x, encoder_projections_[index]);  // [B, S, q | k | v]
   Tensor context = activations({x.dim(0), x.dim(1), value_width});
   attention_forward(context, Columns(projected, 0, query_width),
@@ -207,9 +273,9 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
 
 DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape) const {
   std::vector<DecoderLayerCache> layers;
-  for (const DecoderLayerWeights& layer : weights_.decoder) {
-    const int64_t width =
-        layer.self_attention.key.weight.dim(0) + layer.self_attention.value.weight.dim(0);
+  const AttentionWidths self = attention_widths(config_, config_.decoder_heads);
+  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
+    const int64_t width = self.key + self.value;
     DecoderLayerCache cache;
     cache.self_key_values =
         activations({shape.positions, shape.sentences * shape.rows_per_sentence, width});
@@ -223,8 +289,8 @@ Tensor TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
                                        Tensor* cross_weights) const {
   const DecoderLayerWeights& layer = weights_.decoder[index];
   const AttentionWeights& self = layer.self_attention;
-  const int64_t query_width = self.query.weight.dim(0), key_width = self.key.weight.dim(0);
-  const int64_t value_width = self.value.weight.dim(0);
+  const auto [query_width, key_width, value_width] =
+      attention_widths(config_, config_.decoder_heads);
   const Tensor projected = linear(x, decoder_projections_[index]);  // [R, T, q | k | v]
   append_to_cache(cache.self_key_values,
                   Columns(projected, query_width, key_width + value_width), tables.cache_rows);
@@ -292,7 +358,7 @@ std::vector<Tensor> TransformerModel::cross_attention(DecoderState& state,
 Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tokens) const {
   const Tensor x = decoder_layers(state, tokens, nullptr);
   Tensor logits = activations({x.dim(0), x.dim(1), config_.vocab_size});
-  linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
+  project_to_vocabulary(logits, x);
   return logits;
 }
 
@@ -326,9 +392,10 @@ DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_so
   shape.positions = max_positions;
   shape.source_steps = max_source_tokens;
   DecoderState state = empty_state(shape);
+  const AttentionWidths cross = attention_widths(config_, config_.decoder_heads);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     state.layers()[i].cross_key_values =
-        Tensor::zeros({max_sentences, max_source_tokens, cross_projections_[i].weight.dim(0)},
+        Tensor::zeros({max_sentences, max_source_tokens, cross.key + cross.value},
                       placement_.dtype, placement_.device);
   }
   return state;

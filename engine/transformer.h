@@ -23,6 +23,10 @@ namespace xlate {
 struct Placement {
   Device device = Device::kCPU;
   DType dtype = DType::kFloat32;
+  // Compute type int8 (CPU, float32): every linear layer's weight and the output projection are
+  // quantised to int8 at load and multiplied in int8 (quantized_linear_forward); embeddings,
+  // attention, layer norms and softmax stay float32.
+  bool int8_weights = false;
 };
 
 class TransformerModel {
@@ -87,6 +91,11 @@ class TransformerModel {
   // Copies each attention's projections of one input into one weight and one bias (weights_'s
   // separate projections become views of them).
   void fuse_projections();
+  // Compute type int8: quantises the weight of every linear layer the model multiplies by
+  // (dropping the float copy) and the output projection (the embedding table stays float).
+  void quantize_weights();
+  // logits [R, T, V] (on the placement) of the last decoder layer's output x [R, T, C].
+  void project_to_vocabulary(Tensor& logits, const Tensor& x) const;
   Tensor encoder_layer(size_t index, const Tensor& x, const Tensor& key_rows,
                        const Tensor& lengths) const;
   // cross_weights: null, or [R, h, T, S_src] on the device for the cross-attention's weights.
@@ -119,10 +128,12 @@ class TransformerModel {
   // Per layer: the self-attentions' q | k | v [h·d_k + h·d_k + h·d_v, C] (encoder, decoder) and
   // the cross-attentions' k | v [h·d_k + h·d_v, C] (they project the encoder output).
   std::vector<LinearWeights> encoder_projections_, decoder_projections_, cross_projections_;
+  // Compute type int8: the output projection (the shared embedding, quantised) and its bias.
+  LinearWeights quantized_output_;
 };
 
 // OK, or why `placement` cannot run in this build / on this machine ("--dtype F16 needs the
-// CUDA backend", "no CUDA device").
+// CUDA backend", "no CUDA device", int8 on a GPU or on a processor without AVX2).
 absl::Status check_placement(const Placement& placement);
 
 }  // namespace xlate

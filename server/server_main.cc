@@ -52,7 +52,8 @@ ABSL_FLAG(int, port, 50051, "gRPC port (0 = any free port, printed at start)");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port, printed)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto picks CUDA when present)");
 ABSL_FLAG(std::string, compute_type, "auto",
-          "auto, float32, float16 or bfloat16 (auto: float16 on CUDA, float32 on the CPU)");
+          "auto, float32, float16, bfloat16 or int8 (auto: float16 on CUDA, float32 on the "
+          "CPU; int8: int8 weights and products on the CPU)");
 ABSL_FLAG(int, threads, 0, "engine CPU threads (0 = the cores this process gets: all of them "
           "(or OMP_NUM_THREADS) on an idle machine, fewer while other processes keep cores "
           "busy, re-decided every 0.5 s)");
@@ -204,7 +205,7 @@ class RegistryReporter : public ModelRegistry::Observer {
   void on_serving(const ServedModel& model) override {
     const ModelConfig& config = model.config();
     metrics_->SetModelInfo({model.name(), model.dir(), device_label(placement_.device),
-                            dtype_label(placement_.dtype), config.source_lang,
+                            compute_type_label(placement_), config.source_lang,
                             config.target_lang});
     std::cerr << "xlate-server: model \"" << model.name() << "\" loaded from " << model.dir()
               << " (" << config.source_lang << " to " << config.target_lang << ") in "

@@ -43,7 +43,24 @@ TEST(PlacementFlags, UnknownNamesAreRefusedWithTheChoices) {
   EXPECT_NE(device.status().message().find("auto, cpu or cuda"), std::string::npos);
   auto dtype = resolve_placement("cpu", "fp8");
   ASSERT_FALSE(dtype.ok());
-  EXPECT_NE(dtype.status().message().find("float32, float16 or bfloat16"), std::string::npos);
+  EXPECT_NE(dtype.status().message().find("float32, float16, bfloat16 or int8"),
+            std::string::npos);
+}
+
+TEST(PlacementFlags, Int8IsFloat32ActivationsWithInt8WeightsOnTheCpuOnly) {
+  auto resolved = resolve_placement("cpu", "int8");
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->placement.device, Device::kCPU);
+  EXPECT_EQ(resolved->placement.dtype, DType::kFloat32);
+  EXPECT_TRUE(resolved->placement.int8_weights);
+  EXPECT_EQ(compute_type_label(resolved->placement), "int8");
+  EXPECT_FALSE(resolve_placement("cpu", "float32")->placement.int8_weights);
+  // Refused on CUDA before anything looks for a GPU, so the message is the same everywhere.
+  auto refused = resolve_placement("cuda", "int8");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("int8 runs on the CPU only"), std::string::npos)
+      << refused.status();
 }
 
 TEST(PlacementFlags, CudaWithoutAGpuIsAClearError) {

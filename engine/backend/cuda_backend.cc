@@ -75,7 +75,8 @@ kernels::ElementType element_type(DType dtype) {
     case DType::kFloat32: return kernels::ElementType::kFloat32;
     case DType::kFloat16: return kernels::ElementType::kFloat16;
     case DType::kBFloat16: return kernels::ElementType::kBFloat16;
-    case DType::kInt32: break;
+    case DType::kInt32:
+    case DType::kInt8: break;
   }
   throw std::logic_error("element_type: " + dtype_name(dtype) + " is not a float type");
 }

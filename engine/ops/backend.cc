@@ -30,4 +30,14 @@ const OpBackend& op_backend(Device device) {
   return *backend;
 }
 
+absl::Status int8_available(Device device) {
+  const OpBackend* backend = find_op_backend(device);
+  if (backend == nullptr || backend->int8_available == nullptr) {
+    return absl::FailedPreconditionError(
+        std::string("int8 matrix products are implemented on the CPU only, not on the ") +
+        (backend == nullptr ? "missing" : backend->name) + " backend");
+  }
+  return backend->int8_available();
+}
+
 }  // namespace xlate

@@ -8,10 +8,13 @@
 // `backend_of(...).the_op(...)`), add its name to XLATE_FOR_EACH_OP below (the one
 // registration), and write its CPU body (ops/cpu/the_op_cpu.cc) and its CUDA body (in
 // ops/cuda/). A backend that lacks a body fails to link. A body's signature is the op's own.
+// Ops that only some backends have (the int8 products) are listed in XLATE_FOR_EACH_OPTIONAL_OP
+// instead: a backend without them leaves their entries null, and int8_available says why.
 #pragma once
 
 #include <limits>
 
+#include "absl/status/status.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
 
@@ -39,6 +42,11 @@
   X(sum_of_squares)          \
   X(adam_update)
 
+// Ops a backend may lack (entry null): the int8 matrix products of compute type int8.
+#define XLATE_FOR_EACH_OPTIONAL_OP(X) \
+  X(quantize_linear_weight)           \
+  X(quantized_linear_forward)
+
 // Declares a backend namespace's body of `op`, with the signature of xlate::op.
 #define XLATE_DECLARE_OP_BODY(op) decltype(::xlate::op) op;
 
@@ -56,9 +64,13 @@ struct OpBackend {
   // Waits until the work the calling thread queued on the device is done (a no-op where the
   // ops run synchronously): before another thread's work reads what this thread wrote.
   void (*synchronize)() = nullptr;
+  // OK when this backend runs the optional int8 ops on this machine, else why not (the backend
+  // has none, or the processor lacks what they need); null: the backend has none.
+  absl::Status (*int8_available)() = nullptr;
 
 #define XLATE_OP_BACKEND_MEMBER(op) decltype(&::xlate::op) op = nullptr;
   XLATE_FOR_EACH_OP(XLATE_OP_BACKEND_MEMBER)
+  XLATE_FOR_EACH_OPTIONAL_OP(XLATE_OP_BACKEND_MEMBER)
 #undef XLATE_OP_BACKEND_MEMBER
 };
 
@@ -69,6 +81,8 @@ const OpBackend* find_op_backend(Device device);
 // (no tensor can exist there, so reaching this is a programming error).
 const OpBackend& op_backend(Device device);
 inline const OpBackend& backend_of(const Tensor& tensor) { return op_backend(tensor.device()); }
+// OK when `device`'s backend runs the int8 ops here, else a FailedPrecondition naming why.
+absl::Status int8_available(Device device);
 
 // The tables the backends fill; cuda::op_backend() is defined only in a build with CUDA.
 namespace cpu {

@@ -15,7 +15,7 @@ void require_float_like(const Tensor& tensor, const Tensor& like, const char* op
   require(tensor.defined(), op, std::string(name) + " is undefined");
   require(tensor.device() == like.device(), op, std::string(name) + " is on another device");
   require(tensor.dtype() == like.dtype(), op, std::string(name) + " has another dtype");
-  require(tensor.dtype() != DType::kInt32, op, std::string(name) + " must be a float tensor");
+  require(is_float(tensor.dtype()), op, std::string(name) + " must be a float tensor");
   require(backend_of(tensor).reduced_precision_storage || tensor.dtype() == DType::kFloat32, op,
           std::string(name) + " must be float32 on the " + backend_of(tensor).name + " backend");
 }

@@ -88,6 +88,45 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
   backend_of(out).linear_forward(out, inp, weight, bias, activation);
 }
 
+namespace {
+
+// The backend of `device`, which must have the int8 ops (check_placement refuses an int8
+// placement on a backend without them before any op runs).
+const OpBackend& int8_backend(Device device, const char* op) {
+  const OpBackend& backend = op_backend(device);
+  require(backend.quantize_linear_weight != nullptr && backend.quantized_linear_forward != nullptr,
+          op, std::string("the ") + backend.name + " backend has no int8 matrix products");
+  return backend;
+}
+
+}  // namespace
+
+QuantizedWeight quantize_linear_weight(const Tensor& weight) {
+  require(weight.defined() && weight.dtype() == DType::kFloat32 && weight.rank() == 2,
+          "quantize_linear_weight", "weight must be float32 [N, K]");
+  require(weight.numel() > 0, "quantize_linear_weight", "weight is empty");
+  return int8_backend(weight.device(), "quantize_linear_weight").quantize_linear_weight(weight);
+}
+
+void quantized_linear_forward(Tensor& out, const Tensor& inp, const QuantizedWeight& weight,
+                              const Tensor& bias, Activation activation) {
+  ScopedOpTimer timer(OpCategory::kMatmul);
+  const char* op = "quantized_linear_forward";
+  require(out.defined() && out.dtype() == DType::kFloat32, op, "out must be float32");
+  require_float_like(inp, out, op, "inp");
+  require(weight.defined() && weight.packed.dtype() == DType::kInt8 &&
+              weight.packed.device() == out.device(),
+          op, "weight must be quantised (quantize_linear_weight) on out's device");
+  require_float32(weight.scales, out, weight.outputs, op, "weight.scales");
+  require(inp.dim(-1) == weight.inputs, op,
+          "inp " + inp.shape_string() + " does not match the weight's " +
+              std::to_string(weight.inputs) + " inputs");
+  require(out.numel() == inp.numel() / weight.inputs * weight.outputs, op,
+          "out " + out.shape_string());
+  if (bias.defined()) require_float32(bias, out, weight.outputs, op, "bias");
+  int8_backend(out.device(), op).quantized_linear_forward(out, inp, weight, bias, activation);
+}
+
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps,
                             LayerNormStatistics* saved) {

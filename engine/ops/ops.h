@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/quantized_weight.h"
 #include "engine/tensor.h"
 #include "kernels/beam_search_step.h"
 #include "kernels/log_softmax_top_k.h"
@@ -30,6 +31,17 @@ enum class Activation { kNone, kRelu };
 // out[M, N] = act(inp[M, K] · weight[N, K]ᵀ + bias[N]); bias may be undefined (no bias).
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                     Activation activation);
+
+// The int8 ops (compute type int8), on backends that have them (the CPU's; see
+// int8_available in engine/ops/backend.h). quantize_linear_weight: weight float32 [N, K] on its
+// device, quantised and packed (engine/quantized_weight.h).
+QuantizedWeight quantize_linear_weight(const Tensor& weight);
+// linear_forward with a quantised weight: each row of inp [M, K] is quantised to int8 on the
+// fly (symmetric, scale max_k |inp[m, k]| / 127), the products accumulate in int32 and
+// out[M, N] = act(acc · inp_scale[m] · weight.scales[n] + bias[n]), float32. Each product then
+// differs from the float one by at most K · max_k |inp[m, k]| · max_k |weight[n, k]| / 127.
+void quantized_linear_forward(Tensor& out, const Tensor& inp, const QuantizedWeight& weight,
+                              const Tensor& bias, Activation activation);
 
 // What training keeps of add_layer_norm_forward for layer_norm_backward
 // (engine/ops/training_ops.h): float32 [M] each, allocated by the caller on out's device.

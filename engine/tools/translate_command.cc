@@ -39,7 +39,8 @@ ABSL_FLAG(std::string, attention_png, "",
           "1-based) and decoder layer L (0-based), a panel per head and their average, as the "
           "paper's Figures 3-5; needs a build with PLplot");
 ABSL_FLAG(std::string, compute_type, "auto",
-          "auto, float32, float16 or bfloat16 (auto: float16 on CUDA, float32 on the CPU)");
+          "auto, float32, float16, bfloat16 or int8 (auto: float16 on CUDA, float32 on the "
+          "CPU; int8: int8 weights and products on the CPU)");
 
 namespace xlate::tools {
 namespace {

@@ -9,7 +9,9 @@ const OpBackend& op_backend() {
     OpBackend table;
     table.name = "CPU";
     table.synchronize = [] {};
+    table.int8_available = &int8_available;
     XLATE_FOR_EACH_OP(XLATE_SET_OP_BODY)
+    XLATE_FOR_EACH_OPTIONAL_OP(XLATE_SET_OP_BODY)
     return table;
   }();
   return backend;

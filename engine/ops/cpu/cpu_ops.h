@@ -6,4 +6,7 @@
 
 namespace xlate::cpu {
 XLATE_FOR_EACH_OP(XLATE_DECLARE_OP_BODY)
+XLATE_FOR_EACH_OPTIONAL_OP(XLATE_DECLARE_OP_BODY)
+// The CPU's OpBackend::int8_available (quantized_linear_cpu.cc).
+absl::Status int8_available();
 }  // namespace xlate::cpu

@@ -58,6 +58,32 @@ XLATE_VECTORIZED float max_of(const float* x, int64_t n) {
   return best;
 }
 
+XLATE_VECTORIZED float max_abs(const float* x, int64_t n) {
+  float best = 0.f;
+#pragma omp simd reduction(max : best)
+  for (int64_t i = 0; i < n; ++i) best = __builtin_fabsf(x[i]) > best ? __builtin_fabsf(x[i]) : best;
+  return best;
+}
+
+XLATE_VECTORIZED void quantize_row(int8_t* q, const float* x, float inverse_scale, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] * inverse_scale;
+    q[i] = static_cast<int8_t>(static_cast<int32_t>(v + (v < 0.f ? -0.5f : 0.5f)));
+  }
+}
+
+XLATE_VECTORIZED void dequantize_row(float* y, const int32_t* acc, float row_scale,
+                                     const float* column_scales, const float* bias, bool relu,
+                                     int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float v = static_cast<float>(acc[i]) * row_scale * column_scales[i];
+    if (bias != nullptr) v += bias[i];
+    y[i] = relu && v < 0.f ? 0.f : v;
+  }
+}
+
 XLATE_VECTORIZED float exp_shifted_sum(float* y, const float* x, float shift, int64_t n) {
   float sum = 0.f;
 #pragma omp simd reduction(+ : sum)

@@ -1,0 +1,196 @@
+// Compute type int8 on the CPU: the int8 linear op against the float product within the bound
+// ops.h states, exact where quantisation loses nothing, and a whole model quantised at load
+// against the same model in float32.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/model_directory.h"
+#include "engine/ops/backend.h"
+#include "engine/ops/ops.h"
+#include "engine/transformer.h"
+#include "tests/random_tensor.h"
+
+namespace xlate {
+namespace {
+
+// out[m, n] = sum_k x[m, k] w[n, k] (+ bias), in double.
+std::vector<double> float_product(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const int64_t inputs = weight.dim(1), outputs = weight.dim(0), rows = x.numel() / inputs;
+  std::vector<double> out;
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t n = 0; n < outputs; ++n) {
+      double sum = bias.defined() ? bias.data<float>()[n] : 0.0;
+      for (int64_t k = 0; k < inputs; ++k) {
+        sum += double(x.data<float>()[m * inputs + k]) * weight.data<float>()[n * inputs + k];
+      }
+      out.push_back(sum);
+    }
+  }
+  return out;
+}
+
+float row_max_abs(const Tensor& matrix, int64_t row) {
+  const int64_t width = matrix.dim(-1);
+  float largest = 0.f;
+  for (int64_t k = 0; k < width; ++k) {
+    largest = std::max(largest, std::fabs(matrix.data<float>()[row * width + k]));
+  }
+  return largest;
+}
+
+class QuantizedLinear : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (absl::Status available = int8_available(Device::kCPU); !available.ok()) {
+      GTEST_SKIP() << available;
+    }
+  }
+};
+
+// Shapes with one row, inputs that are not a multiple of 4 (VNNI sums groups of 4), more outputs
+// than a block, a zero input row and a row with an outlier; bias and ReLU.
+TEST_F(QuantizedLinear, StaysWithinTheStatedBoundOfTheFloatProduct) {
+  std::mt19937 generator(11);
+  struct Shape {
+    int64_t rows, inputs, outputs;
+  };
+  for (const Shape& shape : {Shape{1, 30, 67}, Shape{9, 256, 1024}, Shape{40, 100, 300}}) {
+    Tensor x = random_tensor({shape.rows, shape.inputs}, generator);
+    Tensor weight = random_tensor({shape.outputs, shape.inputs}, generator);
+    Tensor bias = random_tensor({shape.outputs}, generator);
+    if (shape.rows > 2) {
+      std::fill_n(x.data<float>(), shape.inputs, 0.f);
+      x.data<float>()[shape.inputs + 3] = 40.f;
+    }
+    const QuantizedWeight quantized = quantize_linear_weight(weight);
+    const std::vector<double> expected = float_product(x, weight, bias);
+    Tensor plain = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
+    Tensor rectified = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
+    quantized_linear_forward(plain, x, quantized, bias, Activation::kNone);
+    quantized_linear_forward(rectified, x, quantized, bias, Activation::kRelu);
+    double error_squares = 0, value_squares = 0;
+    for (int64_t m = 0; m < shape.rows; ++m) {
+      for (int64_t n = 0; n < shape.outputs; ++n) {
+        const int64_t i = m * shape.outputs + n;
+        const double bound = shape.inputs * double(row_max_abs(x, m)) *
+                                 row_max_abs(weight, n) / 127.0 +
+                             1e-5 * (1 + std::fabs(expected[i]));
+        const double got = plain.data<float>()[i];
+        ASSERT_LE(std::fabs(got - expected[i]), bound)
+            << "row " << m << " output " << n << " of " << shape.rows << "x" << shape.inputs
+            << "x" << shape.outputs;
+        ASSERT_EQ(rectified.data<float>()[i], std::max(0.f, plain.data<float>()[i]));
+        if (shape.rows > 2 && m == 1) continue;  // the outlier's row: coarse by design
+        error_squares += (got - expected[i]) * (got - expected[i]);
+        value_squares += expected[i] * expected[i];
+      }
+    }
+    // The worst case above is far from the typical one: rounding errors mostly cancel (rows
+    // without an outlier).
+    EXPECT_LT(std::sqrt(error_squares / value_squares), 0.02)
+        << shape.rows << "x" << shape.inputs << "x" << shape.outputs;
+    // A zero input row quantises to zeros: exactly the bias.
+    if (shape.rows > 2) {
+      for (int64_t n = 0; n < shape.outputs; ++n) {
+        ASSERT_EQ(plain.data<float>()[n], bias.data<float>()[n]);
+      }
+    }
+  }
+}
+
+TEST_F(QuantizedLinear, ScalesAreEachRowsLargestMagnitudeOver127) {
+  std::mt19937 generator(12);
+  Tensor weight = random_tensor({5, 40}, generator);
+  std::fill_n(weight.data<float>() + 2 * 40, 40, 0.f);  // a zero row: scale 0
+  const QuantizedWeight quantized = quantize_linear_weight(weight);
+  ASSERT_EQ(quantized.outputs, 5);
+  ASSERT_EQ(quantized.inputs, 40);
+  for (int64_t n = 0; n < 5; ++n) {
+    EXPECT_FLOAT_EQ(quantized.scales.data<float>()[n], row_max_abs(weight, n) / 127.f);
+  }
+}
+
+// Integers in [-127, 127] with 127 in every row quantise with scale 1 and no rounding: the int8
+// product must equal the float one exactly, so a wrong layout or sum cannot hide in a tolerance.
+TEST_F(QuantizedLinear, IsExactWhereQuantisationLosesNothing) {
+  std::mt19937 generator(13);
+  std::uniform_int_distribution<int> value(-127, 127);
+  const int64_t rows = 6, inputs = 70, outputs = 150;
+  auto integers = [&](int64_t count, int64_t width) {
+    std::vector<float> values(count * width);
+    for (float& v : values) v = static_cast<float>(value(generator));
+    for (int64_t r = 0; r < count; ++r) values[r * width + r % width] = 127.f;
+    return Tensor::from_vector(values, {count, width});
+  };
+  Tensor x = integers(rows, inputs), weight = integers(outputs, inputs);
+  Tensor out = Tensor::empty({rows, outputs}, DType::kFloat32);
+  quantized_linear_forward(out, x, quantize_linear_weight(weight), Tensor(), Activation::kNone);
+  const std::vector<double> expected = float_product(x, weight, Tensor());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(out.data<float>()[i], expected[i]) << "at flat index " << i;
+  }
+}
+
+TEST_F(QuantizedLinear, MismatchedInputsAreAProgrammingError) {
+  std::mt19937 generator(14);
+  const QuantizedWeight quantized = quantize_linear_weight(random_tensor({8, 16}, generator));
+  Tensor x = random_tensor({2, 12}, generator);
+  Tensor out = Tensor::empty({2, 8}, DType::kFloat32);
+  EXPECT_THROW(quantized_linear_forward(out, x, quantized, Tensor(), Activation::kNone),
+               std::logic_error);
+}
+
+// The same random model in float32 and quantised at load: teacher-forced logits close, the
+// argmax mostly the same (a trained model's BLEU is checked in tests/models).
+TEST_F(QuantizedLinear, AModelQuantisedAtLoadKeepsItsLogits) {
+  ModelConfig config;
+  config.vocab_size = 300;
+  config.d_model = 64;
+  config.encoder_layers = config.decoder_layers = 2;
+  config.encoder_heads = config.decoder_heads = 4;
+  config.encoder_ffn_dim = config.decoder_ffn_dim = 128;
+  config.max_positions = 32;
+  const TransformerWeights weights = random_weights(config, 5);
+  const TransformerModel float_model(config, weights);
+  Placement int8_placement;
+  int8_placement.int8_weights = true;
+  const TransformerModel int8_model(config, weights, int8_placement);
+
+  const int64_t sentences = 3, source_steps = 9, target_steps = 7;
+  std::mt19937 generator(15);
+  std::uniform_int_distribution<int32_t> token(4, config.vocab_size - 1);
+  std::vector<int32_t> source(sentences * source_steps), target(sentences * target_steps);
+  for (int32_t& t : source) t = token(generator);
+  for (int32_t& t : target) t = token(generator);
+  const Tensor source_tensor = Tensor::from_vector(source, {sentences, source_steps});
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{9, 5, 7}, {sentences});
+  const Tensor target_tensor = Tensor::from_vector(target, {sentences, target_steps});
+  auto logits_of = [&](const TransformerModel& model) {
+    DecoderState state = model.start_decoding(model.encode(source_tensor, lengths), lengths,
+                                              sentences, target_steps);
+    return model.decode(state, target_tensor);
+  };
+  const Tensor expected = logits_of(float_model), got = logits_of(int8_model);
+  ASSERT_EQ(got.shape(), expected.shape());
+  double error_squares = 0, value_squares = 0;
+  int same_argmax = 0;
+  const int64_t positions = sentences * target_steps, vocabulary = config.vocab_size;
+  for (int64_t p = 0; p < positions; ++p) {
+    const float* e = expected.data<float>() + p * vocabulary;
+    const float* g = got.data<float>() + p * vocabulary;
+    for (int64_t v = 0; v < vocabulary; ++v) {
+      error_squares += double(g[v] - e[v]) * (g[v] - e[v]);
+      value_squares += double(e[v]) * e[v];
+    }
+    same_argmax += std::max_element(e, e + vocabulary) - e == std::max_element(g, g + vocabulary) - g;
+  }
+  EXPECT_LT(std::sqrt(error_squares / value_squares), 0.05);
+  EXPECT_GE(same_argmax, positions * 8 / 10) << same_argmax << " of " << positions;
+}
+
+}  // namespace
+}  // namespace xlate
