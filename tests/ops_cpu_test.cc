@@ -222,9 +222,11 @@ TEST(OpsCpu, EmbeddingScalesAndAddsPositionsFromOffset) {
 
 TEST(OpsCpu, LogSoftmaxTopKRanksByLogitAndShiftsTheLogProbabilities) {
   std::mt19937 generator(8);
-  const int64_t rows = 3, vocabulary = 50;
+  // Several of the scan's 32-logit blocks and a partial one; the best late in the row too.
+  const int64_t rows = 3, vocabulary = 150;
   Tensor logits = random_tensor({rows, vocabulary}, generator, 3.f);
   logits.data<float>()[7] = logits.data<float>()[9] = 20.f;  // a tie: id 7 ranks before 9
+  logits.data<float>()[131] = logits.data<float>()[100] = 15.f;  // and 100 before 131
   // Distinct logits whose shifted log-probabilities round to one float (about -27.7 in row 2):
   // the larger logit, id 3, still ranks first.
   logits.data<float>()[2 * vocabulary + 3] = 1e-8f;
@@ -232,7 +234,7 @@ TEST(OpsCpu, LogSoftmaxTopKRanksByLogitAndShiftsTheLogProbabilities) {
   Tensor offsets = Tensor::from_vector(std::vector<float>{-1.5f, 0.f, -7.f}, {rows});
   Tensor log_probs = Tensor::empty({rows, vocabulary}, DType::kFloat32);
   log_softmax_forward(log_probs, logits);
-  for (int k : {1, 6, 40, 50}) {  // beam search's few, the host fallback's many, the whole row
+  for (int k : {1, 6, 40, 150}) {  // beam search's few, the host fallback's many, the whole row
     Tensor values = Tensor::empty({rows, k}, DType::kFloat32);
     Tensor ids = Tensor::empty({rows, k}, DType::kInt32);
     log_softmax_top_k(values, ids, logits, offsets, k);
@@ -250,8 +252,10 @@ TEST(OpsCpu, LogSoftmaxTopKRanksByLogitAndShiftsTheLogProbabilities) {
       }
     }
     EXPECT_EQ(ids.data<int32_t>()[0], 7);
-    if (k > 1) {
+    if (k > 3) {
       EXPECT_EQ(ids.data<int32_t>()[1], 9);
+      EXPECT_EQ(ids.data<int32_t>()[2], 100);
+      EXPECT_EQ(ids.data<int32_t>()[3], 131);
     }
   }
 }

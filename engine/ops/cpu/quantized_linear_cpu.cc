@@ -2,8 +2,9 @@
 // or AVX-VNNI dot products where the processor has them, AVX2's multiply-adds otherwise. Each
 // weight is packed once, when it is quantised, into the layout oneDNN's matmul asks for, so no
 // call repacks it (a plain [N, K] int8 weight made small-batch products 2-3x slower: repacked on
-// every call). Activations are quantised per row on the fly; the int32 sums are scaled back,
-// biased and rectified in one pass over the output.
+// every call). Activations are quantised per row on the fly; the int32 sums land in the output's
+// own storage (4 bytes each, like the floats) and are scaled back, biased and rectified there in
+// one pass: a separate int32 buffer doubled the memory that pass streams through.
 #include <omp.h>
 
 #include <string>
@@ -42,12 +43,10 @@ dnnl::primitive make_int8_matmul(int64_t rows, int64_t outputs, int64_t inputs) 
       dnnl::matmul::primitive_desc(description, scratchpad_attributes(), dnnl_engine()));
 }
 
-// Per calling thread, grown to the largest product seen: the quantised rows, their scales and
-// the int32 sums.
+// Per calling thread, grown to the largest product seen: the quantised rows and their scales.
 struct Int8Scratch {
   std::vector<int8_t> rows;
   std::vector<float> row_scales;
-  std::vector<int32_t> sums;
 };
 
 Int8Scratch& scratch_of_this_thread() {
@@ -113,9 +112,6 @@ void quantized_linear_forward(Tensor& out, const Tensor& inp, const QuantizedWei
   const int64_t rows = inp.numel() / inputs;
   if (rows == 0) return;
   Int8Scratch& scratch = scratch_of_this_thread();
-  if (scratch.sums.size() < static_cast<size_t>(rows * outputs)) {
-    scratch.sums.resize(rows * outputs);
-  }
   if (scratch.rows.size() < static_cast<size_t>(rows * inputs)) scratch.rows.resize(rows * inputs);
   if (scratch.row_scales.size() < static_cast<size_t>(rows)) scratch.row_scales.resize(rows);
 
@@ -138,7 +134,7 @@ void quantized_linear_forward(Tensor& out, const Tensor& inp, const QuantizedWei
                                                               dnnl_query_weights_md, 0)),
                    dnnl_engine(), const_cast<void*>(weight.packed.raw_data()))},
            {DNNL_ARG_DST, memory(memory::desc({rows, outputs}, Type::s32, Tag::ab), dnnl_engine(),
-                                 scratch.sums.data())}});
+                                 out.raw_data())}});
 
   float* y = out.data<float>();
   const float* column_scales = weight.scales.data<float>();
@@ -146,8 +142,8 @@ void quantized_linear_forward(Tensor& out, const Tensor& inp, const QuantizedWei
   const bool relu = activation == Activation::kRelu;
 #pragma omp parallel for if (rows * outputs >= (1 << 16))
   for (int64_t m = 0; m < rows; ++m) {
-    dequantize_row(y + m * outputs, scratch.sums.data() + m * outputs, scratch.row_scales[m],
-                   column_scales, bias_values, relu, outputs);
+    dequantize_row_in_place(y + m * outputs, scratch.row_scales[m], column_scales, bias_values,
+                            relu, outputs);
   }
 }
 

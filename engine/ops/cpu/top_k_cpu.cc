@@ -16,20 +16,23 @@ bool ranks_before(const Entry& a, const Entry& b) {
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
 
-// The k best (row[v], v) of a row, best first. A heap of the k best so far, its worst on top,
-// so that most of the row is turned away by one comparison.
+// The k best (row[v], v) of a row, best first. A heap of the k best so far, its worst on top.
+// Once it is full, a later id ranks before the worst only with a strictly larger logit (ties go
+// to the smaller id), so first_above skips, a vector block at a time, everything that cannot.
 void best_of_row(std::vector<Entry>& heap, const float* row, int64_t vocabulary, int k) {
   heap.clear();
-  for (int64_t v = 0; v < vocabulary; ++v) {
-    const Entry entry{row[v], static_cast<int32_t>(v)};
-    if (static_cast<int>(heap.size()) == k) {
-      if (!ranks_before(entry, heap.front())) continue;
-      std::pop_heap(heap.begin(), heap.end(), ranks_before);
-      heap.back() = entry;
-    } else {
-      heap.push_back(entry);
-    }
+  int64_t v = 0;
+  for (; v < vocabulary && static_cast<int>(heap.size()) < k; ++v) {
+    heap.push_back({row[v], static_cast<int32_t>(v)});
     std::push_heap(heap.begin(), heap.end(), ranks_before);
+  }
+  while (v < vocabulary) {
+    v += first_above(row + v, vocabulary - v, heap.front().first);
+    if (v == vocabulary) break;
+    std::pop_heap(heap.begin(), heap.end(), ranks_before);
+    heap.back() = {row[v], static_cast<int32_t>(v)};
+    std::push_heap(heap.begin(), heap.end(), ranks_before);
+    ++v;
   }
   std::sort_heap(heap.begin(), heap.end(), ranks_before);
 }

@@ -65,6 +65,21 @@ XLATE_VECTORIZED float max_abs(const float* x, int64_t n) {
   return best;
 }
 
+XLATE_VECTORIZED int64_t first_above(const float* x, int64_t n, float threshold) {
+  constexpr int64_t kBlock = 32;
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    int above = 0;
+#pragma omp simd reduction(| : above)
+    for (int64_t j = 0; j < kBlock; ++j) above |= x[i + j] > threshold;
+    if (above) break;
+  }
+  for (; i < n; ++i) {
+    if (x[i] > threshold) return i;
+  }
+  return n;
+}
+
 XLATE_VECTORIZED void quantize_row(int8_t* q, const float* x, float inverse_scale, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
@@ -73,14 +88,29 @@ XLATE_VECTORIZED void quantize_row(int8_t* q, const float* x, float inverse_scal
   }
 }
 
-XLATE_VECTORIZED void dequantize_row(float* y, const int32_t* acc, float row_scale,
-                                     const float* column_scales, const float* bias, bool relu,
-                                     int64_t n) {
+XLATE_VECTORIZED void dequantize_row_in_place(float* y, float row_scale,
+                                              const float* column_scales, const float* bias,
+                                              bool relu, int64_t n) {
+  // One branch-free loop per case: the conditions inside kept the loop scalar. The int32 is read
+  // through memcpy (the same 4 bytes the float then overwrites), which is not type punning.
+  const float floor = relu ? 0.f : -INFINITY;
+  auto sum_at = [y](int64_t i) {
+    int32_t sum;
+    __builtin_memcpy(&sum, y + i, sizeof(sum));
+    return static_cast<float>(sum);
+  };
+  if (bias != nullptr) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    float v = static_cast<float>(acc[i]) * row_scale * column_scales[i];
-    if (bias != nullptr) v += bias[i];
-    y[i] = relu && v < 0.f ? 0.f : v;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = sum_at(i) * row_scale * column_scales[i] + bias[i];
+      y[i] = v > floor ? v : floor;
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = sum_at(i) * row_scale * column_scales[i];
+      y[i] = v > floor ? v : floor;
+    }
   }
 }
 

@@ -13,13 +13,17 @@ void axpy(float* y, float a, const float* x, int64_t n);
 void scale_add(float* y, float a, const float* x, const float* b, int64_t n);
 float max_of(const float* x, int64_t n);
 float max_abs(const float* x, int64_t n);
+// The first i with x[i] > threshold, or n: whole blocks below the threshold are passed over with
+// one vector comparison each (the top-k scan, where almost every logit is turned away).
+int64_t first_above(const float* x, int64_t n, float threshold);
 // q[i] = round(x[i] * inverse_scale) as int8 (ties away from zero); |x[i]| * inverse_scale must
 // be <= 127.
 void quantize_row(int8_t* q, const float* x, float inverse_scale, int64_t n);
-// y[i] = acc[i] * row_scale * column_scales[i] + bias[i] (bias may be null), then max(0, ·)
-// when relu: one output row of an int8 product.
-void dequantize_row(float* y, const int32_t* acc, float row_scale, const float* column_scales,
-                    const float* bias, bool relu, int64_t n);
+// One output row of an int8 product, in place: y holds int32 sums on entry and
+// sum[i] * row_scale * column_scales[i] + bias[i] (bias may be null), then max(0, ·) when relu,
+// as floats on return.
+void dequantize_row_in_place(float* y, float row_scale, const float* column_scales,
+                             const float* bias, bool relu, int64_t n);
 // y[i] = exp(x[i] - shift); returns the sum of y. y may alias x.
 float exp_shifted_sum(float* y, const float* x, float shift, int64_t n);
 // y[i] = x[i] - shift; y may alias x.
