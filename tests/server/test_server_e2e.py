@@ -491,6 +491,19 @@ class ConnectionFlood(unittest.TestCase):
             server.close()
 
 
+class Int8Server(unittest.TestCase):
+    def test_compute_type_int8_serves_what_the_cli_translates_and_says_so(self):
+        server = Server("--compute_type=int8")
+        try:
+            sentences = sample_sentences(12)
+            response = server.stub.Translate(request(sentences), timeout=120)
+            self.assertEqual([t.translated_text for t in response.translations],
+                             offline_translations(sentences, "--compute_type=int8"))
+            self.assertEqual(counter(scrape(server), 'xlate_model_info{precision="int8"}'), 1)
+        finally:
+            server.close()
+
+
 class BadFlags(unittest.TestCase):
     def test_a_beam_wider_than_the_device_search_is_refused_at_start(self):
         result = subprocess.run([SERVER_BIN, f"--model_dir={MODEL_DIR}", "--port=0",
