@@ -1,6 +1,8 @@
 #include "engine/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,9 +11,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace xlate {
 namespace {
@@ -35,7 +40,7 @@ absl::StatusOr<Tensor> parse_entry(const std::string& path, const std::string& n
   DType dtype;
   if (!entry["dtype"].is_string() || !dtype_from_name(entry["dtype"].get<std::string>(), &dtype)) {
     return corrupt(path, absl::StrCat(where, ": unsupported dtype ", entry["dtype"].dump(),
-                                      "; expected F32, F16, BF16 or I32"));
+                                      "; expected F32, F16, BF16, I32 or I8"));
   }
   std::vector<int64_t> shape;
   if (!entry["shape"].is_array()) return corrupt(path, absl::StrCat(where, ": shape not a list"));
@@ -66,15 +71,60 @@ absl::StatusOr<Tensor> parse_entry(const std::string& path, const std::string& n
   }
   Tensor tensor = Tensor::empty(shape, dtype);
   std::memcpy(tensor.raw_data(), data + begin, end - begin);
+  // The copied file pages leave this process's memory at once (the file is mapped, read-only):
+  // loading then needs the weights' size, not twice it.
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(data + begin) / page * page;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(data + end) / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
   return tensor;
 }
+
+// A file mapped read-only for the length of a read; empty files map nothing.
+class MappedFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+    }
+    struct stat facts {};
+    if (::fstat(fd, &facts) != 0 || !S_ISREG(facts.st_mode)) {
+      ::close(fd);
+      return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+    }
+    auto file = std::unique_ptr<MappedFile>(new MappedFile());
+    file->size_ = static_cast<size_t>(facts.st_size);
+    if (file->size_ > 0) {
+      void* mapped = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (mapped == MAP_FAILED) {
+        const std::string reason = std::strerror(errno);
+        ::close(fd);
+        return absl::ResourceExhaustedError(absl::StrCat(path, ": cannot map: ", reason));
+      }
+      file->data_ = static_cast<const char*>(mapped);
+    }
+    ::close(fd);
+    return file;
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+  }
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  MappedFile() = default;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 }  // namespace
 
 absl::StatusOr<TensorMap> read_safetensors(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  absl::StatusOr<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
+  if (!file.ok()) return file.status();
+  const absl::string_view bytes((*file)->data(), (*file)->size());
   if (bytes.size() < 8) {
     return corrupt(path, absl::StrCat("file is ", bytes.size(),
                                       " bytes, shorter than the 8-byte header length"));

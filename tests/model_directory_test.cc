@@ -152,6 +152,42 @@ TEST_F(BrokenModelDirectory, WrongDataSizeForShape) {
   EXPECT_NE(error.find("bytes stored"), std::string::npos) << error;
 }
 
+TEST_F(BrokenModelDirectory, Int8TensorIsRefusedNamingIt) {
+  // Quantised weights are made at load (compute type int8), never read from a file.
+  auto read = read_safetensors(weights().string());
+  ASSERT_TRUE(read.ok()) << read.status();
+  TensorMap tensors = *std::move(read);
+  Tensor& fc1 = tensors.at("model.encoder.layers.0.fc1.weight");
+  fc1 = Tensor::zeros(fc1.shape(), DType::kInt8);
+  ASSERT_TRUE(write_safetensors(weights().string(), tensors).ok());
+  const std::string error = load_error();
+  EXPECT_NE(error.find("model.encoder.layers.0.fc1.weight\" is I8"), std::string::npos) << error;
+}
+
+// The reader drops each tensor's file pages once it has copied them; tensors listed out of file
+// order, or sharing bytes, still read what the file holds.
+TEST(Safetensors, TensorsSharingBytesReadTheSameValues) {
+  const fs::path path = fs::path(testing::scratch_dir()) / "shared_bytes.safetensors";
+  std::vector<float> values(3000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.5f;
+  const std::string header =
+      R"({"z":{"dtype":"F32","shape":[3000],"data_offsets":[0,12000]},)"
+      R"("a":{"dtype":"F32","shape":[1000],"data_offsets":[8000,12000]},)"
+      R"("m":{"dtype":"F32","shape":[3000],"data_offsets":[0,12000]}})";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  write_all(path, bytes);
+  auto tensors = read_safetensors(path.string());
+  ASSERT_TRUE(tensors.ok()) << tensors.status();
+  for (const char* name : {"z", "m"}) {
+    const Tensor& tensor = tensors->at(name);
+    for (int64_t i = 0; i < 3000; ++i) ASSERT_EQ(tensor.data<float>()[i], values[i]) << name;
+  }
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(tensors->at("a").data<float>()[i], values[2000 + i]);
+}
+
 class SaveAndLoad : public ::testing::TestWithParam<DType> {};
 
 TEST_P(SaveAndLoad, RoundTripKeepsWeightsWithinDtypePrecision) {
