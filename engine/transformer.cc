@@ -142,6 +142,8 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
     : config_(std::move(config)), weights_(std::move(weights)), placement_(placement) {
   convert_weights(weights_, config_, placement_);
   fuse_projections();
+  output_projection_.weight = weights_.shared_embedding;
+  output_projection_.bias = weights_.logits_bias;
   if (placement_.int8_weights) quantize_weights();
   // The uploads ran on this thread's stream; the model is used from other workers' streams.
   op_backend(placement_.device).synchronize();
@@ -161,42 +163,27 @@ void TransformerModel::fuse_projections() {
 }
 
 void TransformerModel::quantize_weights() {
-  std::vector<LinearWeights*> used;  // every weight a linear() of this model multiplies by
+  std::vector<LinearWeights*> used = {&output_projection_};  // what linear() multiplies by
+  std::vector<LinearWeights*> fused_parts;  // views of fused float weights, dropped with them
   for (size_t i = 0; i < weights_.encoder.size(); ++i) {
     EncoderLayerWeights& layer = weights_.encoder[i];
-    used.insert(used.end(), {&encoder_projections_[i], &layer.self_attention.output,
-                             &layer.ffn_inner, &layer.ffn_outer});
+    AttentionWeights& self = layer.self_attention;
+    used.insert(used.end(),
+                {&encoder_projections_[i], &self.output, &layer.ffn_inner, &layer.ffn_outer});
+    fused_parts.insert(fused_parts.end(), {&self.query, &self.key, &self.value});
   }
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     DecoderLayerWeights& layer = weights_.decoder[i];
-    used.insert(used.end(), {&decoder_projections_[i], &cross_projections_[i],
-                             &layer.self_attention.output, &layer.cross_attention.query,
-                             &layer.cross_attention.output, &layer.ffn_inner, &layer.ffn_outer});
-    // Views of the fused projections' float weights, which are dropped.
-    for (LinearWeights* part : {&layer.self_attention.query, &layer.self_attention.key,
-                                &layer.self_attention.value, &layer.cross_attention.key,
-                                &layer.cross_attention.value}) {
-      part->weight = Tensor();
-    }
+    AttentionWeights &self = layer.self_attention, &cross = layer.cross_attention;
+    used.insert(used.end(), {&decoder_projections_[i], &cross_projections_[i], &self.output,
+                             &cross.query, &cross.output, &layer.ffn_inner, &layer.ffn_outer});
+    fused_parts.insert(fused_parts.end(),
+                       {&self.query, &self.key, &self.value, &cross.key, &cross.value});
   }
-  for (EncoderLayerWeights& layer : weights_.encoder) {
-    AttentionWeights& self = layer.self_attention;
-    for (LinearWeights* part : {&self.query, &self.key, &self.value}) part->weight = Tensor();
-  }
+  for (LinearWeights* part : fused_parts) part->weight = Tensor();
   for (LinearWeights* linear_weights : used) {
     linear_weights->quantized = quantize_linear_weight(linear_weights->weight);
     linear_weights->weight = Tensor();
-  }
-  quantized_output_.quantized = quantize_linear_weight(weights_.shared_embedding);
-  quantized_output_.bias = weights_.logits_bias;
-}
-
-void TransformerModel::project_to_vocabulary(Tensor& logits, const Tensor& x) const {
-  if (quantized_output_.quantized.defined()) {
-    quantized_linear_forward(logits, x, quantized_output_.quantized, quantized_output_.bias,
-                             Activation::kNone);
-  } else {
-    linear_forward(logits, x, weights_.shared_embedding, weights_.logits_bias, Activation::kNone);
   }
 }
 
@@ -356,10 +343,7 @@ std::vector<Tensor> TransformerModel::cross_attention(DecoderState& state,
 }
 
 Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tokens) const {
-  const Tensor x = decoder_layers(state, tokens, nullptr);
-  Tensor logits = activations({x.dim(0), x.dim(1), config_.vocab_size});
-  project_to_vocabulary(logits, x);
-  return logits;
+  return linear(decoder_layers(state, tokens, nullptr), output_projection_);
 }
 
 Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& tokens,

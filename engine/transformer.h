@@ -91,11 +91,9 @@ class TransformerModel {
   // Copies each attention's projections of one input into one weight and one bias (weights_'s
   // separate projections become views of them).
   void fuse_projections();
-  // Compute type int8: quantises the weight of every linear layer the model multiplies by
-  // (dropping the float copy) and the output projection (the embedding table stays float).
+  // Compute type int8: quantises the weight of every linear layer the model multiplies by,
+  // the output projection included, dropping the float copies (the embedding table stays).
   void quantize_weights();
-  // logits [R, T, V] (on the placement) of the last decoder layer's output x [R, T, C].
-  void project_to_vocabulary(Tensor& logits, const Tensor& x) const;
   Tensor encoder_layer(size_t index, const Tensor& x, const Tensor& key_rows,
                        const Tensor& lengths) const;
   // cross_weights: null, or [R, h, T, S_src] on the device for the cross-attention's weights.
@@ -128,8 +126,8 @@ class TransformerModel {
   // Per layer: the self-attentions' q | k | v [h·d_k + h·d_k + h·d_v, C] (encoder, decoder) and
   // the cross-attentions' k | v [h·d_k + h·d_v, C] (they project the encoder output).
   std::vector<LinearWeights> encoder_projections_, decoder_projections_, cross_projections_;
-  // Compute type int8: the output projection (the shared embedding, quantised) and its bias.
-  LinearWeights quantized_output_;
+  // The output layer: the shared embedding (tied) and the logits bias; quantised in int8.
+  LinearWeights output_projection_;
 };
 
 // OK, or why `placement` cannot run in this build / on this machine ("--dtype F16 needs the
