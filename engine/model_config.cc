@@ -7,56 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "engine/json_fields.h"
 
 namespace xlate {
 namespace {
 
 using Json = nlohmann::json;
-
-absl::Status wrong_type(const std::string& origin, const char* key, const Json& value,
-                        const char* expected) {
-  return absl::InvalidArgumentError(absl::StrCat(origin, ": key \"", key,
-                                                 "\" has the wrong type: ", value.dump(),
-                                                 " (expected ", expected, ")"));
-}
-
-// Each reader keeps the default when `key` is absent, and refuses a value of another type or
-// one its C++ type cannot hold (converting it would be undefined behaviour: a fuzzed config
-// held "d_model": 5.5e27).
-absl::Status read_key(const Json& json, const char* key, int* value, const std::string& origin) {
-  auto found = json.find(key);
-  if (found == json.end()) return absl::OkStatus();
-  if (!found->is_number_integer()) return wrong_type(origin, key, *found, "an integer");
-  const bool fits = found->is_number_unsigned()
-                        ? found->get<uint64_t>() <= uint64_t{std::numeric_limits<int>::max()}
-                        : found->get<int64_t>() >= std::numeric_limits<int>::min() &&
-                              found->get<int64_t>() <= std::numeric_limits<int>::max();
-  if (!fits) return wrong_type(origin, key, *found, "a 32-bit integer");
-  *value = static_cast<int>(found->get<int64_t>());
-  return absl::OkStatus();
-}
-
-absl::Status read_key(const Json& json, const char* key, float* value,
-                      const std::string& origin) {
-  auto found = json.find(key);
-  if (found == json.end()) return absl::OkStatus();
-  if (!found->is_number()) return wrong_type(origin, key, *found, "a number");
-  const double number = found->get<double>();
-  if (!(std::fabs(number) <= std::numeric_limits<float>::max())) {
-    return wrong_type(origin, key, *found, "a number within float range");
-  }
-  *value = static_cast<float>(number);
-  return absl::OkStatus();
-}
-
-absl::Status read_key(const Json& json, const char* key, std::string* value,
-                      const std::string& origin) {
-  auto found = json.find(key);
-  if (found == json.end()) return absl::OkStatus();
-  if (!found->is_string()) return wrong_type(origin, key, *found, "a string");
-  *value = found->get<std::string>();
-  return absl::OkStatus();
-}
 
 absl::Status range_error(const char* key, double value, const char* limit) {
   return absl::InvalidArgumentError(absl::StrCat("config key \"", key, "\" = ", value,
@@ -91,7 +47,14 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
       {"eos_token_id", &config.eos_id},
       {"decoder_start_token_id", &config.decoder_start_id}};
   for (const auto& [key, value] : integers) {
-    if (auto status = read_key(json, key, value, origin); !status.ok()) return status;
+    int64_t number = *value;
+    absl::Status status = read_json_integer(
+        json, key, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(),
+        "a 32-bit integer",
+        key == std::string("vocab_size") ? JsonField::kRequired : JsonField::kOptional, origin,
+        &number);
+    if (!status.ok()) return status;
+    *value = static_cast<int>(number);
   }
   const std::pair<const char*, float*> floats[] = {
       {"dropout", &config.dropout},
@@ -99,16 +62,19 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
       {"activation_dropout", &config.activation_dropout},
       {"xlate_label_smoothing", &config.label_smoothing}};
   for (const auto& [key, value] : floats) {
-    if (auto status = read_key(json, key, value, origin); !status.ok()) return status;
+    double number = *value;
+    absl::Status status = read_json_number(
+        json, key, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max(),
+        "a number within float range", JsonField::kOptional, origin, &number);
+    if (!status.ok()) return status;
+    *value = static_cast<float>(number);
   }
   for (const auto& [key, value] : {std::pair<const char*, std::string*>{"source_lang",
                                                                         &config.source_lang},
                                    {"target_lang", &config.target_lang},
                                    {"xlate_positional", &positional}}) {
-    if (auto status = read_key(json, key, value, origin); !status.ok()) return status;
-  }
-  if (!json.contains("vocab_size")) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": key \"vocab_size\" is missing"));
+    absl::Status status = read_json_string(json, key, JsonField::kOptional, origin, value);
+    if (!status.ok()) return status;
   }
   if (positional == "sinusoidal") {
     config.positional = PositionalEncoding::kSinusoidal;

@@ -20,8 +20,11 @@ TEST(ModelConfigJson, RefusesValuesTheirTypesCannotHold) {
         with("\"source_lang\": 7")}) {
     auto config = ModelConfig::FromJson(bad, "c.json");
     ASSERT_FALSE(config.ok()) << bad;
-    EXPECT_NE(config.status().message().find("has the wrong type"), std::string::npos)
+    const std::string message(config.status().message());
+    EXPECT_TRUE(message.find("has the wrong type") != std::string::npos ||
+                message.find("is out of range") != std::string::npos)
         << config.status();
+    EXPECT_EQ(message.rfind("c.json: key \"", 0), 0u) << message;
   }
 }
 

@@ -8,15 +8,31 @@
 
 namespace xlate::fuzz {
 
+namespace {
+
+std::string& directory_path() {
+  static std::string path;
+  return path;
+}
+
+void remove_scratch_directory() {
+  std::error_code ignored;  // a folder already gone is fine
+  std::filesystem::remove_all(directory_path(), ignored);
+}
+
+}  // namespace
+
 const std::string& scratch_directory() {
-  static const std::string directory = [] {
+  static const bool made = [] {
     const char* tmp = std::getenv("TMPDIR");
-    std::filesystem::path path = std::filesystem::path(tmp ? tmp : "/tmp") /
-                                 ("xlate_fuzz_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
-    return path.string();
+    directory_path() = (std::filesystem::path(tmp ? tmp : "/tmp") /
+                        ("xlate_fuzz_" + std::to_string(::getpid()))).string();
+    std::filesystem::create_directories(directory_path());
+    std::atexit(remove_scratch_directory);  // libFuzzer ends its runs with exit()
+    return true;
   }();
-  return directory;
+  (void)made;
+  return directory_path();
 }
 
 void write_bytes(const std::string& path, const uint8_t* data, size_t size) {

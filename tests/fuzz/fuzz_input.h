@@ -8,7 +8,7 @@
 
 namespace xlate::fuzz {
 
-// A folder for this fuzzing process's scratch files (made once).
+// A folder for this fuzzing process's scratch files (made once; removed when it exits normally).
 const std::string& scratch_directory();
 
 // Writes `size` bytes at `data` to `path` (replacing it).

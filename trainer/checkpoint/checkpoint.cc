@@ -8,12 +8,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "engine/json_fields.h"
 #include "engine/model_directory.h"
 #include "engine/safetensors.h"
 
@@ -97,34 +100,58 @@ absl::StatusOr<TrainerState> read_state(const std::string& directory) {
   if (json.is_discarded() || !json.is_object()) {
     return absl::DataLossError(absl::StrCat(path, " is not valid JSON"));
   }
-  try {
-    if (json.at("format_version").get<int>() != kFormatVersion) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path, ": format_version ", json.at("format_version").dump(),
-                       " is not the supported ", kFormatVersion));
-    }
-    TrainerState state;
-    state.step = json.at("step").get<int64_t>();
-    state.data_epoch = json.at("data_epoch").get<int64_t>();
-    state.data_batch = json.at("data_batch").get<int64_t>();
-    state.seed = json.at("seed").get<uint64_t>();
-    state.run_fingerprint = std::stoull(json.at("run_fingerprint").get<std::string>(), nullptr, 16);
-    state.elapsed_seconds = json.at("elapsed_seconds").get<double>();
-    for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
-      absl::StatusOr<uint32_t> crc = file_crc32(directory + "/" + file);
-      if (!crc.ok()) return crc.status();
-      const std::string expected = json.at("crc32").at(file).get<std::string>();
-      if (absl::StrFormat("%08x", *crc) != expected) {
-        return absl::DataLossError(absl::StrCat(directory, "/", file, " is damaged: CRC-32 ",
-                                                absl::StrFormat("%08x", *crc), " but ",
-                                                expected, " was recorded when it was written"));
-      }
-    }
-    return state;
-  } catch (const std::exception& error) {
-    return absl::DataLossError(absl::StrCat(path, " lacks a field or has a wrong type: ",
-                                            error.what()));
+  // Every field is checked before use: a damaged or hand-edited file is refused naming the
+  // field, never converted with undefined behaviour or resumed at a negative step.
+  const auto damaged = [](const absl::Status& status) {
+    return absl::DataLossError(status.message());
+  };
+  constexpr int64_t kMaximum = std::numeric_limits<int64_t>::max();
+  int64_t format_version = 0;
+  absl::Status status = read_json_integer(json, "format_version", kFormatVersion, kFormatVersion,
+                                          "the supported format version 1", JsonField::kRequired,
+                                          path, &format_version);
+  if (!status.ok()) return absl::FailedPreconditionError(status.message());
+  TrainerState state;
+  std::string fingerprint;
+  for (const auto& [key, value] : {std::pair<const char*, int64_t*>{"step", &state.step},
+                                   {"data_epoch", &state.data_epoch},
+                                   {"data_batch", &state.data_batch}}) {
+    status = read_json_integer(json, key, 0, kMaximum, "an integer >= 0", JsonField::kRequired,
+                               path, value);
+    if (!status.ok()) return damaged(status);
   }
+  status = read_json_unsigned(json, "seed", JsonField::kRequired, path, &state.seed);
+  if (status.ok()) {
+    status = read_json_number(json, "elapsed_seconds", 0, std::numeric_limits<double>::max(),
+                              "a number of seconds >= 0", JsonField::kRequired, path,
+                              &state.elapsed_seconds);
+  }
+  if (status.ok()) {
+    status = read_json_string(json, "run_fingerprint", JsonField::kRequired, path, &fingerprint);
+  }
+  if (!status.ok()) return damaged(status);
+  if (fingerprint.empty() || fingerprint.size() > 16 ||
+      !absl::SimpleHexAtoi(fingerprint, &state.run_fingerprint)) {
+    return absl::DataLossError(absl::StrCat(path, ": key \"run_fingerprint\" = \"", fingerprint,
+                                            "\" is not 1 to 16 hexadecimal digits"));
+  }
+  const auto crcs = json.find("crc32");
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    std::string expected;
+    status = crcs == json.end() || !crcs->is_object()
+                 ? absl::InvalidArgumentError(
+                       absl::StrCat(path, ": key \"crc32\" is missing or not an object"))
+                 : read_json_string(*crcs, file, JsonField::kRequired, path + " crc32", &expected);
+    if (!status.ok()) return damaged(status);
+    absl::StatusOr<uint32_t> crc = file_crc32(directory + "/" + file);
+    if (!crc.ok()) return crc.status();
+    if (absl::StrFormat("%08x", *crc) != expected) {
+      return absl::DataLossError(absl::StrCat(directory, "/", file, " is damaged: CRC-32 ",
+                                              absl::StrFormat("%08x", *crc), " but ", expected,
+                                              " was recorded when it was written"));
+    }
+  }
+  return state;
 }
 
 // Copies the first `count` floats of `from` into `into` after checking the size.

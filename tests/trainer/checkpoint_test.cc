@@ -1,0 +1,102 @@
+// A checkpoint's trainer_state.json as written reads back as it was; one damaged or edited by
+// hand is refused naming the key, never resumed from (found by tests/fuzz/checkpoint_fuzzer: a
+// negative step was accepted, and "format_version": 1e300 was converted to int with undefined
+// behaviour).
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/model_directory.h"
+#include "tests/smallest_model_config.h"
+#include "trainer/checkpoint/checkpoint.h"
+
+namespace xlate::trainer {
+namespace {
+
+class CheckpointStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    run_ = ::testing::TempDir() + "/checkpoint_state_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(run_);
+    FlatParameters parameters(config_);
+    parameters.copy_from(random_weights(config_, 7), config_);
+    Adam optimizer(parameters, {});
+    TrainerState state;
+    state.step = 12;
+    state.data_epoch = 2;
+    state.data_batch = 5;
+    state.seed = 0xfedcba9876543210ull;  // above int64's range
+    state.run_fingerprint = 0x0123456789abcdefull;
+    state.elapsed_seconds = 4.5;
+    auto written = write_checkpoint(run_, {config_, parameters, optimizer, state, ""}, 1);
+    ASSERT_TRUE(written.ok()) << written.status();
+    checkpoint_ = *written;
+    std::ifstream in(checkpoint_ + "/trainer_state.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    state_text_ = text.str();
+  }
+
+  // Reads the checkpoint after replacing `from` with `to` in its trainer_state.json.
+  absl::StatusOr<TrainerState> read_edited(const std::string& from, const std::string& to) {
+    std::string text = state_text_;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from << " in " << text;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    std::ofstream(checkpoint_ + "/trainer_state.json", std::ios::trunc) << text;
+    FlatParameters parameters(config_);
+    Adam optimizer(parameters, {});
+    return read_checkpoint(checkpoint_, config_, parameters, optimizer);
+  }
+
+  ModelConfig config_ = smallest_model_config();
+  std::string run_, checkpoint_, state_text_;
+};
+
+TEST_F(CheckpointStateTest, ReadsBackWhatWasWritten) {
+  FlatParameters parameters(config_);
+  Adam optimizer(parameters, {});
+  auto state = read_checkpoint(checkpoint_, config_, parameters, optimizer);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->step, 12);
+  EXPECT_EQ(state->data_epoch, 2);
+  EXPECT_EQ(state->data_batch, 5);
+  EXPECT_EQ(state->seed, 0xfedcba9876543210ull);
+  EXPECT_EQ(state->run_fingerprint, 0x0123456789abcdefull);
+  EXPECT_DOUBLE_EQ(state->elapsed_seconds, 4.5);
+  EXPECT_EQ(optimizer.steps(), 12);
+}
+
+TEST_F(CheckpointStateTest, RefusesFieldsARunCannotResumeFrom) {
+  struct Case {
+    std::string from, to, expected;
+  };
+  const Case cases[] = {
+      {"\"step\": 12", "\"step\": -3", "key \"step\" = -3 is out of range (expected an integer >= 0)"},
+      {"\"step\": 12", "\"step\": 1e300", "key \"step\" has the wrong type: 1e+300"},
+      {"\"step\": 12", "\"step\": 18446744073709551615", "key \"step\" = 18446744073709551615 is out of range"},
+      {"\"data_batch\": 5", "\"data_batch\": \"5\"", "key \"data_batch\" has the wrong type: \"5\""},
+      {"\"data_epoch\": 2", "\"data_epochs\": 2", "key \"data_epoch\" is missing"},
+      {"\"format_version\": 1", "\"format_version\": 1e300", "key \"format_version\" has the wrong type"},
+      {"\"format_version\": 1", "\"format_version\": 2", "= 2 is out of range (expected the supported format version 1)"},
+      {"\"seed\": 18364758544493064720", "\"seed\": -1", "key \"seed\" has the wrong type: -1"},
+      {"\"elapsed_seconds\": 4.5", "\"elapsed_seconds\": -4.5", "key \"elapsed_seconds\" = -4.5 is out of range"},
+      {"\"run_fingerprint\": \"0123456789abcdef\"", "\"run_fingerprint\": \"0123456789abcdefg\"",
+       "\"run_fingerprint\" = \"0123456789abcdefg\" is not 1 to 16 hexadecimal digits"},
+      {"\"crc32\"", "\"crc\"", "key \"crc32\" is missing or not an object"},
+  };
+  for (const Case& c : cases) {
+    auto state = read_edited(c.from, c.to);
+    ASSERT_FALSE(state.ok()) << c.to;
+    EXPECT_NE(state.status().message().find(c.expected), std::string::npos)
+        << c.to << ": " << state.status();
+    EXPECT_NE(state.status().message().find("trainer_state.json"), std::string::npos)
+        << state.status();
+  }
+}
+
+}  // namespace
+}  // namespace xlate::trainer
