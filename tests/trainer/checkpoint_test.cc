@@ -31,6 +31,7 @@ class CheckpointStateTest : public ::testing::Test {
     state.seed = 0xfedcba9876543210ull;  // above int64's range
     state.run_fingerprint = 0x0123456789abcdefull;
     state.elapsed_seconds = 4.5;
+    state.loss_scaler = {/*scale=*/0.25, /*finite_steps=*/7, /*skipped_steps=*/3};
     auto written = write_checkpoint(run_, {config_, parameters, optimizer, state, ""}, 1);
     ASSERT_TRUE(written.ok()) << written.status();
     checkpoint_ = *written;
@@ -67,7 +68,28 @@ TEST_F(CheckpointStateTest, ReadsBackWhatWasWritten) {
   EXPECT_EQ(state->seed, 0xfedcba9876543210ull);
   EXPECT_EQ(state->run_fingerprint, 0x0123456789abcdefull);
   EXPECT_DOUBLE_EQ(state->elapsed_seconds, 4.5);
+  EXPECT_EQ(state->loss_scaler.scale, 0.25);
+  EXPECT_EQ(state->loss_scaler.finite_steps, 7);
+  EXPECT_EQ(state->loss_scaler.skipped_steps, 3);
   EXPECT_EQ(optimizer.steps(), 12);
+}
+
+TEST_F(CheckpointStateTest, ACheckpointFromBeforeLossScalingReadsScaleOne) {
+  // Written before the loss-scaler keys existed: none of them.
+  std::string text = state_text_;
+  for (const char* key : {"loss_scale", "loss_scale_finite_steps", "skipped_steps"}) {
+    const size_t at = text.find(std::string("\"") + key + "\"");
+    ASSERT_NE(at, std::string::npos) << key;
+    text.erase(at, text.find('\n', at) + 1 - at);
+  }
+  std::ofstream(checkpoint_ + "/trainer_state.json", std::ios::trunc) << text;
+  FlatParameters parameters(config_);
+  Adam optimizer(parameters, {});
+  auto state = read_checkpoint(checkpoint_, config_, parameters, optimizer);
+  ASSERT_TRUE(state.ok()) << state.status() << "\n" << text;
+  EXPECT_EQ(state->loss_scaler.scale, 1);
+  EXPECT_EQ(state->loss_scaler.skipped_steps, 0);
+  EXPECT_EQ(state->step, 12);
 }
 
 TEST_F(CheckpointStateTest, RefusesFieldsARunCannotResumeFrom) {
@@ -87,6 +109,8 @@ TEST_F(CheckpointStateTest, RefusesFieldsARunCannotResumeFrom) {
       {"\"run_fingerprint\": \"0123456789abcdef\"", "\"run_fingerprint\": \"0123456789abcdefg\"",
        "\"run_fingerprint\" = \"0123456789abcdefg\" is not 1 to 16 hexadecimal digits"},
       {"\"crc32\"", "\"crc\"", "key \"crc32\" is missing or not an object"},
+      {"\"loss_scale\": 0.25", "\"loss_scale\": 0", "key \"loss_scale\" = 0 is out of range"},
+      {"\"skipped_steps\": 3", "\"skipped_steps\": -3", "key \"skipped_steps\" = -3"},
   };
   for (const Case& c : cases) {
     auto state = read_edited(c.from, c.to);

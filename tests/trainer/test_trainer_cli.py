@@ -184,6 +184,9 @@ class TrainerCliTest(RunsOnTheCliCorpus):
             (["--positional", "rotary"], "--positional"),
             (["--bucket_mb", "-1"], "--bucket_mb is -1"),
             (["--device", "gpu"], '--device is "gpu"; it must be auto, cpu or cuda'),
+            (["--loss_scale", "fp16"], '--loss_scale is "fp16"; it must be none or dynamic'),
+            (["--loss_scale", "dynamic", "--initial_loss_scale", "100"],
+             "--initial_loss_scale is 100; it must be a power of two"),
         ]
         for extra, expected in cases:
             result = h.train(self.data, self.run_dir("bad"), "--max_steps", "1", *extra,
@@ -209,6 +212,75 @@ class TrainerCliTest(RunsOnTheCliCorpus):
                          expect_ok=False)
         self.assertNotEqual(mismatch.returncode, 0)
         self.assertIn("uneven.de", mismatch.stderr)
+
+
+
+# 2^127, the largest power of two a float holds: a backward pass started from it overflows (the
+# logits bias gradient of a token in every sentence sums past float's range).
+HUGE_SCALE = str(2.0 ** 127)
+
+
+class LossScalingTest(RunsOnTheCliCorpus):
+    runs = "loss-scale-runs"
+
+    def messages(self, run):
+        return [e["text"] for e in h.log_events(run, "message")]
+
+    def test_dynamic_scaling_in_float32_gives_the_same_weights(self):
+        # Powers of two scale and unscale exactly: only the scale's bookkeeping differs.
+        plain, scaled = self.run_dir("plain"), self.run_dir("scaled")
+        h.train(self.data, plain, "--max_steps", "4", "--checkpoint_every_steps", "4", *COMMON)
+        h.train(self.data, scaled, "--max_steps", "4", "--checkpoint_every_steps", "4",
+                "--loss_scale", "dynamic", "--loss_scale_window", "2", *COMMON)
+        for name in ("model.safetensors", "optimizer.safetensors"):
+            self.assertEqual(h.read_bytes(os.path.join(h.checkpoint_path(plain, 4), name)),
+                             h.read_bytes(os.path.join(h.checkpoint_path(scaled, 4), name)), name)
+        self.assertIn("step 2: 2 finite steps in a row; loss scale doubled to 256",
+                      self.messages(scaled))
+        self.assertEqual([e["loss_scale"] for e in h.log_events(scaled, "train")],
+                         [128, 256, 256, 512])
+        with open(os.path.join(h.checkpoint_path(scaled, 4), "trainer_state.json")) as f:
+            state = h.json.load(f)
+        self.assertEqual((state["loss_scale"], state["skipped_steps"]), (512, 0))
+
+    def test_overflow_skips_the_step_halves_the_scale_and_resumes_exactly(self):
+        straight, split = self.run_dir("overflow-straight"), self.run_dir("overflow-split")
+        args = ["--checkpoint_every_steps", "3", "--loss_scale", "dynamic",
+                "--initial_loss_scale", HUGE_SCALE, "--loss_scale_window", "2", *COMMON]
+        h.train(self.data, straight, "--max_steps", "6", *args)
+        h.train(self.data, split, "--max_steps", "3", *args)
+        resumed = h.train(self.data, split, "--max_steps", "6", *args)
+        self.assertIn("resumed from", resumed.stderr)
+        skips = [m for m in self.messages(straight) if "step skipped" in m]
+        self.assertGreater(len(skips), 0)
+        self.assertTrue(skips[0].startswith(
+            "step 1: the gradient is not finite at loss scale 1.70141e+38; step skipped, loss "
+            "scale halved to 8.50706e+37"), skips[0])
+        events = h.log_events(straight, "train")
+        self.assertEqual([e["step"] for e in events], [1, 2, 3, 4, 5, 6])  # skips do not count
+        self.assertEqual(sum(e["skipped_steps"] for e in events), len(skips))
+        with open(os.path.join(h.checkpoint_path(straight, 6), "trainer_state.json")) as f:
+            state = h.json.load(f)
+        self.assertEqual(state["skipped_steps"], len(skips))
+        self.assertEqual(state["loss_scale"], events[-1]["loss_scale"])
+        for name in ("model.safetensors", "optimizer.safetensors", "trainer_state.json"):
+            a = h.read_bytes(os.path.join(h.checkpoint_path(straight, 6), name))
+            b = h.read_bytes(os.path.join(h.checkpoint_path(split, 6), name))
+            if name == "trainer_state.json":  # the wall time differs
+                a, b = (dict(h.json.loads(x), elapsed_seconds=0) for x in (a, b))
+            self.assertEqual(a, b, f"{name} differs after resuming")
+        self.assertEqual([e["loss"] for e in events],
+                         [e["loss"] for e in h.log_events(split, "train")])
+
+    def test_a_scale_below_the_minimum_stops_the_run_naming_the_step(self):
+        run = self.run_dir("diverged")
+        result = h.train(self.data, run, "--max_steps", "2", "--loss_scale", "dynamic",
+                         "--initial_loss_scale", HUGE_SCALE, "--min_loss_scale",
+                         str(2.0 ** 126), *COMMON, expect_ok=False)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("the gradient of step 1 is not finite even at loss scale 8.50706e+37; "
+                      "halving it would go below --min_loss_scale", result.stderr)
+        self.assertFalse(os.path.exists(h.checkpoint_path(run, 1)))
 
 
 # Whether --device cuda can train here, and the trainer's reason when it cannot.

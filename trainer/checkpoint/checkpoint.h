@@ -18,6 +18,7 @@
 #include "engine/model_config.h"
 #include "trainer/model/flat_parameters.h"
 #include "trainer/optim/adam.h"
+#include "trainer/optim/loss_scaler.h"
 
 namespace xlate::trainer {
 
@@ -29,6 +30,7 @@ struct TrainerState {
   // Hash of what must not change across a resume (architecture, batching, ranks, ...).
   uint64_t run_fingerprint = 0;
   double elapsed_seconds = 0;  // training wall time before this checkpoint
+  LossScalerState loss_scaler;  // scale 1 when the run does not scale its loss
 };
 
 struct CheckpointContents {

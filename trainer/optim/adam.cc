@@ -15,9 +15,12 @@ Adam::Adam(const FlatParameters& parameters, AdamOptions options) : options_(opt
   v_ = Tensor::zeros({parameters.size()}, DType::kFloat32, parameters.device());
 }
 
-double Adam::update(FlatParameters& parameters, const FlatParameters& gradients, double lr,
-                    double gradient_scale) {
-  const double norm = std::sqrt(sum_of_squares(gradients.flat())) * gradient_scale;
+double Adam::gradient_norm(const FlatParameters& gradients, double gradient_scale) {
+  return std::sqrt(sum_of_squares(gradients.flat())) * gradient_scale;
+}
+
+void Adam::update(FlatParameters& parameters, const FlatParameters& gradients, double lr,
+                  double gradient_scale, double norm) {
   const double clip = options_.clip_norm > 0 && norm > options_.clip_norm
                           ? options_.clip_norm / norm : 1.0;
   ++steps_;
@@ -36,7 +39,6 @@ double Adam::update(FlatParameters& parameters, const FlatParameters& gradients,
     Tensor v = v_.view(slice.offset, {slice.count});
     adam_update(weights, m, v, gradients.flat().view(slice.offset, {slice.count}), step);
   }
-  return norm;
 }
 
 void Adam::restore(const Tensor& m, const Tensor& v, int64_t steps) {

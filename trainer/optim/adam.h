@@ -22,12 +22,17 @@ class Adam {
  public:
   Adam(const FlatParameters& parameters, AdamOptions options);
 
+  // The global L2 norm of `gradient_scale` · gradients: not finite when an element is inf or
+  // NaN (the trainer skips or stops such a step before update()).
+  static double gradient_norm(const FlatParameters& gradients, double gradient_scale);
+
   // One update with learning rate `lr` from the gradient `gradient_scale` · gradients (the
-  // trainer's summed gradient times 1 / target tokens: the scaling is folded into the update
-  // rather than a pass of its own); counts the step. Runs on the parameters' device (the
-  // moments live there). Returns the scaled gradient's global L2 norm before clipping.
-  double update(FlatParameters& parameters, const FlatParameters& gradients, double lr,
-                double gradient_scale = 1.0);
+  // trainer's summed gradient times 1 / (target tokens · loss scale): the scaling is folded
+  // into the update rather than a pass of its own), clipped by `norm`, which is
+  // gradient_norm(gradients, gradient_scale); counts the step. Runs on the parameters' device
+  // (the moments live there).
+  void update(FlatParameters& parameters, const FlatParameters& gradients, double lr,
+              double gradient_scale, double norm);
 
   int64_t steps() const { return steps_; }
   // The moment estimates [P] on the parameters' device, for checkpoints; restore() puts them

@@ -34,6 +34,15 @@ ABSL_FLAG(double, adam_beta1, 0.9, "Adam beta1");
 ABSL_FLAG(double, adam_beta2, 0.98, "Adam beta2");
 ABSL_FLAG(double, adam_epsilon, 1e-9, "Adam epsilon");
 ABSL_FLAG(double, clip_norm, 0, "clip the gradient's global L2 norm to this (0 = off)");
+ABSL_FLAG(std::string, loss_scale, "none",
+          "none or dynamic: start the backward pass from a power-of-two scale, skip a step "
+          "whose gradient is not finite and halve the scale, double it after "
+          "--loss_scale_window finite steps (exact in float32: the same weights until a step "
+          "overflows)");
+ABSL_FLAG(double, initial_loss_scale, 128, "first dynamic loss scale (a power of two)");
+ABSL_FLAG(int64_t, loss_scale_window, 2000, "finite steps in a row before the scale doubles");
+ABSL_FLAG(double, min_loss_scale, 1e-4,
+          "a dynamic loss scale halved below this stops the run (it has diverged)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the initial weights, data order and dropout");
 ABSL_FLAG(int64_t, checkpoint_every_steps, 1000, "checkpoint interval in steps (0 = off)");
 ABSL_FLAG(double, checkpoint_every_minutes, 0, "checkpoint interval in minutes (0 = off)");
@@ -75,6 +84,10 @@ TrainingOptions options_from_flags() {
   options.adam_beta2 = absl::GetFlag(FLAGS_adam_beta2);
   options.adam_epsilon = absl::GetFlag(FLAGS_adam_epsilon);
   options.clip_norm = absl::GetFlag(FLAGS_clip_norm);
+  options.loss_scale = absl::GetFlag(FLAGS_loss_scale);
+  options.loss_scaler.initial_scale = absl::GetFlag(FLAGS_initial_loss_scale);
+  options.loss_scaler.growth_interval = absl::GetFlag(FLAGS_loss_scale_window);
+  options.loss_scaler.minimum_scale = absl::GetFlag(FLAGS_min_loss_scale);
   options.seed = absl::GetFlag(FLAGS_seed);
   options.checkpoint_every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
   options.checkpoint_every_minutes = absl::GetFlag(FLAGS_checkpoint_every_minutes);

@@ -52,11 +52,19 @@ class ReduceWhenReady final : public GradientListener {
   const float* flat_;
 };
 
+std::string loss_scaler_text(const TrainingOptions& options) {
+  return absl::StrCat("loss scale ", options.loss_scale, " ", options.loss_scaler.initial_scale,
+                      " ", options.loss_scaler.growth_interval, " ",
+                      options.loss_scaler.minimum_scale);
+}
+
 uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& options,
                          const BatchIterator& batches, int world_size) {
-  const std::string text = absl::StrCat(
+  std::string text = absl::StrCat(
       config.ToJson(), "|", options.max_tokens, "|", options.max_sentences, "|",
       options.update_frequency, "|", options.seed, "|", batches.fingerprint(), "|", world_size);
+  // Only runs that scale their loss say so (older runs keep their fingerprint and can resume).
+  if (options.loss_scale == "dynamic") absl::StrAppend(&text, "|", loss_scaler_text(options));
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
 }
 
@@ -67,7 +75,8 @@ uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run
   const std::string text = absl::StrCat(
       run_fingerprint, "|", options.bucket_mb, "|", options.max_steps, "|", options.warmup_steps,
       "|", options.learning_rate_scale, "|", options.adam_beta1, "|", options.adam_beta2, "|",
-      options.adam_epsilon, "|", options.clip_norm, "|", options.validate_every_steps);
+      options.adam_epsilon, "|", options.clip_norm, "|", options.validate_every_steps, "|",
+      loss_scaler_text(options));
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
 }
 
@@ -141,6 +150,10 @@ absl::Status Trainer::initialise() {
       "command line and data)");
   if (!agreed.ok()) return agreed;
   parameters_.copy_from(random_weights(config_, options_.seed), config_);
+  if (options_.loss_scale == "dynamic") {
+    loss_scaler_.emplace(options_.loss_scaler);
+    state_.loss_scaler = loss_scaler_->state();
+  }
 
   absl::StatusOr<std::vector<std::string>> checkpoints = list_checkpoints(options_.output_directory);
   if (!checkpoints.ok()) return checkpoints.status();
@@ -154,6 +167,7 @@ absl::Status Trainer::initialise() {
           "batching options, seed, data or number of ranks; use a new --output directory"));
     }
     state_ = *resumed;
+    if (loss_scaler_) loss_scaler_->restore(state_.loss_scaler);
     absl::Status seek = batches_->seek({state_.data_epoch, state_.data_batch});
     if (!seek.ok()) return seek;
     elapsed_before_ = state_.elapsed_seconds;
@@ -215,8 +229,11 @@ absl::Status Trainer::create_reducer() {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::train_step(StepReport* report) {
+absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   gradients_.set_zero();
+  // The backward pass starts from the loss scale (exact: a power of two); the update divides it
+  // out again through gradient_scale below.
+  const double loss_scale = loss_scaler_ ? loss_scaler_->scale() : 1.0;
   // loss, nll, target tokens, source tokens: this rank's sums, then all ranks'.
   double sums[4] = {0, 0, 0, 0};
   std::optional<ReduceWhenReady> listener;
@@ -234,7 +251,7 @@ absl::Status Trainer::train_step(StepReport* report) {
                                   state_.step, micro, communicator_.rank()};
     const CrossEntropySums loss =
         model_.forward(parameters_.weights(), model_inputs(batch, device_), dropout);
-    model_.backward(gradients_.weights(), parameters_.weights(), 1.f,
+    model_.backward(gradients_.weights(), parameters_.weights(), static_cast<float>(loss_scale),
                     listener ? &*listener : nullptr);
     sums[0] += loss.loss;
     sums[1] += loss.nll;
@@ -255,14 +272,42 @@ absl::Status Trainer::train_step(StepReport* report) {
     return absl::InternalError(absl::StrCat("the training loss is not finite at step ", state_.step + 1,
                                             "; lower --lr_scale or set --clip_norm"));
   }
-  const double inverse_tokens = sums[2] > 0 ? 1.0 / sums[2] : 0.0;
-  const double learning_rate = schedule_.at(state_.step + 1);
-  report->gradient_norm =
-      optimizer_.update(parameters_, gradients_, learning_rate, inverse_tokens);
-  ++state_.step;
+  const double gradient_scale = (sums[2] > 0 ? 1.0 / sums[2] : 0.0) / loss_scale;
+  // Every rank holds the same reduced gradient, so every rank decides the same.
+  const double norm = Adam::gradient_norm(gradients_, gradient_scale);
   const BatchPosition position = batches_->position();
-  state_.data_epoch = position.epoch;
+  state_.data_epoch = position.epoch;  // a skipped step's batches are consumed too
   state_.data_batch = position.batch;
+  if (loss_scaler_) {
+    absl::StatusOr<DynamicLossScaler::Outcome> outcome =
+        loss_scaler_->record(std::isfinite(norm), state_.step);
+    if (!outcome.ok()) return outcome.status();
+    state_.loss_scaler = loss_scaler_->state();
+    report->loss_scale = loss_scaler_->scale();
+    if (*outcome == DynamicLossScaler::Outcome::kSkip) {
+      ++report->skipped_steps;
+      if (log_) {
+        log_->message(absl::StrCat("step ", state_.step + 1, ": the gradient is not finite at loss "
+                                   "scale ", loss_scale, "; step skipped, loss scale halved to ",
+                                   loss_scaler_->scale()));
+      }
+      return false;
+    }
+    if (*outcome == DynamicLossScaler::Outcome::kApplyAndGrow && log_) {
+      log_->message(absl::StrCat("step ", state_.step + 1, ": ",
+                                 options_.loss_scaler.growth_interval,
+                                 " finite steps in a row; loss scale doubled to ",
+                                 loss_scaler_->scale()));
+    }
+  } else if (!std::isfinite(norm)) {
+    return absl::InternalError(absl::StrCat(
+        "the gradient is not finite at step ", state_.step + 1, "; lower --lr_scale, set "
+        "--clip_norm, or train with --loss_scale dynamic (skips such steps)"));
+  }
+  const double learning_rate = schedule_.at(state_.step + 1);
+  optimizer_.update(parameters_, gradients_, learning_rate, gradient_scale, norm);
+  report->gradient_norm = norm;
+  ++state_.step;
   report->step = state_.step;
   report->epoch = position.epoch;
   report->learning_rate = learning_rate;
@@ -270,7 +315,7 @@ absl::Status Trainer::train_step(StepReport* report) {
   report->nll += sums[1];
   report->target_tokens += static_cast<int64_t>(sums[2]);
   report->source_tokens += static_cast<int64_t>(sums[3]);
-  return absl::OkStatus();
+  return true;
 }
 
 absl::Status Trainer::all_reduce_gradients(StepReport* report) {
@@ -399,8 +444,10 @@ absl::Status Trainer::Run() {
   const int64_t first_step = state_.step;
   bool validated = false, saved = false;
   while (state_.step < options_.max_steps) {
-    absl::Status status = train_step(&report);
-    if (!status.ok()) return status;
+    absl::StatusOr<bool> applied = train_step(&report);
+    if (!applied.ok()) return applied.status();
+    if (!*applied) continue;  // skipped (loss scaling): the same step again on the next batch
+    absl::Status status;
     validated = saved = false;
     const bool last = state_.step == options_.max_steps;
     if (state_.step % options_.log_every_steps == 0 || last) {

@@ -19,6 +19,7 @@
 #include "trainer/model/transformer_training.h"
 #include "trainer/optim/adam.h"
 #include "trainer/optim/learning_rate.h"
+#include "trainer/optim/loss_scaler.h"
 #include "trainer/training/training_log.h"
 #include "trainer/training/training_options.h"
 
@@ -42,7 +43,9 @@ class Trainer {
   // The overlapped gradient reduction, when there are several ranks on CPUs and
   // --bucket_mb > 0.
   absl::Status create_reducer();
-  absl::Status train_step(StepReport* report);
+  // One optimizer step over update_frequency micro-batches; false when loss scaling skipped it
+  // (the gradient was not finite: nothing was applied, the batches were consumed).
+  absl::StatusOr<bool> train_step(StepReport* report);
   // Sums the flat gradient over the ranks in one call (the path without a reducer).
   absl::Status all_reduce_gradients(StepReport* report);
   absl::Status validate();
@@ -64,6 +67,7 @@ class Trainer {
   FlatParameters parameters_;
   FlatParameters gradients_;
   Adam optimizer_;
+  std::optional<DynamicLossScaler> loss_scaler_;  // --loss_scale dynamic
   LearningRateSchedule schedule_;
   TransformerTraining model_;
   std::optional<BatchIterator> batches_;

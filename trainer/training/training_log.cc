@@ -40,11 +40,14 @@ void TrainingLog::write_line(const std::string& json) {
 
 void TrainingLog::step(const StepReport& r) {
   const double ppl = std::exp(r.nll);
+  const std::string scaling =
+      r.loss_scale ? absl::StrFormat(" | scale %g (%d skipped)", *r.loss_scale, r.skipped_steps)
+                   : std::string();
   std::cerr << absl::StrFormat(
-                   "step %d/%d | epoch %d | loss %.4f | ppl %.2f | lr %.3e | gnorm %.3f | "
+                   "step %d/%d | epoch %d | loss %.4f | ppl %.2f | lr %.3e | gnorm %.3f%s | "
                    "%.0f tok/s | elapsed %s | eta %s",
                    r.step, r.max_steps, r.epoch + 1, r.loss, ppl, r.learning_rate,
-                   r.gradient_norm, r.tokens_per_second, clock_text(r.elapsed_seconds),
+                   r.gradient_norm, scaling, r.tokens_per_second, clock_text(r.elapsed_seconds),
                    clock_text(r.eta_seconds))
             << std::endl;
   nlohmann::json json = {{"event", "train"},          {"step", r.step},
@@ -60,6 +63,10 @@ void TrainingLog::step(const StepReport& r) {
     json["exposed_reduce_seconds"] = r.exposed_reduce_seconds;
   }
   if (r.gpu_memory_bytes) json["gpu_memory_bytes"] = *r.gpu_memory_bytes;
+  if (r.loss_scale) {
+    json["loss_scale"] = *r.loss_scale;
+    json["skipped_steps"] = r.skipped_steps;
+  }
   write_line(json.dump());
 }
 

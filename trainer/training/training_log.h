@@ -19,6 +19,10 @@ struct StepReport {
   int64_t step = 0, max_steps = 0, epoch = 0;
   double loss = 0, nll = 0;  // per target token
   double learning_rate = 0, gradient_norm = 0;
+  // With --loss_scale dynamic: the scale after the last step, and the steps skipped (gradient
+  // not finite) since the last report.
+  std::optional<double> loss_scale;
+  int64_t skipped_steps = 0;
   int64_t source_tokens = 0, target_tokens = 0;  // this step, all ranks
   double tokens_per_second = 0;                  // source + target, since the last report
   // Since the last report, this rank (data parallel only): seconds in gradient all-reduces, and

@@ -30,6 +30,12 @@ absl::Status TrainingOptions::Validate() const {
   if (!(adam_epsilon > 0)) return out_of_range("adam_epsilon", std::to_string(adam_epsilon), "> 0");
   if (!(bucket_mb >= 0 && bucket_mb <= 4096)) return out_of_range("bucket_mb", std::to_string(bucket_mb), "in [0, 4096]");
   if (!(clip_norm >= 0)) return out_of_range("clip_norm", std::to_string(clip_norm), ">= 0");
+  if (loss_scale != "none" && loss_scale != "dynamic") {
+    return out_of_range("loss_scale", "\"" + loss_scale + "\"", "none or dynamic");
+  }
+  if (loss_scale == "dynamic") {
+    if (absl::Status status = check_loss_scaler_options(loss_scaler); !status.ok()) return status;
+  }
   if (checkpoint_every_steps < 0) return out_of_range("checkpoint_every_steps", std::to_string(checkpoint_every_steps), ">= 0");
   if (!(checkpoint_every_minutes >= 0)) return out_of_range("checkpoint_every_minutes", std::to_string(checkpoint_every_minutes), ">= 0");
   if (keep_checkpoints < 0) return out_of_range("keep_checkpoints", std::to_string(keep_checkpoints), ">= 0");

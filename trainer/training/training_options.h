@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "engine/model_config.h"
 #include "engine/tensor.h"
+#include "trainer/optim/loss_scaler.h"
 
 namespace xlate::trainer {
 
@@ -43,6 +44,10 @@ struct TrainingOptions {
   double learning_rate_scale = 1.0;
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_epsilon = 1e-9;
   double clip_norm = 0;  // 0 = off
+  // none | dynamic (trainer/optim/loss_scaler.h): dynamic starts the backward pass from a
+  // power-of-two scale, skips a step whose gradient is not finite and halves the scale.
+  std::string loss_scale = "none";
+  LossScalerOptions loss_scaler;
   uint64_t seed = 1;
   // Data parallel: the gradient is all-reduced in buckets of at most this many MiB, each as soon
   // as the backward pass is done with it (overlapped); 0 = in one call after the backward pass.
