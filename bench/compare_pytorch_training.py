@@ -12,9 +12,11 @@ Adam and the paper's schedule, label smoothing 0.1, dropout 0.1. Throughput coun
       --threads 2 --max_tokens 4000 --steps 8 --warmup 2
   python3 bench/compare_pytorch_training.py --device cuda --max_tokens 50000 --steps 20 \
       --torch_precisions fp32,fp16,bf16 --torch_compile
-On a GPU xlate trains in float32 (TF32 off); PyTorch runs once per --torch_precisions entry
-(fp32 with TF32 off; fp16/bf16 through torch.autocast), and once more compiled with
---torch_compile. The ratio printed is xlate against PyTorch's fp32 eager run. GPU memory: the
+On a GPU xlate trains once per --xlate_precisions entry (fp32 with TF32 off; fp16/bf16:
+float32 storage, tensor-core products, xlate-trainer --precision); PyTorch runs once per
+--torch_precisions entry (fp32 with TF32 off; fp16/bf16 through torch.autocast), and once more
+compiled with --torch_compile. The ratios printed are xlate against PyTorch's eager run in the
+same precision. GPU memory: the
 trainer's allocator high-water mark, torch.cuda.max_memory_allocated() for PyTorch.
 PyTorch is not installed by scripts/setup.sh: `python3 -m pip install torch` first.
 """
@@ -73,10 +75,11 @@ def add_training_arguments(parser, threads=2, steps=8):
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
 
 
-def run_xlate(args, data):
-    timed, seconds = train_timed_steps(args, data, "xlate-run")
+def run_xlate(args, data, precision="fp32"):
+    timed, seconds = train_timed_steps(args, data, "xlate-run",
+                                       extra=("--precision", precision))
     tokens = sum(e["source_tokens"] + e["target_tokens"] for e in timed)
-    return {"system": "xlate", "device": args.device, "precision": "fp32",
+    return {"system": "xlate", "device": args.device, "precision": precision,
             "threads": args.threads, "steps": len(timed), "tokens": tokens,
             "seconds": seconds, "tokens_per_second": tokens / seconds,
             "seconds_per_step": seconds / len(timed), "final_loss": timed[-1]["loss"],
@@ -107,6 +110,8 @@ def main():
     add_training_arguments(parser)
     parser.add_argument("--torch_precisions", default="fp32",
                         help="comma-separated PyTorch runs: fp32, fp16, bf16 (GPU for the last two)")
+    parser.add_argument("--xlate_precisions", default="fp32",
+                        help="comma-separated xlate-trainer --precision runs (GPU for fp16/bf16)")
     parser.add_argument("--torch_compile", action="store_true",
                         help="also run PyTorch under torch.compile (fp32)")
     args = parser.parse_args()
@@ -120,7 +125,10 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     data = prepare(args)
     started = time.time()
-    results = [run_xlate(args, data)]
+    xlate_precisions = args.xlate_precisions.split(",")
+    if "fp32" not in xlate_precisions:
+        parser.error("--xlate_precisions must include fp32")
+    results = [run_xlate(args, data, precision) for precision in xlate_precisions]
     results += [run_pytorch(args, data, precision) for precision in precisions]
     if args.torch_compile:
         results.append(run_pytorch(args, data, "fp32", compiled=True))
@@ -130,8 +138,15 @@ def main():
         print(f"{r['system']:17s} {r.get('precision', 'fp32'):4s} {r['tokens_per_second']:9.1f} tok/s"
               f"  {r['seconds_per_step']:7.3f} s/step  {r['steps']} steps, {r['tokens']} tokens"
               f"{memory}")
-    eager_fp32 = next(r for r in results[1:] if r["system"] == "pytorch" and r["precision"] == "fp32")
-    ratio = results[0]["tokens_per_second"] / eager_fp32["tokens_per_second"]
+    def find(system, precision):
+        return next((r for r in results if r["system"] == system and r["precision"] == precision),
+                    None)
+    eager_fp32 = find("pytorch", "fp32")
+    ratio = find("xlate", "fp32")["tokens_per_second"] / eager_fp32["tokens_per_second"]
+    for precision in xlate_precisions[1:]:
+        if find("pytorch", precision):  # the same precision on both sides (torch.autocast)
+            print(f"xlate / pytorch ({precision} eager) = "
+                  f"{find('xlate', precision)['tokens_per_second'] / find('pytorch', precision)['tokens_per_second']:.3f}")
     print(f"xlate / pytorch (fp32 eager) = {ratio:.3f}   (preset {args.preset}, {args.device}, "
           f"{args.max_tokens} tokens/step, {args.threads} threads, {time.time() - started:.0f} s)")
     print(json.dumps({"results": results, "ratio": ratio}))

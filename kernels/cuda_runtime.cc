@@ -27,6 +27,13 @@ std::string cuda_device_description(int device) {
   return text;
 }
 
+int cuda_compute_capability(int device) {
+  int major = 0, minor = 0;
+  XLATE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  XLATE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return 10 * major + minor;
+}
+
 void set_cuda_device(int device) { XLATE_CUDA_CHECK(cudaSetDevice(device)); }
 
 CudaStream::CudaStream() {

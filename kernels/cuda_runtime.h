@@ -17,6 +17,8 @@ namespace xlate::kernels {
 int cuda_device_count();
 // "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB"
 std::string cuda_device_description(int device);
+// 10 · major + minor: 60 for a P100, 70 for a V100, 80 for an A100, 90 for an H100.
+int cuda_compute_capability(int device);
 void set_cuda_device(int device);
 
 // A non-blocking stream of the current device, destroyed with the object.

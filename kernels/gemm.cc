@@ -105,15 +105,31 @@ std::string shape_text(int64_t m, int64_t n, int64_t k) {
 }  // namespace
 
 struct GemmContext::State {
-  using Key = std::tuple<int64_t, int64_t, int64_t, GemmEpilogue, ElementType>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, GemmEpilogue, ElementType, Float32Math>;
   using MatmulKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                               int64_t, int64_t, int64_t, int64_t, ElementType>;
+                               int64_t, int64_t, int64_t, int64_t, ElementType, Float32Math>;
   Stream stream = nullptr;
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   std::map<Key, std::unique_ptr<Plan>> plans;
   std::map<MatmulKey, std::unique_ptr<Plan>> matmul_plans;
+  Float32Math float32_math = Float32Math::kExact;
+
+  // The compute type of a product of `type` tensors under float32_math (which only changes
+  // float32 products: half-precision storage computes as it always does).
+  cublasComputeType_t compute_type(ElementType type) const {
+    if (type != ElementType::kFloat32) return CUBLAS_COMPUTE_32F;
+    switch (float32_math) {
+      case Float32Math::kFloat16Inputs: return CUBLAS_COMPUTE_32F_FAST_16F;
+      case Float32Math::kBFloat16Inputs: return CUBLAS_COMPUTE_32F_FAST_16BF;
+      case Float32Math::kExact: break;
+    }
+    return CUBLAS_COMPUTE_32F;
+  }
+  Float32Math key_math(ElementType type) const {
+    return type == ElementType::kFloat32 ? float32_math : Float32Math::kExact;
+  }
 
   Plan& plan_for(int64_t m, int64_t n, int64_t k, GemmEpilogue epilogue, ElementType type);
   Plan& matmul_plan_for(const MatmulShape& shape, ElementType type);
@@ -142,12 +158,12 @@ void GemmContext::State::choose_algorithm(Plan& plan, const std::string& what) {
 
 GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
                                                 GemmEpilogue epilogue, ElementType type) {
-  auto& slot = plans[Key{m, n, k, epilogue, type}];
+  auto& slot = plans[Key{m, n, k, epilogue, type, key_math(type)}];
   if (slot) return *slot;
   auto plan = std::make_unique<Plan>();
   const cudaDataType_t data_type = cuda_data_type(type);
   XLATE_CUBLAS_CHECK(
-      cublaslt().matmul_desc_create(&plan->operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      cublaslt().matmul_desc_create(&plan->operation, compute_type(type), CUDA_R_32F));
   set_transposes(plan->operation, /*transpose_first=*/true, /*transpose_second=*/false);
   const cublasLtEpilogue_t cublas_epilogue_value = cublas_epilogue(epilogue);
   XLATE_CUBLAS_CHECK(
@@ -163,12 +179,13 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
 
 GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s, ElementType type) {
   auto& slot = matmul_plans[MatmulKey{s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.lda, s.ldb,
-                                      s.ldc, s.batch, s.stride_a, s.stride_b, s.stride_c, type}];
+                                      s.ldc, s.batch, s.stride_a, s.stride_b, s.stride_c, type,
+                                      key_math(type)}];
   if (slot) return *slot;
   auto plan = std::make_unique<Plan>();
   const cudaDataType_t data_type = cuda_data_type(type);
   XLATE_CUBLAS_CHECK(
-      cublaslt().matmul_desc_create(&plan->operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      cublaslt().matmul_desc_create(&plan->operation, compute_type(type), CUDA_R_32F));
   set_transposes(plan->operation, s.transpose_b, s.transpose_a);
   // b as stored is row-major [k, n] ([n, k] when transposed): column-major n x k (k x n).
   plan->first = s.transpose_b ? make_layout(data_type, s.k, s.n, s.ldb, s.batch, s.stride_b)
@@ -187,6 +204,10 @@ GemmContext::GemmContext(Stream stream, size_t workspace_bytes) : state_(new Sta
   XLATE_CUBLAS_CHECK(cublaslt().create(&state_->handle));
   XLATE_CUDA_CHECK(cudaMalloc(&state_->workspace, workspace_bytes));
 }
+
+void GemmContext::set_float32_math(Float32Math math) { state_->float32_math = math; }
+
+Float32Math GemmContext::float32_math() const { return state_->float32_math; }
 
 GemmContext::~GemmContext() {
   state_->plans.clear();

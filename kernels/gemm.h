@@ -38,8 +38,14 @@ class GemmContext {
   void linear_forward(void* out, const void* inp, const void* weight, const void* bias,
                       int64_t m, int64_t n, int64_t k, GemmEpilogue epilogue, ElementType type);
 
-  // The general product of MatmulShape, float32 accumulation (never TF32: training's gradients
-  // are checked against the CPU in float32), one element type for a, b and c.
+  // How the products of float32 tensors compute from now on (kExact unless set): the reduced
+  // modes round the inputs to float16 / bfloat16 for tensor cores. Each mode has its own plans.
+  void set_float32_math(Float32Math math);
+  Float32Math float32_math() const;
+
+  // The general product of MatmulShape, float32 accumulation (and, for float32 tensors, exact
+  // float32 inputs unless set_float32_math says otherwise: training's gradients are checked
+  // against the CPU in float32), one element type for a, b and c.
   void matmul(void* c, const void* a, const void* b, const MatmulShape& shape, float alpha,
               float beta, ElementType type);
 

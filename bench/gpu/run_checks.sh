@@ -132,7 +132,8 @@ for stage in "${stages[@]}"; do
       PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_training.py --device cuda \
         --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/trainbench \
         --max_tokens "${XLATE_TRAIN_TOKENS:-50000}" --steps 10 --warmup 2 \
-        --torch_precisions fp32,fp16,bf16 --torch_compile > "$out/trainbench.log" 2>&1
+        --xlate_precisions fp32,fp16,bf16 --torch_precisions fp32,fp16,bf16 --torch_compile \
+        > "$out/trainbench.log" 2>&1
       echo "trainbench: exit $?"; grep -vE '^step |^\{' "$out/trainbench.log" | tail -12 ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac

@@ -32,6 +32,7 @@ Worker& worker() {
 bool built() { return true; }
 int device_count() { return kernels::cuda_device_count(); }
 std::string device_description() { return kernels::cuda_device_description(0); }
+int compute_capability() { return kernels::cuda_compute_capability(0); }
 
 std::shared_ptr<void> allocate(size_t bytes) {
   std::shared_ptr<kernels::CachingAllocator> allocator = worker().allocator;
@@ -50,6 +51,8 @@ size_t bytes_reserved() { return worker().allocator->stats().bytes_reserved; }
 
 kernels::Stream stream() { return worker().stream.get(); }
 kernels::GemmContext& gemm() { return worker().gemm; }
+void set_float32_math(kernels::Float32Math math) { worker().gemm.set_float32_math(math); }
+kernels::Float32Math float32_math() { return worker().gemm.float32_math(); }
 
 void copy_host_to_device(void* device, const void* host, size_t bytes) {
   kernels::copy_host_to_device(device, host, bytes, stream());

@@ -25,6 +25,8 @@ bool built();
 int device_count();
 // "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB"
 std::string device_description();
+// 10 · major + minor of the GPU the workers use (90 for an H100).
+int compute_capability();
 
 // Device memory from this worker's caching allocator; throws std::bad_alloc when the GPU is full.
 std::shared_ptr<void> allocate(size_t bytes);
@@ -38,6 +40,10 @@ size_t bytes_reserved();
 
 kernels::Stream stream();
 kernels::GemmContext& gemm();
+// How this worker's products of float32 tensors compute (kernels::Float32Math; kExact unless
+// set): mixed-precision training runs its steps with float16 or bfloat16 inputs.
+void set_float32_math(kernels::Float32Math math);
+kernels::Float32Math float32_math();
 
 // Copies in the worker's stream; a copy to the host waits for it.
 void copy_host_to_device(void* device, const void* host, size_t bytes);

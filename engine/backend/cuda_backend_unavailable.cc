@@ -15,12 +15,15 @@ namespace {
 bool built() { return false; }
 int device_count() { return 0; }
 std::string device_description() { unavailable(); }
+int compute_capability() { unavailable(); }
 std::shared_ptr<void> allocate(size_t) { unavailable(); }
 std::shared_ptr<void> allocate_pinned(size_t) { unavailable(); }
 size_t bytes_in_use() { return 0; }
 size_t bytes_reserved() { return 0; }
 kernels::Stream stream() { unavailable(); }
 kernels::GemmContext& gemm() { unavailable(); }
+void set_float32_math(kernels::Float32Math) { unavailable(); }
+kernels::Float32Math float32_math() { return kernels::Float32Math::kExact; }
 void copy_host_to_device(void*, const void*, size_t) { unavailable(); }
 void copy_device_to_host(void*, const void*, size_t) { unavailable(); }
 void copy_device_to_device(void*, const void*, size_t) { unavailable(); }

@@ -68,14 +68,15 @@ TEST_F(CheckpointStateTest, ReadsBackWhatWasWritten) {
   EXPECT_EQ(state->seed, 0xfedcba9876543210ull);
   EXPECT_EQ(state->run_fingerprint, 0x0123456789abcdefull);
   EXPECT_DOUBLE_EQ(state->elapsed_seconds, 4.5);
-  EXPECT_EQ(state->loss_scaler.scale, 0.25);
-  EXPECT_EQ(state->loss_scaler.finite_steps, 7);
-  EXPECT_EQ(state->loss_scaler.skipped_steps, 3);
+  ASSERT_TRUE(state->loss_scaler.has_value());
+  EXPECT_EQ(state->loss_scaler->scale, 0.25);
+  EXPECT_EQ(state->loss_scaler->finite_steps, 7);
+  EXPECT_EQ(state->loss_scaler->skipped_steps, 3);
   EXPECT_EQ(optimizer.steps(), 12);
 }
 
-TEST_F(CheckpointStateTest, ACheckpointFromBeforeLossScalingReadsScaleOne) {
-  // Written before the loss-scaler keys existed: none of them.
+TEST_F(CheckpointStateTest, ARunWithoutLossScalingHasNoScalerState) {
+  // As an unscaled run (or one from before loss scaling existed) writes it: none of the keys.
   std::string text = state_text_;
   for (const char* key : {"loss_scale", "loss_scale_finite_steps", "skipped_steps"}) {
     const size_t at = text.find(std::string("\"") + key + "\"");
@@ -87,8 +88,7 @@ TEST_F(CheckpointStateTest, ACheckpointFromBeforeLossScalingReadsScaleOne) {
   Adam optimizer(parameters, {});
   auto state = read_checkpoint(checkpoint_, config_, parameters, optimizer);
   ASSERT_TRUE(state.ok()) << state.status() << "\n" << text;
-  EXPECT_EQ(state->loss_scaler.scale, 1);
-  EXPECT_EQ(state->loss_scaler.skipped_steps, 0);
+  EXPECT_FALSE(state->loss_scaler.has_value());
   EXPECT_EQ(state->step, 12);
 }
 
@@ -111,6 +111,7 @@ TEST_F(CheckpointStateTest, RefusesFieldsARunCannotResumeFrom) {
       {"\"crc32\"", "\"crc\"", "key \"crc32\" is missing or not an object"},
       {"\"loss_scale\": 0.25", "\"loss_scale\": 0", "key \"loss_scale\" = 0 is out of range"},
       {"\"skipped_steps\": 3", "\"skipped_steps\": -3", "key \"skipped_steps\" = -3"},
+      {"\"skipped_steps\": 3", "\"skipped\": 3", "key \"skipped_steps\" is missing"},
   };
   for (const Case& c : cases) {
     auto state = read_edited(c.from, c.to);

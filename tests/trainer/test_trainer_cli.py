@@ -184,7 +184,9 @@ class TrainerCliTest(RunsOnTheCliCorpus):
             (["--positional", "rotary"], "--positional"),
             (["--bucket_mb", "-1"], "--bucket_mb is -1"),
             (["--device", "gpu"], '--device is "gpu"; it must be auto, cpu or cuda'),
-            (["--loss_scale", "fp16"], '--loss_scale is "fp16"; it must be none or dynamic'),
+            (["--loss_scale", "fp16"], '--loss_scale is "fp16"; it must be auto, none or dynamic'),
+            (["--precision", "fp8"], '--precision is "fp8"; it must be auto, fp32, fp16 or bf16'),
+            (["--precision", "fp16"], "--precision fp16 needs --device cuda"),
             (["--loss_scale", "dynamic", "--initial_loss_scale", "100"],
              "--initial_loss_scale is 100; it must be a power of two"),
         ]
@@ -237,11 +239,15 @@ class LossScalingTest(RunsOnTheCliCorpus):
                              h.read_bytes(os.path.join(h.checkpoint_path(scaled, 4), name)), name)
         self.assertIn("step 2: 2 finite steps in a row; loss scale doubled to 256",
                       self.messages(scaled))
+        self.assertIn("precision fp32, loss scaling dynamic", " ".join(self.messages(scaled)))
+        self.assertIn("precision fp32, loss scaling none", " ".join(self.messages(plain)))
         self.assertEqual([e["loss_scale"] for e in h.log_events(scaled, "train")],
                          [128, 256, 256, 512])
         with open(os.path.join(h.checkpoint_path(scaled, 4), "trainer_state.json")) as f:
             state = h.json.load(f)
         self.assertEqual((state["loss_scale"], state["skipped_steps"]), (512, 0))
+        with open(os.path.join(h.checkpoint_path(plain, 4), "trainer_state.json")) as f:
+            self.assertNotIn("loss_scale", h.json.load(f))  # an unscaled run has no scaler
 
     def test_overflow_skips_the_step_halves_the_scale_and_resumes_exactly(self):
         straight, split = self.run_dir("overflow-straight"), self.run_dir("overflow-split")
@@ -312,7 +318,8 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
     def test_gpu_resume_is_bit_identical_and_checkpoints_cross_devices(self):
         self.require_gpu()
         straight, split = self.run_dir("straight"), self.run_dir("split")
-        cuda = ["--device", "cuda", "--checkpoint_every_steps", "5", *COMMON]
+        cuda = ["--device", "cuda", "--precision", "fp32", "--checkpoint_every_steps", "5",
+                *COMMON]
         # Validation (loss and BLEU through the engine's CUDA translator on the live weights)
         # changes nothing of the training.
         started = h.train(self.data, straight, "--max_steps", "10", *cuda,
@@ -342,6 +349,30 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
         self.assertIn("resumed from", resumed.stderr)
         crossed_losses = [e["loss"] for e in h.log_events(crossed, "train")]
         np.testing.assert_allclose(crossed_losses, gpu_losses[5:], rtol=1e-3)
+
+    def test_mixed_precision_trains_like_fp32(self):
+        # fp16 and bf16 round the products' inputs; the losses stay near fp32's, fp16 scales its
+        # loss, and a mixed-precision checkpoint resumes in fp32 on the CPU.
+        self.require_gpu()
+        args = ["--device", "cuda", "--max_steps", "6", "--checkpoint_every_steps", "3", *COMMON]
+        reference = self.run_dir("fp32")
+        h.train(self.data, reference, "--precision", "fp32", *args)
+        fp32_losses = [e["loss"] for e in h.log_events(reference, "train")]
+        for precision, tolerance in (("fp16", 0.02), ("bf16", 0.05)):
+            run = self.run_dir(precision)
+            result = h.train(self.data, run, "--precision", precision, *args, expect_ok=False)
+            if result.returncode != 0 and "needs compute capability" in result.stderr:
+                continue  # bf16 before Ampere: refused naming the capability
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn(f"precision {precision} (float32 weights", result.stderr)
+            events = h.log_events(run, "train")
+            self.assertEqual(len(events), 6)
+            np.testing.assert_allclose([e["loss"] for e in events], fp32_losses, rtol=tolerance,
+                                       err_msg=precision)
+            self.assertEqual("loss_scale" in events[-1], precision == "fp16")
+            resumed = h.train(self.data, run, "--device", "cpu", "--max_steps", "7",
+                              "--checkpoint_every_steps", "3", *COMMON)
+            self.assertIn("resumed from", resumed.stderr)
 
 
 if __name__ == "__main__":

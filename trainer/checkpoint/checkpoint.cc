@@ -85,9 +85,11 @@ absl::Status write_state(const std::string& directory, const TrainerState& state
   json["seed"] = state.seed;
   json["run_fingerprint"] = absl::StrFormat("%016x", state.run_fingerprint);
   json["elapsed_seconds"] = state.elapsed_seconds;
-  json["loss_scale"] = state.loss_scaler.scale;
-  json["loss_scale_finite_steps"] = state.loss_scaler.finite_steps;
-  json["skipped_steps"] = state.loss_scaler.skipped_steps;
+  if (state.loss_scaler) {
+    json["loss_scale"] = state.loss_scaler->scale;
+    json["loss_scale_finite_steps"] = state.loss_scaler->finite_steps;
+    json["skipped_steps"] = state.loss_scaler->skipped_steps;
+  }
   for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
     absl::StatusOr<uint32_t> crc = file_crc32(directory + "/" + file);
     if (!crc.ok()) return crc.status();
@@ -133,19 +135,19 @@ absl::StatusOr<TrainerState> read_state(const std::string& directory) {
   if (status.ok()) {
     status = read_json_string(json, "run_fingerprint", JsonField::kRequired, path, &fingerprint);
   }
-  // Absent from checkpoints written before loss scaling existed: those runs had scale 1.
-  if (status.ok()) {
+  // Only a run that scales its loss writes the scaler's state, all three keys.
+  if (status.ok() && json.contains("loss_scale")) {
+    LossScalerState& scaler = state.loss_scaler.emplace();
     status = read_json_number(json, "loss_scale", std::ldexp(1.0, -126), std::ldexp(1.0, 127),
-                              "a loss scale in [2^-126, 2^127]", JsonField::kOptional, path,
-                              &state.loss_scaler.scale);
-  }
-  for (const auto& [key, value] :
-       {std::pair<const char*, int64_t*>{"loss_scale_finite_steps",
-                                         &state.loss_scaler.finite_steps},
-        {"skipped_steps", &state.loss_scaler.skipped_steps}}) {
-    if (!status.ok()) break;
-    status = read_json_integer(json, key, 0, kMaximum, "an integer >= 0", JsonField::kOptional,
-                               path, value);
+                              "a loss scale in [2^-126, 2^127]", JsonField::kRequired, path,
+                              &scaler.scale);
+    for (const auto& [key, value] :
+         {std::pair<const char*, int64_t*>{"loss_scale_finite_steps", &scaler.finite_steps},
+          {"skipped_steps", &scaler.skipped_steps}}) {
+      if (!status.ok()) break;
+      status = read_json_integer(json, key, 0, kMaximum, "an integer >= 0", JsonField::kRequired,
+                                 path, value);
+    }
   }
   if (!status.ok()) return damaged(status);
   if (fingerprint.empty() || fingerprint.size() > 16 ||

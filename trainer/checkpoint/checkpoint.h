@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ struct TrainerState {
   // Hash of what must not change across a resume (architecture, batching, ranks, ...).
   uint64_t run_fingerprint = 0;
   double elapsed_seconds = 0;  // training wall time before this checkpoint
-  LossScalerState loss_scaler;  // scale 1 when the run does not scale its loss
+  std::optional<LossScalerState> loss_scaler;  // runs that scale their loss
 };
 
 struct CheckpointContents {

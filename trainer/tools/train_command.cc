@@ -34,8 +34,13 @@ ABSL_FLAG(double, adam_beta1, 0.9, "Adam beta1");
 ABSL_FLAG(double, adam_beta2, 0.98, "Adam beta2");
 ABSL_FLAG(double, adam_epsilon, 1e-9, "Adam epsilon");
 ABSL_FLAG(double, clip_norm, 0, "clip the gradient's global L2 norm to this (0 = off)");
-ABSL_FLAG(std::string, loss_scale, "none",
-          "none or dynamic: start the backward pass from a power-of-two scale, skip a step "
+ABSL_FLAG(std::string, precision, "auto",
+          "auto, fp32, fp16 or bf16: fp16/bf16 run the GPU's matrix products with float16 / "
+          "bfloat16 inputs on tensor cores (weights, activations, gradients stay float32); "
+          "auto: bf16 from compute capability 8.0, fp16 from 7.0, fp32 below and on the CPU");
+ABSL_FLAG(std::string, loss_scale, "auto",
+          "auto, none or dynamic (auto: dynamic for fp16, none otherwise). dynamic: start the "
+          "backward pass from a power-of-two scale, skip a step "
           "whose gradient is not finite and halve the scale, double it after "
           "--loss_scale_window finite steps (exact in float32: the same weights until a step "
           "overflows)");
@@ -60,6 +65,7 @@ TrainingOptions options_from_flags() {
   options.data_directory = absl::GetFlag(FLAGS_data);
   options.output_directory = absl::GetFlag(FLAGS_output);
   options.device = absl::GetFlag(FLAGS_device);
+  options.precision = absl::GetFlag(FLAGS_precision);
   ArchitectureOptions& a = options.architecture;
   a.preset = absl::GetFlag(FLAGS_preset);
   a.layers = absl::GetFlag(FLAGS_layers);

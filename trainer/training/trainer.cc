@@ -39,6 +39,43 @@ absl::Status check_lengths(const TokenCorpus& corpus, const ModelConfig& config,
   return absl::OkStatus();
 }
 
+std::string precision_note(TrainingPrecision precision) {
+  if (precision == TrainingPrecision::kFloat32) return "";
+  return absl::StrCat(" (float32 weights, activations and gradients; matrix products with ",
+                      precision == TrainingPrecision::kFloat16 ? "float16" : "bfloat16",
+                      " inputs on tensor cores)");
+}
+
+kernels::Float32Math float32_math(TrainingPrecision precision) {
+  switch (precision) {
+    case TrainingPrecision::kFloat16: return kernels::Float32Math::kFloat16Inputs;
+    case TrainingPrecision::kBFloat16: return kernels::Float32Math::kBFloat16Inputs;
+    case TrainingPrecision::kFloat32: break;
+  }
+  return kernels::Float32Math::kExact;
+}
+
+// The training precision's products on this thread's CUDA worker for as long as it lives (the
+// validation translator, on the same thread, computes exactly outside it).
+class PrecisionScope {
+ public:
+  PrecisionScope(Device device, TrainingPrecision precision)
+      : active_(device == Device::kCUDA && precision != TrainingPrecision::kFloat32) {
+    if (!active_) return;
+    previous_ = cuda_backend::float32_math();
+    cuda_backend::set_float32_math(float32_math(precision));
+  }
+  ~PrecisionScope() {
+    if (active_) cuda_backend::set_float32_math(previous_);
+  }
+  PrecisionScope(const PrecisionScope&) = delete;
+  PrecisionScope& operator=(const PrecisionScope&) = delete;
+
+ private:
+  bool active_;
+  kernels::Float32Math previous_ = kernels::Float32Math::kExact;
+};
+
 // Tells the bucketed reduction which part of the flat gradient the backward pass has finished.
 class ReduceWhenReady final : public GradientListener {
  public:
@@ -60,11 +97,9 @@ std::string loss_scaler_text(const TrainingOptions& options) {
 
 uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& options,
                          const BatchIterator& batches, int world_size) {
-  std::string text = absl::StrCat(
+  const std::string text = absl::StrCat(
       config.ToJson(), "|", options.max_tokens, "|", options.max_sentences, "|",
       options.update_frequency, "|", options.seed, "|", batches.fingerprint(), "|", world_size);
-  // Only runs that scale their loss say so (older runs keep their fingerprint and can resume).
-  if (options.loss_scale == "dynamic") absl::StrAppend(&text, "|", loss_scaler_text(options));
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
 }
 
@@ -76,7 +111,7 @@ uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run
       run_fingerprint, "|", options.bucket_mb, "|", options.max_steps, "|", options.warmup_steps,
       "|", options.learning_rate_scale, "|", options.adam_beta1, "|", options.adam_beta2, "|",
       options.adam_epsilon, "|", options.clip_norm, "|", options.validate_every_steps, "|",
-      loss_scaler_text(options));
+      loss_scaler_text(options), "|", options.precision);
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
 }
 
@@ -102,9 +137,19 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
   if (!config.ok()) return config.status();
   if (!(status = check_lengths(*train, *config, "train")).ok()) return status;
   if (valid && !(status = check_lengths(*valid, *config, "valid")).ok()) return status;
-  std::unique_ptr<Trainer> trainer(new Trainer(options, communicator, std::move(*train),
+  absl::StatusOr<TrainingPrecision> precision = resolve_training_precision(
+      options.precision, *device,
+      *device == Device::kCUDA ? cuda_backend::compute_capability() : 0);
+  if (!precision.ok()) return precision.status();
+  TrainingOptions resolved = options;
+  resolved.loss_scale = resolve_loss_scale(options.loss_scale, *precision);
+  std::unique_ptr<Trainer> trainer(new Trainer(resolved, communicator, std::move(*train),
                                                std::move(valid), *config, *device));
-  trainer->device_note_ = device_note;
+  trainer->precision_ = *precision;
+  trainer->device_note_ = absl::StrCat(device_note, device_note.empty() ? "" : "; ",
+                                       "precision ", precision_name(*precision),
+                                       precision_note(*precision), ", loss scaling ",
+                                       resolved.loss_scale);
   if (!(status = trainer->initialise()).ok()) return status;
   return trainer;
 }
@@ -150,10 +195,7 @@ absl::Status Trainer::initialise() {
       "command line and data)");
   if (!agreed.ok()) return agreed;
   parameters_.copy_from(random_weights(config_, options_.seed), config_);
-  if (options_.loss_scale == "dynamic") {
-    loss_scaler_.emplace(options_.loss_scaler);
-    state_.loss_scaler = loss_scaler_->state();
-  }
+  if (options_.loss_scale == "dynamic") loss_scaler_.emplace(options_.loss_scaler);
 
   absl::StatusOr<std::vector<std::string>> checkpoints = list_checkpoints(options_.output_directory);
   if (!checkpoints.ok()) return checkpoints.status();
@@ -167,12 +209,16 @@ absl::Status Trainer::initialise() {
           "batching options, seed, data or number of ranks; use a new --output directory"));
     }
     state_ = *resumed;
-    if (loss_scaler_) loss_scaler_->restore(state_.loss_scaler);
+    // A run may resume with other loss scaling (on another device or precision): a scaler
+    // continues from the checkpoint's state when it has one and starts afresh otherwise.
+    if (loss_scaler_ && state_.loss_scaler) loss_scaler_->restore(*state_.loss_scaler);
     absl::Status seek = batches_->seek({state_.data_epoch, state_.data_batch});
     if (!seek.ok()) return seek;
     elapsed_before_ = state_.elapsed_seconds;
     if (log_) log_->message(absl::StrCat("resumed from ", checkpoints->back(), " at step ", state_.step));
   }
+  state_.loss_scaler.reset();
+  if (loss_scaler_) state_.loss_scaler = loss_scaler_->state();
   const Tensor start_weights = parameters_.flat().on(Device::kCPU);
   absl::Status same = check_same_on_all_ranks(
       communicator_,
@@ -230,6 +276,7 @@ absl::Status Trainer::create_reducer() {
 }
 
 absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
+  const PrecisionScope precision(device_, precision_);
   gradients_.set_zero();
   // The backward pass starts from the loss scale (exact: a power of two); the update divides it
   // out again through gradient_scale below.
@@ -377,6 +424,7 @@ absl::StatusOr<double> Trainer::validation_bleu() {
 
 absl::Status Trainer::validate() {
   if (!valid_) return absl::OkStatus();
+  std::optional<PrecisionScope> precision(std::in_place, device_, precision_);  // the loss only
   const Clock::time_point start = Clock::now();
   absl::StatusOr<BatchIterator> batches =
       BatchIterator::Create(*valid_, {options_.max_tokens, options_.max_sentences, 1, false});
@@ -400,6 +448,7 @@ absl::Status Trainer::validate() {
   report.target_tokens = static_cast<int64_t>(sums[2]);
   report.loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
   report.nll = sums[2] > 0 ? sums[1] / sums[2] : 0;
+  precision.reset();  // the translations compute exactly, as the server will
   if (translator_) {
     absl::StatusOr<double> bleu = validation_bleu();
     if (!bleu.ok()) return bleu.status();

@@ -63,6 +63,7 @@ class Trainer {
   std::optional<TokenCorpus> valid_;
   ModelConfig config_;
   Device device_;  // where the parameters, gradients, Adam's moments and activations live
+  TrainingPrecision precision_ = TrainingPrecision::kFloat32;
   std::string device_note_;  // for the log
   FlatParameters parameters_;
   FlatParameters gradients_;

@@ -30,10 +30,13 @@ absl::Status TrainingOptions::Validate() const {
   if (!(adam_epsilon > 0)) return out_of_range("adam_epsilon", std::to_string(adam_epsilon), "> 0");
   if (!(bucket_mb >= 0 && bucket_mb <= 4096)) return out_of_range("bucket_mb", std::to_string(bucket_mb), "in [0, 4096]");
   if (!(clip_norm >= 0)) return out_of_range("clip_norm", std::to_string(clip_norm), ">= 0");
-  if (loss_scale != "none" && loss_scale != "dynamic") {
-    return out_of_range("loss_scale", "\"" + loss_scale + "\"", "none or dynamic");
+  if (loss_scale != "auto" && loss_scale != "none" && loss_scale != "dynamic") {
+    return out_of_range("loss_scale", "\"" + loss_scale + "\"", "auto, none or dynamic");
   }
-  if (loss_scale == "dynamic") {
+  if (precision != "auto" && precision != "fp32" && precision != "fp16" && precision != "bf16") {
+    return out_of_range("precision", "\"" + precision + "\"", "auto, fp32, fp16 or bf16");
+  }
+  if (loss_scale != "none") {
     if (absl::Status status = check_loss_scaler_options(loss_scaler); !status.ok()) return status;
   }
   if (checkpoint_every_steps < 0) return out_of_range("checkpoint_every_steps", std::to_string(checkpoint_every_steps), ">= 0");
@@ -60,10 +63,60 @@ absl::StatusOr<Device> resolve_training_device(const std::string& device, std::s
   if (!resolved.ok()) return resolved.status();
   if (note != nullptr) {
     *note = resolved->placement.device == Device::kCUDA
-                ? absl::StrCat("training on ", cuda_backend::device_description(), " in float32")
+                ? absl::StrCat("training on ", cuda_backend::device_description())
                 : resolved->note;
   }
   return resolved->placement.device;
+}
+
+const char* precision_name(TrainingPrecision precision) {
+  switch (precision) {
+    case TrainingPrecision::kFloat16: return "fp16";
+    case TrainingPrecision::kBFloat16: return "bf16";
+    case TrainingPrecision::kFloat32: break;
+  }
+  return "fp32";
+}
+
+absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& precision,
+                                                             Device device,
+                                                             int compute_capability) {
+  const std::string capability =
+      absl::StrCat(compute_capability / 10, ".", compute_capability % 10);
+  if (device == Device::kCPU) {
+    if (precision == "fp16" || precision == "bf16") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--precision ", precision, " needs --device cuda: the CPU trains in fp32"));
+    }
+    return TrainingPrecision::kFloat32;
+  }
+  if (precision == "auto") {
+    if (compute_capability >= 80) return TrainingPrecision::kBFloat16;
+    if (compute_capability >= 70) return TrainingPrecision::kFloat16;
+    return TrainingPrecision::kFloat32;
+  }
+  if (precision == "fp16") {
+    if (compute_capability < 70) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--precision fp16 needs tensor cores (compute capability 7.0 or newer); this GPU has ",
+          capability, ": use --precision fp32"));
+    }
+    return TrainingPrecision::kFloat16;
+  }
+  if (precision == "bf16") {
+    if (compute_capability < 80) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--precision bf16 needs compute capability 8.0 or newer (Ampere); this GPU has ",
+          capability, compute_capability >= 70 ? ": use --precision fp16" : ": use --precision fp32"));
+    }
+    return TrainingPrecision::kBFloat16;
+  }
+  return TrainingPrecision::kFloat32;
+}
+
+std::string resolve_loss_scale(const std::string& loss_scale, TrainingPrecision precision) {
+  if (loss_scale != "auto") return loss_scale;
+  return precision == TrainingPrecision::kFloat16 ? "dynamic" : "none";
 }
 
 absl::StatusOr<ModelConfig> build_model_config(const ArchitectureOptions& options, int vocab_size) {

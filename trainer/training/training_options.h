@@ -34,6 +34,8 @@ struct TrainingOptions {
   // auto | cpu | cuda (auto: the GPU when this build has CUDA and one is visible). Float32 on
   // both; the CPU run is the reference the GPU's is checked against.
   std::string device = "auto";
+  // auto | fp32 | fp16 | bf16: how the GPU's matrix products compute (resolve_training_precision).
+  std::string precision = "auto";
   ArchitectureOptions architecture;
 
   int64_t max_tokens = 50000;  // padded source+target tokens per micro-batch, all ranks together
@@ -44,9 +46,10 @@ struct TrainingOptions {
   double learning_rate_scale = 1.0;
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_epsilon = 1e-9;
   double clip_norm = 0;  // 0 = off
-  // none | dynamic (trainer/optim/loss_scaler.h): dynamic starts the backward pass from a
-  // power-of-two scale, skips a step whose gradient is not finite and halves the scale.
-  std::string loss_scale = "none";
+  // auto | none | dynamic (trainer/optim/loss_scaler.h): dynamic starts the backward pass from a
+  // power-of-two scale, skips a step whose gradient is not finite and halves the scale; auto is
+  // dynamic for fp16 (whose range small gradients fall below) and none otherwise.
+  std::string loss_scale = "auto";
   LossScalerOptions loss_scaler;
   uint64_t seed = 1;
   // Data parallel: the gradient is all-reduced in buckets of at most this many MiB, each as soon
@@ -70,6 +73,26 @@ struct TrainingOptions {
 // null) receives a line for the log: the GPU's name, or why auto chose the CPU. An unknown name
 // or a GPU that is not there is an error naming --device and the reason.
 absl::StatusOr<Device> resolve_training_device(const std::string& device, std::string* note);
+
+// Mixed precision as this trainer does it: weights, activations, gradients and Adam's state
+// stay float32; fp16 and bf16 run every matrix product of the training step with its inputs
+// rounded to float16 / bfloat16 on the fly, on tensor cores, with float32 sums
+// (kernels::Float32Math). fp16 needs loss scaling (its smallest normal is 6e-5); bf16 has
+// float32's range.
+enum class TrainingPrecision { kFloat32, kFloat16, kBFloat16 };
+
+const char* precision_name(TrainingPrecision precision);  // "fp32", "fp16", "bf16"
+
+// `precision` (TrainingOptions::precision) on `device`, whose compute capability is
+// `compute_capability` (10 · major + minor; ignored on the CPU). auto: bf16 from 8.0 (Ampere),
+// fp16 from 7.0 (Volta's tensor cores), fp32 below and on the CPU. fp16 or bf16 on the CPU,
+// fp16 below 7.0 and bf16 below 8.0 are refused naming the compute capability.
+absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& precision,
+                                                             Device device,
+                                                             int compute_capability);
+
+// --loss_scale auto resolved for `precision`: "dynamic" or "none".
+std::string resolve_loss_scale(const std::string& loss_scale, TrainingPrecision precision);
 
 // The preset with the overrides applied, for a vocabulary of `vocab_size` pieces; validated.
 absl::StatusOr<ModelConfig> build_model_config(const ArchitectureOptions& options, int vocab_size);

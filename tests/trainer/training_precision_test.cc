@@ -1,0 +1,63 @@
+// Which precision `--precision` trains in on which device, and the refusals that name the
+// compute capability (resolve_training_precision is a function of the GPU's capability, so every
+// GPU generation's rule is checked here without one).
+#include <gtest/gtest.h>
+
+#include "trainer/training/training_options.h"
+
+namespace xlate::trainer {
+namespace {
+
+TrainingPrecision resolved(const std::string& precision, Device device, int capability) {
+  absl::StatusOr<TrainingPrecision> result =
+      resolve_training_precision(precision, device, capability);
+  EXPECT_TRUE(result.ok()) << precision << " at " << capability << ": " << result.status();
+  return result.ok() ? *result : TrainingPrecision::kFloat32;
+}
+
+std::string refusal(const std::string& precision, Device device, int capability) {
+  absl::StatusOr<TrainingPrecision> result =
+      resolve_training_precision(precision, device, capability);
+  EXPECT_FALSE(result.ok()) << precision << " at " << capability;
+  return std::string(result.status().message());
+}
+
+TEST(TrainingPrecision, AutoPicksWhatEachGpuGenerationRunsFastest) {
+  EXPECT_EQ(resolved("auto", Device::kCPU, 0), TrainingPrecision::kFloat32);
+  EXPECT_EQ(resolved("auto", Device::kCUDA, 60), TrainingPrecision::kFloat32);  // P100
+  EXPECT_EQ(resolved("auto", Device::kCUDA, 70), TrainingPrecision::kFloat16);  // V100
+  EXPECT_EQ(resolved("auto", Device::kCUDA, 75), TrainingPrecision::kFloat16);  // T4
+  EXPECT_EQ(resolved("auto", Device::kCUDA, 80), TrainingPrecision::kBFloat16); // A100
+  EXPECT_EQ(resolved("auto", Device::kCUDA, 90), TrainingPrecision::kBFloat16); // H100
+  EXPECT_EQ(resolved("fp32", Device::kCUDA, 90), TrainingPrecision::kFloat32);
+  EXPECT_EQ(resolved("fp16", Device::kCUDA, 90), TrainingPrecision::kFloat16);
+  EXPECT_EQ(resolved("bf16", Device::kCUDA, 80), TrainingPrecision::kBFloat16);
+}
+
+TEST(TrainingPrecision, WhatTheDeviceCannotRunIsRefusedNamingIt) {
+  EXPECT_EQ(refusal("fp16", Device::kCPU, 0),
+            "--precision fp16 needs --device cuda: the CPU trains in fp32");
+  EXPECT_EQ(refusal("bf16", Device::kCPU, 0),
+            "--precision bf16 needs --device cuda: the CPU trains in fp32");
+  EXPECT_EQ(refusal("fp16", Device::kCUDA, 60),
+            "--precision fp16 needs tensor cores (compute capability 7.0 or newer); this GPU "
+            "has 6.0: use --precision fp32");
+  EXPECT_EQ(refusal("bf16", Device::kCUDA, 75),
+            "--precision bf16 needs compute capability 8.0 or newer (Ampere); this GPU has 7.5: "
+            "use --precision fp16");
+  EXPECT_EQ(refusal("bf16", Device::kCUDA, 61),
+            "--precision bf16 needs compute capability 8.0 or newer (Ampere); this GPU has 6.1: "
+            "use --precision fp32");
+}
+
+TEST(TrainingPrecision, LossScalingFollowsThePrecisionUnlessChosen) {
+  EXPECT_EQ(resolve_loss_scale("auto", TrainingPrecision::kFloat16), "dynamic");
+  EXPECT_EQ(resolve_loss_scale("auto", TrainingPrecision::kBFloat16), "none");
+  EXPECT_EQ(resolve_loss_scale("auto", TrainingPrecision::kFloat32), "none");
+  EXPECT_EQ(resolve_loss_scale("none", TrainingPrecision::kFloat16), "none");
+  EXPECT_EQ(resolve_loss_scale("dynamic", TrainingPrecision::kFloat32), "dynamic");
+  EXPECT_STREQ(precision_name(TrainingPrecision::kBFloat16), "bf16");
+}
+
+}  // namespace
+}  // namespace xlate::trainer
