@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
+#include "engine/ops/ops.h"
 #include "evaluation/bleu.h"
 #include "trainer/data/shard.h"
 #include "trainer/data/training_batch.h"
@@ -76,6 +77,30 @@ class PrecisionScope {
   kernels::Float32Math previous_ = kernels::Float32Math::kExact;
 };
 
+// One small product in `precision` on the GPU: a cuBLASLt that has no algorithm for float32
+// tensors with 16-bit inputs on this GPU is refused at start, naming it, not mid-step.
+absl::Status check_precision_runs(Device device, TrainingPrecision precision) {
+  if (device != Device::kCUDA || precision == TrainingPrecision::kFloat32) {
+    return absl::OkStatus();
+  }
+  try {
+    const PrecisionScope scope(device, precision);
+    const Tensor inp = Tensor::zeros({16, 32}, DType::kFloat32, Device::kCUDA);
+    const Tensor weight = Tensor::zeros({16, 32}, DType::kFloat32, Device::kCUDA);
+    const Tensor bias = Tensor::zeros({16}, DType::kFloat32, Device::kCUDA);
+    Tensor out = Tensor::empty({16, 16}, DType::kFloat32, Device::kCUDA);
+    linear_forward(out, inp, weight, bias, Activation::kRelu);
+    cuda_backend::synchronize();
+  } catch (const std::exception& error) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--precision ", precision_name(precision), ": this GPU (",
+        cuda_backend::device_description(), ") cannot run float32 products with ",
+        precision == TrainingPrecision::kFloat16 ? "float16" : "bfloat16", " inputs (",
+        error.what(), "); use --precision fp32"));
+  }
+  return absl::OkStatus();
+}
+
 // Tells the bucketed reduction which part of the flat gradient the backward pass has finished.
 class ReduceWhenReady final : public GradientListener {
  public:
@@ -141,6 +166,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
       options.precision, *device,
       *device == Device::kCUDA ? cuda_backend::compute_capability() : 0);
   if (!precision.ok()) return precision.status();
+  if (!(status = check_precision_runs(*device, *precision)).ok()) return status;
   TrainingOptions resolved = options;
   resolved.loss_scale = resolve_loss_scale(options.loss_scale, *precision);
   std::unique_ptr<Trainer> trainer(new Trainer(resolved, communicator, std::move(*train),
