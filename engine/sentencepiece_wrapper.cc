@@ -13,6 +13,25 @@ namespace {
 namespace fs = std::filesystem;
 using CreateFunction = Backend* (*)();
 
+// The sanitizers' runtimes refuse RTLD_DEEPBIND. Their builds load the module without it: its
+// symbols then resolve in the global scope first, which is safe where no other protobuf is
+// loaded (every binary but the server; Abseil's symbols carry an inline namespace and do not
+// clash). A process that has one is refused with a message instead of crashing later.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitizerBuild = true;
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+
+// A function every protobuf library (the system's and SentencePiece's bundled copy) exports.
+constexpr char kProtobufSymbol[] = "_ZN6google8protobuf11MessageLite14ParseFromArrayEPKvi";
+
 std::vector<std::string> module_candidates() {
   constexpr char kModule[] = "libxlate_sentencepiece.so";
   std::vector<std::string> candidates;
@@ -39,7 +58,15 @@ CreateFunction load_module(std::string* error) {
         tried += " " + candidate;
         continue;
       }
-      void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (kSanitizerBuild && dlsym(RTLD_DEFAULT, kProtobufSymbol) != nullptr) {
+        load_error = "this sanitizer build cannot load SentencePiece into a process that "
+                     "already has a protobuf library (the sanitizer runtime refuses the "
+                     "RTLD_DEEPBIND that keeps SentencePiece's bundled protobuf apart); use a "
+                     "build without -DXLATE_SANITIZE for this binary";
+        return;
+      }
+      void* handle = dlopen(candidate.c_str(),
+                            RTLD_NOW | RTLD_LOCAL | (kSanitizerBuild ? 0 : RTLD_DEEPBIND));
       if (handle == nullptr) {
         load_error = candidate + ": " + dlerror();
         return;

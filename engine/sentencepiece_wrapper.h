@@ -6,8 +6,10 @@
 // module of its own (libxlate_sentencepiece.so, built from sentencepiece_module.cc) that
 // sentencepiece_wrapper.cc loads with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): the module and
 // SentencePiece resolve their symbols among themselves and stay out of the global scope.
-// This also keeps SentencePiece's own absl::string_view away from Abseil's. Errors come back
-// as strings (empty = success).
+// This also keeps SentencePiece's own absl::string_view away from Abseil's. Sanitizer builds
+// (whose runtimes refuse RTLD_DEEPBIND) load it without, which is safe in processes without
+// another protobuf and refused in those with one (the server). Errors come back as strings
+// (empty = success).
 #pragma once
 
 #include <memory>

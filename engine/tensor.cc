@@ -63,13 +63,15 @@ void Tensor::fill_zero() {
 
 Tensor Tensor::from_vector(const std::vector<float>& values, std::vector<int64_t> shape) {
   Tensor tensor = empty(std::move(shape), DType::kFloat32);
-  std::memcpy(tensor.raw_data(), values.data(), tensor.nbytes());
+  // An empty vector's data() may be null, which memcpy may not be given even for 0 bytes.
+  if (tensor.nbytes() > 0) std::memcpy(tensor.raw_data(), values.data(), tensor.nbytes());
   return tensor;
 }
 
 Tensor Tensor::from_vector(const std::vector<int32_t>& values, std::vector<int64_t> shape) {
   Tensor tensor = empty(std::move(shape), DType::kInt32);
-  std::memcpy(tensor.raw_data(), values.data(), tensor.nbytes());
+  // An empty vector's data() may be null, which memcpy may not be given even for 0 bytes.
+  if (tensor.nbytes() > 0) std::memcpy(tensor.raw_data(), values.data(), tensor.nbytes());
   return tensor;
 }
 

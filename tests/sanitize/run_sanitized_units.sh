@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The C++ unit tests under AddressSanitizer + UndefinedBehaviorSanitizer: a build of their own
+# (-DXLATE_SANITIZE=address, CPU only) of the GoogleTest suites, the xlate tool and the
+# SentencePiece module, then CTest's label "unit" there (the engine's, kernels', trainer's,
+# data's, evaluation's and communicators' suites, the tiny-model fixture that the xlate tool
+# trains, the xlate CLI test) and "server_unit" (batching policy, scheduler) but ModelRegistry,
+# whose process has the server's protobuf and so cannot load SentencePiece in such a build
+# (engine/sentencepiece_wrapper.h). Any sanitizer report fails its test: UBSan aborts on the
+# first finding (-fno-sanitize-recover), ASan on the first error, LeakSanitizer at exit.
+#   usage: run_sanitized_units.sh WORK_DIR [CTEST_ARGS...]
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+[[ $# -ge 1 ]] || { echo "usage: run_sanitized_units.sh WORK_DIR [CTEST_ARGS...]" >&2; exit 2; }
+work=$1
+shift
+build=$work/build
+mkdir -p "$work"
+targets=(xlate xlate_sentencepiece xlate_tests xlate_server_unit_tests xlate_kernel_tests
+         xlate_evaluation_tests
+         xlate_trainer_tests xlate_trainer_data_tests xlate_distributed_tests
+         xlate_bucketed_all_reduce_tests)
+if ! { cmake -S "$repo" -B "$build" -DXLATE_SANITIZE=address -DXLATE_CUDA=OFF \
+         -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$work/configure.log" 2>&1 &&
+       cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$work/build.log" 2>&1; }; then
+  tail -30 "$work/configure.log" "$work/build.log"
+  exit 1
+fi
+# allocator_may_return_null: an allocation too large for the machine throws std::bad_alloc, as
+# without ASan, so that the tests of out-of-memory refusals test the code, not ASan's allocator.
+export ASAN_OPTIONS=abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1:allocator_may_return_null=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$repo/tests/sanitize/lsan.supp:print_suppressions=0
+# Tests that limit the address space (ulimit -v) skip that part: ASan reserves terabytes of it.
+export XLATE_SANITIZER=address
+export OMP_NUM_THREADS=1
+ctest --test-dir "$build" -L "^(unit|server_unit)$" -E "^ModelRegistry\." -j"$(nproc)" \
+  --output-on-failure "$@"
