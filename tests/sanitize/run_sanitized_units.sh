@@ -5,11 +5,10 @@
 # label "unit" there (the engine's, kernels', trainer's, data's, evaluation's and communicators'
 # suites, the tiny-model fixture that the xlate tool trains, the xlate CLI test),
 # "trainer_process" (xlate-trainer's CLI test, ranks under mpiexec included, and the trainer
-# killed at random) and "server_unit" (batching policy, scheduler) but ModelRegistry, whose
-# process has the server's protobuf and so cannot load SentencePiece in such a build
-# (engine/sentencepiece_wrapper.h). Any sanitizer report fails its test: UBSan aborts on the
-# first finding (-fno-sanitize-recover), ASan on the first error, LeakSanitizer at exit (not in
-# ranks under mpiexec: tests/trainer/trainer_harness.py says why).
+# killed at random) and "server_unit" (batching policy, scheduler, model registry). Any
+# sanitizer report fails its test: UBSan aborts on the first finding (-fno-sanitize-recover),
+# ASan on the first error, LeakSanitizer at exit (not in ranks under mpiexec:
+# tests/trainer/trainer_harness.py says why).
 #   usage: run_sanitized_units.sh WORK_DIR [CTEST_ARGS...]
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,5 +38,5 @@ export LSAN_OPTIONS=suppressions=$repo/tests/sanitize/lsan.supp:print_suppressio
 # Tests that limit the address space (ulimit -v) skip that part: ASan reserves terabytes of it.
 export XLATE_SANITIZER=address
 export OMP_NUM_THREADS=1
-ctest --test-dir "$build" -L "^(unit|server_unit|trainer_process)$" -E "^ModelRegistry\." -j"$(nproc)" \
+ctest --test-dir "$build" -L "^(unit|server_unit|trainer_process)$" -j"$(nproc)" \
   --output-on-failure "$@"

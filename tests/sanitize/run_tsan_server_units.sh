@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# The server's unit tests (CTest label "server_unit": batching policy, scheduler) under
+# The server's unit tests (CTest label "server_unit": batching policy, scheduler, model
+# registry with real models loading and reloading beside translations) under
 # ThreadSanitizer. ThreadSanitizer sees a lock only in instrumented code, and the scheduler's
 # locks are absl::Mutex, whose code lives in Debian's (uninstrumented) libabsl_*.so: with those,
 # every hand-over between the scheduler thread and its callers would look like a race, and a
 # real race would hide among them. So this builds the very Abseil the machine has, from Debian's
 # source package of the installed libabsl-dev (scripts/setup.sh enables the source index), with
 # -fsanitize=thread as shared libraries of the same soname, and runs the tests with those first on
-# LD_LIBRARY_PATH: every user of Abseil in the process (xlate, gRPC) then locks through
-# instrumented code. ModelRegistry's tests are left out as under AddressSanitizer: a sanitizer
-# build cannot load SentencePiece next to protobuf (engine/sentencepiece_wrapper.cc).
-#   usage: run_tsan_server_units.sh WORK_DIR [CTEST_ARGS...]
+# LD_LIBRARY_PATH: every user of Abseil in the process then locks through instrumented code.
+# FIXTURE_DIR is a test tree's fixtures folder (tests/make_fixtures.sh) with the tiny model that
+# ModelRegistry's tests load: made by an ordinary build, since training its SentencePiece
+# vocabulary under ThreadSanitizer takes tens of minutes.
+#   usage: run_tsan_server_units.sh WORK_DIR FIXTURE_DIR [CTEST_ARGS...]
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-[[ $# -ge 1 ]] || { echo "usage: run_tsan_server_units.sh WORK_DIR [CTEST_ARGS...]" >&2; exit 2; }
+usage="usage: run_tsan_server_units.sh WORK_DIR FIXTURE_DIR [CTEST_ARGS...]"
+[[ $# -ge 2 ]] || { echo "$usage" >&2; exit 2; }
 mkdir -p "$1"
 work=$(cd "$1" && pwd)
-shift
+fixtures=$2
+[[ -f $fixtures/tiny/model.safetensors && -f $fixtures/test_2016_flickr.en ]] \
+  || { echo "run_tsan_server_units.sh: no tiny model in $fixtures (tests/make_fixtures.sh)" >&2; exit 1; }
+shift 2
 # Line tables are enough for the reports' stacks and halve the compile time of -O2 -g.
 flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 
@@ -23,6 +29,7 @@ build=$work/build
 if ! { cmake -S "$repo" -B "$build" -DXLATE_SANITIZE=thread -DXLATE_CUDA=OFF "${flags[@]}" \
          > "$work/configure.log" 2>&1 &&
        cmake --build "$build" -j"$(nproc)" --target xlate_server_unit_tests \
+         xlate_sentencepiece \
          > "$work/build.log" 2>&1; }; then
   tail -30 "$work/configure.log" "$work/build.log"
   exit 1
@@ -68,6 +75,9 @@ if [[ $loaded != "$absl_lib/"* ]]; then
 fi
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 suppressions=$repo/tests/sanitize/tsan.supp"
 export OMP_NUM_THREADS=1
-# -FA: the tiny-model fixture is for ModelRegistry's tests, which are not run here.
-ctest --test-dir "$build" -L "^server_unit$" -E "^ModelRegistry\." -FA ".*" -j"$(nproc)" \
+export XLATE_TINY_MODEL=$fixtures/tiny XLATE_SAMPLE_TEXT=$fixtures/test_2016_flickr.en
+export XLATE_SCRATCH=$work/scratch
+mkdir -p "$XLATE_SCRATCH"
+# -FA: the fixture comes from FIXTURE_DIR, not from this tree.
+ctest --test-dir "$build" -L "^server_unit$" -FA ".*" -j"$(nproc)" \
   --output-on-failure "$@"
