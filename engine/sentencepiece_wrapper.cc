@@ -13,10 +13,18 @@ namespace {
 namespace fs = std::filesystem;
 using CreateFunction = Backend* (*)();
 
+// The module is loaded with RTLD_DEEPBIND so that SentencePiece's bundled protobuf binds to
+// itself, not to the server's protobuf, unless it was built self-contained (every symbol of a
+// static SentencePiece hidden inside it: XLATE_SENTENCEPIECE_STATIC_DIR in engine/CMakeLists.txt).
 // The sanitizers' runtimes refuse RTLD_DEEPBIND. Their builds load the module without it: its
 // symbols then resolve in the global scope first, which is safe where no other protobuf is
-// loaded (every binary but the server; Abseil's symbols carry an inline namespace and do not
-// clash). A process that has one is refused with a message instead of crashing later.
+// loaded (Abseil's symbols carry an inline namespace and do not clash) or where the module is
+// self-contained. Any other process is refused with a message instead of crashing later.
+#ifdef XLATE_SENTENCEPIECE_SELF_CONTAINED
+constexpr bool kSelfContainedModule = true;
+#else
+constexpr bool kSelfContainedModule = false;
+#endif
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitizerBuild = true;
 #elif defined(__has_feature)
@@ -58,15 +66,18 @@ CreateFunction load_module(std::string* error) {
         tried += " " + candidate;
         continue;
       }
-      if (kSanitizerBuild && dlsym(RTLD_DEFAULT, kProtobufSymbol) != nullptr) {
+      if (kSanitizerBuild && !kSelfContainedModule &&
+          dlsym(RTLD_DEFAULT, kProtobufSymbol) != nullptr) {
         load_error = "this sanitizer build cannot load SentencePiece into a process that "
                      "already has a protobuf library (the sanitizer runtime refuses the "
                      "RTLD_DEEPBIND that keeps SentencePiece's bundled protobuf apart); use a "
-                     "build without -DXLATE_SANITIZE for this binary";
+                     "build without -DXLATE_SANITIZE for this binary, or one with "
+                     "-DXLATE_SENTENCEPIECE_STATIC_DIR";
         return;
       }
+      const bool deep_bind = !kSanitizerBuild && !kSelfContainedModule;
       void* handle = dlopen(candidate.c_str(),
-                            RTLD_NOW | RTLD_LOCAL | (kSanitizerBuild ? 0 : RTLD_DEEPBIND));
+                            RTLD_NOW | RTLD_LOCAL | (deep_bind ? RTLD_DEEPBIND : 0));
       if (handle == nullptr) {
         load_error = candidate + ": " + dlerror();
         return;

@@ -8,8 +8,9 @@
 // SentencePiece resolve their symbols among themselves and stay out of the global scope.
 // This also keeps SentencePiece's own absl::string_view away from Abseil's. Sanitizer builds
 // (whose runtimes refuse RTLD_DEEPBIND) load it without, which is safe in processes without
-// another protobuf and refused in those with one (the server). Errors come back as strings
-// (empty = success).
+// another protobuf, and in the server only with a self-contained module (a static SentencePiece
+// linked in with its symbols hidden, -DXLATE_SENTENCEPIECE_STATIC_DIR); otherwise it is refused
+// there. Errors come back as strings (empty = success).
 #pragma once
 
 #include <memory>

@@ -58,7 +58,11 @@ std::vector<Hypothesis> enumerate_all(const TransformerModel& model, const Encod
       std::vector<int32_t> extended = prefix;
       if (token != kEnd) extended.push_back(token);
       if (token == kEnd || length == max_length) {
-        all.push_back({extended, float(next / length_penalty(length, alpha)), float(next)});
+        Hypothesis finished;
+        finished.tokens = extended;
+        finished.score = float(next / length_penalty(length, alpha));
+        finished.log_prob = float(next);
+        all.push_back(std::move(finished));
       } else {
         expand(extended, next);
       }

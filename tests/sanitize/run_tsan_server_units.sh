@@ -42,16 +42,10 @@ soversion=${upstream%%.*}     # -> 20220623, the libraries' soname suffix
 absl_lib=$work/abseil-$version/lib
 if [[ ! -f $absl_lib/complete ]]; then
   rm -rf "$work/abseil-$version"
-  mkdir -p "$work/abseil-$version"
+  source_dir=$(bash "$repo/tests/sanitize/debian_source.sh" libabsl-dev "$work/abseil-$version/source") \
+    || exit 1
   cd "$work/abseil-$version"
-  if ! apt-get source -qq "abseil=$version" > source.log 2>&1; then
-    cat source.log
-    echo "run_tsan_server_units.sh: no Debian source for abseil=$version; scripts/setup.sh" \
-         "enables deb-src and updates the index" >&2
-    exit 1
-  fi
-  source_dir=$(find . -maxdepth 1 -type d -name "abseil-*" | head -1)
-  # The Abseil libraries the test's process loads (xlate's and gRPC's), by CMake target name.
+  # The Abseil libraries the test's process loads, by CMake target name.
   targets=$(ldd "$build/tests/xlate_server_unit_tests" | grep -o 'libabsl_[a-z0-9_]*\.so' \
             | sed 's/^libabsl_//; s/\.so$//' | sort -u)
   if ! { cmake -S "$source_dir" -B build -DCMAKE_CXX_STANDARD=17 -DBUILD_SHARED_LIBS=ON \

@@ -55,6 +55,10 @@ def sample_sentences(count):
         return [line.rstrip("\n") for _, line in zip(range(count), f)]
 
 
+SANITIZER_REPORT = re.compile(
+    r"ERROR: (Address|Leak|Thread|Memory)Sanitizer|WARNING: ThreadSanitizer|runtime error: ")
+
+
 class Server:
     """An xlate-server process on free ports of 127.0.0.1 (model_dir=None: the flags name the
     models). With --admin_address, admin_port is its port."""
@@ -104,6 +108,12 @@ class Server:
         if self.process.poll() is None:
             self.terminate()
         self.reader.join(5)
+        # A sanitizer build (tests/sanitize/run_sanitized_units.sh) reports on stderr, leaks at
+        # exit above all: any report fails the test that started this server.
+        reports = [line for line in self.stderr_lines if SANITIZER_REPORT.search(line)]
+        if reports:
+            raise AssertionError("xlate-server: sanitizer report:\n" +
+                                 "".join(self.stderr_lines[-80:]))
 
 
 def offline_translations(sentences, *flags):
