@@ -32,6 +32,23 @@ class RecordingCommunicator final : public Communicator {
   bool allows_collectives_from_any_thread() const override { return threads_allowed_; }
   absl::Status all_reduce_sum(float* data, int64_t count) override {
     for (int64_t i = 0; i < count; ++i) data[i] += 1.f;
+    return record(data, count);
+  }
+  // This rank's part (the first, rank 0's) gets the other rank's ones; the rest is garbage.
+  absl::Status reduce_scatter_sum(float* data, int64_t count) override {
+    const FlatRange own = shard_of(count, 0, 2);
+    for (int64_t i = 0; i < count; ++i) data[i] = i < own.end() ? data[i] + 1.f : -7.f;
+    return record(data, count);
+  }
+  // The other rank's part arrives holding 5.
+  absl::Status all_gather_shards(float* data, int64_t count) override {
+    const FlatRange other = shard_of(count, 1, 2);
+    for (int64_t i = other.offset; i < other.end(); ++i) data[i] = 5.f;
+    std::lock_guard<std::mutex> lock(mutex_);
+    gathers_.push_back({data - base_, count});
+    return absl::OkStatus();
+  }
+  absl::Status record(float* data, int64_t count) {
     std::lock_guard<std::mutex> lock(mutex_);
     calls_.push_back({data - base_, count});
     if (fail_from_call_ >= 0 && static_cast<int64_t>(calls_.size()) > fail_from_call_) {
@@ -52,6 +69,10 @@ class RecordingCommunicator final : public Communicator {
     std::lock_guard<std::mutex> lock(mutex_);
     return calls_;
   }
+  std::vector<FlatRange> gathers() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return gathers_;
+  }
   // Waits (up to 10 s) until at least `count` calls were made; the number made.
   size_t wait_for_calls(size_t count) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -67,6 +88,7 @@ class RecordingCommunicator final : public Communicator {
   std::mutex mutex_;
   std::condition_variable called_;
   std::vector<FlatRange> calls_;
+  std::vector<FlatRange> gathers_;
   int64_t fail_from_call_ = -1;
 };
 
@@ -209,6 +231,44 @@ TEST(BucketedAllReduce, ErrorsAreReturnedAndStopLaterCollectives) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(std::string(status.message()), HasSubstr("[91, 100)"));
   EXPECT_EQ(gradient[95], 1.f);  // still reduced
+}
+
+// ZeRO-1: every bucket is reduce-scattered; this rank (0 of 2) owns the first half of each
+// bucket, receives the sum there, and the gather brings the other half back from rank 1.
+TEST(BucketedAllReduce, ReduceScatterLeavesEachRankItsShardOfEveryBucketThenGathers) {
+  for (Threading threading : {Threading::kCallingThread, Threading::kBackgroundThread}) {
+    for (int64_t limit : {0, 3, 16, 30}) {
+      std::vector<float> gradient(100, 0.f);
+      RecordingCommunicator communicator(gradient.data());
+      auto reducer = BucketedAllReduce::Create(communicator, model_like_ranges(), limit, threading,
+                                               BucketedAllReduce::Reduction::kReduceScatter);
+      ASSERT_TRUE(reducer.ok()) << reducer.status();
+      const std::vector<FlatRange> buckets = (*reducer)->buckets();
+      (*reducer)->begin(gradient.data());
+      for (const FlatRange& r : model_like_ranges()) (*reducer)->ready(r);
+      ASSERT_TRUE((*reducer)->finish().ok());
+      EXPECT_EQ(communicator.calls(), buckets) << "limit " << limit;
+      const std::vector<FlatRange> shards = (*reducer)->shards();
+      std::vector<FlatRange> expected;
+      for (const FlatRange& b : buckets) {
+        const int64_t half = (b.count + 1) / 2;  // rank 0's part is the longer one
+        expected.push_back({b.offset, half});
+      }
+      EXPECT_EQ(shards, expected) << "limit " << limit;
+      const std::vector<int> owned = coverage(shards, 100);
+      for (size_t i = 0; i < gradient.size(); ++i) {
+        if (owned[i]) {
+          EXPECT_EQ(gradient[i], 1.f) << "element " << i;
+        }
+      }
+      ASSERT_TRUE((*reducer)->all_gather(gradient.data()).ok());
+      EXPECT_EQ(communicator.gathers(), buckets);
+      for (size_t i = 0; i < gradient.size(); ++i) {
+        const float expected_value = i >= 40 && i < 50 ? 0.f : owned[i] ? 1.f : 5.f;
+        EXPECT_EQ(gradient[i], expected_value) << "element " << i << ", limit " << limit;
+      }
+    }
+  }
 }
 
 TEST(BucketedAllReduce, RefusesBadRangesAndThreadsTheCommunicatorForbids) {

@@ -124,6 +124,8 @@ TEST(Communicator, BadArgumentsAreRejectedBeforeAnyCommunication) {
   EXPECT_EQ(g_comm->all_reduce_sum(&value, -1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(g_comm->all_reduce_sum(static_cast<double*>(nullptr), 3).code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(g_comm->reduce_scatter_sum(&value, -1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(g_comm->all_gather_shards(nullptr, 3).code(), absl::StatusCode::kInvalidArgument);
   const absl::Status bad_root = g_comm->broadcast(&value, sizeof(value), g_comm->world_size());
   EXPECT_EQ(bad_root.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad_root.message()), HasSubstr("root"));
@@ -160,6 +162,55 @@ TEST(Communicator, AllGather) {
 }
 
 TEST(Communicator, Barrier) { EXPECT_TRUE(g_comm->barrier().ok()); }
+
+TEST(ShardOf, PartsAreContiguousInRankOrderAndDifferByAtMostOne) {
+  for (int world : {1, 2, 3, 8}) {
+    for (int64_t count : {0, 1, 2, 7, 8, 9, 1000}) {
+      int64_t next = 0;
+      for (int r = 0; r < world; ++r) {
+        const FlatRange part = shard_of(count, r, world);
+        EXPECT_EQ(part.offset, next) << count << " over " << world << ", rank " << r;
+        EXPECT_TRUE(part.count == count / world || part.count == count / world + 1);
+        EXPECT_GE(part.count, shard_of(count, world - 1, world).count);
+        next = part.end();
+      }
+      EXPECT_EQ(next, count) << count << " over " << world;
+    }
+  }
+}
+
+// Rank r contributes exact small values; after reduce_scatter_sum its own part holds the sums
+// (the rest is not looked at), and all_gather_shards then gives every rank every part.
+void expect_reduce_scatter_then_gather(Communicator& comm, int64_t count) {
+  const int world = comm.world_size();
+  const int rank = comm.rank();
+  std::vector<float> data(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) data[i] = static_cast<float>((rank + 1) * (i % 31) + rank);
+  ASSERT_TRUE(comm.reduce_scatter_sum(data.data(), count).ok());
+  const float rank_sum = world * (world + 1) / 2.0f;
+  const float offset_sum = world * (world - 1) / 2.0f;
+  const FlatRange own = shard_of(count, rank, world);
+  for (int64_t i = own.offset; i < own.end(); ++i) {
+    ASSERT_EQ(data[i], rank_sum * static_cast<float>(i % 31) + offset_sum) << count << " at " << i;
+  }
+  // Each rank marks its part so that the gather has to bring the others' values.
+  for (int64_t i = own.offset; i < own.end(); ++i) data[i] += 1000.0f * static_cast<float>(rank);
+  for (int64_t i = 0; i < count; ++i) {
+    if (i < own.offset || i >= own.end()) data[i] = -1;
+  }
+  ASSERT_TRUE(comm.all_gather_shards(data.data(), count).ok());
+  for (int r = 0; r < world; ++r) {
+    const FlatRange part = shard_of(count, r, world);
+    for (int64_t i = part.offset; i < part.end(); ++i) {
+      ASSERT_EQ(data[i], rank_sum * static_cast<float>(i % 31) + offset_sum + 1000.0f * r)
+          << count << " at " << i << " (rank " << r << "'s part)";
+    }
+  }
+}
+
+TEST(Communicator, ReduceScatterThenAllGatherShards) {
+  for (int64_t count : {0, 1, 2, 3, 5, 1000, 4099}) expect_reduce_scatter_then_gather(*g_comm, count);
+}
 
 // The overlapped schedule on the real transport: the ranks report their parameters in different
 // orders (the last rank reports none, like a rank whose shard of a micro-batch was empty), yet
@@ -249,6 +300,10 @@ TEST_F(ChunkedCommunicator, BroadcastAcrossChunkBoundaries) {
   for (size_t i = 0; i < data.size(); ++i) {
     EXPECT_EQ(data[i], static_cast<unsigned char>(200 - i)) << "at " << i;
   }
+}
+
+TEST_F(ChunkedCommunicator, ReduceScatterAndAllGatherShardsLargerThanOneCall) {
+  for (int64_t count : {1, 3, 4, 10, 101}) expect_reduce_scatter_then_gather(*comm_, count);
 }
 
 TEST_F(ChunkedCommunicator, AllGatherLargerThanOneCall) {

@@ -46,7 +46,7 @@ const std::string& checkpoint_directory() {
     xlate::trainer::TrainerState state;
     state.step = 3;
     auto written = xlate::trainer::write_checkpoint(
-        run, {config, parameters, optimizer, state, /*spm_model_path=*/""}, /*keep_last=*/1);
+        run, {config, parameters, optimizer.moments(), state, /*spm_model_path=*/""}, /*keep_last=*/1);
     if (!written.ok()) __builtin_trap();
     return *written;
   }();

@@ -32,7 +32,7 @@ class CheckpointStateTest : public ::testing::Test {
     state.run_fingerprint = 0x0123456789abcdefull;
     state.elapsed_seconds = 4.5;
     state.loss_scaler = {/*scale=*/0.25, /*finite_steps=*/7, /*skipped_steps=*/3};
-    auto written = write_checkpoint(run_, {config_, parameters, optimizer, state, ""}, 1);
+    auto written = write_checkpoint(run_, {config_, parameters, optimizer.moments(), state, ""}, 1);
     ASSERT_TRUE(written.ok()) << written.status();
     checkpoint_ = *written;
     std::ifstream in(checkpoint_ + "/trainer_state.json");

@@ -152,7 +152,13 @@ TEST_P(ModelCudaTest, AdamStepMovesTheWeightsAsOnTheCpu) {
     EXPECT_NEAR(gpu_norm, cpu_norm, 1e-6 * cpu_norm);
   }
   expect_slices_near(m.cpu_parameters, m.gpu_parameters, 1e-5, "weights after Adam");
-  EXPECT_EQ(gpu_adam.first_moment().device(), Device::kCUDA);
+  EXPECT_EQ(gpu_adam.device(), Device::kCUDA);
+  const AdamMoments cpu_moments = cpu_adam.moments(), gpu_moments = gpu_adam.moments();
+  const float* cpu_m = cpu_moments.second.data<float>();
+  const float* gpu_m = gpu_moments.second.data<float>();
+  for (int64_t i = 0; i < cpu_moments.second.numel(); ++i) {
+    ASSERT_NEAR(gpu_m[i], cpu_m[i], 1e-5f * std::abs(cpu_m[i]) + 1e-12f) << "v at " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Positions, ModelCudaTest,

@@ -106,6 +106,46 @@ class TrainerCliTest(RunsOnTheCliCorpus):
                         self.assertTrue(any("overlapped with the backward pass" in m
                                             for m in messages), messages)
 
+    def test_zero1_trains_the_unsharded_ranks_weights_and_moments_bit_for_bit(self):
+        if not h.MPIEXEC:
+            self.fail("no mpiexec found by CMake: install openmpi-bin (scripts/setup.sh)")
+        # ZeRO-1: each rank reduce-scatters the gradient, updates its shard of every bucket and
+        # gathers the others'. With two ranks an element's sum is the same two addends as in the
+        # all-reduce, and Adam is elementwise, so the weights and the moments (gathered into the
+        # checkpoint) must equal the unsharded run's exactly, whatever the buckets; and a sharded
+        # run resumes exactly from a checkpoint (it takes its shard of the moments back).
+        args = ["--checkpoint_every_steps", "2", "--validate_every_steps", "0", *COMMON,
+                "--clip_norm", "0.5", "--lr_scale", "0.5"]
+        launcher = [h.MPIEXEC, "-np", "2"] + [f for f in h.MPIEXEC_FLAGS if f]
+        files = ("model.safetensors", "optimizer.safetensors")
+        unsharded = self.run_dir("zero0")
+        h.train(self.data, unsharded, "--max_steps", "4", "--bucket_mb", "0.01", *args,
+                launcher=launcher)
+        expected = {name: h.read_bytes(os.path.join(h.checkpoint_path(unsharded, 4), name))
+                    for name in files}
+        for bucket_mb in ("0", "0.01", "4"):
+            with self.subTest(bucket_mb=bucket_mb):
+                sharded = self.run_dir(f"zero1-{bucket_mb}")
+                h.train(self.data, sharded, "--max_steps", "4", "--bucket_mb", bucket_mb,
+                        "--zero_stage", "1", *args, launcher=launcher)
+                for name in files:
+                    got = h.read_bytes(os.path.join(h.checkpoint_path(sharded, 4), name))
+                    self.assertTrue(got == expected[name], f"{name} differs from the unsharded run's")
+                messages = [e["text"] for e in h.log_events(sharded, "message")]
+                self.assertTrue(any("ZeRO-1" in m for m in messages), messages)
+                norms = [e["grad_norm"] for e in h.log_events(sharded, "train")]
+                unsharded_norms = [e["grad_norm"] for e in h.log_events(unsharded, "train")]
+                np.testing.assert_allclose(norms, unsharded_norms, rtol=1e-6)
+        split = self.run_dir("zero1-split")
+        h.train(self.data, split, "--max_steps", "2", "--bucket_mb", "0.01", "--zero_stage", "1",
+                *args, launcher=launcher)
+        resumed = h.train(self.data, split, "--max_steps", "4", "--bucket_mb", "0.01",
+                          "--zero_stage", "1", *args, launcher=launcher)
+        self.assertIn("resumed from", resumed.stderr)
+        for name in files:
+            got = h.read_bytes(os.path.join(h.checkpoint_path(split, 4), name))
+            self.assertTrue(got == expected[name], f"{name} differs after the sharded resume")
+
     def test_ranks_started_differently_are_refused_at_start(self):
         if not h.MPIEXEC:
             self.fail("no mpiexec found by CMake: install openmpi-bin (scripts/setup.sh)")
@@ -183,6 +223,7 @@ class TrainerCliTest(RunsOnTheCliCorpus):
             (["--heads", "7"], "heads"),
             (["--positional", "rotary"], "--positional"),
             (["--bucket_mb", "-1"], "--bucket_mb is -1"),
+            (["--zero_stage", "2"], "--zero_stage is 2; it must be 0 or 1"),
             (["--device", "gpu"], '--device is "gpu"; it must be auto, cpu or cuda'),
             (["--loss_scale", "fp16"], '--loss_scale is "fp16"; it must be auto, none or dynamic'),
             (["--precision", "fp8"], '--precision is "fp8"; it must be auto, fp32, fp16 or bf16'),

@@ -223,10 +223,10 @@ absl::StatusOr<std::string> write_checkpoint(const std::string& run_directory,
       contents.parameters.views_of(contents.parameters.flat().on(Device::kCPU)), DType::kFloat32);
   if (!status.ok()) return status;
   const TensorMap moments{
-      {"adam.first_moment", contents.optimizer.first_moment().on(Device::kCPU)},
-      {"adam.second_moment", contents.optimizer.second_moment().on(Device::kCPU)}};
+      {"adam.first_moment", contents.moments.first.on(Device::kCPU)},
+      {"adam.second_moment", contents.moments.second.on(Device::kCPU)}};
   status = write_safetensors(temporary + "/optimizer.safetensors", moments,
-                             {{"adam_steps", std::to_string(contents.optimizer.steps())}});
+                             {{"adam_steps", std::to_string(contents.moments.steps)}});
   if (!status.ok()) return status;
   if (!contents.spm_model_path.empty()) {
     absl::StatusOr<std::string> spm = read_text(contents.spm_model_path);

@@ -37,7 +37,7 @@ struct TrainerState {
 struct CheckpointContents {
   const ModelConfig& config;
   const FlatParameters& parameters;
-  const Adam& optimizer;
+  const AdamMoments& moments;  // every rank's moments (Adam::moments(), gathered under ZeRO-1)
   const TrainerState& state;
   std::string spm_model_path;  // copied into the checkpoint (may be empty)
 };

@@ -19,7 +19,7 @@ double seconds_since(Clock::time_point start) {
 
 absl::StatusOr<std::unique_ptr<BucketedAllReduce>> BucketedAllReduce::Create(
     Communicator& communicator, std::vector<FlatRange> ranges, int64_t max_bucket_elements,
-    Threading threading) {
+    Threading threading, Reduction reduction) {
   if (max_bucket_elements < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the gradient bucket size must be >= 0 elements (0: no limit), got ",
@@ -47,15 +47,17 @@ absl::StatusOr<std::unique_ptr<BucketedAllReduce>> BucketedAllReduce::Create(
   }
   std::vector<FlatRange> buckets = plan_gradient_buckets(ranges, max_bucket_elements);
   return std::unique_ptr<BucketedAllReduce>(new BucketedAllReduce(
-      communicator, std::move(sorted), std::move(buckets), threading));
+      communicator, std::move(sorted), std::move(buckets), threading, reduction));
 }
 
 BucketedAllReduce::BucketedAllReduce(Communicator& communicator, std::vector<FlatRange> ranges,
-                                     std::vector<FlatRange> buckets, Threading threading)
+                                     std::vector<FlatRange> buckets, Threading threading,
+                                     Reduction reduction)
     : communicator_(communicator),
       ranges_(std::move(ranges)),
       buckets_(std::move(buckets)),
       threading_(threading),
+      reduction_(reduction),
       reported_(ranges_.size(), 0),
       pending_(buckets_.size(), 0) {
   by_offset_.resize(buckets_.size());
@@ -151,7 +153,9 @@ void BucketedAllReduce::reduce(size_t bucket) {
   double seconds = 0;
   if (!skip) {
     const Clock::time_point started = Clock::now();
-    status = communicator_.all_reduce_sum(data_ + range.offset, range.count);
+    status = reduction_ == Reduction::kAllReduce
+                 ? communicator_.all_reduce_sum(data_ + range.offset, range.count)
+                 : communicator_.reduce_scatter_sum(data_ + range.offset, range.count);
     seconds = seconds_since(started);
   }
   {
@@ -159,7 +163,8 @@ void BucketedAllReduce::reduce(size_t bucket) {
     reduce_seconds_ += seconds;
     if (!status.ok() && reduce_error_.ok()) {
       reduce_error_ = absl::Status(status.code(), absl::StrCat(
-          "all-reducing gradient bucket ", bucket + 1, " of ", buckets_.size(), " (elements [",
+          reduction_ == Reduction::kAllReduce ? "all-reducing" : "reduce-scattering",
+          " gradient bucket ", bucket + 1, " of ", buckets_.size(), " (elements [",
           range.offset, ", ", range.end(), ")): ", status.message()));
     }
     ++reduced_;
@@ -196,6 +201,29 @@ absl::Status BucketedAllReduce::finish() {
   timing_.exposed_seconds = seconds_since(started);
   active_ = false;
   return status.ok() ? report_error_ : status;
+}
+
+std::vector<FlatRange> BucketedAllReduce::shards() const {
+  std::vector<FlatRange> shards;
+  for (const FlatRange& bucket : buckets_) {
+    const FlatRange part =
+        shard_of(bucket.count, communicator_.rank(), communicator_.world_size());
+    if (part.count > 0) shards.push_back({bucket.offset + part.offset, part.count});
+  }
+  return shards;
+}
+
+absl::Status BucketedAllReduce::all_gather(float* data) {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const FlatRange& bucket = buckets_[b];
+    absl::Status status = communicator_.all_gather_shards(data + bucket.offset, bucket.count);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat(
+          "gathering the updated parameters of bucket ", b + 1, " of ", buckets_.size(),
+          " (elements [", bucket.offset, ", ", bucket.end(), ")): ", status.message()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace xlate

@@ -8,6 +8,12 @@
 // as each parameter's gradient becomes final, finish() after it (which reduces what was never
 // reported and waits for everything). With gradient accumulation, only the last micro-batch's
 // backward pass runs between begin() and finish().
+//
+// With optimizer state sharded over the ranks (ZeRO-1), each bucket is reduce-scattered
+// instead (Reduction::kReduceScatter): each rank receives the summed gradient of its own shard
+// of every bucket (shards()), updates only those parameters, and all_gather() then gives every
+// rank the updated parameters of every shard, bucket by bucket. The same volume crosses the
+// wire as with the all-reduce, and each rank keeps Adam's moments for 1/N of the parameters.
 #pragma once
 
 #include <condition_variable>
@@ -33,6 +39,9 @@ class BucketedAllReduce {
   // ready() or finish() call that completes its bucket.
   enum class Threading { kBackgroundThread, kCallingThread };
 
+  // What each bucket's collective gives this rank: the whole bucket's sum, or only its shard's.
+  enum class Reduction { kAllReduce, kReduceScatter };
+
   // How the last reduction went.
   struct Timing {
     double reduce_seconds = 0;   // inside the all-reduce calls, all buckets together
@@ -47,7 +56,7 @@ class BucketedAllReduce {
   // the returned object and must not be used by the caller between begin() and finish().
   static absl::StatusOr<std::unique_ptr<BucketedAllReduce>> Create(
       Communicator& communicator, std::vector<FlatRange> ranges, int64_t max_bucket_elements,
-      Threading threading);
+      Threading threading, Reduction reduction = Reduction::kAllReduce);
   ~BucketedAllReduce();
   BucketedAllReduce(const BucketedAllReduce&) = delete;
   BucketedAllReduce& operator=(const BucketedAllReduce&) = delete;
@@ -64,12 +73,20 @@ class BucketedAllReduce {
   // bad report, or a failed all-reduce; after a failed one the later buckets are not reduced).
   absl::Status finish();
 
+  // kReduceScatter: this rank's part of every bucket (shard_of, in plan order, empty parts left
+  // out): where finish() leaves a summed gradient and where this rank updates the parameters.
+  std::vector<FlatRange> shards() const;
+  // kReduceScatter, after finish() and the update of shards(): every bucket's shards of `data`
+  // (the flat parameters, laid out as the gradient) gathered from their ranks, in place, in plan
+  // order, on the calling thread. OK, or the first failed collective's error naming its bucket.
+  absl::Status all_gather(float* data);
+
   const std::vector<FlatRange>& buckets() const { return buckets_; }
   Timing last_timing() const { return timing_; }
 
  private:
   BucketedAllReduce(Communicator& communicator, std::vector<FlatRange> ranges,
-                    std::vector<FlatRange> buckets, Threading threading);
+                    std::vector<FlatRange> buckets, Threading threading, Reduction reduction);
   void start_complete_buckets();
   void start(size_t bucket);
   // Runs one bucket's all-reduce (none once an earlier one failed); records its time and the
@@ -82,6 +99,7 @@ class BucketedAllReduce {
   const std::vector<FlatRange> buckets_;  // plan order
   std::vector<size_t> by_offset_;         // bucket indices sorted by offset
   const Threading threading_;
+  const Reduction reduction_;
 
   // Caller's side of one reduction.
   float* data_ = nullptr;

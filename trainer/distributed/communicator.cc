@@ -1,5 +1,6 @@
 #include "trainer/distributed/communicator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -32,6 +33,14 @@ absl::Status SingleProcessCommunicator::all_reduce_sum(int64_t* data, int64_t co
 
 absl::Status SingleProcessCommunicator::all_reduce_max(int64_t* data, int64_t count) {
   return check_collective_buffer(data, count, "all_reduce_max");
+}
+
+absl::Status SingleProcessCommunicator::reduce_scatter_sum(float* data, int64_t count) {
+  return check_collective_buffer(data, count, "reduce_scatter_sum");
+}
+
+absl::Status SingleProcessCommunicator::all_gather_shards(float* data, int64_t count) {
+  return check_collective_buffer(data, count, "all_gather_shards");
 }
 
 absl::Status SingleProcessCommunicator::broadcast(void* data, int64_t bytes, int root) {

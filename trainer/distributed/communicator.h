@@ -7,9 +7,10 @@
 // a launcher (mpirun) gets the SingleProcessCommunicator, so `xlate-trainer train` needs no MPI
 // runtime at all.
 //
-// The contract of every collective (all_reduce_sum, broadcast, all_gather, barrier): every rank
-// calls it, in the same order, with the same count/bytes/root. A rank that skips one leaves the
-// others waiting forever; a communicator's collectives are called from one thread at a time.
+// The contract of every collective (all_reduce_sum, reduce_scatter_sum, all_gather_shards,
+// broadcast, all_gather, barrier): every rank calls it, in the same order, with the same
+// count/bytes/root. A rank that skips one leaves the others waiting forever; a communicator's
+// collectives are called from one thread at a time.
 // Counts are int64_t: calls larger than one transport call can carry (an MPI count is an int)
 // are cut into chunks of at most CommunicatorOptions::max_count_per_call elements.
 #pragma once
@@ -21,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "trainer/distributed/flat_range.h"
 
 namespace xlate {
 
@@ -45,6 +47,15 @@ class Communicator {
   virtual absl::Status all_reduce_sum(int64_t* data, int64_t count) = 0;
   // In place: data[i] becomes the maximum over all ranks (e.g. to agree on a stop flag).
   virtual absl::Status all_reduce_max(int64_t* data, int64_t count) = 0;
+
+  // The two halves of an all-reduce, for optimizer state sharded over the ranks (ZeRO-1): over
+  // `count` elements at `data`, cut into world_size() parts by shard_of(count, r, world_size()).
+  // reduce_scatter_sum: afterwards this rank's part holds the sum over all ranks of their
+  // elements there (in the transport's order of additions: with two ranks the same bits as
+  // all_reduce_sum, with more possibly not); the other parts hold unspecified values. all_gather_shards: afterwards every rank holds, in each rank r's part,
+  // what rank r held there. Both in place.
+  virtual absl::Status reduce_scatter_sum(float* data, int64_t count) = 0;
+  virtual absl::Status all_gather_shards(float* data, int64_t count) = 0;
 
   // Copies `bytes` bytes at `data` on rank `root` into `data` on every other rank.
   virtual absl::Status broadcast(void* data, int64_t bytes, int root) = 0;
@@ -75,11 +86,14 @@ class SingleProcessCommunicator final : public Communicator {
   absl::Status all_reduce_sum(double* data, int64_t count) override;
   absl::Status all_reduce_sum(int64_t* data, int64_t count) override;
   absl::Status all_reduce_max(int64_t* data, int64_t count) override;
+  absl::Status reduce_scatter_sum(float* data, int64_t count) override;
+  absl::Status all_gather_shards(float* data, int64_t count) override;
   absl::Status broadcast(void* data, int64_t bytes, int root) override;
   absl::Status all_gather(const void* send, int64_t bytes_per_rank, void* recv) override;
   absl::Status barrier() override;
   [[noreturn]] void abort_job(int exit_code) override;
 };
+
 
 struct CommunicatorOptions {
   enum class Backend {

@@ -7,17 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace xlate {
+#include "trainer/distributed/flat_range.h"
 
-// `count` elements of a flat buffer starting at element `offset`.
-struct FlatRange {
-  int64_t offset = 0;
-  int64_t count = 0;
-  int64_t end() const { return offset + count; }
-  bool operator==(const FlatRange& other) const {
-    return offset == other.offset && count == other.count;
-  }
-};
+namespace xlate {
 
 // Cuts `ranges` (the reduced parameters, disjoint, listed in the order the backward pass
 // finishes them) into buckets of at most `max_bucket_elements` elements (0: no limit). Walking

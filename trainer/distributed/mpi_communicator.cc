@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -59,6 +61,48 @@ class MpiCommunicator final : public Communicator {
   }
   absl::Status all_reduce_max(int64_t* data, int64_t count) override {
     return all_reduce(data, count, MPI_INT64_T, MPI_MAX, "all_reduce_max");
+  }
+
+  absl::Status reduce_scatter_sum(float* data, int64_t count) override {
+    if (absl::Status status = check_collective_buffer(data, count, "reduce_scatter_sum");
+        !status.ok()) {
+      return status;
+    }
+    // Too large for one call's int counts: the whole sum, which holds this rank's part too.
+    if (count > max_count_per_call_) return all_reduce_sum(data, count);
+    const std::vector<int> counts = part_counts(count);
+    // In place, MPI leaves this rank's part at the start of the buffer.
+    const int code = MPI_Reduce_scatter(MPI_IN_PLACE, data, counts.data(), MPI_FLOAT, MPI_SUM, comm_);
+    if (code != MPI_SUCCESS) return mpi_error_status("MPI_Reduce_scatter", code);
+    const FlatRange own = shard_of(count, rank_, world_size_);
+    if (own.offset > 0) std::memmove(data + own.offset, data, static_cast<size_t>(own.count) * sizeof(float));
+    return absl::OkStatus();
+  }
+
+  absl::Status all_gather_shards(float* data, int64_t count) override {
+    if (absl::Status status = check_collective_buffer(data, count, "all_gather_shards");
+        !status.ok()) {
+      return status;
+    }
+    if (count > max_count_per_call_) {
+      // Every rank in turn broadcasts its part (chunked by broadcast).
+      for (int r = 0; r < world_size_; ++r) {
+        const FlatRange part = shard_of(count, r, world_size_);
+        absl::Status status = broadcast(data + part.offset,
+                                        part.count * static_cast<int64_t>(sizeof(float)), r);
+        if (!status.ok()) return status;
+      }
+      return absl::OkStatus();
+    }
+    const std::vector<int> counts = part_counts(count);
+    std::vector<int> offsets(counts.size());
+    for (int r = 0; r < world_size_; ++r) {
+      offsets[static_cast<size_t>(r)] = static_cast<int>(shard_of(count, r, world_size_).offset);
+    }
+    // In place, every rank's own part is already where it is gathered to.
+    const int code = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(),
+                                    offsets.data(), MPI_FLOAT, comm_);
+    return code == MPI_SUCCESS ? absl::OkStatus() : mpi_error_status("MPI_Allgatherv", code);
   }
 
   absl::Status broadcast(void* data, int64_t bytes, int root) override {
@@ -127,6 +171,15 @@ class MpiCommunicator final : public Communicator {
       if (code != MPI_SUCCESS) return mpi_error_status("MPI_Allreduce", code);
     }
     return absl::OkStatus();
+  }
+
+  // Every rank's part of `count` elements (count <= max_count_per_call_ <= INT_MAX).
+  std::vector<int> part_counts(int64_t count) const {
+    std::vector<int> counts(static_cast<size_t>(world_size_));
+    for (int r = 0; r < world_size_; ++r) {
+      counts[static_cast<size_t>(r)] = static_cast<int>(shard_of(count, r, world_size_).count);
+    }
+    return counts;
   }
 
   MPI_Comm comm_;

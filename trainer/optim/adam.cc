@@ -7,12 +7,41 @@
 
 namespace xlate::trainer {
 
-Adam::Adam(const FlatParameters& parameters, AdamOptions options) : options_(options) {
+namespace {
+
+std::vector<FlatRange> trainable_ranges(const FlatParameters& parameters) {
+  std::vector<FlatRange> ranges;
   for (const ParameterSlice& slice : parameters.slices()) {
-    if (slice.trainable) trainable_.push_back(slice);
+    if (slice.trainable) ranges.push_back({slice.offset, slice.count});
   }
-  m_ = Tensor::zeros({parameters.size()}, DType::kFloat32, parameters.device());
-  v_ = Tensor::zeros({parameters.size()}, DType::kFloat32, parameters.device());
+  return ranges;
+}
+
+}  // namespace
+
+Adam::Adam(const FlatParameters& parameters, AdamOptions options)
+    : Adam(parameters, options, trainable_ranges(parameters)) {}
+
+Adam::Adam(const FlatParameters& parameters, AdamOptions options, std::vector<FlatRange> owned)
+    : options_(options), parameter_count_(parameters.size()), owned_(std::move(owned)) {
+  int64_t packed = 0;
+  for (const FlatRange& range : owned_) {
+    if (range.offset < 0 || range.count < 0 || range.end() > parameter_count_) {
+      throw std::logic_error("Adam: an owned range lies outside the parameters");
+    }
+    packed_offsets_.push_back(packed);
+    packed += range.count;
+  }
+  m_ = Tensor::zeros({packed}, DType::kFloat32, parameters.device());
+  v_ = Tensor::zeros({packed}, DType::kFloat32, parameters.device());
+}
+
+double Adam::owned_sum_of_squares(const FlatParameters& gradients) const {
+  double sum = 0;
+  for (const FlatRange& range : owned_) {
+    sum += sum_of_squares(gradients.flat().view(range.offset, {range.count}));
+  }
+  return sum;
 }
 
 double Adam::gradient_norm(const FlatParameters& gradients, double gradient_scale) {
@@ -33,20 +62,37 @@ void Adam::update(FlatParameters& parameters, const FlatParameters& gradients, d
   step.inverse_sqrt_correction2 = static_cast<float>(1.0 / std::sqrt(correction2));
   step.epsilon = static_cast<float>(options_.epsilon);
   step.gradient_scale = static_cast<float>(gradient_scale * clip);
-  for (const ParameterSlice& slice : trainable_) {
-    Tensor weights = parameters.flat().view(slice.offset, {slice.count});
-    Tensor m = m_.view(slice.offset, {slice.count});
-    Tensor v = v_.view(slice.offset, {slice.count});
-    adam_update(weights, m, v, gradients.flat().view(slice.offset, {slice.count}), step);
+  for (size_t k = 0; k < owned_.size(); ++k) {
+    const FlatRange& range = owned_[k];
+    Tensor weights = parameters.flat().view(range.offset, {range.count});
+    Tensor m = m_.view(packed_offsets_[k], {range.count});
+    Tensor v = v_.view(packed_offsets_[k], {range.count});
+    adam_update(weights, m, v, gradients.flat().view(range.offset, {range.count}), step);
   }
 }
 
+AdamMoments Adam::moments() const {
+  AdamMoments moments{Tensor::zeros({parameter_count_}, DType::kFloat32),
+                      Tensor::zeros({parameter_count_}, DType::kFloat32), steps_};
+  for (size_t k = 0; k < owned_.size(); ++k) {
+    const FlatRange& range = owned_[k];
+    moments.first.view(range.offset, {range.count})
+        .copy_from(m_.view(packed_offsets_[k], {range.count}));
+    moments.second.view(range.offset, {range.count})
+        .copy_from(v_.view(packed_offsets_[k], {range.count}));
+  }
+  return moments;
+}
+
 void Adam::restore(const Tensor& m, const Tensor& v, int64_t steps) {
-  if (m.numel() != m_.numel() || v.numel() != v_.numel()) {
+  if (m.numel() != parameter_count_ || v.numel() != parameter_count_) {
     throw std::logic_error("Adam::restore: moment sizes differ from the model's");
   }
-  m_.copy_from(m);
-  v_.copy_from(v);
+  for (size_t k = 0; k < owned_.size(); ++k) {
+    const FlatRange& range = owned_[k];
+    m_.view(packed_offsets_[k], {range.count}).copy_from(m.view(range.offset, {range.count}));
+    v_.view(packed_offsets_[k], {range.count}).copy_from(v.view(range.offset, {range.count}));
+  }
   steps_ = steps;
 }
 

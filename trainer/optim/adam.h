@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "trainer/distributed/flat_range.h"
 #include "trainer/model/flat_parameters.h"
 
 namespace xlate::trainer {
@@ -18,13 +19,28 @@ struct AdamOptions {
   double clip_norm = 0;  // 0 = no clipping
 };
 
+// Adam's moments laid out like the flat parameters, on the CPU (zeros where the optimizer has
+// none: fixed tables, other ranks' shards), and its step count: what a checkpoint holds.
+struct AdamMoments {
+  Tensor first, second;  // float32 [P]
+  int64_t steps = 0;
+};
+
 class Adam {
  public:
+  // Over every trainable parameter.
   Adam(const FlatParameters& parameters, AdamOptions options);
+  // Over the parameters in `owned` only (disjoint ranges of the flat buffer within trainable
+  // parameters): ZeRO-1, where each rank keeps the moments of its own shards and updates only
+  // those. The moments are stored packed, range after range.
+  Adam(const FlatParameters& parameters, AdamOptions options, std::vector<FlatRange> owned);
 
   // The global L2 norm of `gradient_scale` · gradients: not finite when an element is inf or
   // NaN (the trainer skips or stops such a step before update()).
   static double gradient_norm(const FlatParameters& gradients, double gradient_scale);
+  // The sum of squares of the gradients in the owned ranges (unscaled): the ranks' sums add up
+  // to the squared norm of a gradient that is reduce-scattered over them.
+  double owned_sum_of_squares(const FlatParameters& gradients) const;
 
   // One update with learning rate `lr` from the gradient `gradient_scale` · gradients (the
   // trainer's summed gradient times 1 / (target tokens · loss scale): the scaling is folded
@@ -35,16 +51,19 @@ class Adam {
               double gradient_scale, double norm);
 
   int64_t steps() const { return steps_; }
-  // The moment estimates [P] on the parameters' device, for checkpoints; restore() puts them
-  // back (from any device) with the step count.
-  const Tensor& first_moment() const { return m_; }
-  const Tensor& second_moment() const { return v_; }
+  const std::vector<FlatRange>& owned() const { return owned_; }
+  Device device() const { return m_.device(); }  // where the moments live and update() runs
+  // The moments for a checkpoint (zeros outside the owned ranges); restore() takes such moments
+  // (from any device) back with the step count, keeping the owned ranges' part.
+  AdamMoments moments() const;
   void restore(const Tensor& m, const Tensor& v, int64_t steps);
 
  private:
   AdamOptions options_;
-  std::vector<ParameterSlice> trainable_;
-  Tensor m_, v_;
+  int64_t parameter_count_;
+  std::vector<FlatRange> owned_;
+  std::vector<int64_t> packed_offsets_;  // where each owned range's moments start in m_, v_
+  Tensor m_, v_;                         // float32 [sum of owned counts], the parameters' device
   int64_t steps_ = 0;
 };
 

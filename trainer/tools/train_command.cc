@@ -27,6 +27,10 @@ ABSL_FLAG(int, update_freq, 1, "micro-batches accumulated into one optimizer ste
 ABSL_FLAG(double, bucket_mb, 4,
           "ranks > 1: all-reduce the gradient in buckets of this many MiB while the backward "
           "pass runs (0 = one all-reduce after it)");
+ABSL_FLAG(int, zero_stage, 0,
+          "ranks > 1: 1 shards Adam's moments over the ranks (ZeRO-1: the gradient is "
+          "reduce-scattered, each rank updates its shard, the parameters are all-gathered); "
+          "0 = every rank keeps all of them");
 ABSL_FLAG(int64_t, max_steps, 100000, "optimizer steps to train for (the paper's base: 100000)");
 ABSL_FLAG(int64_t, warmup_steps, 4000, "learning-rate warmup steps");
 ABSL_FLAG(double, lr_scale, 1.0, "factor on the paper's learning-rate schedule");
@@ -83,6 +87,7 @@ TrainingOptions options_from_flags() {
   options.max_sentences = absl::GetFlag(FLAGS_max_sentences);
   options.update_frequency = absl::GetFlag(FLAGS_update_freq);
   options.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  options.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   options.max_steps = absl::GetFlag(FLAGS_max_steps);
   options.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
   options.learning_rate_scale = absl::GetFlag(FLAGS_lr_scale);

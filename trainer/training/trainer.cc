@@ -134,7 +134,7 @@ uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& optio
 uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run_fingerprint) {
   const std::string text = absl::StrCat(
       run_fingerprint, "|", options.bucket_mb, "|", options.max_steps, "|", options.warmup_steps,
-      "|", options.learning_rate_scale, "|", options.adam_beta1, "|", options.adam_beta2, "|",
+      "|", options.learning_rate_scale, "|", options.zero_stage, "|", options.adam_beta1, "|", options.adam_beta2, "|",
       options.adam_epsilon, "|", options.clip_norm, "|", options.validate_every_steps, "|",
       loss_scaler_text(options), "|", options.precision);
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
@@ -190,8 +190,6 @@ Trainer::Trainer(const TrainingOptions& options, Communicator& communicator, Tok
       device_(device),
       parameters_(config_, device_),
       gradients_(config_, device_),
-      optimizer_(parameters_, {options.adam_beta1, options.adam_beta2, options.adam_epsilon,
-                               options.clip_norm}),
       schedule_{config_.d_model, options.warmup_steps, options.learning_rate_scale},
       model_(config_) {}
 
@@ -222,12 +220,20 @@ absl::Status Trainer::initialise() {
   if (!agreed.ok()) return agreed;
   parameters_.copy_from(random_weights(config_, options_.seed), config_);
   if (options_.loss_scale == "dynamic") loss_scaler_.emplace(options_.loss_scaler);
+  if (absl::Status reducer = create_reducer(); !reducer.ok()) return reducer;
+  const AdamOptions adam{options_.adam_beta1, options_.adam_beta2, options_.adam_epsilon,
+                         options_.clip_norm};
+  if (sharded()) {
+    optimizer_.emplace(parameters_, adam, reducer_->shards());
+  } else {
+    optimizer_.emplace(parameters_, adam);
+  }
 
   absl::StatusOr<std::vector<std::string>> checkpoints = list_checkpoints(options_.output_directory);
   if (!checkpoints.ok()) return checkpoints.status();
   if (!checkpoints->empty()) {
     absl::StatusOr<TrainerState> resumed =
-        read_checkpoint(checkpoints->back(), config_, parameters_, optimizer_);
+        read_checkpoint(checkpoints->back(), config_, parameters_, *optimizer_);
     if (!resumed.ok()) return resumed.status();
     if (resumed->run_fingerprint != state_.run_fingerprint) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -251,8 +257,6 @@ absl::Status Trainer::initialise() {
       fingerprint_bytes(start_weights.raw_data(), static_cast<int64_t>(start_weights.nbytes())),
       "the model weights at the start of training");
   if (!same.ok()) return same;
-
-  if (absl::Status reducer = create_reducer(); !reducer.ok()) return reducer;
   if (is_leader() && valid_ && options_.bleu_sentences > 0) {
     absl::Status loaded = load_translator();
     if (!loaded.ok()) return loaded;
@@ -266,7 +270,18 @@ double Trainer::elapsed_seconds() const {
 }
 
 absl::Status Trainer::create_reducer() {
-  if (communicator_.world_size() == 1 || options_.bucket_mb == 0) return absl::OkStatus();
+  if (options_.zero_stage == 1 && device_ != Device::kCPU) {
+    return absl::UnimplementedError(
+        "--zero_stage 1 shards Adam's moments over CPU ranks only (a GPU's gradient is reduced "
+        "through host memory until the NCCL communicator exists); use --zero_stage 0 on GPUs");
+  }
+  if (communicator_.world_size() == 1) {
+    if (options_.zero_stage == 1 && log_) {
+      log_->message("--zero_stage 1 with one rank: nothing to shard, every moment stays here");
+    }
+    return absl::OkStatus();
+  }
+  if (options_.bucket_mb == 0 && options_.zero_stage == 0) return absl::OkStatus();
   if (device_ != Device::kCPU) {
     // The communicator reduces host memory: a GPU's gradient goes through one host copy.
     if (log_) log_->message("gradient all-reduce: through host memory after the backward pass");
@@ -286,14 +301,21 @@ absl::Status Trainer::create_reducer() {
       communicator_.allows_collectives_from_any_thread()
           ? BucketedAllReduce::Threading::kBackgroundThread
           : BucketedAllReduce::Threading::kCallingThread;
+  // --bucket_mb 0 with ZeRO-1: one bucket per contiguous run of parameters.
+  const int64_t limit = options_.bucket_mb == 0 ? 0 : bucket_elements;
+  const BucketedAllReduce::Reduction reduction =
+      options_.zero_stage == 1 ? BucketedAllReduce::Reduction::kReduceScatter
+                               : BucketedAllReduce::Reduction::kAllReduce;
   absl::StatusOr<std::unique_ptr<BucketedAllReduce>> reducer =
-      BucketedAllReduce::Create(communicator_, std::move(ranges), bucket_elements, threading);
+      BucketedAllReduce::Create(communicator_, std::move(ranges), limit, threading, reduction);
   if (!reducer.ok()) return reducer.status();
   reducer_ = std::move(*reducer);
   if (log_) {
     log_->message(absl::StrCat(
-        "gradient all-reduce: ", reducer_->buckets().size(), " buckets of at most ",
-        options_.bucket_mb, " MiB, ",
+        options_.zero_stage == 1
+            ? "ZeRO-1: Adam's moments sharded over the ranks; gradient reduce-scatter: "
+            : "gradient all-reduce: ",
+        reducer_->buckets().size(), " buckets of at most ", options_.bucket_mb, " MiB, ",
         threading == BucketedAllReduce::Threading::kBackgroundThread
             ? "overlapped with the backward pass"
             : "in the training thread (MPI allows no other thread)"));
@@ -346,8 +368,10 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
                                             "; lower --lr_scale or set --clip_norm"));
   }
   const double gradient_scale = (sums[2] > 0 ? 1.0 / sums[2] : 0.0) / loss_scale;
-  // Every rank holds the same reduced gradient, so every rank decides the same.
-  const double norm = Adam::gradient_norm(gradients_, gradient_scale);
+  // Every rank gets the same norm, so every rank decides the same.
+  absl::StatusOr<double> gradient_norm = this->gradient_norm(gradient_scale);
+  if (!gradient_norm.ok()) return gradient_norm.status();
+  const double norm = *gradient_norm;
   const BatchPosition position = batches_->position();
   state_.data_epoch = position.epoch;  // a skipped step's batches are consumed too
   state_.data_batch = position.batch;
@@ -378,7 +402,18 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
         "--clip_norm, or train with --loss_scale dynamic (skips such steps)"));
   }
   const double learning_rate = schedule_.at(state_.step + 1);
-  optimizer_.update(parameters_, gradients_, learning_rate, gradient_scale, norm);
+  optimizer_->update(parameters_, gradients_, learning_rate, gradient_scale, norm);
+  if (sharded()) {
+    // Every rank updated its shards only: gather the others' (all of it waited for).
+    const Clock::time_point started = Clock::now();
+    if (absl::Status gathered = reducer_->all_gather(parameters_.flat().data<float>());
+        !gathered.ok()) {
+      return gathered;
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    report->reduce_seconds += seconds;
+    report->exposed_reduce_seconds += seconds;
+  }
   report->gradient_norm = norm;
   ++state_.step;
   report->step = state_.step;
@@ -389,6 +424,15 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   report->target_tokens += static_cast<int64_t>(sums[2]);
   report->source_tokens += static_cast<int64_t>(sums[3]);
   return true;
+}
+
+absl::StatusOr<double> Trainer::gradient_norm(double gradient_scale) {
+  if (!sharded()) return Adam::gradient_norm(gradients_, gradient_scale);
+  // Each rank holds the reduced gradient of its own shards only.
+  double sum_of_squares = optimizer_->owned_sum_of_squares(gradients_);
+  absl::Status status = communicator_.all_reduce_sum(&sum_of_squares, 1);
+  if (!status.ok()) return status;
+  return std::sqrt(sum_of_squares) * gradient_scale;
 }
 
 absl::Status Trainer::all_reduce_gradients(StepReport* report) {
@@ -502,8 +546,17 @@ bool Trainer::checkpoint_due() {
 absl::Status Trainer::checkpoint() {
   last_checkpoint_ = Clock::now();
   state_.elapsed_seconds = elapsed_seconds();
+  std::optional<AdamMoments> moments;
+  if (sharded()) {
+    // The file holds every moment: every rank gathers the others' shards (a collective).
+    moments = optimizer_->moments();
+    absl::Status gathered = reducer_->all_gather(moments->first.data<float>());
+    if (gathered.ok()) gathered = reducer_->all_gather(moments->second.data<float>());
+    if (!gathered.ok()) return gathered;
+  }
   if (!is_leader()) return communicator_.barrier();
-  const CheckpointContents contents{config_, parameters_, optimizer_, state_,
+  if (!moments) moments = optimizer_->moments();
+  const CheckpointContents contents{config_, parameters_, *moments, state_,
                                     options_.data_directory + "/spm.model"};
   absl::StatusOr<std::string> path =
       write_checkpoint(options_.output_directory, contents, options_.keep_checkpoints);

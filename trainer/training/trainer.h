@@ -40,9 +40,13 @@ class Trainer {
   Trainer(const TrainingOptions& options, Communicator& communicator, TokenCorpus train,
           std::optional<TokenCorpus> valid, ModelConfig config, Device device);
   absl::Status initialise();
-  // The overlapped gradient reduction, when there are several ranks on CPUs and
-  // --bucket_mb > 0.
+  // The overlapped gradient reduction, when there are several ranks on CPUs and --bucket_mb >
+  // 0 or --zero_stage 1.
   absl::Status create_reducer();
+  bool sharded() const { return options_.zero_stage == 1 && reducer_ != nullptr; }
+  // The global gradient norm (times gradient_scale) on every rank: of the whole reduced
+  // gradient, or with ZeRO-1 of every rank's shards together.
+  absl::StatusOr<double> gradient_norm(double gradient_scale);
   // One optimizer step over update_frequency micro-batches; false when loss scaling skipped it
   // (the gradient was not finite: nothing was applied, the batches were consumed).
   absl::StatusOr<bool> train_step(StepReport* report);
@@ -67,7 +71,7 @@ class Trainer {
   std::string device_note_;  // for the log
   FlatParameters parameters_;
   FlatParameters gradients_;
-  Adam optimizer_;
+  std::optional<Adam> optimizer_;  // made once the reducer says which parameters this rank updates
   std::optional<DynamicLossScaler> loss_scaler_;  // --loss_scale dynamic
   LearningRateSchedule schedule_;
   TransformerTraining model_;

@@ -29,6 +29,9 @@ absl::Status TrainingOptions::Validate() const {
   if (!(adam_beta2 >= 0 && adam_beta2 < 1)) return out_of_range("adam_beta2", std::to_string(adam_beta2), "in [0, 1)");
   if (!(adam_epsilon > 0)) return out_of_range("adam_epsilon", std::to_string(adam_epsilon), "> 0");
   if (!(bucket_mb >= 0 && bucket_mb <= 4096)) return out_of_range("bucket_mb", std::to_string(bucket_mb), "in [0, 4096]");
+  if (zero_stage != 0 && zero_stage != 1) {
+    return out_of_range("zero_stage", std::to_string(zero_stage), "0 or 1");
+  }
   if (!(clip_norm >= 0)) return out_of_range("clip_norm", std::to_string(clip_norm), ">= 0");
   if (loss_scale != "auto" && loss_scale != "none" && loss_scale != "dynamic") {
     return out_of_range("loss_scale", "\"" + loss_scale + "\"", "auto, none or dynamic");

@@ -55,6 +55,10 @@ struct TrainingOptions {
   // Data parallel: the gradient is all-reduced in buckets of at most this many MiB, each as soon
   // as the backward pass is done with it (overlapped); 0 = in one call after the backward pass.
   double bucket_mb = 4;
+  // ZeRO stage: 0 = every rank keeps Adam's moments for every parameter; 1 = the gradient is
+  // reduce-scattered bucket by bucket, each rank updates only its shard of each bucket (and keeps
+  // only its moments: 1/N of them), then the updated parameters are all-gathered.
+  int zero_stage = 0;
 
   int64_t checkpoint_every_steps = 1000;   // 0 = off
   double checkpoint_every_minutes = 0;     // 0 = off
