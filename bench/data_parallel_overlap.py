@@ -2,13 +2,16 @@
 """What overlapping the gradient all-reduce with the backward pass buys data-parallel training:
 xlate-trainer under `mpirun -np R` with the gradient reduced in one call after the backward pass
 (--bucket_mb 0) and in buckets of several sizes overlapped with it, next to one process with the
-whole batch, alternating in the same run.
+whole batch, alternating in the same run; with --zero_stages 0,1 each bucketed configuration
+also runs with Adam's moments sharded over the ranks (ZeRO-1).
 
 Every run trains the same model (default: the paper's base) on Multi30k with the same global
 batch (--max_tokens padded source+target tokens per step, shared by the ranks). Reported per
 configuration, over the timed steps after untimed warm-up steps: real source+target tokens/s,
 seconds per step, and from the trainer's log (rank 0) the seconds per step spent in all-reduce
-calls and the part of them the step waited for (exposed); hidden = 1 - exposed / all-reduce.
+calls and the part of them the step waited for (exposed); hidden = 1 - exposed / all-reduce;
+and rank 0's peak resident memory. With ZeRO-1 the all-gather of the updated parameters after
+the step counts as reduction time, all of it exposed.
 
   python3 bench/data_parallel_overlap.py --ranks 2 --threads_per_rank 1 --steps 6
 """
@@ -35,7 +38,8 @@ def run(args, data, name, launcher, threads, extra):
     exposed = sum(e.get("exposed_reduce_seconds", 0) for e in timed) / len(timed)
     return {"name": name, "tokens_per_second": tokens / seconds,
             "seconds_per_step": seconds / len(timed), "reduce_seconds_per_step": reduce,
-            "exposed_seconds_per_step": exposed, "final_loss": timed[-1]["loss"]}
+            "exposed_seconds_per_step": exposed, "final_loss": timed[-1]["loss"],
+            "peak_host_memory_mb": max(e.get("peak_host_memory_bytes", 0) for e in timed) / 2**20}
 
 
 def main():
@@ -46,6 +50,7 @@ def main():
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--threads_per_rank", type=int, default=1)
     parser.add_argument("--bucket_mb", default="0,1,4,25", help="comma-separated; 0 = no overlap")
+    parser.add_argument("--zero_stages", default="0", help="comma-separated: 0, 1 or 0,1")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
@@ -53,8 +58,11 @@ def main():
     launcher = [args.mpirun, "-np", str(args.ranks)] + MPI_FLAGS
     configurations = [("1 process", [], args.threads or args.ranks * args.threads_per_rank, [])]
     for bucket in args.bucket_mb.split(","):
-        configurations.append((f"{args.ranks} ranks, bucket {bucket} MiB", launcher,
-                               args.threads_per_rank, ["--bucket_mb", bucket]))
+        for zero in args.zero_stages.split(","):
+            configurations.append((f"{args.ranks} ranks, bucket {bucket} MiB"
+                                   + (", ZeRO-1" if zero == "1" else ""), launcher,
+                                   args.threads_per_rank,
+                                   ["--bucket_mb", bucket, "--zero_stage", zero]))
     started = time.time()
     results = {name: [] for name, _, _, _ in configurations}
     for _ in range(args.rounds):
@@ -65,16 +73,17 @@ def main():
     for name, runs in results.items():
         mean = {key: sum(r[key] for r in runs) / len(runs)
                 for key in ("tokens_per_second", "seconds_per_step", "reduce_seconds_per_step",
-                            "exposed_seconds_per_step")}
+                            "exposed_seconds_per_step", "peak_host_memory_mb")}
         mean["name"] = name
         hidden = (1 - mean["exposed_seconds_per_step"] / mean["reduce_seconds_per_step"]
                   if mean["reduce_seconds_per_step"] > 0 else None)
         mean["hidden_fraction"] = hidden
         summary.append(mean)
-        print(f"{name:28s} {mean['tokens_per_second']:8.1f} tok/s  {mean['seconds_per_step']:6.2f} s/step"
+        print(f"{name:36s} {mean['tokens_per_second']:8.1f} tok/s  {mean['seconds_per_step']:6.2f} s/step"
               f"  all-reduce {mean['reduce_seconds_per_step']:6.3f} s/step"
               f"  exposed {mean['exposed_seconds_per_step']:6.3f}"
-              + (f"  hidden {hidden:5.1%}" if hidden is not None else ""))
+              + (f"  hidden {hidden:5.1%}" if hidden is not None else "")
+              + f"  peak RSS rank 0 {mean['peak_host_memory_mb']:7.0f} MB")
     print(f"(preset {args.preset}, {args.max_tokens} tokens/step, {args.ranks} ranks x "
           f"{args.threads_per_rank} threads, {args.rounds} rounds, {time.time() - started:.0f} s)")
     print(json.dumps({"summary": summary}))

@@ -15,13 +15,15 @@ mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/data"
 
 binaries=(build/tests/xlate_kernel_tests build/engine/xlate build/bench/xlate_translate_bench
           build/bench/xlate_ops_bench build/bench/xlate_training_ops_bench
-          build/tests/trainer/xlate_trainer_tests build/trainer/xlate-trainer)
+          build/tests/trainer/xlate_trainer_tests build/trainer/xlate-trainer
+          build/tests/distributed/xlate_nccl_communicator_tests)
 cp "${binaries[@]}" "$bundle/bin/"
 # The SentencePiece module is dlopen'ed from bin/../lib (engine/sentencepiece_wrapper.cc).
 cp build/lib/libxlate_sentencepiece.so "$bundle/lib/"
 
 # Every library the binaries and the module resolve, but for those the GPU machine provides
-# (glibc, the CUDA driver); cuBLASLt is dlopen'ed and comes from the machine's toolkit.
+# (glibc, the CUDA driver); cuBLASLt and NCCL are dlopen'ed and come from the machine's toolkit
+# or wheels (NCCL's 200 MB would not fit the bundle).
 system_libraries='^(linux-vdso|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|ld-linux|libcuda\.so)'
 for file in "$bundle"/bin/* "$bundle"/lib/libxlate_sentencepiece.so; do
   ldd "$file" | awk '$3 ~ /^\// {print $1, $3}'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine, from the repository root, over a bundle from bench/gpu/make_bundle.sh:
 #   checks     the CUDA op and whole-model tests against the CPU reference, inference and
-#              training (xlate_kernel_tests, xlate_trainer_tests)
+#              training (xlate_kernel_tests, xlate_trainer_tests), and NCCL with one rank
+#              (xlate_nccl_communicator_tests)
 #   sanitize   the CUDA tests under compute-sanitizer memcheck and racecheck
 #   bench      newstest2014 on a base-size model: xlate float16/bfloat16 against CTranslate2
 #              and Hugging Face MarianMT generate in the same precision, batches of 32 and 64
@@ -33,6 +34,9 @@ bench_flags=("$@")
 # cuBLASLt (dlopen'ed by kernels/cublaslt_library.cc) from the machine's CUDA toolkit or wheels.
 cublaslt=$(find / -xdev -name 'libcublasLt.so.1[0-9]*' 2>/dev/null | grep -v "$bundle" | head -1)
 export LD_LIBRARY_PATH="$bundle/lib:$(dirname "$cublaslt"):${LD_LIBRARY_PATH:-}"
+# NCCL (dlopen'ed by kernels/nccl_library.cc) likewise, e.g. from PyTorch's nvidia-nccl wheel.
+nccl=$(find / -xdev -name 'libnccl.so.2*' 2>/dev/null | grep -v "$bundle" | head -1)
+[[ -n $nccl ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$nccl")"
 export XLATE_TINY_MODEL=$bundle/data/tiny XLATE_SAMPLE_TEXT=$bundle/data/test_2016_flickr.en
 export XLATE_SCRATCH=/tmp/xlate_scratch XLATE_TEST_DATA=$PWD/tests/data
 mkdir -p "$XLATE_SCRATCH"
@@ -65,7 +69,11 @@ for stage in "${stages[@]}"; do
       echo "checks: exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|^\[==" "$out/checks.log"
       "$trainer_tests" --gtest_filter='*ModelCuda*' > "$out/checks_trainer.log" 2>&1
       echo "checks trainer: exit $?"
-      grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|^\[==" "$out/checks_trainer.log" ;;
+      grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|^\[==" "$out/checks_trainer.log"
+      echo "NCCL: ${nccl:-not found}"
+      "$bundle/bin/xlate_nccl_communicator_tests" > "$out/checks_nccl.log" 2>&1
+      echo "checks nccl: exit $?"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED)|FAILED  \]|^\[==" "$out/checks_nccl.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
         filter=$cuda_filter

@@ -161,8 +161,8 @@ class TrainerCliTest(RunsOnTheCliCorpus):
                                 "-np", "1", *base, "--output", run, *different],
                                expect_ok=False, timeout=120)
                 self.assertNotEqual(result.returncode, 0)
-                self.assertIn("the ranks disagree on the model, the training data and the "
-                              "training options", result.stderr)
+                self.assertIn("the ranks disagree on the model, the training data, the "
+                              "training options and the device", result.stderr)
                 self.assertIn("rank 1 differs from rank 0", result.stderr)
 
     def test_keeps_the_last_checkpoints_and_averages_them(self):

@@ -2,12 +2,16 @@
 
 #include "absl/flags/flag.h"
 #include "trainer/distributed/communicator.h"
+#include "trainer/distributed/rank_device.h"
 #include "trainer/tools/commands.h"
 #include "trainer/training/trainer.h"
 
 ABSL_FLAG(std::string, data, "", "data directory written by `xlate-trainer prepare`");
 ABSL_FLAG(std::string, device, "auto",
           "auto, cpu or cuda (auto: the GPU when this build has CUDA and one is visible)");
+ABSL_FLAG(std::string, devices, "",
+          "under mpirun: comma-separated GPU indices, the i-th for the node's i-th rank (default: "
+          "rank i uses GPU i, or the i-th of CUDA_VISIBLE_DEVICES); one GPU per rank");
 ABSL_FLAG(std::string, preset, "base", "architecture preset: tiny, base or big");
 ABSL_FLAG(int, layers, 0, "N: layers in each stack (0 = the preset's)");
 ABSL_FLAG(int, d_model, 0, "d_model (0 = the preset's)");
@@ -113,6 +117,14 @@ TrainingOptions options_from_flags() {
 }  // namespace
 
 int run_train() {
+  // One GPU per rank, chosen before anything touches CUDA.
+  if (absl::GetFlag(FLAGS_device) != "cpu") {
+    absl::StatusOr<std::optional<std::string>> gpu = select_rank_gpu(absl::GetFlag(FLAGS_devices));
+    if (!gpu.ok()) {
+      std::cerr << "xlate-trainer train: " << gpu.status().message() << "\n";
+      return 1;
+    }
+  }
   absl::StatusOr<std::unique_ptr<Communicator>> communicator = create_communicator();
   if (!communicator.ok()) {
     std::cerr << "xlate-trainer train: " << communicator.status().message() << "\n";

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <optional>
 
+#include <sys/resource.h>
+
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
@@ -12,6 +14,7 @@
 #include "evaluation/bleu.h"
 #include "trainer/data/shard.h"
 #include "trainer/data/training_batch.h"
+#include "trainer/distributed/nccl_communicator.h"
 
 namespace xlate::trainer {
 namespace {
@@ -131,10 +134,12 @@ uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& optio
 // What every rank of a data-parallel run must share beyond run_fingerprint: the options that
 // decide the collectives each step makes (bucket plan, steps, validation) or the update each
 // rank applies. A rank started with other values would hang the others or drift from them.
-uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run_fingerprint) {
+uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run_fingerprint,
+                                    Device device) {
   const std::string text = absl::StrCat(
-      run_fingerprint, "|", options.bucket_mb, "|", options.max_steps, "|", options.warmup_steps,
-      "|", options.learning_rate_scale, "|", options.zero_stage, "|", options.adam_beta1, "|", options.adam_beta2, "|",
+      run_fingerprint, "|", device == Device::kCUDA ? "cuda" : "cpu", "|", options.bucket_mb,
+      "|", options.max_steps, "|", options.warmup_steps, "|", options.learning_rate_scale, "|",
+      options.zero_stage, "|", options.adam_beta1, "|", options.adam_beta2, "|",
       options.adam_epsilon, "|", options.clip_norm, "|", options.validate_every_steps, "|",
       loss_scaler_text(options), "|", options.precision);
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
@@ -214,9 +219,9 @@ absl::Status Trainer::initialise() {
   state_.seed = options_.seed;
   state_.run_fingerprint = run_fingerprint(config_, options_, *batches_, communicator_.world_size());
   absl::Status agreed = check_same_on_all_ranks(
-      communicator_, rank_agreement_fingerprint(options_, state_.run_fingerprint),
-      "the model, the training data and the training options (give every rank the same "
-      "command line and data)");
+      communicator_, rank_agreement_fingerprint(options_, state_.run_fingerprint, device_),
+      "the model, the training data, the training options and the device (give every rank "
+      "the same command line and data, and a GPU each or none)");
   if (!agreed.ok()) return agreed;
   parameters_.copy_from(random_weights(config_, options_.seed), config_);
   if (options_.loss_scale == "dynamic") loss_scaler_.emplace(options_.loss_scaler);
@@ -281,12 +286,23 @@ absl::Status Trainer::create_reducer() {
     }
     return absl::OkStatus();
   }
-  if (options_.bucket_mb == 0 && options_.zero_stage == 0) return absl::OkStatus();
   if (device_ != Device::kCPU) {
-    // The communicator reduces host memory: a GPU's gradient goes through one host copy.
-    if (log_) log_->message("gradient all-reduce: through host memory after the backward pass");
-    return absl::OkStatus();
+    absl::StatusOr<std::unique_ptr<Communicator>> nccl = create_nccl_communicator(communicator_);
+    if (nccl.status().code() == absl::StatusCode::kUnimplemented) {
+      // A GPU's gradient goes through one host copy and the host communicator.
+      if (log_) {
+        log_->message(absl::StrCat("gradient all-reduce: through host memory after the backward "
+                                   "pass (", nccl.status().message(), ")"));
+      }
+      return absl::OkStatus();
+    }
+    if (!nccl.ok()) return nccl.status();
+    device_communicator_ = std::move(*nccl);
+    if (log_) log_->message("gradient all-reduce: NCCL between the GPUs");
   }
+  if (options_.bucket_mb == 0 && options_.zero_stage == 0) return absl::OkStatus();
+  Communicator& gradient_communicator =
+      device_communicator_ ? *device_communicator_ : communicator_;
   // The parameters are laid out in forward order (embedding, encoder, decoder), so the backward
   // pass finishes them from the end of the buffer towards its start; the fixed sinusoidal tables
   // get no gradient and are not reduced.
@@ -298,7 +314,7 @@ absl::Status Trainer::create_reducer() {
   const auto bucket_elements = static_cast<int64_t>(
       std::max(1.0, options_.bucket_mb * 1024 * 1024 / sizeof(float)));
   const BucketedAllReduce::Threading threading =
-      communicator_.allows_collectives_from_any_thread()
+      gradient_communicator.allows_collectives_from_any_thread()
           ? BucketedAllReduce::Threading::kBackgroundThread
           : BucketedAllReduce::Threading::kCallingThread;
   // --bucket_mb 0 with ZeRO-1: one bucket per contiguous run of parameters.
@@ -307,7 +323,8 @@ absl::Status Trainer::create_reducer() {
       options_.zero_stage == 1 ? BucketedAllReduce::Reduction::kReduceScatter
                                : BucketedAllReduce::Reduction::kAllReduce;
   absl::StatusOr<std::unique_ptr<BucketedAllReduce>> reducer =
-      BucketedAllReduce::Create(communicator_, std::move(ranges), limit, threading, reduction);
+      BucketedAllReduce::Create(gradient_communicator, std::move(ranges), limit, threading,
+                                reduction);
   if (!reducer.ok()) return reducer.status();
   reducer_ = std::move(*reducer);
   if (log_) {
@@ -438,9 +455,14 @@ absl::StatusOr<double> Trainer::gradient_norm(double gradient_scale) {
 absl::Status Trainer::all_reduce_gradients(StepReport* report) {
   if (communicator_.world_size() == 1) return absl::OkStatus();
   const Clock::time_point started = Clock::now();
-  Tensor host = gradients_.flat().on(Device::kCPU);
-  absl::Status status = communicator_.all_reduce_sum(host.data<float>(), gradients_.size());
-  if (status.ok() && device_ != Device::kCPU) gradients_.flat().copy_from(host);
+  absl::Status status;
+  if (device_communicator_) {
+    status = device_communicator_->all_reduce_sum(gradients_.flat().data<float>(), gradients_.size());
+  } else {
+    Tensor host = gradients_.flat().on(Device::kCPU);
+    status = communicator_.all_reduce_sum(host.data<float>(), gradients_.size());
+    if (status.ok() && device_ != Device::kCPU) gradients_.flat().copy_from(host);
+  }
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
   report->reduce_seconds += seconds;  // all of it exposed: nothing runs beside it
   report->exposed_reduce_seconds += seconds;
@@ -588,6 +610,10 @@ absl::Status Trainer::Run() {
       report.elapsed_seconds = now;
       if (device_ == Device::kCUDA) {
         report.gpu_memory_bytes = static_cast<int64_t>(cuda_backend::bytes_reserved());
+      }
+      rusage usage{};
+      if (getrusage(RUSAGE_SELF, &usage) == 0) {
+        report.peak_host_memory_bytes = int64_t{usage.ru_maxrss} * 1024;  // Linux: KiB
       }
       report.eta_seconds = (now - elapsed_before_) / static_cast<double>(state_.step - first_step) *
                            static_cast<double>(options_.max_steps - state_.step);

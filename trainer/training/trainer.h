@@ -76,6 +76,9 @@ class Trainer {
   LearningRateSchedule schedule_;
   TransformerTraining model_;
   std::optional<BatchIterator> batches_;
+  // GPU ranks: NCCL between the GPUs, for the gradient (device memory); null on CPU ranks and in
+  // builds without NCCL, where the gradient is reduced by communicator_ (through host memory).
+  std::unique_ptr<Communicator> device_communicator_;
   std::unique_ptr<BucketedAllReduce> reducer_;  // null: one all-reduce after the backward pass
   std::unique_ptr<TrainingLog> log_;             // rank 0 only
   std::unique_ptr<Translator> translator_;       // rank 0 only, for validation BLEU

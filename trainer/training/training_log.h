@@ -31,6 +31,7 @@ struct StepReport {
   double elapsed_seconds = 0, eta_seconds = 0;
   // On a GPU: the most device memory this rank's allocator has held (its high-water mark).
   std::optional<int64_t> gpu_memory_bytes;
+  int64_t peak_host_memory_bytes = 0;  // the logging rank's peak resident set so far
 };
 
 struct ValidationReport {
