@@ -133,6 +133,9 @@ class TrainerCliTest(RunsOnTheCliCorpus):
                     self.assertTrue(got == expected[name], f"{name} differs from the unsharded run's")
                 messages = [e["text"] for e in h.log_events(sharded, "message")]
                 self.assertTrue(any("ZeRO-1" in m for m in messages), messages)
+                # Each rank holds half the moments: rank 0's peak memory is logged.
+                self.assertTrue(all(e["peak_host_memory_bytes"] > 0
+                                    for e in h.log_events(sharded, "train")))
                 norms = [e["grad_norm"] for e in h.log_events(sharded, "train")]
                 unsharded_norms = [e["grad_norm"] for e in h.log_events(unsharded, "train")]
                 np.testing.assert_allclose(norms, unsharded_norms, rtol=1e-6)

@@ -56,39 +56,14 @@ class NcclCommunicator final : public Communicator {
   }
 
   absl::Status reduce_scatter_sum(float* data, int64_t count) override {
-    if (absl::Status status = check_collective_buffer(data, count, "reduce_scatter_sum");
-        !status.ok()) {
-      return status;
-    }
-    return run("reduce_scatter_sum", [&] {
-      const kernels::NcclLibrary& nccl = kernels::nccl();
-      ncclResult_t result = nccl.group_start();
-      for (int r = 0; r < world_size() && result == ncclSuccess; ++r) {
-        const FlatRange part = shard_of(count, r, world_size());
-        result = nccl.reduce(data + part.offset, data + part.offset,
-                             static_cast<size_t>(part.count), ncclFloat32, ncclSum, r, comm_,
-                             stream_);
-      }
-      const ncclResult_t ended = nccl.group_end();
-      return result != ncclSuccess ? result : ended;
+    return for_each_part(data, count, "reduce_scatter_sum", [&](float* part, size_t n, int root) {
+      return kernels::nccl().reduce(part, part, n, ncclFloat32, ncclSum, root, comm_, stream_);
     });
   }
 
   absl::Status all_gather_shards(float* data, int64_t count) override {
-    if (absl::Status status = check_collective_buffer(data, count, "all_gather_shards");
-        !status.ok()) {
-      return status;
-    }
-    return run("all_gather_shards", [&] {
-      const kernels::NcclLibrary& nccl = kernels::nccl();
-      ncclResult_t result = nccl.group_start();
-      for (int r = 0; r < world_size() && result == ncclSuccess; ++r) {
-        const FlatRange part = shard_of(count, r, world_size());
-        result = nccl.broadcast(data + part.offset, data + part.offset,
-                                static_cast<size_t>(part.count), ncclFloat32, r, comm_, stream_);
-      }
-      const ncclResult_t ended = nccl.group_end();
-      return result != ncclSuccess ? result : ended;
+    return for_each_part(data, count, "all_gather_shards", [&](float* part, size_t n, int root) {
+      return kernels::nccl().broadcast(part, part, n, ncclFloat32, root, comm_, stream_);
     });
   }
 
@@ -137,6 +112,25 @@ class NcclCommunicator final : public Communicator {
     return run(operation, [&] {
       return kernels::nccl().all_reduce(data, data, static_cast<size_t>(count), type, op, comm_,
                                         stream_);
+    });
+  }
+
+  // One NCCL group of `call(part, elements, rank)` for every rank's part (shard_of) of `count`
+  // elements at `data`.
+  template <typename Call>
+  absl::Status for_each_part(float* data, int64_t count, const char* operation, Call call) {
+    if (absl::Status status = check_collective_buffer(data, count, operation); !status.ok()) {
+      return status;
+    }
+    return run(operation, [&] {
+      const kernels::NcclLibrary& nccl = kernels::nccl();
+      ncclResult_t result = nccl.group_start();
+      for (int r = 0; r < world_size() && result == ncclSuccess; ++r) {
+        const FlatRange part = shard_of(count, r, world_size());
+        result = call(data + part.offset, static_cast<size_t>(part.count), r);
+      }
+      const ncclResult_t ended = nccl.group_end();
+      return result != ncclSuccess ? result : ended;
     });
   }
 

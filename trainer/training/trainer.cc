@@ -386,9 +386,9 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   }
   const double gradient_scale = (sums[2] > 0 ? 1.0 / sums[2] : 0.0) / loss_scale;
   // Every rank gets the same norm, so every rank decides the same.
-  absl::StatusOr<double> gradient_norm = this->gradient_norm(gradient_scale);
-  if (!gradient_norm.ok()) return gradient_norm.status();
-  const double norm = *gradient_norm;
+  const absl::StatusOr<double> global_norm = gradient_norm(gradient_scale);
+  if (!global_norm.ok()) return global_norm.status();
+  const double norm = *global_norm;
   const BatchPosition position = batches_->position();
   state_.data_epoch = position.epoch;  // a skipped step's batches are consumed too
   state_.data_batch = position.batch;
