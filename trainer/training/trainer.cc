@@ -277,8 +277,9 @@ double Trainer::elapsed_seconds() const {
 absl::Status Trainer::create_reducer() {
   if (options_.zero_stage == 1 && device_ != Device::kCPU) {
     return absl::UnimplementedError(
-        "--zero_stage 1 shards Adam's moments over CPU ranks only (a GPU's gradient is reduced "
-        "through host memory until the NCCL communicator exists); use --zero_stage 0 on GPUs");
+        "--zero_stage 1 shards Adam's moments over CPU ranks only (not yet over GPU ranks, whose "
+        "moments would have to be gathered from device memory for checkpoints); use "
+        "--zero_stage 0 with --device cuda");
   }
   if (communicator_.world_size() == 1) {
     if (options_.zero_stage == 1 && log_) {
