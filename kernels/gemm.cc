@@ -2,13 +2,13 @@
 
 #include <cuda_runtime_api.h>
 
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 
 #include "kernels/cublaslt_library.h"
 #include "kernels/cuda_check.h"
+#include "kernels/plan_cache.h"
 
 namespace xlate::kernels {
 namespace {
@@ -112,8 +112,9 @@ struct GemmContext::State {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
-  std::map<Key, std::unique_ptr<Plan>> plans;
-  std::map<MatmulKey, std::unique_ptr<Plan>> matmul_plans;
+  explicit State(size_t plan_capacity) : plans(plan_capacity), matmul_plans(plan_capacity) {}
+  PlanCache<Key, std::unique_ptr<Plan>> plans;
+  PlanCache<MatmulKey, std::unique_ptr<Plan>> matmul_plans;
   Float32Math float32_math = Float32Math::kExact;
 
   // The compute type of a product of `type` tensors under float32_math (which only changes
@@ -158,8 +159,8 @@ void GemmContext::State::choose_algorithm(Plan& plan, const std::string& what) {
 
 GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
                                                 GemmEpilogue epilogue, ElementType type) {
-  auto& slot = plans[Key{m, n, k, epilogue, type, key_math(type)}];
-  if (slot) return *slot;
+  const Key key{m, n, k, epilogue, type, key_math(type)};
+  if (std::unique_ptr<Plan>* cached = plans.find(key)) return **cached;
   auto plan = std::make_unique<Plan>();
   const cudaDataType_t data_type = cuda_data_type(type);
   XLATE_CUBLAS_CHECK(
@@ -173,15 +174,13 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
   plan->second = make_layout(data_type, k, m, k, 1, 0);  // inp
   plan->out = make_layout(data_type, n, m, n, 1, 0);
   choose_algorithm(*plan, shape_text(m, n, k));
-  slot = std::move(plan);
-  return *slot;
+  return *plans.insert(key, std::move(plan));
 }
 
 GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s, ElementType type) {
-  auto& slot = matmul_plans[MatmulKey{s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.lda, s.ldb,
-                                      s.ldc, s.batch, s.stride_a, s.stride_b, s.stride_c, type,
-                                      key_math(type)}];
-  if (slot) return *slot;
+  const MatmulKey key{s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.lda, s.ldb, s.ldc,
+                      s.batch, s.stride_a, s.stride_b, s.stride_c, type, key_math(type)};
+  if (std::unique_ptr<Plan>* cached = matmul_plans.find(key)) return **cached;
   auto plan = std::make_unique<Plan>();
   const cudaDataType_t data_type = cuda_data_type(type);
   XLATE_CUBLAS_CHECK(
@@ -194,11 +193,11 @@ GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s, Ele
                                : make_layout(data_type, s.k, s.m, s.lda, s.batch, s.stride_a);
   plan->out = make_layout(data_type, s.n, s.m, s.ldc, s.batch, s.stride_c);
   choose_algorithm(*plan, shape_text(s.m, s.n, s.k));
-  slot = std::move(plan);
-  return *slot;
+  return *matmul_plans.insert(key, std::move(plan));
 }
 
-GemmContext::GemmContext(Stream stream, size_t workspace_bytes) : state_(new State) {
+GemmContext::GemmContext(Stream stream, size_t workspace_bytes, size_t plan_capacity)
+    : state_(new State(plan_capacity)) {
   state_->stream = stream;
   state_->workspace_bytes = workspace_bytes;
   XLATE_CUBLAS_CHECK(cublaslt().create(&state_->handle));
@@ -209,8 +208,21 @@ void GemmContext::set_float32_math(Float32Math math) { state_->float32_math = ma
 
 Float32Math GemmContext::float32_math() const { return state_->float32_math; }
 
+PlanCacheCounts GemmContext::plan_counts() const {
+  const PlanCacheCounts& linear = state_->plans.counts();
+  const PlanCacheCounts& general = state_->matmul_plans.counts();
+  return {linear.hits + general.hits, linear.misses + general.misses,
+          linear.evictions + general.evictions};
+}
+
+size_t GemmContext::cached_plans() const {
+  return state_->plans.size() + state_->matmul_plans.size();
+}
+
 GemmContext::~GemmContext() {
+  // Plans hold descriptors of the handle's library: destroy them before the handle.
   state_->plans.clear();
+  state_->matmul_plans.clear();
   if (state_->workspace) cudaFree(state_->workspace);
   if (state_->handle) cublaslt().destroy(state_->handle);
 }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "kernels/element_type.h"
+#include "kernels/plan_cache.h"
 
 namespace xlate::kernels {
 
@@ -24,11 +25,18 @@ struct MatmulShape {
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
+// Plans kept per kind of product (linear_forward's and matmul's), each a few descriptors of host
+// memory. Training meets a new row count nearly every step (batches of whole sentences), so
+// without a bound the plans would grow with the run; 1,024 keep every shape of the last tens of
+// steps (each step makes a few dozen).
+constexpr size_t kDefaultGemmPlanCapacity = 1024;
+
 // One per stream: owns the cuBLASLt handle, a workspace and the per-shape plans (descriptors
-// and the heuristic's algorithm), so a repeated shape costs no planning.
+// and the heuristic's algorithm, kernels/plan_cache.h), so a repeated shape costs no planning.
 class GemmContext {
  public:
-  explicit GemmContext(Stream stream, size_t workspace_bytes = size_t{32} << 20);
+  explicit GemmContext(Stream stream, size_t workspace_bytes = size_t{32} << 20,
+                       size_t plan_capacity = kDefaultGemmPlanCapacity);
   ~GemmContext();
   GemmContext(const GemmContext&) = delete;
   GemmContext& operator=(const GemmContext&) = delete;
@@ -48,6 +56,10 @@ class GemmContext {
   // against the CPU in float32), one element type for a, b and c.
   void matmul(void* c, const void* a, const void* b, const MatmulShape& shape, float alpha,
               float beta, ElementType type);
+
+  // Plan lookups and evictions so far, over both kinds; plans held now (<= 2 · capacity).
+  PlanCacheCounts plan_counts() const;
+  size_t cached_plans() const;
 
  private:
   struct Plan;

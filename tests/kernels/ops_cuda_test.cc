@@ -13,6 +13,7 @@
 
 #include "engine/backend/cuda_backend.h"
 #include "engine/ops/ops.h"
+#include "kernels/gemm.h"
 #include "tests/random_tensor.h"
 
 namespace xlate {
@@ -94,6 +95,33 @@ TEST_P(OpsCuda, LinearWithEveryEpilogue) {
                                       " relu=" + (activation == Activation::kRelu ? "1" : "0"));
     }
   }
+}
+
+// A context with room for 3 plans meets 8 row counts (a training run's batches) and then the
+// first again: it keeps at most 3 plans, and a shape whose plan was dropped plans anew and
+// still computes the right product.
+TEST_P(OpsCuda, GemmPlansStayBoundedAndADroppedShapePlansAgain) {
+  std::mt19937 generator(21);
+  const int64_t inputs = 64, outputs = 48;
+  const Tensor weight = rounded(random_tensor({outputs, inputs}, generator, 0.5f));
+  const Tensor bias = rounded(random_tensor({outputs}, generator));
+  const Tensor weight_gpu = on_gpu(weight), bias_gpu = on_gpu(bias);
+  kernels::GemmContext gemm(cuda_backend::stream(), size_t{4} << 20, /*plan_capacity=*/3);
+  for (int64_t rows : {1, 2, 3, 5, 8, 13, 21, 34, 1}) {
+    const Tensor x = rounded(random_tensor({rows, inputs}, generator, 0.5f));
+    Tensor expected = Tensor::empty({rows, outputs}, DType::kFloat32);
+    linear_forward(expected, x, weight, bias, Activation::kRelu);
+    const Tensor x_gpu = on_gpu(x);
+    Tensor out = empty_gpu({rows, outputs});
+    gemm.linear_forward(out.raw_data(), x_gpu.raw_data(), weight_gpu.raw_data(),
+                        bias_gpu.raw_data(), rows, outputs, inputs,
+                        kernels::GemmEpilogue::kBiasRelu, cuda_backend::element_type(dtype()));
+    expect_close(out, expected, "linear through a 3-plan context, rows=" + std::to_string(rows));
+    EXPECT_LE(gemm.cached_plans(), 3u);
+  }
+  EXPECT_EQ(gemm.plan_counts().misses, 9u);
+  EXPECT_EQ(gemm.plan_counts().evictions, 6u);
+  EXPECT_EQ(gemm.plan_counts().hits, 0u);
 }
 
 TEST_P(OpsCuda, AddLayerNormIncludingInPlace) {

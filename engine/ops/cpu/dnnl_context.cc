@@ -2,15 +2,18 @@
 
 #include <mutex>
 
+#include "kernels/plan_cache.h"
+
 namespace xlate::cpu {
 namespace {
 
-// Decoding shrinks batches row by row, so shapes vary; bound the cache all the same.
+// Decoding shrinks batches row by row and training batches differ in rows every step, so the
+// shapes a process meets keep coming; the least recently used primitives make room.
 constexpr size_t kMaxPrimitives = 4096;
 
 std::mutex cache_mutex;
-std::unordered_map<std::string, dnnl::primitive>& primitive_cache() {
-  static auto* cache = new std::unordered_map<std::string, dnnl::primitive>();
+kernels::PlanCache<std::string, dnnl::primitive>& primitive_cache() {
+  static auto* cache = new kernels::PlanCache<std::string, dnnl::primitive>(kMaxPrimitives);
   return *cache;
 }
 
@@ -25,14 +28,11 @@ dnnl::primitive cached_primitive(const std::string& key,
                                  const std::function<dnnl::primitive()>& make) {
   {
     std::lock_guard<std::mutex> lock(cache_mutex);
-    auto found = primitive_cache().find(key);
-    if (found != primitive_cache().end()) return found->second;
+    if (const dnnl::primitive* found = primitive_cache().find(key)) return *found;
   }
   dnnl::primitive primitive = make();  // outside the lock: creation can take milliseconds
   std::lock_guard<std::mutex> lock(cache_mutex);
-  if (primitive_cache().size() >= kMaxPrimitives) primitive_cache().clear();
-  primitive_cache().emplace(key, primitive);
-  return primitive;
+  return primitive_cache().insert(key, primitive);
 }
 
 dnnl::memory wrap_f32(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,
