@@ -149,6 +149,36 @@ class TrainerCliTest(RunsOnTheCliCorpus):
             got = h.read_bytes(os.path.join(h.checkpoint_path(split, 4), name))
             self.assertTrue(got == expected[name], f"{name} differs after the sharded resume")
 
+    def test_one_rank_told_to_reduce_trains_as_the_plain_run(self):
+        # --gradient_reduction host makes one rank take the multi-rank path (the bucketed,
+        # overlapped reduction or the one call after the backward pass) over a world of one, as
+        # a single process and as an MPI singleton: the sum over one rank changes no bit.
+        args = ["--max_steps", "3", "--checkpoint_every_steps", "3", *COMMON]
+        plain = self.run_dir("reduce-none")
+        h.train(self.data, plain, *args)
+        files = ("model.safetensors", "optimizer.safetensors")
+        expected = {name: h.read_bytes(os.path.join(h.checkpoint_path(plain, 3), name))
+                    for name in files}
+        launchers = [("process", ())]
+        if h.MPIEXEC:
+            launchers.append(("mpi", [h.MPIEXEC, "-np", "1"] + [f for f in h.MPIEXEC_FLAGS if f]))
+        for launch, launcher in launchers:
+            for bucket_mb in ("0", "0.01"):
+                with self.subTest(launch=launch, bucket_mb=bucket_mb):
+                    run = self.run_dir(f"reduce-host-{launch}-{bucket_mb}")
+                    h.train(self.data, run, "--gradient_reduction", "host", "--bucket_mb",
+                            bucket_mb, *args, launcher=launcher)
+                    for name in files:
+                        got = h.read_bytes(os.path.join(h.checkpoint_path(run, 3), name))
+                        self.assertTrue(got == expected[name], f"{name} differs")
+                    messages = [e["text"] for e in h.log_events(run, "message")]
+                    self.assertEqual(any("buckets of at most" in m for m in messages),
+                                     bucket_mb != "0", messages)
+                    # The reduction really ran: its time is logged (zero without it).
+                    if bucket_mb != "0":
+                        self.assertTrue(any(e.get("reduce_seconds", 0) > 0
+                                            for e in h.log_events(run, "train")))
+
     def test_ranks_started_differently_are_refused_at_start(self):
         if not h.MPIEXEC:
             self.fail("no mpiexec found by CMake: install openmpi-bin (scripts/setup.sh)")
@@ -227,6 +257,10 @@ class TrainerCliTest(RunsOnTheCliCorpus):
             (["--positional", "rotary"], "--positional"),
             (["--bucket_mb", "-1"], "--bucket_mb is -1"),
             (["--zero_stage", "2"], "--zero_stage is 2; it must be 0 or 1"),
+            (["--gradient_reduction", "gloo"],
+             '--gradient_reduction is "gloo"; it must be auto, host or nccl'),
+            (["--device", "cpu", "--gradient_reduction", "nccl"],
+             "--gradient_reduction nccl reduces device memory and needs GPU ranks"),
             (["--device", "gpu"], '--device is "gpu"; it must be auto, cpu or cuda'),
             (["--loss_scale", "fp16"], '--loss_scale is "fp16"; it must be auto, none or dynamic'),
             (["--precision", "fp8"], '--precision is "fp8"; it must be auto, fp32, fp16 or bf16'),
@@ -393,6 +427,39 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
         self.assertIn("resumed from", resumed.stderr)
         crossed_losses = [e["loss"] for e in h.log_events(crossed, "train")]
         np.testing.assert_allclose(crossed_losses, gpu_losses[5:], rtol=1e-3)
+
+    def test_nccl_with_one_rank_trains_as_the_plain_gpu_run(self):
+        # NCCL puts one rank on a GPU, so the trainer's NCCL path is checked here with one rank
+        # (--gradient_reduction nccl reduces even then): bucketed and overlapped with the
+        # backward pass, or one call after it, it must change no bit of fp32 training.
+        self.require_gpu()
+        args = ["--device", "cuda", "--precision", "fp32", "--max_steps", "4",
+                "--checkpoint_every_steps", "4", *COMMON]
+        plain = self.run_dir("nccl-none")
+        h.train(self.data, plain, *args)
+        files = ("model.safetensors", "optimizer.safetensors")
+        expected = {name: h.read_bytes(os.path.join(h.checkpoint_path(plain, 4), name))
+                    for name in files}
+        for bucket_mb in ("0", "0.01", "4"):
+            with self.subTest(bucket_mb=bucket_mb):
+                run = self.run_dir(f"nccl-{bucket_mb}")
+                result = h.train(self.data, run, "--gradient_reduction", "nccl", "--bucket_mb",
+                                 bucket_mb, *args, expect_ok=False)
+                if result.returncode != 0 and "libnccl" in result.stderr:
+                    self.skipTest("no NCCL library on this machine: " + result.stderr.strip())
+                self.assertEqual(result.returncode, 0, result.stderr)
+                messages = [e["text"] for e in h.log_events(run, "message")]
+                self.assertTrue(any("NCCL between the GPUs of the 1 ranks" in m
+                                    for m in messages), messages)
+                for name in files:
+                    got = h.read_bytes(os.path.join(h.checkpoint_path(run, 4), name))
+                    self.assertTrue(got == expected[name], f"{name} differs with NCCL")
+        # --gradient_reduction host: the whole gradient through host memory, also unchanged.
+        host = self.run_dir("nccl-host")
+        h.train(self.data, host, "--gradient_reduction", "host", *args)
+        for name in files:
+            got = h.read_bytes(os.path.join(h.checkpoint_path(host, 4), name))
+            self.assertTrue(got == expected[name], f"{name} differs through host memory")
 
     def test_mixed_precision_trains_like_fp32(self):
         # fp16 and bf16 round the products' inputs; the losses stay near fp32's, fp16 scales its

@@ -35,6 +35,10 @@ ABSL_FLAG(int, zero_stage, 0,
           "ranks > 1: 1 shards Adam's moments over the ranks (ZeRO-1: the gradient is "
           "reduce-scattered, each rank updates its shard, the parameters are all-gathered); "
           "0 = every rank keeps all of them");
+ABSL_FLAG(std::string, gradient_reduction, "auto",
+          "auto (ranks > 1: NCCL between GPU ranks when built with it, else MPI through host "
+          "memory), host (MPI through host memory) or nccl (NCCL or an error); host and nccl "
+          "reduce even with one rank");
 ABSL_FLAG(int64_t, max_steps, 100000, "optimizer steps to train for (the paper's base: 100000)");
 ABSL_FLAG(int64_t, warmup_steps, 4000, "learning-rate warmup steps");
 ABSL_FLAG(double, lr_scale, 1.0, "factor on the paper's learning-rate schedule");
@@ -92,6 +96,7 @@ TrainingOptions options_from_flags() {
   options.update_frequency = absl::GetFlag(FLAGS_update_freq);
   options.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   options.zero_stage = absl::GetFlag(FLAGS_zero_stage);
+  options.gradient_reduction = absl::GetFlag(FLAGS_gradient_reduction);
   options.max_steps = absl::GetFlag(FLAGS_max_steps);
   options.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
   options.learning_rate_scale = absl::GetFlag(FLAGS_lr_scale);

@@ -139,7 +139,7 @@ uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run
   const std::string text = absl::StrCat(
       run_fingerprint, "|", device == Device::kCUDA ? "cuda" : "cpu", "|", options.bucket_mb,
       "|", options.max_steps, "|", options.warmup_steps, "|", options.learning_rate_scale, "|",
-      options.zero_stage, "|", options.adam_beta1, "|", options.adam_beta2, "|",
+      options.zero_stage, "|", options.gradient_reduction, "|", options.adam_beta1, "|", options.adam_beta2, "|",
       options.adam_epsilon, "|", options.clip_norm, "|", options.validate_every_steps, "|",
       loss_scaler_text(options), "|", options.precision);
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
@@ -281,25 +281,45 @@ absl::Status Trainer::create_reducer() {
         "moments would have to be gathered from device memory for checkpoints); use "
         "--zero_stage 0 with --device cuda");
   }
-  if (communicator_.world_size() == 1) {
+  const bool wants_nccl = options_.gradient_reduction == "nccl";
+  if (wants_nccl && device_ == Device::kCPU) {
+    return absl::InvalidArgumentError(
+        "--gradient_reduction nccl reduces device memory and needs GPU ranks (--device cuda); "
+        "CPU ranks reduce through MPI (--gradient_reduction auto or host)");
+  }
+  if (!reduces_gradients()) {
     if (options_.zero_stage == 1 && log_) {
       log_->message("--zero_stage 1 with one rank: nothing to shard, every moment stays here");
     }
     return absl::OkStatus();
   }
   if (device_ != Device::kCPU) {
-    absl::StatusOr<std::unique_ptr<Communicator>> nccl = create_nccl_communicator(communicator_);
-    if (nccl.status().code() == absl::StatusCode::kUnimplemented) {
-      // A GPU's gradient goes through one host copy and the host communicator.
+    // A GPU's gradient is reduced in device memory by NCCL, or else copied to the host whole
+    // after the backward pass and reduced there by MPI (no buckets: MPI takes host memory).
+    const auto through_host = [&](absl::string_view why) {
       if (log_) {
-        log_->message(absl::StrCat("gradient all-reduce: through host memory after the backward "
-                                   "pass (", nccl.status().message(), ")"));
+        log_->message(absl::StrCat(
+            "gradient all-reduce: through host memory after the backward pass (", why, ")"));
       }
       return absl::OkStatus();
+    };
+    if (options_.gradient_reduction == "host") return through_host("--gradient_reduction host");
+    absl::StatusOr<std::unique_ptr<Communicator>> nccl = create_nccl_communicator(communicator_);
+    if (!nccl.ok()) {
+      if (wants_nccl) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("--gradient_reduction nccl: ", nccl.status().message()));
+      }
+      if (nccl.status().code() == absl::StatusCode::kUnimplemented) {
+        return through_host(nccl.status().message());
+      }
+      return nccl.status();
     }
-    if (!nccl.ok()) return nccl.status();
     device_communicator_ = std::move(*nccl);
-    if (log_) log_->message("gradient all-reduce: NCCL between the GPUs");
+    if (log_) {
+      log_->message(absl::StrCat("gradient all-reduce: NCCL between the GPUs of the ",
+                                 communicator_.world_size(), " ranks"));
+    }
   }
   if (options_.bucket_mb == 0 && options_.zero_stage == 0) return absl::OkStatus();
   Communicator& gradient_communicator =
@@ -453,8 +473,12 @@ absl::StatusOr<double> Trainer::gradient_norm(double gradient_scale) {
   return std::sqrt(sum_of_squares) * gradient_scale;
 }
 
+bool Trainer::reduces_gradients() const {
+  return communicator_.world_size() > 1 || options_.gradient_reduction != "auto";
+}
+
 absl::Status Trainer::all_reduce_gradients(StepReport* report) {
-  if (communicator_.world_size() == 1) return absl::OkStatus();
+  if (!reduces_gradients()) return absl::OkStatus();
   const Clock::time_point started = Clock::now();
   absl::Status status;
   if (device_communicator_) {

@@ -40,9 +40,11 @@ class Trainer {
   Trainer(const TrainingOptions& options, Communicator& communicator, TokenCorpus train,
           std::optional<TokenCorpus> valid, ModelConfig config, Device device);
   absl::Status initialise();
-  // The overlapped gradient reduction, when there are several ranks on CPUs and --bucket_mb >
-  // 0 or --zero_stage 1.
+  // The device communicator (NCCL) for GPU ranks, and the overlapped gradient reduction when
+  // the gradient is reduced (reduces_gradients()) and --bucket_mb > 0 or --zero_stage 1.
   absl::Status create_reducer();
+  // Several ranks, or one rank told to reduce anyway (--gradient_reduction host or nccl).
+  bool reduces_gradients() const;
   bool sharded() const { return options_.zero_stage == 1 && reducer_ != nullptr; }
   // The global gradient norm (times gradient_scale) on every rank: of the whole reduced
   // gradient, or with ZeRO-1 of every rank's shards together.

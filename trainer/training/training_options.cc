@@ -32,6 +32,11 @@ absl::Status TrainingOptions::Validate() const {
   if (zero_stage != 0 && zero_stage != 1) {
     return out_of_range("zero_stage", std::to_string(zero_stage), "0 or 1");
   }
+  if (gradient_reduction != "auto" && gradient_reduction != "host" &&
+      gradient_reduction != "nccl") {
+    return out_of_range("gradient_reduction", "\"" + gradient_reduction + "\"",
+                        "auto, host or nccl");
+  }
   if (!(clip_norm >= 0)) return out_of_range("clip_norm", std::to_string(clip_norm), ">= 0");
   if (loss_scale != "auto" && loss_scale != "none" && loss_scale != "dynamic") {
     return out_of_range("loss_scale", "\"" + loss_scale + "\"", "auto, none or dynamic");

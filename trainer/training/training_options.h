@@ -59,6 +59,12 @@ struct TrainingOptions {
   // reduce-scattered bucket by bucket, each rank updates only its shard of each bucket (and keeps
   // only its moments: 1/N of them), then the updated parameters are all-gathered.
   int zero_stage = 0;
+  // Where the gradient is reduced: auto = nowhere with one rank; between GPU ranks through NCCL
+  // when the build has it (through host memory otherwise), between CPU ranks through the
+  // launcher's MPI. host = the MPI path even for GPU ranks (one device-to-host copy each way);
+  // nccl = NCCL or an error. host and nccl reduce even with one rank, so that the path a
+  // multi-GPU job takes can be checked on one GPU (bit-identical to the plain run in fp32).
+  std::string gradient_reduction = "auto";
 
   int64_t checkpoint_every_steps = 1000;   // 0 = off
   double checkpoint_every_minutes = 0;     // 0 = off
