@@ -21,11 +21,25 @@ cp "${binaries[@]}" "$bundle/bin/"
 # The SentencePiece module is dlopen'ed from bin/../lib (engine/sentencepiece_wrapper.cc).
 cp build/lib/libxlate_sentencepiece.so "$bundle/lib/"
 
-# Every library the binaries and the module resolve, but for those the GPU machine provides
-# (glibc, the CUDA driver); cuBLASLt and NCCL are dlopen'ed and come from the machine's toolkit
-# or wheels (NCCL's 200 MB would not fit the bundle).
+# Open MPI's launcher for the tests with several ranks on the GPU (the GPU machine has no MPI):
+# Debian's Open MPI 4.1 and its PMIx under a prefix of Debian's layout, which OPAL_PREFIX and
+# PMIX_INSTALL_PREFIX re-root there (bench/gpu/run_checks.sh sets them).
+mpi=$bundle/mpi
+openmpi_plugins=lib/x86_64-linux-gnu/openmpi/lib/openmpi3 pmix=lib/x86_64-linux-gnu/pmix2
+mkdir -p "$mpi/bin" "$mpi/$openmpi_plugins" "$mpi/share" "$mpi/$pmix/lib"
+cp /usr/bin/orterun /usr/bin/orted "$mpi/bin/"
+ln -s orterun "$mpi/bin/mpiexec"
+cp /usr/"$openmpi_plugins"/*.so "$mpi/$openmpi_plugins/"
+cp -r /usr/share/openmpi "$mpi/share/"
+cp -r /usr/"$pmix"/lib/pmix "$mpi/$pmix/lib/"
+cp -r /usr/"$pmix"/share "$mpi/$pmix/"
+
+# Every library the binaries, the module and the MPI plugins resolve, but for those the GPU
+# machine provides (glibc, the CUDA driver); cuBLASLt and NCCL are dlopen'ed and come from the
+# machine's toolkit or wheels (NCCL's 200 MB would not fit the bundle).
 system_libraries='^(linux-vdso|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|ld-linux|libcuda\.so)'
-for file in "$bundle"/bin/* "$bundle"/lib/libxlate_sentencepiece.so; do
+for file in "$bundle"/bin/* "$bundle"/lib/libxlate_sentencepiece.so "$mpi"/bin/orte* \
+            "$mpi/$openmpi_plugins"/*.so "$mpi/$pmix"/lib/pmix/*.so; do
   ldd "$file" | awk '$3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do
   [[ $name =~ $system_libraries ]] || cp -L "$path" "$bundle/lib/$name"

@@ -14,11 +14,13 @@
 #   training   the training ops at one base-model step against PyTorch's on the same GPU
 #              (xlate_training_ops_bench, bench/gpu/torch_training_ops.py)
 #   trainer    xlate-trainer --device cuda as a user runs it: resume bit-identity, validation
-#              BLEU on the GPU, losses and checkpoints against the CPU's (test_trainer_cli.py
-#              TrainerGpuTest)
+#              BLEU on the GPU, losses and checkpoints against the CPU's, one NCCL rank against
+#              the plain run (test_trainer_cli.py TrainerGpuTest); two GPU ranks under the
+#              bundle's Open MPI, one killed with SIGKILL (test_trainer_killed.py)
 #   trainbench the base model's training throughput against PyTorch's on the same GPU
 #              (bench/compare_pytorch_training.py --device cuda; XLATE_TRAIN_TOKENS, default
-#              50000 padded tokens per step, the paper's ~25k + 25k)
+#              50000 padded tokens per step, the paper's ~25k + 25k), and from it the projected
+#              time to train on 8 GPUs (bench/project_time_to_train.py: time_to_train.md/.json)
 # usage: bench/gpu/run_checks.sh BUNDLE OUT_DIR STAGE... [-- extra compare_ctranslate2 flags]
 # CTranslate2 (its wheel's files as .ct2site.tar.xz, made here with unzip + tar -cJ, since the
 # device tool carries at most 64 MiB) is unpacked into /tmp/site. XLATE_BENCH_TYPES picks the
@@ -37,6 +39,10 @@ export LD_LIBRARY_PATH="$bundle/lib:$(dirname "$cublaslt"):${LD_LIBRARY_PATH:-}"
 # NCCL (dlopen'ed by kernels/nccl_library.cc) likewise, e.g. from PyTorch's nvidia-nccl wheel.
 nccl=$(find / -xdev -name 'libnccl.so.2*' 2>/dev/null | grep -v "$bundle" | head -1)
 [[ -n $nccl ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$nccl")"
+# Open MPI from the bundle (bench/gpu/make_bundle.sh), re-rooted where it was unpacked.
+export OPAL_PREFIX=$bundle/mpi PMIX_INSTALL_PREFIX=$bundle/mpi/lib/x86_64-linux-gnu/pmix2
+export XLATE_MPIEXEC=$bundle/mpi/bin/mpiexec
+export XLATE_MPIEXEC_FLAGS="--allow-run-as-root;--oversubscribe;--bind-to;none;--mca;btl;self,vader;--mca;btl_vader_single_copy_mechanism;none;--timeout;300"
 export XLATE_TINY_MODEL=$bundle/data/tiny XLATE_SAMPLE_TEXT=$bundle/data/test_2016_flickr.en
 export XLATE_SCRATCH=/tmp/xlate_scratch XLATE_TEST_DATA=$PWD/tests/data
 mkdir -p "$XLATE_SCRATCH"
@@ -135,14 +141,28 @@ for stage in "${stages[@]}"; do
       echo "training PyTorch: exit $?"; cat "$out/training_torch.txt" ;;
     trainer)
       python3 tests/trainer/test_trainer_cli.py TrainerGpuTest > "$out/trainer.log" 2>&1
-      echo "trainer: exit $?"; grep -E "^test_|^OK|^FAILED|Error" "$out/trainer.log" ;;
+      echo "trainer: exit $?"; grep -E "^test_|^OK|^FAILED|Error" "$out/trainer.log"
+      # Two GPU ranks on the one GPU, one killed (Open MPI from the bundle).
+      python3 tests/trainer/test_trainer_killed.py \
+        KilledRank.test_sigkill_of_one_gpu_rank_ends_the_job_and_the_rerun_resumes_exactly \
+        > "$out/trainer_killed.log" 2>&1
+      echo "trainer killed GPU rank: exit $?"
+      grep -E "^test_|killed: the job|^OK|^FAILED|Error" "$out/trainer_killed.log" ;;
     trainbench)
       PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_training.py --device cuda \
         --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/trainbench \
         --max_tokens "${XLATE_TRAIN_TOKENS:-50000}" --steps 10 --warmup 2 \
         --xlate_precisions fp32,fp16,bf16 --torch_precisions fp32,fp16,bf16 --torch_compile \
         > "$out/trainbench.log" 2>&1
-      echo "trainbench: exit $?"; grep -vE '^step |^\{' "$out/trainbench.log" | tail -12 ;;
+      echo "trainbench: exit $?"; grep -vE '^step |^\{' "$out/trainbench.log" | tail -12
+      # The projected time to train the paper's models on 8 GPUs from xlate's throughput just
+      # measured (the log's last line is the benchmark's JSON summary; the GPU, preset and
+      # vocabulary come from its PyTorch entries; docs/data-parallel-training.md).
+      python3 bench/project_time_to_train.py --measured_json "$out/trainbench.log" \
+        --json_out "$out/time_to_train.json" 2> "$out/time_to_train.err" \
+        | grep -v '^{' > "$out/time_to_train.md"
+      echo "time to train: exit ${PIPESTATUS[0]}"
+      cat "$out/time_to_train.err" "$out/time_to_train.md" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

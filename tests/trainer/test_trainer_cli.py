@@ -368,18 +368,13 @@ class LossScalingTest(RunsOnTheCliCorpus):
 
 
 # Whether --device cuda can train here, and the trainer's reason when it cannot.
-def cuda_refusal(data, output):
-    result = h.train(data, output, "--max_steps", "1", "--device", "cuda", expect_ok=False)
-    return None if result.returncode == 0 else result.stderr
-
-
 class TrainerGpuTest(RunsOnTheCliCorpus):
     runs = "gpu-runs"
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.refusal = cuda_refusal(cls.data, os.path.join(cls.root, "probe"))
+        cls.refusal = h.cuda_refusal(cls.data, os.path.join(cls.root, "probe"))
 
     def require_gpu(self):
         if self.refusal is not None:

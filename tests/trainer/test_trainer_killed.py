@@ -23,9 +23,9 @@ ARGS = ["--max_steps", str(STEPS), "--checkpoint_every_steps", "1", "--keep_chec
 KILLS = 8
 
 
-def command(data, output):
+def command(data, output, device=("--device", "cpu")):
     return [h.TRAINER, "train", "--data", data, "--output", output, "--preset", "tiny",
-            "--log_every_steps", "1", "--bleu_sentences", "0"] + ARGS
+            "--log_every_steps", "1", "--bleu_sentences", "0", *device] + ARGS
 
 
 class KilledTrainer(unittest.TestCase):
@@ -99,19 +99,34 @@ class KilledRank(unittest.TestCase):
     checkpoint to the weights of an uninterrupted run."""
 
     def test_sigkill_of_one_rank_ends_the_job_and_the_rerun_resumes_exactly(self):
+        self.kill_each_rank_then_resume("killed-rank-runs", ("--device", "cpu"))
+
+    def test_sigkill_of_one_gpu_rank_ends_the_job_and_the_rerun_resumes_exactly(self):
+        # Two GPU ranks share the one GPU a test machine has (--devices 0,0): NCCL refuses two
+        # ranks on a GPU, so their gradient goes through host memory and MPI; a rank killed in
+        # the middle of CUDA work must still end the job, and the rerun resume exactly.
+        data = h.prepared_corpus("killed", 300, 500)
+        refusal = h.cuda_refusal(data, os.path.join(h.SCRATCH, "killed-gpu-probe"))
+        if refusal is not None:
+            self.skipTest("no GPU: " + refusal.strip())
+        self.kill_each_rank_then_resume(
+            "killed-gpu-rank-runs", ("--device", "cuda", "--precision", "fp32", "--devices",
+                                     "0,0", "--gradient_reduction", "host"))
+
+    def kill_each_rank_then_resume(self, runs, device):
         if not h.MPIEXEC:
             self.fail("no mpiexec found by CMake: install openmpi-bin (scripts/setup.sh)")
         launcher = [h.MPIEXEC, "-np", "2"] + [f for f in h.MPIEXEC_FLAGS if f]
         data = h.prepared_corpus("killed", 300, 500)
-        root = os.path.join(h.SCRATCH, "killed-rank-runs")
+        root = os.path.join(h.SCRATCH, runs)
         shutil.rmtree(root, ignore_errors=True)
         os.makedirs(root)
         straight, killed = os.path.join(root, "straight"), os.path.join(root, "killed")
-        h.run(launcher + command(data, straight))
+        h.run(launcher + command(data, straight, device))
 
         env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
         for victim in (1, 0):
-            process = subprocess.Popen(launcher + command(data, killed), env=env,
+            process = subprocess.Popen(launcher + command(data, killed, device), env=env,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             # Kill once the run has written a checkpoint of its own (the second run resumes
             # from the first's and goes on).
@@ -137,7 +152,7 @@ class KilledRank(unittest.TestCase):
                                          f"{victim} was killed")
             print(f"rank {victim} killed: the job ended {seconds:.2f} s later", file=sys.stderr)
 
-        resumed = h.run(launcher + command(data, killed))
+        resumed = h.run(launcher + command(data, killed, device))
         self.assertIn("resumed from", resumed.stderr)
         for name in ("model.safetensors", "optimizer.safetensors"):
             self.assertEqual(h.read_bytes(os.path.join(h.checkpoint_path(straight, STEPS), name)),

@@ -70,6 +70,12 @@ def train(data, output, *extra, expect_ok=True, launcher=()):
     return run(command, expect_ok=expect_ok)
 
 
+def cuda_refusal(data, output):
+    """None when a one-step run trains on the GPU here, else the trainer's refusal."""
+    result = train(data, output, "--max_steps", "1", "--device", "cuda", expect_ok=False)
+    return None if result.returncode == 0 else result.stderr
+
+
 def log_events(run_directory, event):
     with open(os.path.join(run_directory, "train_log.jsonl"), encoding="utf-8") as log:
         return [entry for entry in map(json.loads, log) if entry["event"] == event]
