@@ -3,13 +3,14 @@
 # alpha 0.6) and greedy search: sacreBLEU-compatible (cased, detokenised, 13a) and tokenised
 # lowercased BLEU, as a Markdown table.
 #   bash models/evaluate-en-de-multi30k.sh MODEL_DIR [BEAM_SIZE]
+# XLATE_BIN and XLATE_DATA_DIR override the xlate binary and the data folder.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 model="${1:?usage: evaluate-en-de-multi30k.sh MODEL_DIR [BEAM_SIZE]}"
 beam="${2:-4}"
 data="${XLATE_DATA_DIR:-$repo/../shared/data}/multi30k"
 sets="${XLATE_EVAL_SETS:-test_2016_flickr test_2017_flickr test_2017_mscoco}"
-xlate="$repo/build/engine/xlate"
+xlate="${XLATE_BIN:-$repo/build/engine/xlate}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Reproduces the default English->German model (models/en-de-multi30k/) from the Multi30k data
 # with the project's own trainer. Resumable: run it again after an interruption and training
-# continues from the latest checkpoint of $RUN.
+# continues from the latest checkpoint of $RUN. It trains where --device auto puts it: on a GPU
+# when one is visible (bf16 from Ampere on, fp16 before), on the CPU otherwise.
 #   bash models/train-en-de-multi30k.sh [RUN_DIRECTORY]
+# XLATE_TRAINER and XLATE_DATA_DIR override the trainer binary and the data folder.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 data_root="${XLATE_DATA_DIR:-$repo/../shared/data}/multi30k"
 run="${1:-$repo/runs/en-de-multi30k}"
-trainer="$repo/build/trainer/xlate-trainer"
+trainer="${XLATE_TRAINER:-$repo/build/trainer/xlate-trainer}"
 [[ -x "$trainer" ]] || { bash "$repo/scripts/build.sh" > /dev/null; }
 
 # Vocabulary and binary corpus: a shared 8,000-piece BPE model trained on the training text only.

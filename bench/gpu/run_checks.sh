@@ -17,6 +17,10 @@
 #              BLEU on the GPU, losses and checkpoints against the CPU's, one NCCL rank against
 #              the plain run (test_trainer_cli.py TrainerGpuTest); two GPU ranks under the
 #              bundle's Open MPI, one killed with SIGKILL (test_trainer_killed.py)
+#   multi30k   the default model's recipe (models/train-en-de-multi30k.sh) trained on the GPU
+#              with --device auto, resumable (run the stage again if it hits its time limit:
+#              XLATE_MULTI30K_SECONDS, default 480), then its BLEU on the Multi30k test sets
+#              (models/evaluate-en-de-multi30k.sh) next to the shipped CPU-trained model's
 #   trainbench the base model's training throughput against PyTorch's on the same GPU
 #              (bench/compare_pytorch_training.py --device cuda; XLATE_TRAIN_TOKENS, default
 #              50000 padded tokens per step, the paper's ~25k + 25k), and from it the projected
@@ -148,6 +152,19 @@ for stage in "${stages[@]}"; do
         > "$out/trainer_killed.log" 2>&1
       echo "trainer killed GPU rank: exit $?"
       grep -E "^test_|killed: the job|^OK|^FAILED|Error" "$out/trainer_killed.log" ;;
+    multi30k)
+      XLATE_TRAINER=$bundle/bin/xlate-trainer timeout "${XLATE_MULTI30K_SECONDS:-480}" \
+        bash models/train-en-de-multi30k.sh /tmp/multi30k > "$out/multi30k_train.log" 2>&1
+      status=$?
+      echo "multi30k train: exit $status"
+      grep -E "^--device|^training on|^valid" "$out/multi30k_train.log" | tail -14
+      cp /tmp/multi30k/train/train_log.jsonl "$out/multi30k_train_log.jsonl" 2>/dev/null
+      if ((status == 0)); then
+        for model in /tmp/multi30k/averaged models/en-de-multi30k; do
+          echo "BLEU of $model:"
+          bash models/evaluate-en-de-multi30k.sh "$model" | tee -a "$out/multi30k_bleu.md"
+        done
+      fi ;;
     trainbench)
       PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_training.py --device cuda \
         --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/trainbench \
