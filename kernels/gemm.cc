@@ -2,9 +2,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "kernels/cublaslt_library.h"
 #include "kernels/cuda_check.h"
@@ -102,16 +104,42 @@ std::string shape_text(int64_t m, int64_t n, int64_t k) {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }
 
+// The alignment in bytes an operand guarantees, up to the 256 cuBLASLt assumes unless told
+// otherwise: its address's largest power-of-two divisor and, for a strided batch, its stride's
+// in bytes too (every matrix of the batch starts that far after the previous one). Training
+// hands cuBLASLt views at any float offset (parameters packed in one flat buffer, one head's
+// columns, one head's [T, S] block), which an algorithm assuming 256 bytes may read with vector
+// loads that fault or return garbage.
+uint32_t operand_alignment(const void* data, int64_t batch, int64_t stride, int element_bytes) {
+  uint64_t bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(data)) | 256;
+  if (batch > 1) bits |= static_cast<uint64_t>(stride) * static_cast<uint64_t>(element_bytes);
+  return static_cast<uint32_t>(bits & (~bits + 1));  // the lowest set bit
+}
+
+// The bias epilogue reads its vector with 16-byte loads (Marian and PyTorch found the same):
+// a bias at a lesser alignment is first copied to an aligned buffer.
+constexpr uintptr_t kBiasAlignment = 16;
+
 }  // namespace
 
+// cuBLASLt's operands in its order (its A is our b, its B our a: see Plan), with C = D.
+struct OperandAlignments {
+  uint32_t first = 256, second = 256, out = 256;
+  auto tie() const { return std::make_tuple(first, second, out); }
+};
+
 struct GemmContext::State {
-  using Key = std::tuple<int64_t, int64_t, int64_t, GemmEpilogue, ElementType, Float32Math>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, GemmEpilogue, ElementType, Float32Math,
+                         std::tuple<uint32_t, uint32_t, uint32_t>>;
   using MatmulKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                               int64_t, int64_t, int64_t, int64_t, ElementType, Float32Math>;
+                               int64_t, int64_t, int64_t, int64_t, ElementType, Float32Math,
+                               std::tuple<uint32_t, uint32_t, uint32_t>>;
   Stream stream = nullptr;
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  void* aligned_bias = nullptr;  // a copy of a bias not kBiasAlignment-aligned (device memory)
+  size_t aligned_bias_bytes = 0;
   explicit State(size_t plan_capacity) : plans(plan_capacity), matmul_plans(plan_capacity) {}
   PlanCache<Key, std::unique_ptr<Plan>> plans;
   PlanCache<MatmulKey, std::unique_ptr<Plan>> matmul_plans;
@@ -132,17 +160,31 @@ struct GemmContext::State {
     return type == ElementType::kFloat32 ? float32_math : Float32Math::kExact;
   }
 
-  Plan& plan_for(int64_t m, int64_t n, int64_t k, GemmEpilogue epilogue, ElementType type);
-  Plan& matmul_plan_for(const MatmulShape& shape, ElementType type);
-  // Fills plan.algorithm with the heuristic's first choice; `what` names the product.
-  void choose_algorithm(Plan& plan, const std::string& what);
+  Plan& plan_for(int64_t m, int64_t n, int64_t k, GemmEpilogue epilogue, ElementType type,
+                 OperandAlignments alignments);
+  Plan& matmul_plan_for(const MatmulShape& shape, ElementType type, OperandAlignments alignments);
+  // Fills plan.algorithm with the heuristic's first choice among the algorithms that work at
+  // the operands' alignments; `what` names the product.
+  void choose_algorithm(Plan& plan, OperandAlignments alignments, const std::string& what);
+  // `bias` itself when aligned for the epilogue, else an aligned copy of its `bytes` (made on
+  // the stream, so it is ready when the product that reads it runs).
+  const void* epilogue_bias(const void* bias, size_t bytes);
 };
 
-void GemmContext::State::choose_algorithm(Plan& plan, const std::string& what) {
+void GemmContext::State::choose_algorithm(Plan& plan, OperandAlignments alignments,
+                                          const std::string& what) {
   cublasLtMatmulPreference_t preference = nullptr;
   XLATE_CUBLAS_CHECK(cublaslt().preference_create(&preference));
   cublaslt().preference_set_attribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                       &workspace_bytes, sizeof(workspace_bytes));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> minimum_alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignments.first},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignments.second},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignments.out},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignments.out}};
+  for (const auto& [attribute, bytes] : minimum_alignments) {
+    cublaslt().preference_set_attribute(preference, attribute, &bytes, sizeof(bytes));
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t status =
@@ -158,8 +200,9 @@ void GemmContext::State::choose_algorithm(Plan& plan, const std::string& what) {
 }
 
 GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
-                                                GemmEpilogue epilogue, ElementType type) {
-  const Key key{m, n, k, epilogue, type, key_math(type)};
+                                                GemmEpilogue epilogue, ElementType type,
+                                                OperandAlignments alignments) {
+  const Key key{m, n, k, epilogue, type, key_math(type), alignments.tie()};
   if (std::unique_ptr<Plan>* cached = plans.find(key)) return **cached;
   auto plan = std::make_unique<Plan>();
   const cudaDataType_t data_type = cuda_data_type(type);
@@ -173,13 +216,15 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
   plan->first = make_layout(data_type, k, n, k, 1, 0);   // weight
   plan->second = make_layout(data_type, k, m, k, 1, 0);  // inp
   plan->out = make_layout(data_type, n, m, n, 1, 0);
-  choose_algorithm(*plan, shape_text(m, n, k));
+  choose_algorithm(*plan, alignments, shape_text(m, n, k));
   return *plans.insert(key, std::move(plan));
 }
 
-GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s, ElementType type) {
+GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s, ElementType type,
+                                                       OperandAlignments alignments) {
   const MatmulKey key{s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.lda, s.ldb, s.ldc,
-                      s.batch, s.stride_a, s.stride_b, s.stride_c, type, key_math(type)};
+                      s.batch, s.stride_a, s.stride_b, s.stride_c, type, key_math(type),
+                      alignments.tie()};
   if (std::unique_ptr<Plan>* cached = matmul_plans.find(key)) return **cached;
   auto plan = std::make_unique<Plan>();
   const cudaDataType_t data_type = cuda_data_type(type);
@@ -192,8 +237,23 @@ GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s, Ele
   plan->second = s.transpose_a ? make_layout(data_type, s.m, s.k, s.lda, s.batch, s.stride_a)
                                : make_layout(data_type, s.k, s.m, s.lda, s.batch, s.stride_a);
   plan->out = make_layout(data_type, s.n, s.m, s.ldc, s.batch, s.stride_c);
-  choose_algorithm(*plan, shape_text(s.m, s.n, s.k));
+  choose_algorithm(*plan, alignments, shape_text(s.m, s.n, s.k));
   return *matmul_plans.insert(key, std::move(plan));
+}
+
+const void* GemmContext::State::epilogue_bias(const void* bias, size_t bytes) {
+  if (reinterpret_cast<uintptr_t>(bias) % kBiasAlignment == 0) return bias;
+  if (aligned_bias_bytes < bytes) {
+    // cudaFree waits for the device, so a product still reading the old copy finishes first.
+    if (aligned_bias != nullptr) XLATE_CUDA_CHECK(cudaFree(aligned_bias));
+    aligned_bias = nullptr;
+    aligned_bias_bytes = 0;
+    XLATE_CUDA_CHECK(cudaMalloc(&aligned_bias, bytes));
+    aligned_bias_bytes = bytes;
+  }
+  XLATE_CUDA_CHECK(cudaMemcpyAsync(aligned_bias, bias, bytes, cudaMemcpyDeviceToDevice,
+                                   static_cast<cudaStream_t>(stream)));
+  return aligned_bias;
 }
 
 GemmContext::GemmContext(Stream stream, size_t workspace_bytes, size_t plan_capacity)
@@ -223,6 +283,7 @@ GemmContext::~GemmContext() {
   // Plans hold descriptors of the handle's library: destroy them before the handle.
   state_->plans.clear();
   state_->matmul_plans.clear();
+  if (state_->aligned_bias) cudaFree(state_->aligned_bias);
   if (state_->workspace) cudaFree(state_->workspace);
   if (state_->handle) cublaslt().destroy(state_->handle);
 }
@@ -234,10 +295,15 @@ void GemmContext::linear_forward(void* out, const void* inp, const void* weight,
   if (has_bias(epilogue) && bias == nullptr) {
     throw std::logic_error("linear_forward: a bias epilogue needs a bias");
   }
-  Plan& plan = state_->plan_for(m, n, k, epilogue, type);
+  const int element_bytes = element_size(type);
+  const OperandAlignments alignments{operand_alignment(weight, 1, 0, element_bytes),
+                                     operand_alignment(inp, 1, 0, element_bytes),
+                                     operand_alignment(out, 1, 0, element_bytes)};
+  Plan& plan = state_->plan_for(m, n, k, epilogue, type, alignments);
   if (has_bias(epilogue)) {
+    const void* aligned = state_->epilogue_bias(bias, static_cast<size_t>(n) * element_bytes);
     XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_set_attribute(
-        plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+        plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &aligned, sizeof(aligned)));
   }
   const float one = 1.f, zero = 0.f;
   XLATE_CUBLAS_CHECK(cublaslt().matmul(state_->handle, plan.operation, &one, weight, plan.first,
@@ -249,7 +315,12 @@ void GemmContext::linear_forward(void* out, const void* inp, const void* weight,
 void GemmContext::matmul(void* c, const void* a, const void* b, const MatmulShape& shape,
                          float alpha, float beta, ElementType type) {
   if (shape.m == 0 || shape.n == 0 || shape.batch == 0) return;
-  Plan& plan = state_->matmul_plan_for(shape, type);
+  const int element_bytes = element_size(type);
+  const OperandAlignments alignments{
+      operand_alignment(b, shape.batch, shape.stride_b, element_bytes),
+      operand_alignment(a, shape.batch, shape.stride_a, element_bytes),
+      operand_alignment(c, shape.batch, shape.stride_c, element_bytes)};
+  Plan& plan = state_->matmul_plan_for(shape, type, alignments);
   XLATE_CUBLAS_CHECK(cublaslt().matmul(state_->handle, plan.operation, &alpha, b, plan.first, a,
                                        plan.second, &beta, c, plan.out, c, plan.out,
                                        &plan.algorithm, state_->workspace, state_->workspace_bytes,

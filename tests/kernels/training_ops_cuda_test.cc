@@ -141,6 +141,49 @@ TEST_F(TrainingOpsCuda, LinearBackward) {
 }
 
 // A selection without arithmetic: equal values. About half of ReLU's outputs are exactly 0.
+// The trainer packs parameters and gradients into one flat buffer with no padding, so a weight,
+// its bias and their gradients start at any float offset (4-byte aligned only); cuBLASLt assumes
+// 256 bytes unless told. Forward (bias and ReLU in the epilogue) and backward over such views.
+TEST_F(TrainingOpsCuda, LinearOnViewsAtOddFloatOffsets) {
+  std::mt19937 generator(11);
+  const int64_t rows = 37, outputs = 72, inputs = 40;
+  const Tensor weight = random_tensor({outputs, inputs}, generator, 0.5f);
+  const Tensor bias = random_tensor({outputs}, generator);
+  const Tensor inp = random_tensor({rows, inputs}, generator);
+  const Tensor dout = random_tensor({rows, outputs}, generator);
+  // One buffer, every operand 1 float past the previous one's end: offsets 1, 2882, 2955, ...
+  Tensor flat = nan_gpu({3 * outputs * inputs + 2 * outputs + rows * (inputs + 2 * outputs) + 8});
+  int64_t next = 1;
+  const auto place = [&](const Tensor& host, std::vector<int64_t> shape) {
+    Tensor view = flat.view(next, std::move(shape));
+    if (host.defined()) view.copy_from(host);
+    next += view.numel() + 1;
+    return view;
+  };
+  const Tensor gpu_weight = place(weight, {outputs, inputs});
+  const Tensor gpu_bias = place(bias, {outputs});
+  const Tensor gpu_inp = place(inp, {rows, inputs});
+  Tensor gpu_out = place(Tensor(), {rows, outputs});
+  Tensor gpu_dinp = place(Tensor(), {rows, inputs});
+  Tensor gpu_dweight = place(Tensor::zeros({outputs, inputs}, DType::kFloat32), {outputs, inputs});
+  Tensor gpu_dbias = place(Tensor::zeros({outputs}, DType::kFloat32), {outputs});
+
+  Tensor out = empty_cpu({rows, outputs});
+  linear_forward(out, inp, weight, bias, Activation::kRelu);
+  linear_forward(gpu_out, gpu_inp, gpu_weight, gpu_bias, Activation::kRelu);
+  expect_close(gpu_out, out, kSumTolerance, "linear_forward on unaligned views");
+
+  Tensor dinp = empty_cpu({rows, inputs});
+  Tensor dweight = Tensor::zeros({outputs, inputs}, DType::kFloat32);
+  Tensor dbias = Tensor::zeros({outputs}, DType::kFloat32);
+  linear_backward(dinp, dweight, dbias, dout, inp, weight, GradientWrite::kOverwrite);
+  linear_backward(gpu_dinp, gpu_dweight, gpu_dbias, on_gpu(dout), gpu_inp, gpu_weight,
+                  GradientWrite::kOverwrite);
+  expect_close(gpu_dinp, dinp, kSumTolerance, "dinp on unaligned views");
+  expect_close(gpu_dweight, dweight, kSumTolerance, "dweight on unaligned views");
+  expect_close(gpu_dbias, dbias, kSumTolerance, "dbias on unaligned views");
+}
+
 TEST_F(TrainingOpsCuda, ReluBackward) {
   std::mt19937 generator(2);
   const std::vector<int64_t> shape = {3, 37, 71};

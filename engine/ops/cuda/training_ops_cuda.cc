@@ -112,7 +112,13 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
   const int64_t head_k = q.dim(2) / heads, head_v = v.dim(2) / heads;
   const int64_t width_k = q.dim(2), width_v = v.dim(2);
   const int64_t scores = queries * keys;  // one head's [T, S]
-  if (sentences == 0 || queries == 0) return;
+  if (sentences == 0 || queries == 0 || keys == 0) {
+    // No products to run, but the gradients are overwritten all the same (the contract's =).
+    for (Tensor* gradient : {&dq, &dk, &dv}) {
+      cuda_backend::fill_zero(gradient->raw_data(), gradient->nbytes());
+    }
+    return;
+  }
   Tensor dscores = Tensor::empty(probs.shape(), DType::kFloat32, Device::kCUDA);  // [N, h, T, S]
   float* ds = dscores.data<float>();
   const auto head = [&](const float* data, int64_t offset, int64_t row_stride,
