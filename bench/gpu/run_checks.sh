@@ -21,6 +21,10 @@
 #              with --device auto, resumable (run the stage again if it hits its time limit:
 #              XLATE_MULTI30K_SECONDS, default 480), then its BLEU on the Multi30k test sets
 #              (models/evaluate-en-de-multi30k.sh) next to the shipped CPU-trained model's
+#   overlap    the trainer's NCCL path with one rank on the GPU, base model, 25,000 tokens per
+#              step: one call after the backward pass against 4 and 25 MiB buckets overlapped
+#              with it (bench/data_parallel_overlap.py --gradient_reduction nccl); with one rank
+#              the all-reduce is a copy, so this times the overlap machinery, not a network
 #   trainbench the base model's training throughput against PyTorch's on the same GPU
 #              (bench/compare_pytorch_training.py --device cuda; XLATE_TRAIN_TOKENS, default
 #              50000 padded tokens per step, the paper's ~25k + 25k), and from it the projected
@@ -165,6 +169,12 @@ for stage in "${stages[@]}"; do
           bash models/evaluate-en-de-multi30k.sh "$model" | tee -a "$out/multi30k_bleu.md"
         done
       fi ;;
+    overlap)
+      PYTHONUNBUFFERED=1 python3 bench/data_parallel_overlap.py --device cuda \
+        --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/overlap \
+        --mpirun "$XLATE_MPIEXEC" --ranks 1 --gradient_reduction nccl --bucket_mb 0,4,25 \
+        --max_tokens "${XLATE_TRAIN_TOKENS:-25000}" --steps 6 --rounds 2 > "$out/overlap.log" 2>&1
+      echo "overlap: exit $?"; grep -v '^{' "$out/overlap.log" | tail -8 ;;
     trainbench)
       PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_training.py --device cuda \
         --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/trainbench \
