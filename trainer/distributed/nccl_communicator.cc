@@ -3,9 +3,12 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda_backend.h"
@@ -29,7 +32,7 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override {
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
-    kernels::nccl().comm_destroy(comm_);
+    if (!aborted_) kernels::nccl().comm_destroy(comm_);
     cudaEventDestroy(produced_);
     cudaStreamDestroy(stream_);
   }
@@ -75,6 +78,7 @@ class NcclCommunicator final : public Communicator {
     if (absl::Status status = check_collective_buffer(data, bytes, "broadcast"); !status.ok()) {
       return status;
     }
+    if (bytes == 0) return absl::OkStatus();
     return run("broadcast", [&] {
       return kernels::nccl().broadcast(data, data, static_cast<size_t>(bytes), ncclUint8, root,
                                        comm_, stream_);
@@ -88,6 +92,7 @@ class NcclCommunicator final : public Communicator {
     if (absl::Status status = check_collective_buffer(recv, bytes_per_rank, "all_gather"); !status.ok()) {
       return status;
     }
+    if (bytes_per_rank == 0) return absl::OkStatus();
     return run("all_gather", [&] {
       return kernels::nccl().all_gather(send, recv, static_cast<size_t>(bytes_per_rank),
                                         ncclUint8, comm_, stream_);
@@ -97,7 +102,7 @@ class NcclCommunicator final : public Communicator {
   absl::Status barrier() override { return host_.barrier(); }
 
   [[noreturn]] void abort_job(int exit_code) override {
-    kernels::nccl().comm_abort(comm_);  // frees ranks blocked in NCCL kernels
+    if (!aborted_.exchange(true)) kernels::nccl().comm_abort(comm_);  // ends NCCL's kernels
     host_.abort_job(exit_code);
     std::_Exit(exit_code);  // not reached: the host communicator's abort ends the process
   }
@@ -109,6 +114,7 @@ class NcclCommunicator final : public Communicator {
     if (absl::Status status = check_collective_buffer(data, count, operation); !status.ok()) {
       return status;
     }
+    if (count == 0) return absl::OkStatus();
     return run(operation, [&] {
       return kernels::nccl().all_reduce(data, data, static_cast<size_t>(count), type, op, comm_,
                                         stream_);
@@ -122,6 +128,7 @@ class NcclCommunicator final : public Communicator {
     if (absl::Status status = check_collective_buffer(data, count, operation); !status.ok()) {
       return status;
     }
+    if (count == 0) return absl::OkStatus();
     return run(operation, [&] {
       const kernels::NcclLibrary& nccl = kernels::nccl();
       ncclResult_t result = nccl.group_start();
@@ -138,6 +145,7 @@ class NcclCommunicator final : public Communicator {
   // so far and waits for them. An error names `operation`, NCCL's message and this rank.
   template <typename Enqueue>
   absl::Status run(const char* operation, Enqueue enqueue) {
+    if (aborted_) return annotate(operation, "the communicator was aborted after an earlier error");
     absl::Status status = cuda_status(cudaSetDevice(device_), "cudaSetDevice");
     if (status.ok()) status = cuda_status(cudaEventRecord(produced_, producer_), "cudaEventRecord");
     if (status.ok()) {
@@ -152,13 +160,31 @@ class NcclCommunicator final : public Communicator {
     } catch (const std::exception& error) {
       return annotate(operation, error.what());
     }
-    status = cuda_status(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    ncclResult_t asynchronous = ncclSuccess;
-    kernels::nccl().comm_get_async_error(comm_, &asynchronous);
-    if (asynchronous != ncclSuccess) {
-      return annotate(operation, kernels::nccl().error_string(asynchronous));
+    return wait(operation);
+  }
+
+  // Waits for the collectives queued on stream_, polling NCCL's asynchronous error meanwhile (as
+  // NCCL's documentation asks): when a peer dies or the network fails, NCCL's kernels spin
+  // forever, so a blocking cudaStreamSynchronize would never return. On such an error the
+  // communicator is aborted, which ends its kernels, and the error names the collective.
+  absl::Status wait(const char* operation) {
+    const kernels::NcclLibrary& nccl = kernels::nccl();
+    for (;;) {
+      const cudaError_t state = cudaStreamQuery(stream_);
+      ncclResult_t asynchronous = ncclSuccess;
+      const ncclResult_t queried = nccl.comm_get_async_error(comm_, &asynchronous);
+      const ncclResult_t failure = queried != ncclSuccess ? queried : asynchronous;
+      if (failure != ncclSuccess && failure != ncclInProgress) {
+        if (!aborted_.exchange(true)) nccl.comm_abort(comm_);
+        return annotate(operation, nccl.error_string(failure));
+      }
+      if (state == cudaSuccess) return absl::OkStatus();
+      if (state != cudaErrorNotReady) {
+        return annotate(operation, std::string("cudaStreamQuery: ") + cudaGetErrorString(state));
+      }
+      // A short sleep: the thread waiting here must not take a core from the training thread.
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
-    return status.ok() ? status : annotate(operation, std::string(status.message()));
   }
 
   absl::Status annotate(const char* operation, const std::string& message) const {
@@ -172,6 +198,9 @@ class NcclCommunicator final : public Communicator {
   const cudaStream_t producer_;  // the creating thread's stream, whose work a collective waits for
   const cudaStream_t stream_;    // this communicator's own
   const cudaEvent_t produced_;
+  // Set once comm_ has been aborted (after an error or by abort_job): it is then unusable and
+  // is not destroyed again.
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace
@@ -202,7 +231,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> create_nccl_communicator(Communica
   absl::Status status = host.all_reduce_max(&any_error, 1);
   if (!status.ok()) return status;
   if (any_error != 0) {
-    return failed(local_error.empty() ? "another rank could not load NCCL" : local_error);
+    // UNAVAILABLE on every rank alike (they agreed above), so that they all fall back together.
+    return absl::UnavailableError(absl::StrCat(
+        "cannot set up NCCL between the GPUs of the ", host.world_size(), " ranks (rank ",
+        host.rank(), "): ", local_error.empty() ? "another rank could not load NCCL" : local_error));
   }
   status = host.broadcast(&id, sizeof(id), 0);
   if (!status.ok()) return status;

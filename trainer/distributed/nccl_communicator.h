@@ -29,8 +29,10 @@ namespace xlate {
 bool nccl_built();
 
 // A collective: every rank of `host` calls it. `host` must outlive the returned communicator.
-// UNIMPLEMENTED in a build without NCCL; FAILED_PRECONDITION naming the cause when NCCL cannot
-// be loaded or the communicator cannot be made (ranks sharing a GPU, no GPU).
+// UNIMPLEMENTED in a build without NCCL; UNAVAILABLE on every rank when any rank cannot load
+// libnccl.so.2 (or make the unique id); FAILED_PRECONDITION naming the cause when the
+// communicator cannot be made (ranks sharing a GPU, no GPU). A collective that meets an error
+// while it waits (a peer gone, the network down) aborts the communicator and returns it.
 absl::StatusOr<std::unique_ptr<Communicator>> create_nccl_communicator(Communicator& host);
 
 }  // namespace xlate

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 
 namespace xlate {
@@ -24,7 +25,11 @@ absl::StatusOr<std::string> rank_visible_device(int local_rank, const std::strin
   if (!from_flag && (!visible || visible->empty())) return std::to_string(local_rank);
   const std::string& list = from_flag ? devices : *visible;
   const char* source = from_flag ? "--devices" : "CUDA_VISIBLE_DEVICES";
-  const std::vector<std::string> entries = absl::StrSplit(list, ',');
+  std::vector<std::string> entries = absl::StrSplit(list, ',');
+  for (std::string& entry : entries) absl::StripAsciiWhitespace(&entry);
+  // A launcher that binds one GPU to each process (Slurm's --gpus-per-task=1, --gpu-bind)
+  // leaves every rank a one-entry list: that entry is the rank's, whatever its local rank.
+  if (!from_flag && entries.size() == 1 && !entries[0].empty()) return entries[0];
   if (local_rank >= static_cast<int>(entries.size())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "local rank ", local_rank, " has no GPU: ", source, " \"", list, "\" lists ",

@@ -17,8 +17,9 @@ std::optional<int> launcher_local_rank();
 
 // The CUDA_VISIBLE_DEVICES value for local rank `local_rank`: the local_rank-th entry of
 // `devices` (comma-separated, from --devices) when given, else of `visible` (the environment's
-// CUDA_VISIBLE_DEVICES) when set, else the index itself. INVALID_ARGUMENT naming the list and
-// the rank when the list has no entry for it or an empty entry.
+// CUDA_VISIBLE_DEVICES) when set (its only entry when it has one: the launcher bound one GPU to
+// this process), else the index itself. Entries are trimmed of spaces. INVALID_ARGUMENT naming
+// the list and the rank when the list has no entry for it or an empty entry.
 absl::StatusOr<std::string> rank_visible_device(int local_rank, const std::string& devices,
                                                 const std::optional<std::string>& visible);
 

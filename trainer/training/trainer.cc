@@ -310,7 +310,8 @@ absl::Status Trainer::create_reducer() {
         return absl::FailedPreconditionError(
             absl::StrCat("--gradient_reduction nccl: ", nccl.status().message()));
       }
-      if (nccl.status().code() == absl::StatusCode::kUnimplemented) {
+      if (nccl.status().code() == absl::StatusCode::kUnimplemented ||
+          nccl.status().code() == absl::StatusCode::kUnavailable) {
         return through_host(nccl.status().message());
       }
       return nccl.status();
