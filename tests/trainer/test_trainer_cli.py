@@ -449,12 +449,26 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
                 for name in files:
                     got = h.read_bytes(os.path.join(h.checkpoint_path(run, 4), name))
                     self.assertTrue(got == expected[name], f"{name} differs with NCCL")
-        # --gradient_reduction host: the whole gradient through host memory, also unchanged.
+        # ZeRO-1 on the GPU: reduce-scatter, Adam over the rank's shards (all of them with one
+        # rank), the parameters and (for the checkpoint) the moments gathered in device memory.
+        zero = self.run_dir("nccl-zero1")
+        h.train(self.data, zero, "--gradient_reduction", "nccl", "--zero_stage", "1",
+                "--bucket_mb", "0.01", *args)
+        for name in files:
+            got = h.read_bytes(os.path.join(h.checkpoint_path(zero, 4), name))
+            self.assertTrue(got == expected[name], f"{name} differs with ZeRO-1 on the GPU")
+        # --gradient_reduction host: the whole gradient through host memory, also unchanged;
+        # ZeRO-1 needs NCCL there and is refused naming it.
         host = self.run_dir("nccl-host")
         h.train(self.data, host, "--gradient_reduction", "host", *args)
         for name in files:
             got = h.read_bytes(os.path.join(h.checkpoint_path(host, 4), name))
             self.assertTrue(got == expected[name], f"{name} differs through host memory")
+        refused = h.train(self.data, self.run_dir("nccl-host-zero1"), "--gradient_reduction",
+                          "host", "--zero_stage", "1", *args, expect_ok=False)
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("--zero_stage 1 on GPU ranks reduce-scatters and gathers in device memory "
+                      "through NCCL, but --gradient_reduction is host", refused.stderr)
 
     def test_mixed_precision_trains_like_fp32(self):
         # fp16 and bf16 round the products' inputs; the losses stay near fp32's, fp16 scales its

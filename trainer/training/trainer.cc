@@ -275,12 +275,6 @@ double Trainer::elapsed_seconds() const {
 }
 
 absl::Status Trainer::create_reducer() {
-  if (options_.zero_stage == 1 && device_ != Device::kCPU) {
-    return absl::UnimplementedError(
-        "--zero_stage 1 shards Adam's moments over CPU ranks only (not yet over GPU ranks, whose "
-        "moments would have to be gathered from device memory for checkpoints); use "
-        "--zero_stage 0 with --device cuda");
-  }
   const bool wants_nccl = options_.gradient_reduction == "nccl";
   if (wants_nccl && device_ == Device::kCPU) {
     return absl::InvalidArgumentError(
@@ -303,7 +297,18 @@ absl::Status Trainer::create_reducer() {
       }
       return absl::OkStatus();
     };
-    if (options_.gradient_reduction == "host") return through_host("--gradient_reduction host");
+    // ZeRO-1's reduce-scatter and gathers are bucketed collectives on the gradient's memory:
+    // on a GPU, NCCL's.
+    const auto zero_needs_nccl = [&](absl::string_view why) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--zero_stage 1 on GPU ranks reduce-scatters and gathers in device memory through "
+          "NCCL, but ", why, "; use --zero_stage 0, or NCCL (--gradient_reduction auto or "
+          "nccl)"));
+    };
+    if (options_.gradient_reduction == "host") {
+      if (options_.zero_stage == 1) return zero_needs_nccl("--gradient_reduction is host");
+      return through_host("--gradient_reduction host");
+    }
     absl::StatusOr<std::unique_ptr<Communicator>> nccl = create_nccl_communicator(communicator_);
     if (!nccl.ok()) {
       if (wants_nccl) {
@@ -312,6 +317,7 @@ absl::Status Trainer::create_reducer() {
       }
       if (nccl.status().code() == absl::StatusCode::kUnimplemented ||
           nccl.status().code() == absl::StatusCode::kUnavailable) {
+        if (options_.zero_stage == 1) return zero_needs_nccl(nccl.status().message());
         return through_host(nccl.status().message());
       }
       return nccl.status();
@@ -597,10 +603,15 @@ absl::Status Trainer::checkpoint() {
   std::optional<AdamMoments> moments;
   if (sharded()) {
     // The file holds every moment: every rank gathers the others' shards (a collective).
+    // On GPU ranks the gather runs on NCCL, over device memory.
     moments = optimizer_->moments();
-    absl::Status gathered = reducer_->all_gather(moments->first.data<float>());
-    if (gathered.ok()) gathered = reducer_->all_gather(moments->second.data<float>());
-    if (!gathered.ok()) return gathered;
+    for (Tensor* moment : {&moments->first, &moments->second}) {
+      Tensor gathered = device_ == Device::kCPU ? *moment : moment->to(device_);
+      if (absl::Status status = reducer_->all_gather(gathered.data<float>()); !status.ok()) {
+        return status;
+      }
+      if (device_ != Device::kCPU) moment->copy_from(gathered);
+    }
   }
   if (!is_leader()) return communicator_.barrier();
   if (!moments) moments = optimizer_->moments();
