@@ -118,20 +118,27 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     max_lengths[n] = options.max_output_tokens(sources[n].size(), capacity);
   }
   const Tensor source_lengths = Tensor::from_vector(lengths, {count});
-  // The encoder pass is the one allocation here that grows with the request (the caches exist).
+  // The encoder pass is the one allocation here that grows with the request (the caches exist);
+  // the slots are taken only once the sentences are in the search, so a failure leaves them
+  // free. Nothing escapes as an exception: the caller is a scheduler's thread (on a GPU, a
+  // CUDA error throws std::runtime_error).
   try {
     const Tensor encoded =
         model_.encode(Tensor::from_vector(tokens, {count, padded}), source_lengths);
     decoder_.set_sources(encoded, source_lengths, slots);
+    search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths,
+                options.search(config));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "out of ", memory_name(model_.placement().device),
         " memory encoding ", count, " sentences of up to ", padded,
         " tokens: admit fewer tokens at a time"));
+  } catch (const std::exception& error) {
+    return absl::InternalError(absl::StrCat("encoding ", count, " sentences failed: ",
+                                            error.what()));
   }
   free_.resize(free_.size() - static_cast<size_t>(count));
 
-  search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths, options.search(config));
   std::vector<int64_t> handles;
   for (size_t n = 0; n < slots.size(); ++n) {
     const int32_t slot = slots[n];
@@ -178,6 +185,12 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
         "out of ", memory_name(model_.placement().device),
         " memory in a decoding step of ", search_.live_sentences(),
         " sentences; every one of them failed"));
+  } catch (const std::exception& error) {
+    failure = absl::InternalError(absl::StrCat("a decoding step of ", search_.live_sentences(),
+                                               " sentences failed (", error.what(),
+                                               "); every one of them failed"));
+  }
+  if (!failure.ok()) {
     for (int slot : search_.abandon()) done.push_back({slot, {}});
   }
   std::vector<Finished> finished;

@@ -50,7 +50,8 @@ class ContinuousDecoder {
   // Encodes `sources` (token ids, no end token) and adds them to the decode with `options`;
   // returns one handle per source, in order. Errors (nothing admitted): more sources than free
   // slots, a source too long or with ids outside the vocabulary, options out of range or a beam
-  // wider than max_beam_size; ResourceExhausted when the encoder pass cannot be allocated.
+  // wider than max_beam_size; ResourceExhausted when the encoder pass cannot be allocated,
+  // Internal for another failure of the device (a CUDA error). Never throws.
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
                                              const TranslationOptions& options);
 
@@ -63,8 +64,9 @@ class ContinuousDecoder {
   // Decodes one token for every live sentence; returns the sentences found finished (on a GPU
   // the search looks every few steps, so a sentence may come a few steps after its last token),
   // aligned in one pass where their options asked. A step that runs out of memory fails every
-  // live sentence (ResourceExhausted) and frees their slots; an alignment pass that does, the
-  // sentences it aligns. The decoder stays usable.
+  // live sentence (ResourceExhausted) and frees their slots, as does one that meets another
+  // device error (Internal); an alignment pass that runs out of memory, the sentences it
+  // aligns. The decoder stays usable.
   std::vector<Finished> Step();
 
   struct Progress {

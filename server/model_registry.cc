@@ -59,6 +59,23 @@ std::shared_ptr<const ServedModel> ModelRegistry::Share(std::unique_ptr<ServedMo
   });
 }
 
+absl::StatusOr<std::unique_ptr<ServedModel>> ModelRegistry::Load(const std::string& name,
+                                                                  const std::string& dir) {
+  // Loading allocates a whole model beside the one serving (on a GPU: device memory, whose
+  // allocator throws when the device is full). An exception must not escape to the admin RPC
+  // (which would leave the model marked as reloading for good) or to the SIGHUP thread (which
+  // would end the server).
+  try {
+    return loader_(name, dir);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        "out of memory loading it beside the models already served: free memory or serve "
+        "fewer or smaller models");
+  } catch (const std::exception& error) {
+    return absl::InternalError(absl::StrCat("loading failed: ", error.what()));
+  }
+}
+
 absl::Status ModelRegistry::Add(const std::string& name, const std::string& dir) {
   if (name.empty()) return absl::InvalidArgumentError("a served model needs a name");
   {
@@ -68,7 +85,7 @@ absl::Status ModelRegistry::Add(const std::string& name, const std::string& dir)
           absl::StrCat("two models are named \"", name, "\"; give each its own name"));
     }
   }
-  auto loaded = loader_(name, dir);
+  auto loaded = Load(name, dir);
   if (!loaded.ok()) {
     return absl::Status(loaded.status().code(), absl::StrCat("cannot serve model \"", name,
                                                              "\" from ", dir, ": ",
@@ -150,7 +167,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Reload(
     before = found->model;
     load_dir = dir.empty() ? before->dir() : dir;
   }
-  absl::StatusOr<std::unique_ptr<ServedModel>> loaded = loader_(served_name, load_dir);
+  absl::StatusOr<std::unique_ptr<ServedModel>> loaded = Load(served_name, load_dir);
   absl::Status outcome = loaded.status();
   if (outcome.ok()) {
     const ModelConfig& now = (*loaded)->config();

@@ -81,6 +81,9 @@ class ModelRegistry {
   std::shared_ptr<const ServedModel> Share(std::unique_ptr<ServedModel> model);
   // 'model "<name>" is not served here; this server serves <the list>'.
   std::string NotServedLocked(const std::string& name) const ABSL_SHARED_LOCKS_REQUIRED(mutex_);
+  // loader_'s model, or its exception as a status (RESOURCE_EXHAUSTED for std::bad_alloc).
+  absl::StatusOr<std::unique_ptr<ServedModel>> Load(const std::string& name,
+                                                    const std::string& dir);
   // Each model's name and languages: '"en-de" (en to de), "de-en" (de to en)'.
   std::string ServedListLocked() const ABSL_SHARED_LOCKS_REQUIRED(mutex_);
 

@@ -3,6 +3,8 @@
 // or changes the languages keeps the old model; one reload of a model at a time.
 #include <filesystem>
 #include <fstream>
+#include <new>
+#include <stdexcept>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -236,6 +238,45 @@ TEST(ModelRegistry, OneReloadOfAModelAtATime) {
   EXPECT_TRUE(translate_on(**served, "A cat sleeps.").ok());
   release.Notify();
   first.join();
+}
+
+// A load that throws (on a GPU: the caching allocator's std::bad_alloc when the new model does
+// not fit beside the old one) is a refused reload, not an exception through the admin RPC or the
+// SIGHUP thread: the old model serves, and the next reload is not refused as "in progress".
+TEST(ModelRegistry, ALoadThatThrowsIsARefusedReloadAndTheNextOneRuns) {
+  Reports reports;
+  int throw_next = 0;  // 1: std::bad_alloc, 2: another exception
+  ModelRegistry models(
+      [&](const std::string& name, const std::string& dir) {
+        if (throw_next == 1) throw std::bad_alloc();
+        if (throw_next == 2) throw std::runtime_error("cudaMalloc failed: out of memory");
+        return ServedModel::Load(name, dir, small_settings(), nullptr);
+      },
+      &reports);
+  const std::string dir = model_copy("load_throws", "en", "de");
+  ASSERT_TRUE(models.Add("tiny", dir).ok());
+
+  throw_next = 1;
+  auto full = models.Reload("tiny", "");
+  EXPECT_EQ(full.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(full.status().message().find("out of memory loading it beside the models already "
+                                         "served"), std::string::npos) << full.status();
+  EXPECT_NE(full.status().message().find("the model loaded before keeps serving"),
+            std::string::npos);
+  throw_next = 2;
+  auto failed = models.Reload("tiny", "");
+  EXPECT_NE(failed.status().message().find("loading failed: cudaMalloc failed: out of memory"),
+            std::string::npos) << failed.status();
+  EXPECT_EQ(models.Add("other", dir).code(), absl::StatusCode::kInternal);
+
+  auto served = models.Route("tiny", "", "");
+  ASSERT_TRUE(served.ok());
+  EXPECT_TRUE(translate_on(**served, "A cat sleeps.").ok());
+  throw_next = 0;
+  auto again = models.Reload("tiny", "");
+  EXPECT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(reports.reloads(),
+            (std::vector<std::string>{"tiny: failed", "tiny: failed", "tiny: loaded"}));
 }
 
 TEST(ModelRegistry, ReloadAllInBackgroundReportsEachModel) {
