@@ -71,9 +71,9 @@ void Adam::update(FlatParameters& parameters, const FlatParameters& gradients, d
   }
 }
 
-AdamMoments Adam::moments() const {
-  AdamMoments moments{Tensor::zeros({parameter_count_}, DType::kFloat32),
-                      Tensor::zeros({parameter_count_}, DType::kFloat32), steps_};
+AdamMoments Adam::moments(Device device) const {
+  AdamMoments moments{Tensor::zeros({parameter_count_}, DType::kFloat32, device),
+                      Tensor::zeros({parameter_count_}, DType::kFloat32, device), steps_};
   for (size_t k = 0; k < owned_.size(); ++k) {
     const FlatRange& range = owned_[k];
     moments.first.view(range.offset, {range.count})

@@ -53,9 +53,10 @@ class Adam {
   int64_t steps() const { return steps_; }
   const std::vector<FlatRange>& owned() const { return owned_; }
   Device device() const { return m_.device(); }  // where the moments live and update() runs
-  // The moments for a checkpoint (zeros outside the owned ranges); restore() takes such moments
-  // (from any device) back with the step count, keeping the owned ranges' part.
-  AdamMoments moments() const;
+  // The moments for a checkpoint (zeros outside the owned ranges), full-size on `device` (ZeRO-1
+  // gathers the other ranks' shards into them where its collectives run); restore() takes such
+  // moments (from any device) back with the step count, keeping the owned ranges' part.
+  AdamMoments moments(Device device = Device::kCPU) const;
   void restore(const Tensor& m, const Tensor& v, int64_t steps);
 
  private:

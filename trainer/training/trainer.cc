@@ -602,15 +602,13 @@ absl::Status Trainer::checkpoint() {
   state_.elapsed_seconds = elapsed_seconds();
   std::optional<AdamMoments> moments;
   if (sharded()) {
-    // The file holds every moment: every rank gathers the others' shards (a collective).
-    // On GPU ranks the gather runs on NCCL, over device memory.
-    moments = optimizer_->moments();
+    // The file holds every moment: every rank gathers the others' shards (a collective), where
+    // the parameters live (on GPU ranks NCCL's collectives take device memory).
+    moments = optimizer_->moments(device_);
     for (Tensor* moment : {&moments->first, &moments->second}) {
-      Tensor gathered = device_ == Device::kCPU ? *moment : moment->to(device_);
-      if (absl::Status status = reducer_->all_gather(gathered.data<float>()); !status.ok()) {
+      if (absl::Status status = reducer_->all_gather(moment->data<float>()); !status.ok()) {
         return status;
       }
-      if (device_ != Device::kCPU) moment->copy_from(gathered);
     }
   }
   if (!is_leader()) return communicator_.barrier();
