@@ -1,5 +1,6 @@
 #include "kernels/caching_allocator.h"
 
+#include <algorithm>
 #include <new>
 
 namespace xlate::kernels {
@@ -13,10 +14,31 @@ size_t round_up(size_t value, size_t step) { return (value + step - 1) / step * 
 
 }  // namespace
 
-CachingAllocator::CachingAllocator(std::unique_ptr<BackingMemory> backing)
-    : backing_(std::move(backing)) {}
+void AllocatorGroup::join(CachingAllocator* member) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  members_.push_back(member);
+}
+
+void AllocatorGroup::leave(CachingAllocator* member) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  members_.erase(std::remove(members_.begin(), members_.end(), member), members_.end());
+}
+
+void AllocatorGroup::empty_caches_except(const CachingAllocator* asking) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (CachingAllocator* member : members_) {
+    if (member != asking) member->empty_cache();
+  }
+}
+
+CachingAllocator::CachingAllocator(std::unique_ptr<BackingMemory> backing,
+                                   std::shared_ptr<AllocatorGroup> group)
+    : backing_(std::move(backing)), group_(std::move(group)) {
+  if (group_ != nullptr) group_->join(this);
+}
 
 CachingAllocator::~CachingAllocator() {
+  if (group_ != nullptr) group_->leave(this);
   std::lock_guard<std::mutex> lock(mutex_);
   release_cached_locked();
   for (const auto& [block, size] : in_use_) backing_->release(block);
@@ -29,7 +51,19 @@ size_t CachingAllocator::size_class(size_t bytes) {
 
 void* CachingAllocator::allocate(size_t bytes) {
   const size_t size = size_class(bytes);
-  std::lock_guard<std::mutex> lock(mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (void* block = allocate_locked(size)) return block;
+  }
+  if (group_ != nullptr) {
+    group_->empty_caches_except(this);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (void* block = allocate_locked(size)) return block;
+  }
+  throw std::bad_alloc();
+}
+
+void* CachingAllocator::allocate_locked(size_t size) {
   void* block = nullptr;
   if (auto cached = cached_.find(size); cached != cached_.end()) {
     block = cached->second;
@@ -41,7 +75,7 @@ void* CachingAllocator::allocate(size_t bytes) {
       release_cached_locked();
       block = backing_->allocate(size);
     }
-    if (block == nullptr) throw std::bad_alloc();
+    if (block == nullptr) return nullptr;
     stats_.bytes_reserved += size;
     ++stats_.backing_allocations;
   }

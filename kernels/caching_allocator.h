@@ -5,7 +5,8 @@
 // Sizes are rounded to a size class (512 B steps up to 1 MiB, 2 MiB steps above) and a request
 // is served by a cached block of exactly its class, so memory use stays close to the peak of
 // what is live. When the backing memory is exhausted, every cached block is released and the
-// request retried once before failing.
+// request retried once before failing; an allocator in an AllocatorGroup then also empties the
+// caches of the group's other members and retries once more.
 //
 // Stream rule: blocks are reused without any event or synchronisation, which is correct only
 // when all work on the memory of one allocator runs on one stream in order. The engine gives
@@ -18,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace xlate::kernels {
 
@@ -37,9 +39,34 @@ struct AllocatorStats {
   int64_t cache_hits = 0;
 };
 
+class CachingAllocator;
+
+// The allocators that draw on one memory: all worker threads' allocators of the process's GPU.
+// Each thread caches what it frees, so when the memory runs out the room one thread needs may be
+// cached by another that will never allocate again (a retired model's weights go back to the
+// cache of the thread that loaded them: an admin RPC or the SIGHUP thread). A member that is
+// refused by the backing memory empties the other members' caches before it gives up.
+//
+// Lock order: the group's lock, then one member's lock; a member never holds its own lock while
+// it calls into the group.
+class AllocatorGroup {
+ public:
+  void join(CachingAllocator* member);
+  void leave(CachingAllocator* member);
+  // Empties the cache of every member but `asking` (a cudaFree waits for the device, so blocks
+  // another stream freed while its kernels were queued are idle by the time they are released).
+  void empty_caches_except(const CachingAllocator* asking);
+
+ private:
+  std::mutex mutex_;
+  std::vector<CachingAllocator*> members_;
+};
+
 class CachingAllocator {
  public:
-  explicit CachingAllocator(std::unique_ptr<BackingMemory> backing);
+  // `group`, if given, is joined for the allocator's lifetime.
+  explicit CachingAllocator(std::unique_ptr<BackingMemory> backing,
+                            std::shared_ptr<AllocatorGroup> group = nullptr);
   ~CachingAllocator();  // returns every block to the backing memory
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -57,9 +84,13 @@ class CachingAllocator {
   static size_t size_class(size_t bytes);
 
  private:
+  // A block of class `size` from the cache or the backing memory (after emptying this cache);
+  // nullptr when the backing memory refuses.
+  void* allocate_locked(size_t size);
   void release_cached_locked();
 
   std::unique_ptr<BackingMemory> backing_;
+  std::shared_ptr<AllocatorGroup> group_;
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> cached_;         // size class -> free block
   std::unordered_map<void*, size_t> in_use_;    // block -> size class

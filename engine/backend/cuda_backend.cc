@@ -11,14 +11,27 @@
 namespace xlate::cuda_backend {
 namespace {
 
+// Every worker's allocator of one kind draws on the same memory, so a worker that runs out
+// empties the others' caches before failing (kernels::AllocatorGroup says why).
+std::shared_ptr<kernels::AllocatorGroup> device_memory_group() {
+  static const auto group = std::make_shared<kernels::AllocatorGroup>();
+  return group;
+}
+
+std::shared_ptr<kernels::AllocatorGroup> pinned_memory_group() {
+  static const auto group = std::make_shared<kernels::AllocatorGroup>();
+  return group;
+}
+
 struct Worker {
   kernels::CudaStream stream;
   std::shared_ptr<kernels::CachingAllocator> allocator =
-      std::make_shared<kernels::CachingAllocator>(kernels::make_cuda_backing_memory());
+      std::make_shared<kernels::CachingAllocator>(kernels::make_cuda_backing_memory(),
+                                                  device_memory_group());
   // Host blocks for copies that are complete before their owner lets go (copy_device_to_host
   // waits), so reusing them needs no event either.
-  std::shared_ptr<kernels::CachingAllocator> pinned =
-      std::make_shared<kernels::CachingAllocator>(kernels::make_pinned_backing_memory());
+  std::shared_ptr<kernels::CachingAllocator> pinned = std::make_shared<kernels::CachingAllocator>(
+      kernels::make_pinned_backing_memory(), pinned_memory_group());
   kernels::GemmContext gemm{stream.get()};
 };
 

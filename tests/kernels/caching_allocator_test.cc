@@ -5,20 +5,25 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <mutex>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 namespace xlate::kernels {
 namespace {
 
-// Host memory with a capacity, counting what it hands out.
+// Host memory with a capacity, counting what it hands out. Several CountingMemory objects over
+// one `used` count stand for one GPU that several threads' allocators draw on.
 class CountingMemory : public BackingMemory {
  public:
   // `used` outlives the allocator that owns this object, so destruction can be checked.
   CountingMemory(size_t capacity, std::shared_ptr<size_t> used)
       : capacity_(capacity), used_(std::move(used)) {}
   void* allocate(size_t bytes) override {
+    std::lock_guard<std::mutex> lock(shared_count_mutex());
     if (*used_ + bytes > capacity_) return nullptr;
     *used_ += bytes;
     void* block = std::malloc(bytes);
@@ -26,13 +31,22 @@ class CountingMemory : public BackingMemory {
     return block;
   }
   void release(void* block) override {
+    std::lock_guard<std::mutex> lock(shared_count_mutex());
     *used_ -= sizes_.at(block);
     sizes_.erase(block);
     std::free(block);
   }
-  size_t used() const { return *used_; }
+  size_t used() const {
+    std::lock_guard<std::mutex> lock(shared_count_mutex());
+    return *used_;
+  }
 
  private:
+  static std::mutex& shared_count_mutex() {
+    static std::mutex mutex;
+    return mutex;
+  }
+
   size_t capacity_;
   std::shared_ptr<size_t> used_;
   std::map<void*, size_t> sizes_;
@@ -121,6 +135,89 @@ TEST(CachingAllocator, DestructionReturnsEveryBlock) {
     EXPECT_EQ(*used, 512u + 5120u);
   }
   EXPECT_EQ(*used, 0u);
+}
+
+// Two threads' allocators over one 8 MiB memory, as two workers on one GPU.
+struct SharedMemory {
+  explicit SharedMemory(std::shared_ptr<AllocatorGroup> group)
+      : loader(std::make_unique<CountingMemory>(kCapacity, used), group),
+        decoder(std::make_unique<CountingMemory>(kCapacity, used), group) {}
+  static constexpr size_t kCapacity = size_t{8} << 20;
+  std::shared_ptr<size_t> used = std::make_shared<size_t>(0);
+  CachingAllocator loader;
+  CachingAllocator decoder;
+};
+
+TEST(AllocatorGroup, ARefusedMemberEmptiesTheOtherMembersCachesAndRetries) {
+  SharedMemory gpu(std::make_shared<AllocatorGroup>());
+  // A retired model's weights, freed into the cache of the thread that loaded them.
+  gpu.loader.free(gpu.loader.allocate(size_t{5} << 20));
+  EXPECT_EQ(gpu.loader.stats().bytes_reserved, size_t{6} << 20);
+
+  void* block = gpu.decoder.allocate(size_t{7} << 20);
+  EXPECT_NE(block, nullptr);
+  EXPECT_EQ(gpu.loader.stats().bytes_reserved, 0u);
+  EXPECT_EQ(gpu.decoder.stats().bytes_reserved, size_t{8} << 20);
+  EXPECT_EQ(*gpu.used, size_t{8} << 20);
+  gpu.decoder.free(block);
+}
+
+TEST(AllocatorGroup, WithoutAGroupAnotherThreadsCacheKeepsTheRoom) {
+  SharedMemory gpu(nullptr);
+  gpu.loader.free(gpu.loader.allocate(size_t{5} << 20));
+  EXPECT_THROW(gpu.decoder.allocate(size_t{7} << 20), std::bad_alloc);
+  EXPECT_EQ(gpu.loader.stats().bytes_reserved, size_t{6} << 20);
+}
+
+TEST(AllocatorGroup, BlocksInUseByAnotherMemberAreNeverReleased) {
+  SharedMemory gpu(std::make_shared<AllocatorGroup>());
+  void* weights = gpu.loader.allocate(size_t{5} << 20);
+  gpu.loader.free(gpu.loader.allocate(1000));  // cached: released for the decoder's attempt
+  EXPECT_THROW(gpu.decoder.allocate(size_t{7} << 20), std::bad_alloc);
+  EXPECT_EQ(gpu.loader.stats().bytes_in_use, size_t{6} << 20);
+  EXPECT_EQ(gpu.loader.stats().bytes_reserved, size_t{6} << 20);
+  gpu.loader.free(weights);
+  EXPECT_NE(gpu.decoder.allocate(size_t{1} << 20), nullptr);
+}
+
+TEST(AllocatorGroup, ADestroyedMemberHasLeftTheGroup) {
+  auto group = std::make_shared<AllocatorGroup>();
+  auto used = std::make_shared<size_t>(0);
+  CachingAllocator decoder(std::make_unique<CountingMemory>(size_t{8} << 20, used), group);
+  {
+    CachingAllocator loader(std::make_unique<CountingMemory>(size_t{8} << 20, used), group);
+    loader.free(loader.allocate(100));
+  }
+  EXPECT_EQ(*used, 0u);
+  // Exhaustion asks the group again; a member left behind would be a dangling pointer here
+  // (AddressSanitizer's sanitized_units run reports the use).
+  EXPECT_THROW(decoder.allocate(size_t{9} << 20), std::bad_alloc);
+}
+
+// Two workers exhausting the memory at once each empty the other's cache: no deadlock (the
+// group's lock is never taken under a member's), no lost or doubly released block.
+TEST(AllocatorGroup, WorkersRunningOutTogetherNeitherDeadlockNorLoseBlocks) {
+  SharedMemory gpu(std::make_shared<AllocatorGroup>());
+  auto work = [](CachingAllocator& allocator, size_t first_class) {
+    for (int round = 0; round < 300; ++round) {
+      std::vector<void*> blocks;
+      for (size_t megabytes : {first_class, first_class + 2, size_t{1}}) {
+        try {
+          blocks.push_back(allocator.allocate(megabytes << 20));
+        } catch (const std::bad_alloc&) {
+        }
+      }
+      for (void* block : blocks) allocator.free(block);
+    }
+  };
+  std::thread loader_thread(work, std::ref(gpu.loader), size_t{2});
+  std::thread decoder_thread(work, std::ref(gpu.decoder), size_t{3});
+  loader_thread.join();
+  decoder_thread.join();
+  EXPECT_EQ(gpu.loader.stats().bytes_in_use + gpu.decoder.stats().bytes_in_use, 0u);
+  EXPECT_EQ(*gpu.used,
+            gpu.loader.stats().bytes_reserved + gpu.decoder.stats().bytes_reserved);
+  EXPECT_LE(*gpu.used, SharedMemory::kCapacity);
 }
 
 }  // namespace

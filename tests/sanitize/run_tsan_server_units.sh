@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The server's unit tests (CTest label "server_unit": batching policy, scheduler, model
-# registry with real models loading and reloading beside translations) under
+# registry with real models loading and reloading beside translations), and the caching
+# allocators' group (GPU workers emptying each other's caches, over host memory), under
 # ThreadSanitizer. ThreadSanitizer sees a lock only in instrumented code, and the scheduler's
 # locks are absl::Mutex, whose code lives in Debian's (uninstrumented) libabsl_*.so: with those,
 # every hand-over between the scheduler thread and its callers would look like a race, and a
@@ -29,7 +30,7 @@ build=$work/build
 if ! { cmake -S "$repo" -B "$build" -DXLATE_SANITIZE=thread -DXLATE_CUDA=OFF "${flags[@]}" \
          > "$work/configure.log" 2>&1 &&
        cmake --build "$build" -j"$(nproc)" --target xlate_server_unit_tests \
-         xlate_sentencepiece \
+         xlate_kernel_tests xlate_sentencepiece \
          > "$work/build.log" 2>&1; }; then
   tail -30 "$work/configure.log" "$work/build.log"
   exit 1
@@ -75,3 +76,9 @@ mkdir -p "$XLATE_SCRATCH"
 # -FA: the fixture comes from FIXTURE_DIR, not from this tree.
 ctest --test-dir "$build" -L "^server_unit$" -FA ".*" -j"$(nproc)" \
   --output-on-failure "$@"
+status=$?
+# The worker threads' caching allocators of one GPU, emptying each other's caches when the memory
+# runs out (kernels/caching_allocator.h), over host memory.
+"$build/tests/xlate_kernel_tests" --gtest_filter='AllocatorGroup.*:CachingAllocator.*' \
+  --gtest_brief=1 || status=1
+exit $status
