@@ -202,17 +202,33 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Reload(
   return after;
 }
 
-void ModelRegistry::ReloadAllInBackground(
-    std::function<void(const std::string& name, const absl::Status& outcome)> report) {
-  background_.Post([this, report = std::move(report)] {
-    for (const std::string& name : names()) {
-      {
-        absl::MutexLock lock(&alive_mutex_);
-        if (stopping_) return;
-      }
-      report(name, Reload(name, "").status());
+void ModelRegistry::ReloadAllInBackground(ReloadReport report) {
+  std::vector<std::string> served = names();
+  if (served.empty()) return;
+  ReloadInBackground(std::move(served), 0, std::move(report));
+}
+
+void ModelRegistry::ReloadInBackground(std::vector<std::string> names, size_t next,
+                                       ReloadReport report) {
+  background_.Post([this, names = std::move(names), next, report = std::move(report)]() mutable {
+    {
+      absl::MutexLock lock(&alive_mutex_);
+      if (stopping_) return;
     }
+    report(names[next], Reload(names[next], "").status());
+    if (next + 1 == names.size()) return;
+    // Posted behind the destruction of the model this reload retired (unless a call still holds
+    // it). Under alive_mutex_, so the destructor, which sets stopping_ under it, cannot have
+    // begun to destroy background_ yet.
+    absl::MutexLock lock(&alive_mutex_);
+    if (stopping_) return;
+    ReloadInBackground(std::move(names), next + 1, std::move(report));
   });
+}
+
+int64_t ModelRegistry::models_in_memory() const {
+  absl::MutexLock lock(&alive_mutex_);
+  return alive_;
 }
 
 std::vector<std::string> ModelRegistry::names() const {

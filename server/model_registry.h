@@ -63,13 +63,19 @@ class ModelRegistry {
   // served one's; the old one keeps serving).
   absl::StatusOr<std::shared_ptr<const ServedModel>> Reload(const std::string& name,
                                                            const std::string& dir);
+  using ReloadReport = std::function<void(const std::string& name, const absl::Status& outcome)>;
   // Reloads every model from its current directory on the registry's thread, one after the
-  // other (SIGHUP); `report` is called with each outcome there.
-  void ReloadAllInBackground(
-      std::function<void(const std::string& name, const absl::Status& outcome)> report);
+  // other (SIGHUP); `report` is called with each outcome there. Each reload is a task of its
+  // own, so a model retired by one is destroyed before the next loads (the destruction is queued
+  // on the same thread): at most one model beside the served ones is in memory, not one per
+  // served model.
+  void ReloadAllInBackground(ReloadReport report);
 
   // The names served, in the order they were added.
   std::vector<std::string> names() const;
+  // Models loaded and not yet destroyed: the served ones, and retired ones that calls still
+  // hold or whose destruction waits on the registry's thread.
+  int64_t models_in_memory() const;
 
  private:
   struct Slot {
@@ -86,6 +92,8 @@ class ModelRegistry {
                                                     const std::string& dir);
   // Each model's name and languages: '"en-de" (en to de), "de-en" (de to en)'.
   std::string ServedListLocked() const ABSL_SHARED_LOCKS_REQUIRED(mutex_);
+  // Reloads names[next] on the registry's thread, then posts the reload of names[next + 1].
+  void ReloadInBackground(std::vector<std::string> names, size_t next, ReloadReport report);
 
   const Loader loader_;
   Observer* const observer_;
@@ -93,7 +101,7 @@ class ModelRegistry {
   mutable absl::Mutex mutex_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mutex_);
 
-  absl::Mutex alive_mutex_;
+  mutable absl::Mutex alive_mutex_;
   int64_t alive_ ABSL_GUARDED_BY(alive_mutex_) = 0;  // models shared and not yet destroyed
   bool stopping_ ABSL_GUARDED_BY(alive_mutex_) = false;
   // Destroyed first, once no model is left: it runs what was posted to it, then joins.

@@ -1,6 +1,7 @@
 // The server's models by name (routing by name and language pair) and their reloads: a call
 // routed before a reload keeps its model, and that model still translates; a reload that fails
 // or changes the languages keeps the old model; one reload of a model at a time.
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <new>
@@ -294,6 +295,37 @@ TEST(ModelRegistry, ReloadAllInBackgroundReportsEachModel) {
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(60)));
   absl::MutexLock lock(&mutex);
   EXPECT_EQ(outcomes, (std::vector<std::string>{"a ok", "b ok"}));
+}
+
+// SIGHUP reloads model after model; the model each reload retires is destroyed before the next
+// one loads, so a reload of every model needs room for one more model, not for all of them
+// twice (on a GPU: device memory).
+TEST(ModelRegistry, ReloadAllRetiresEachOldModelBeforeTheNextLoads) {
+  std::atomic<ModelRegistry*> registry{nullptr};
+  absl::Mutex mutex;
+  std::vector<std::string> loads;  // "name: models in memory when its load began"
+  ModelRegistry models(
+      [&](const std::string& name, const std::string& dir) {
+        if (ModelRegistry* loaded_into = registry.load()) {
+          absl::MutexLock lock(&mutex);
+          loads.push_back(name + ": " + std::to_string(loaded_into->models_in_memory()));
+        }
+        return ServedModel::Load(name, dir, small_settings(), nullptr);
+      },
+      nullptr);
+  ASSERT_TRUE(models.Add("a", model_copy("retire_a", "en", "de")).ok());
+  ASSERT_TRUE(models.Add("b", model_copy("retire_b", "de", "en")).ok());
+  ASSERT_TRUE(models.Add("c", model_copy("retire_c", "en", "fr")).ok());
+  EXPECT_EQ(models.models_in_memory(), 3);
+  registry = &models;
+  absl::Notification done;
+  models.ReloadAllInBackground([&](const std::string& name, const absl::Status& outcome) {
+    EXPECT_TRUE(outcome.ok()) << name << ": " << outcome;
+    if (name == "c") done.Notify();
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  absl::MutexLock lock(&mutex);
+  EXPECT_EQ(loads, (std::vector<std::string>{"a: 3", "b: 3", "c: 3"}));
 }
 
 }  // namespace
