@@ -72,10 +72,15 @@ class Server:
             stderr=subprocess.PIPE, text=True)
         ready = threading.Event()
         self.port = self.metrics_port = self.admin_port = None
+        # Where --device put the models: "cuda" once the server logs the GPU it runs on
+        # ("running on NVIDIA H100 ..., compute capability 9.0, ... in float16"), else "cpu".
+        self.device = "cpu"
 
         def read_stderr():
             for line in self.process.stderr:
                 self.stderr_lines.append(line)
+                if re.search(r"running on (?!the CPU).*compute capability", line):
+                    self.device = "cuda"
                 admin = re.search(r"ModelAdmin on 127\.0\.0\.1:(\d+)", line)
                 if admin:
                     self.admin_port = int(admin[1])

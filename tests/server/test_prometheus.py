@@ -35,7 +35,7 @@ class PrometheusScrape(unittest.TestCase):
         self.assertTrue(wait_until(lambda: self.ok_requests() == calls, 60),
                         f"Prometheus reports {self.ok_requests()} OK requests, expected {calls}")
         data = self.prometheus.api("query", query="xlate_model_info")
-        self.assertEqual(data["result"][0]["metric"]["device"], "cpu")
+        self.assertEqual(data["result"][0]["metric"]["device"], self.server.device)
 
 
 if __name__ == "__main__":

@@ -439,7 +439,7 @@ class SharedServer(unittest.TestCase):
         for family in ("xlate_request_duration_seconds_bucket", "xlate_queue_wait_seconds_count",
                        "xlate_batch_sentences_count", "xlate_batch_tokens_count",
                        "xlate_generated_tokens_total", "xlate_in_flight_requests",
-                       "xlate_queue_depth", 'xlate_model_info{device="cpu"',
+                       "xlate_queue_depth", f'xlate_model_info{{device="{self.server.device}"',
                        "xlate_process_resident_memory_bytes"):
             self.assertIn(family, after)
         self.assertIn("# HELP xlate_requests_total", after)
