@@ -36,6 +36,12 @@ int cuda_compute_capability(int device) {
 
 void set_cuda_device(int device) { XLATE_CUDA_CHECK(cudaSetDevice(device)); }
 
+size_t cuda_free_memory() {
+  size_t free_bytes = 0, total_bytes = 0;
+  XLATE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
+}
+
 CudaStream::CudaStream() {
   XLATE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }

@@ -20,6 +20,8 @@ std::string cuda_device_description(int device);
 // 10 · major + minor: 60 for a P100, 70 for a V100, 80 for an A100, 90 for an H100.
 int cuda_compute_capability(int device);
 void set_cuda_device(int device);
+// Free memory of the current device in bytes (cudaMemGetInfo): what every process has left.
+size_t cuda_free_memory();
 
 // A non-blocking stream of the current device, destroyed with the object.
 class CudaStream {

@@ -32,7 +32,8 @@ struct Worker {
   // waits), so reusing them needs no event either.
   std::shared_ptr<kernels::CachingAllocator> pinned = std::make_shared<kernels::CachingAllocator>(
       kernels::make_pinned_backing_memory(), pinned_memory_group());
-  kernels::GemmContext gemm{stream.get()};
+  // Created by the worker's first product (gemm()): loading and copying threads never need one.
+  std::unique_ptr<kernels::GemmContext> gemm;
 };
 
 Worker& worker() {
@@ -61,11 +62,24 @@ std::shared_ptr<void> allocate_pinned(size_t bytes) {
 
 size_t bytes_in_use() { return worker().allocator->stats().bytes_in_use; }
 size_t bytes_reserved() { return worker().allocator->stats().bytes_reserved; }
+size_t device_memory_free() { return kernels::cuda_free_memory(); }
 
 kernels::Stream stream() { return worker().stream.get(); }
-kernels::GemmContext& gemm() { return worker().gemm; }
-void set_float32_math(kernels::Float32Math math) { worker().gemm.set_float32_math(math); }
-kernels::Float32Math float32_math() { return worker().gemm.float32_math(); }
+
+kernels::GemmContext& gemm() {
+  Worker& current = worker();
+  if (current.gemm == nullptr) {
+    current.gemm = std::make_unique<kernels::GemmContext>(current.stream.get());
+  }
+  return *current.gemm;
+}
+
+void set_float32_math(kernels::Float32Math math) { gemm().set_float32_math(math); }
+
+kernels::Float32Math float32_math() {
+  const Worker& current = worker();
+  return current.gemm == nullptr ? kernels::Float32Math::kExact : current.gemm->float32_math();
+}
 
 void copy_host_to_device(void* device, const void* host, size_t bytes) {
   kernels::copy_host_to_device(device, host, bytes, stream());

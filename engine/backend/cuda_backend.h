@@ -2,9 +2,11 @@
 // exists: built() is false, device_count() is 0, and the rest throw std::logic_error (reaching
 // them is a programming error, since no CUDA tensor can exist in such a build).
 //
-// Each thread that runs CUDA work is a worker with its own stream, caching allocator and
-// cuBLASLt context, created on its first use (see kernels/caching_allocator.h for why the
-// allocator belongs to the stream). Device tensors keep their allocator alive.
+// Each thread that runs CUDA work is a worker with its own stream and caching allocator,
+// created on its first use (see kernels/caching_allocator.h for why the allocator belongs to the
+// stream), and a cuBLASLt context (handle, 32 MiB workspace, plans) created on its first
+// product: a thread that only loads weights or copies results pays for no workspace. Device
+// tensors keep their allocator alive.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +39,8 @@ std::shared_ptr<void> allocate_pinned(size_t bytes);
 size_t bytes_in_use();
 // Bytes this worker's allocator holds from the device (in use + cached): its high-water mark.
 size_t bytes_reserved();
+// Free device memory (every process's use counted), in bytes.
+size_t device_memory_free();
 
 kernels::Stream stream();
 kernels::GemmContext& gemm();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -316,6 +317,31 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, OpsCuda,
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return dtype_name(info.param);
                          });
+
+// A thread that only moves data (a model loader, an admin RPC) gets a stream and an allocator,
+// not a cuBLASLt context: the 32 MiB workspace comes with the thread's first product.
+TEST(CudaWorkers, TheCublasWorkspaceComesWithTheFirstProductNotTheFirstCopy) {
+  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  const Tensor host = Tensor::from_vector(std::vector<float>(256, 1.f), {16, 16});
+  // The process's CUDA context (hundreds of MiB) exists before anything is measured.
+  Tensor on_main_thread = host.to(Device::kCUDA);
+  cuda_backend::synchronize();
+  size_t before = 0, after_copy = 0, after_product = 0;
+  std::thread mover([&] {
+    before = cuda_backend::device_memory_free();
+    const Tensor copied = host.to(Device::kCUDA);
+    cuda_backend::synchronize();
+    after_copy = cuda_backend::device_memory_free();
+    cuda_backend::gemm();
+    after_product = cuda_backend::device_memory_free();
+  });
+  mover.join();
+  constexpr size_t kMiB = size_t{1} << 20;
+  EXPECT_LT(before - std::min(before, after_copy), 16 * kMiB)
+      << "a copy-only thread took " << (before - after_copy) / kMiB << " MiB";
+  EXPECT_GE(after_copy - std::min(after_copy, after_product), 32 * kMiB)
+      << "the first product took " << (after_copy - after_product) / kMiB << " MiB";
+}
 
 }  // namespace
 }  // namespace xlate
