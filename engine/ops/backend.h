@@ -61,6 +61,9 @@ struct OpBackend {
   int max_top_k = std::numeric_limits<int>::max();
   // Largest beam of beam_search_step (the CUDA step ranks 2·B candidates in a fixed array).
   int max_beam = std::numeric_limits<int>::max();
+  // Largest d_k and d_v of attention_forward (the CUDA kernel keeps a query's head in its
+  // lanes' registers: kernels::kMaxAttentionHeadDim).
+  int max_attention_head_dim = std::numeric_limits<int>::max();
   // Waits until the work the calling thread queued on the device is done (a no-op where the
   // ops run synchronously): before another thread's work reads what this thread wrote.
   void (*synchronize)() = nullptr;

@@ -171,6 +171,10 @@ void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
           "query [N, T, h*d_k], keys [..., h*d_k], values [..., h*d_v]");
   require(query.width == keys.width && query.width % heads == 0 && values.width % heads == 0,
           op, "query/key widths must match and divide by heads");
+  const int max_head_dim = backend_of(out).max_attention_head_dim;
+  require(query.width / heads <= max_head_dim && values.width / heads <= max_head_dim, op,
+          "d_k and d_v must be <= " + std::to_string(max_head_dim) + " on the " +
+              backend_of(out).name + " backend");
   const int64_t rows = query.tensor.dim(0), steps = query.tensor.dim(1);
   require(key_rows.rank() == 2 && key_rows.dim(0) == rows && key_lengths.numel() == rows, op,
           "key_rows [N, S] and key_lengths [N]");

@@ -78,7 +78,8 @@ struct Columns {
 
 // Multi-head scaled dot-product attention with `heads` heads, scale 1/sqrt(d_k).
 // out[N, T, h·d_v]; query: h·d_k columns of [N, T, ...]; keys: h·d_k columns and values: h·d_v
-// columns of any [..., ...], read as rows (the same row index addresses both).
+// columns of any [..., ...], read as rows (the same row index addresses both). d_k and d_v are
+// at most the backend's max_attention_head_dim (kernels::kMaxAttentionHeadDim on CUDA).
 // key_rows: int32 [N, S_table]: key position s of query row n is row key_rows[n, s] of
 // keys/values, so one op serves batch-major encoder keys, per-sentence cross-attention keys
 // and the decoder's time-major cache whose beams are reordered through this table (no copy).

@@ -376,16 +376,24 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
         super().setUpClass()
         cls.refusal = h.cuda_refusal(cls.data, os.path.join(cls.root, "probe"))
 
+    @staticmethod
+    def names_no_gpu(refusal):
+        return "no CUDA device is visible" in refusal or "no CUDA backend" in refusal
+
     def require_gpu(self):
-        if self.refusal is not None:
-            self.skipTest("no GPU: " + self.refusal.strip())
+        if self.refusal is None:
+            return
+        # Only a machine without a GPU (or a build without CUDA) skips: a probe step that failed
+        # on a GPU is the GPU path failing, which these tests must report, not skip.
+        if not self.names_no_gpu(self.refusal):
+            self.fail("one training step with --device cuda failed:\n" + self.refusal[-4000:])
+        self.skipTest("no GPU: " + self.refusal.strip())
 
     def test_without_a_gpu_cuda_is_refused_naming_the_reason(self):
         if self.refusal is None:
             self.skipTest("this machine has a GPU")
         self.assertIn("--device cuda: ", self.refusal)
-        self.assertTrue("no CUDA device is visible" in self.refusal or
-                        "no CUDA backend" in self.refusal, self.refusal)
+        self.assertTrue(self.names_no_gpu(self.refusal), self.refusal)
         self.assertFalse(os.path.exists(os.path.join(self.run_dir("probe"), "checkpoints")))
 
     def test_gpu_resume_is_bit_identical_and_checkpoints_cross_devices(self):

@@ -1,8 +1,10 @@
 // Which precision `--precision` trains in on which device, and the refusals that name the
 // compute capability (resolve_training_precision is a function of the GPU's capability, so every
-// GPU generation's rule is checked here without one).
+// GPU generation's rule is checked here without one), and the models a device's backend cannot
+// run, refused at start (the backend's limits are in its table, readable without a GPU).
 #include <gtest/gtest.h>
 
+#include "engine/ops/backend.h"
 #include "trainer/training/training_options.h"
 
 namespace xlate::trainer {
@@ -57,6 +59,32 @@ TEST(TrainingPrecision, LossScalingFollowsThePrecisionUnlessChosen) {
   EXPECT_EQ(resolve_loss_scale("none", TrainingPrecision::kFloat16), "none");
   EXPECT_EQ(resolve_loss_scale("dynamic", TrainingPrecision::kFloat32), "dynamic");
   EXPECT_STREQ(precision_name(TrainingPrecision::kBFloat16), "bf16");
+}
+
+// Table 3's row (A) with h = 1: d_k = d_v = 512, wider than the CUDA attention kernel's heads.
+// Without this check the GPU run started and threw from the kernel's launcher at the first step.
+TEST(TrainingDevice, HeadsWiderThanTheGpuAttentionTakesAreRefusedAtStart) {
+  if (find_op_backend(Device::kCUDA) == nullptr) GTEST_SKIP() << "a build without CUDA";
+  ArchitectureOptions architecture;
+  architecture.heads = 1;
+  absl::StatusOr<ModelConfig> one_head = build_model_config(architecture, 1000);
+  ASSERT_TRUE(one_head.ok()) << one_head.status();
+  EXPECT_TRUE(check_model_fits_device(*one_head, Device::kCPU).ok());
+  const absl::Status refused = check_model_fits_device(*one_head, Device::kCUDA);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "the encoder's attention heads are 512 (d_k) and 512 (d_v) wide; the CUDA backend's "
+            "attention takes at most 256: raise --heads, lower --d_k / --d_v, or train with "
+            "--device cpu");
+
+  architecture.heads = 2;  // 256 each: the widest the kernel takes
+  absl::StatusOr<ModelConfig> two_heads = build_model_config(architecture, 1000);
+  ASSERT_TRUE(two_heads.ok()) << two_heads.status();
+  EXPECT_TRUE(check_model_fits_device(*two_heads, Device::kCUDA).ok());
+  architecture.d_v = 320;  // d_v alone too wide
+  absl::StatusOr<ModelConfig> wide_values = build_model_config(architecture, 1000);
+  ASSERT_TRUE(wide_values.ok()) << wide_values.status();
+  EXPECT_FALSE(check_model_fits_device(*wide_values, Device::kCUDA).ok());
 }
 
 }  // namespace

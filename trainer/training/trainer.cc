@@ -165,6 +165,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
   absl::StatusOr<ModelConfig> config =
       build_model_config(options.architecture, train->vocab_size());
   if (!config.ok()) return config.status();
+  if (!(status = check_model_fits_device(*config, *device)).ok()) return status;
   if (!(status = check_lengths(*train, *config, "train")).ok()) return status;
   if (valid && !(status = check_lengths(*valid, *config, "valid")).ok()) return status;
   absl::StatusOr<TrainingPrecision> precision = resolve_training_precision(

@@ -1,7 +1,10 @@
 #include "trainer/training/training_options.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 #include "engine/placement_flags.h"
 #include "engine/transformer.h"
 
@@ -159,6 +162,24 @@ absl::StatusOr<ModelConfig> build_model_config(const ArchitectureOptions& option
   absl::Status valid = config.Validate();
   if (!valid.ok()) return valid;
   return config;
+}
+
+absl::Status check_model_fits_device(const ModelConfig& config, Device device) {
+  const OpBackend* backend = find_op_backend(device);
+  // A build without the device's backend: resolve_training_device has refused the device.
+  if (backend == nullptr) return absl::OkStatus();
+  const int limit = backend->max_attention_head_dim;
+  for (const auto& [stack, heads] : {std::pair<const char*, int>{"encoder", config.encoder_heads},
+                                     {"decoder", config.decoder_heads}}) {
+    const int d_k = config.head_dim_k(heads), d_v = config.head_dim_v(heads);
+    if (d_k > limit || d_v > limit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the ", stack, "'s attention heads are ", d_k, " (d_k) and ", d_v,
+          " (d_v) wide; the ", backend->name, " backend's attention takes at most ", limit,
+          ": raise --heads, lower --d_k / --d_v, or train with --device cpu"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace xlate::trainer

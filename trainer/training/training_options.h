@@ -107,4 +107,9 @@ std::string resolve_loss_scale(const std::string& loss_scale, TrainingPrecision 
 // The preset with the overrides applied, for a vocabulary of `vocab_size` pieces; validated.
 absl::StatusOr<ModelConfig> build_model_config(const ArchitectureOptions& options, int vocab_size);
 
+// OK when `device`'s backend runs every op of `config`'s model, else INVALID_ARGUMENT naming the
+// options to change: the CUDA attention kernel takes heads of at most 256 dimensions, so Table
+// 3's h = 1 (d_k = d_v = 512) trains on the CPU only. Checked at start, not at the first step.
+absl::Status check_model_fits_device(const ModelConfig& config, Device device);
+
 }  // namespace xlate::trainer

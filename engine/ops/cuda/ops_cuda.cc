@@ -145,6 +145,7 @@ const OpBackend& op_backend() {
     table.reduced_precision_storage = true;
     table.max_top_k = kMaxDeviceTopK;
     table.max_beam = kMaxDeviceBeam;
+    table.max_attention_head_dim = kernels::kMaxAttentionHeadDim;
     table.synchronize = cuda_backend::synchronize;
     XLATE_FOR_EACH_OP(XLATE_SET_OP_BODY)
     return table;
