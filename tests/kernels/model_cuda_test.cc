@@ -69,7 +69,9 @@ TEST_F(ModelCuda, ReducedPrecisionLogitsStayClose) {
     return model.decode(state, prefix);
   };
   const Tensor expected = logits_of(cpu->model());
-  for (auto [dtype, tolerance] : {std::pair{DType::kFloat16, 2e-2}, {DType::kBFloat16, 8e-2}}) {
+  // Absolute bounds on a logit: 16-bit storage rounds every layer's output, so the single ops'
+  // tolerances (1e-2 fp16, 4e-2 bf16, relative) compound over the encoder and decoder stacks.
+  for (auto [dtype, bound] : {std::pair{DType::kFloat16, 0.2}, {DType::kBFloat16, 0.8}}) {
     auto gpu = load({Device::kCUDA, dtype});
     ASSERT_TRUE(gpu);
     const Tensor actual = logits_of(gpu->model());
@@ -79,7 +81,7 @@ TEST_F(ModelCuda, ReducedPrecisionLogitsStayClose) {
       const double difference = double(actual.data<float>()[i]) - expected.data<float>()[i];
       worst = std::max(worst, std::fabs(difference));
     }
-    EXPECT_LE(worst, tolerance * 10) << dtype_name(dtype) << " worst |Δlogit| " << worst;
+    EXPECT_LE(worst, bound) << dtype_name(dtype) << " worst |Δlogit| " << worst;
   }
 }
 
