@@ -2,7 +2,9 @@
 averaging, and the errors for damaged checkpoints and bad options; on a machine with a GPU, the
 same training there (TrainerGpuTest skips without one)."""
 import os
+import resource
 import shutil
+import subprocess
 import unittest
 
 import numpy as np
@@ -368,6 +370,42 @@ class LossScalingTest(RunsOnTheCliCorpus):
 
 
 # Whether --device cuda can train here, and the trainer's reason when it cannot.
+class OutOfMemoryTest(unittest.TestCase):
+    """A step that runs out of memory (host memory here, capped with RLIMIT_AS; on a GPU the
+    caching allocator's std::bad_alloc takes the same path) ends the run with a message that
+    names the cause and what to change, not std::terminate and a core dump; the checkpoint
+    written before is kept, and the rerun with room resumes from it."""
+
+    def test_a_step_out_of_memory_is_an_error_and_the_rerun_resumes(self):
+        if "ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ:
+            self.skipTest("a sanitizer's shadow memory does not fit under an address-space cap")
+        # 3,000 pairs in one micro-batch: about 1.4 GB at the step's peak, while setting up the
+        # tiny model stays below 0.6 GB of address space.
+        data = h.prepared_corpus("oom", 3000, 1000)
+        output = os.path.join(h.SCRATCH, "oom-run")
+        shutil.rmtree(output, ignore_errors=True)
+        options = ("--max_tokens", "100000", "--checkpoint_every_steps", "1")
+        h.train(data, output, "--max_steps", "1", *options)
+        command = [h.TRAINER, "train", "--data", data, "--output", output, "--preset", "tiny",
+                   "--log_every_steps", "1", "--bleu_sentences", "0", "--device", "cpu",
+                   "--max_steps", "2", *options]
+        cap = 1000 * 1024 * 1024
+
+        def cap_address_space():
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+        failed = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                                env=dict(os.environ, OMP_NUM_THREADS="1"),
+                                preexec_fn=cap_address_space)
+        self.assertEqual(failed.returncode, 1, failed.stderr[-3000:])
+        self.assertIn("xlate-trainer train: out of host memory: lower --max_tokens (100000 tokens "
+                      "per micro-batch now) and raise --update_freq", failed.stderr)
+        self.assertIn("a rerun resumes from the latest (1 of 2 steps done)", failed.stderr)
+        resumed = h.train(data, output, "--max_steps", "2", *options)
+        self.assertIn("resumed from", resumed.stderr)
+        self.assertEqual([e["step"] for e in h.log_events(output, "train")], [1, 2])
+
+
 class TrainerGpuTest(RunsOnTheCliCorpus):
     runs = "gpu-runs"
 

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <filesystem>
+#include <new>
 #include <optional>
 
 #include <sys/resource.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
 #include "engine/ops/ops.h"
@@ -175,14 +178,25 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
   if (!(status = check_precision_runs(*device, *precision)).ok()) return status;
   TrainingOptions resolved = options;
   resolved.loss_scale = resolve_loss_scale(options.loss_scale, *precision);
-  std::unique_ptr<Trainer> trainer(new Trainer(resolved, communicator, std::move(*train),
-                                               std::move(valid), *config, *device));
-  trainer->precision_ = *precision;
-  trainer->device_note_ = absl::StrCat(device_note, device_note.empty() ? "" : "; ",
-                                       "precision ", precision_name(*precision),
-                                       precision_note(*precision), ", loss scaling ",
-                                       resolved.loss_scale);
-  if (!(status = trainer->initialise()).ok()) return status;
+  std::unique_ptr<Trainer> trainer;
+  try {
+    trainer.reset(new Trainer(resolved, communicator, std::move(*train), std::move(valid),
+                              *config, *device));
+    trainer->precision_ = *precision;
+    trainer->device_note_ = absl::StrCat(device_note, device_note.empty() ? "" : "; ",
+                                         "precision ", precision_name(*precision),
+                                         precision_note(*precision), ", loss scaling ",
+                                         resolved.loss_scale);
+    if (!(status = trainer->initialise()).ok()) return status;
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of ", *device == Device::kCUDA ? "GPU" : "host",
+        " memory setting up the model: its parameters, gradients and Adam's two moments take "
+        "16 bytes per parameter; train a smaller model (--preset, --d_model, --layers) or on ",
+        *device == Device::kCUDA ? "a GPU with more memory" : "a machine with more memory"));
+  } catch (const std::exception& error) {
+    return absl::InternalError(absl::StrCat("setting up the model failed: ", error.what()));
+  }
   return trainer;
 }
 
@@ -625,6 +639,32 @@ absl::Status Trainer::checkpoint() {
 }
 
 absl::Status Trainer::Run() {
+  const auto kept = [this] {
+    return absl::StrCat("; the checkpoints written so far are kept and a rerun resumes from the "
+                        "latest (", state_.step, " of ", options_.max_steps, " steps done)");
+  };
+  try {
+    return train_until_done();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of ", device_ == Device::kCUDA ? "GPU" : "host", " memory",
+        device_memory_text(), ": lower --max_tokens (", options_.max_tokens,
+        " tokens per micro-batch now) and raise --update_freq to keep the tokens per step",
+        kept()));
+  } catch (const std::exception& error) {
+    return absl::InternalError(absl::StrCat("training failed: ", error.what(), kept()));
+  }
+}
+
+std::string Trainer::device_memory_text() const {
+  if (device_ != Device::kCUDA) return "";
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return absl::StrFormat(" (this process holds %.0f MiB of GPU memory; %.0f MiB are free)",
+                         static_cast<double>(cuda_backend::bytes_reserved()) / kMiB,
+                         static_cast<double>(cuda_backend::device_memory_free()) / kMiB);
+}
+
+absl::Status Trainer::train_until_done() {
   StepReport report;
   double report_started = elapsed_seconds();
   const int64_t first_step = state_.step;

@@ -30,7 +30,10 @@ class Trainer {
   // Opens the data, builds (or resumes) the model; `communicator` must outlive the trainer.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainingOptions& options,
                                                          Communicator& communicator);
-  // Trains until options.max_steps, validating and checkpointing on the way.
+  // Trains until options.max_steps, validating and checkpointing on the way. A step that
+  // throws ends the run with a status instead (RESOURCE_EXHAUSTED for std::bad_alloc: the
+  // host's memory or the GPU caching allocator's; INTERNAL for a CUDA or cuBLASLt error) that
+  // names the steps done and what to change; the checkpoints so far are kept for a rerun.
   absl::Status Run();
 
   int64_t step() const { return state_.step; }
@@ -40,6 +43,10 @@ class Trainer {
   Trainer(const TrainingOptions& options, Communicator& communicator, TokenCorpus train,
           std::optional<TokenCorpus> valid, ModelConfig config, Device device);
   absl::Status initialise();
+  // Run() without its translation of exceptions.
+  absl::Status train_until_done();
+  // " (this process holds 1,234 MiB of GPU memory; 56 MiB are free)" on a GPU, else "".
+  std::string device_memory_text() const;
   // The device communicator (NCCL) for GPU ranks, and the overlapped gradient reduction when
   // the gradient is reduced (reduces_gradients()) and --bucket_mb > 0 or --zero_stage 1.
   absl::Status create_reducer();
