@@ -63,10 +63,14 @@ void* CachingAllocator::allocate(size_t bytes) {
   throw std::bad_alloc();
 }
 
+size_t CachingAllocator::reuse_limit(size_t size) { return size + size / 8; }
+
 void* CachingAllocator::allocate_locked(size_t size) {
   void* block = nullptr;
-  if (auto cached = cached_.find(size); cached != cached_.end()) {
+  if (auto cached = cached_.lower_bound(size);
+      cached != cached_.end() && cached->first <= reuse_limit(size)) {
     block = cached->second;
+    size = cached->first;  // the block keeps its class: it returns to the cache as such
     cached_.erase(cached);
     ++stats_.cache_hits;
   } else {

@@ -3,8 +3,11 @@
 // reaches cudaMalloc (which synchronises the device and costs tens of microseconds).
 //
 // Sizes are rounded to a size class (512 B steps up to 1 MiB, 2 MiB steps above) and a request
-// is served by a cached block of exactly its class, so memory use stays close to the peak of
-// what is live. When the backing memory is exhausted, every cached block is released and the
+// is served by the smallest cached block of its class or of a class at most 1/8 larger
+// (reuse_limit), so memory use stays close to the peak of what is live: a training step's
+// activations change size with every batch's token count, and exact classes would keep one
+// block per size seen until the memory ran out, while the bound keeps the space a block wastes
+// below 1/9 of it. When the backing memory is exhausted, every cached block is released and the
 // request retried once before failing; an allocator in an AllocatorGroup then also empties the
 // caches of the group's other members and retries once more.
 //
@@ -82,6 +85,8 @@ class CachingAllocator {
   AllocatorStats stats() const;
 
   static size_t size_class(size_t bytes);
+  // The largest cached block that may serve a request of class `size`: size + size / 8.
+  static size_t reuse_limit(size_t size);
 
  private:
   // A block of class `size` from the cache or the backing memory (after emptying this cache);

@@ -112,6 +112,39 @@ TEST(CachingAllocator, ExhaustionEmptiesTheCacheAndRetriesBeforeFailing) {
   EXPECT_EQ(f.allocator->stats().bytes_reserved, 0u);
 }
 
+// A training step's activations change size with every batch: a cached block up to 1/8 larger
+// than the request's class serves it, so steps of varying sizes settle on the largest one's
+// blocks instead of caching one block per size seen.
+TEST(CachingAllocator, ABlockUpToAnEighthLargerServesARequest) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  EXPECT_EQ(CachingAllocator::reuse_limit(48 * kMiB), 54 * kMiB);
+  Fixture f(size_t{256} << 20);
+  void* largest = f.allocator->allocate(48 * kMiB);
+  f.allocator->free(largest);
+  for (size_t megabytes : {44, 46, 43, 48, 47, 45, 43}) {
+    void* block = f.allocator->allocate(megabytes * kMiB);
+    EXPECT_EQ(block, largest) << megabytes << " MiB";
+    EXPECT_EQ(f.allocator->stats().bytes_in_use, 48 * kMiB);  // the block's own class
+    f.allocator->free(block);
+  }
+  EXPECT_EQ(f.allocator->stats().backing_allocations, 1);
+  EXPECT_EQ(f.allocator->stats().bytes_reserved, 48 * kMiB);
+
+  void* smaller = f.allocator->allocate(40 * kMiB);  // 48 > 40 + 40/8: a block of its own
+  EXPECT_NE(smaller, largest);
+  EXPECT_EQ(f.allocator->allocate(43 * kMiB), largest);  // class 44, bound 49.5
+  void* middle = f.allocator->allocate(44 * kMiB);       // the 48 is taken: a new block
+  EXPECT_EQ(f.allocator->stats().backing_allocations, 3);
+  for (void* block : {smaller, largest, middle}) f.allocator->free(block);
+  // Best fit: with 40, 44 and 48 MiB cached, 39 MiB (class 40, bound 45) takes the 40 though
+  // the 44 is within its bound, and 41 MiB (class 42, bound 47.25) the 44.
+  EXPECT_EQ(f.allocator->allocate(39 * kMiB), smaller);
+  EXPECT_EQ(f.allocator->allocate(41 * kMiB), middle);
+  void* larger = f.allocator->allocate(50 * kMiB);  // larger than every cached block
+  EXPECT_NE(larger, largest);
+  EXPECT_EQ(f.allocator->stats().backing_allocations, 4);
+}
+
 TEST(CachingAllocator, ForeignPointersAndDoubleFreesLeaveTheCacheIntact) {
   Fixture f;
   void* block = f.allocator->allocate(100);
