@@ -7,7 +7,7 @@
 
 namespace xlate {
 
-// kInt8 holds quantised weights (engine/ops/ops.h, QuantizedWeight); int types never convert.
+// kInt8 holds quantised weights (engine/packed_weight.h); int types never convert.
 enum class DType { kFloat32, kFloat16, kBFloat16, kInt32, kInt8 };
 
 size_t dtype_size(DType dtype);

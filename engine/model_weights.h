@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/model_config.h"
-#include "engine/quantized_weight.h"
+#include "engine/packed_weight.h"
 #include "engine/tensor.h"
 
 namespace xlate {
@@ -15,9 +15,9 @@ namespace xlate {
 struct LinearWeights {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out]
-  // Compute type int8 (an inference model's, never a file's): the weight quantised, which the
-  // layer then uses; `weight` is undefined.
-  QuantizedWeight quantized;
+  // An inference model's on a backend that packs weights (never a file's): the weight packed
+  // (float32, or int8 for compute type int8), which the layer then uses; `weight` is undefined.
+  PackedWeight packed;
 };
 
 struct LayerNormWeights {

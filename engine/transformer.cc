@@ -16,10 +16,10 @@ namespace {
 // [rows..., in] -> [rows..., out], on x's device in x's dtype
 Tensor linear(const Tensor& x, const LinearWeights& w, Activation activation = Activation::kNone) {
   std::vector<int64_t> shape = x.shape();
-  shape.back() = w.quantized.defined() ? w.quantized.outputs : w.weight.dim(0);
+  shape.back() = w.packed.defined() ? w.packed.outputs : w.weight.dim(0);
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
-  if (w.quantized.defined()) {
-    quantized_linear_forward(out, x, w.quantized, w.bias, activation);
+  if (w.packed.defined()) {
+    packed_linear_forward(out, x, w.packed, w.bias, activation);
   } else {
     linear_forward(out, x, w.weight, w.bias, activation);
   }
@@ -27,7 +27,7 @@ Tensor linear(const Tensor& x, const LinearWeights& w, Activation activation = A
 }
 
 // The output widths of an attention's projections with `heads` heads: query and key h·d_k,
-// value h·d_v (from the config: int8 models drop the float projection weights).
+// value h·d_v (from the config: models with packed weights drop the float projection weights).
 struct AttentionWidths {
   int64_t query, key, value;
 };
@@ -144,7 +144,9 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
   fuse_projections();
   output_projection_.weight = weights_.shared_embedding;
   output_projection_.bias = weights_.logits_bias;
-  if (placement_.int8_weights) quantize_weights();
+  if (placement_.int8_weights || op_backend(placement_.device).pack_linear_weight != nullptr) {
+    pack_weights();
+  }
   // The uploads ran on this thread's stream; the model is used from other workers' streams.
   op_backend(placement_.device).synchronize();
 }
@@ -162,7 +164,7 @@ void TransformerModel::fuse_projections() {
   }
 }
 
-void TransformerModel::quantize_weights() {
+void TransformerModel::pack_weights() {
   std::vector<LinearWeights*> used = {&output_projection_};  // what linear() multiplies by
   std::vector<LinearWeights*> fused_parts;  // views of fused float weights, dropped with them
   for (size_t i = 0; i < weights_.encoder.size(); ++i) {
@@ -181,8 +183,9 @@ void TransformerModel::quantize_weights() {
                        {&self.query, &self.key, &self.value, &cross.key, &cross.value});
   }
   for (LinearWeights* part : fused_parts) part->weight = Tensor();
+  const DType element = placement_.int8_weights ? DType::kInt8 : DType::kFloat32;
   for (LinearWeights* linear_weights : used) {
-    linear_weights->quantized = quantize_linear_weight(linear_weights->weight);
+    linear_weights->packed = pack_linear_weight(linear_weights->weight, element);
     linear_weights->weight = Tensor();
   }
 }

@@ -24,7 +24,7 @@ struct Placement {
   Device device = Device::kCPU;
   DType dtype = DType::kFloat32;
   // Compute type int8 (CPU, float32): every linear layer's weight and the output projection are
-  // quantised to int8 at load and multiplied in int8 (quantized_linear_forward); embeddings,
+  // quantised to int8 at load and multiplied in int8 (packed_linear_forward); embeddings,
   // attention, layer norms and softmax stay float32.
   bool int8_weights = false;
 };
@@ -34,7 +34,8 @@ class TransformerModel {
   static absl::StatusOr<std::shared_ptr<const TransformerModel>> Load(
       const std::string& dir, const Placement& placement = {});
   // Moves/converts `weights` to the placement (no copy when they are there already), except the
-  // attention projections, which are copied side by side (one GEMM per attention input): a
+  // attention projections, which are copied side by side (one GEMM per attention input), and,
+  // on a backend that packs weights (the CPU), every linear layer's weight, which is packed: a
   // model made from live parameters (the trainer's) sees their values at construction. The
   // placement must be valid (check_placement).
   TransformerModel(ModelConfig config, TransformerWeights weights, const Placement& placement = {});
@@ -91,9 +92,10 @@ class TransformerModel {
   // Copies each attention's projections of one input into one weight and one bias (weights_'s
   // separate projections become views of them).
   void fuse_projections();
-  // Compute type int8: quantises the weight of every linear layer the model multiplies by,
-  // the output projection included, dropping the float copies (the embedding table stays).
-  void quantize_weights();
+  // On a backend that packs weights (the CPU) or for compute type int8: packs the weight of
+  // every linear layer the model multiplies by, the output projection included, as float32 or
+  // int8, dropping the plain copies (the embedding table stays).
+  void pack_weights();
   Tensor encoder_layer(size_t index, const Tensor& x, const Tensor& key_rows,
                        const Tensor& lengths) const;
   // cross_weights: null, or [R, h, T, S_src] on the device for the cross-attention's weights.
@@ -126,7 +128,7 @@ class TransformerModel {
   // Per layer: the self-attentions' q | k | v [h·d_k + h·d_k + h·d_v, C] (encoder, decoder) and
   // the cross-attentions' k | v [h·d_k + h·d_v, C] (they project the encoder output).
   std::vector<LinearWeights> encoder_projections_, decoder_projections_, cross_projections_;
-  // The output layer: the shared embedding (tied) and the logits bias; quantised in int8.
+  // The output layer: the shared embedding (tied) and the logits bias; packed on the CPU.
   LinearWeights output_projection_;
 };
 

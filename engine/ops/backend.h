@@ -8,8 +8,9 @@
 // `backend_of(...).the_op(...)`), add its name to XLATE_FOR_EACH_OP below (the one
 // registration), and write its CPU body (ops/cpu/the_op_cpu.cc) and its CUDA body (in
 // ops/cuda/). A backend that lacks a body fails to link. A body's signature is the op's own.
-// Ops that only some backends have (the int8 products) are listed in XLATE_FOR_EACH_OPTIONAL_OP
-// instead: a backend without them leaves their entries null, and int8_available says why.
+// Ops that only some backends have (packed weights) are listed in XLATE_FOR_EACH_OPTIONAL_OP
+// instead: a backend without them leaves their entries null (and int8_available says why a
+// backend cannot pack int8 weights).
 #pragma once
 
 #include <limits>
@@ -42,10 +43,11 @@
   X(sum_of_squares)          \
   X(adam_update)
 
-// Ops a backend may lack (entry null): the int8 matrix products of compute type int8.
+// Ops a backend may lack (entry null): products with weights packed for inference, float32 and
+// the int8 of compute type int8.
 #define XLATE_FOR_EACH_OPTIONAL_OP(X) \
-  X(quantize_linear_weight)           \
-  X(quantized_linear_forward)
+  X(pack_linear_weight)               \
+  X(packed_linear_forward)
 
 // Declares a backend namespace's body of `op`, with the signature of xlate::op.
 #define XLATE_DECLARE_OP_BODY(op) decltype(::xlate::op) op;
@@ -67,8 +69,8 @@ struct OpBackend {
   // Waits until the work the calling thread queued on the device is done (a no-op where the
   // ops run synchronously): before another thread's work reads what this thread wrote.
   void (*synchronize)() = nullptr;
-  // OK when this backend runs the optional int8 ops on this machine, else why not (the backend
-  // has none, or the processor lacks what they need); null: the backend has none.
+  // OK when this backend packs int8 weights (and multiplies by them) on this machine, else why
+  // not (the processor lacks what they need); null: the backend has no int8 products.
   absl::Status (*int8_available)() = nullptr;
 
 #define XLATE_OP_BACKEND_MEMBER(op) decltype(&::xlate::op) op = nullptr;

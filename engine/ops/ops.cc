@@ -90,41 +90,42 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
 
 namespace {
 
-// The backend of `device`, which must have the int8 ops (check_placement refuses an int8
-// placement on a backend without them before any op runs).
-const OpBackend& int8_backend(Device device, const char* op) {
+// The backend of `device`, which must have packed weights (a model packs only on backends whose
+// table has them, and check_placement refuses an int8 placement on one without int8 products).
+const OpBackend& packing_backend(Device device, const char* op) {
   const OpBackend& backend = op_backend(device);
-  require(backend.quantize_linear_weight != nullptr && backend.quantized_linear_forward != nullptr,
-          op, std::string("the ") + backend.name + " backend has no int8 matrix products");
+  require(backend.pack_linear_weight != nullptr && backend.packed_linear_forward != nullptr, op,
+          std::string("the ") + backend.name + " backend has no packed weights");
   return backend;
 }
 
 }  // namespace
 
-QuantizedWeight quantize_linear_weight(const Tensor& weight) {
+PackedWeight pack_linear_weight(const Tensor& weight, DType element) {
   require(weight.defined() && weight.dtype() == DType::kFloat32 && weight.rank() == 2,
-          "quantize_linear_weight", "weight must be float32 [N, K]");
-  require(weight.numel() > 0, "quantize_linear_weight", "weight is empty");
-  return int8_backend(weight.device(), "quantize_linear_weight").quantize_linear_weight(weight);
+          "pack_linear_weight", "weight must be float32 [N, K]");
+  require(weight.numel() > 0, "pack_linear_weight", "weight is empty");
+  require(element == DType::kFloat32 || element == DType::kInt8, "pack_linear_weight",
+          "elements must be float32 or int8, not " + dtype_name(element));
+  return packing_backend(weight.device(), "pack_linear_weight").pack_linear_weight(weight, element);
 }
 
-void quantized_linear_forward(Tensor& out, const Tensor& inp, const QuantizedWeight& weight,
-                              const Tensor& bias, Activation activation) {
+void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
+                           const Tensor& bias, Activation activation) {
   ScopedOpTimer timer(OpCategory::kMatmul);
-  const char* op = "quantized_linear_forward";
+  const char* op = "packed_linear_forward";
   require(out.defined() && out.dtype() == DType::kFloat32, op, "out must be float32");
   require_float_like(inp, out, op, "inp");
-  require(weight.defined() && weight.packed.dtype() == DType::kInt8 &&
-              weight.packed.device() == out.device(),
-          op, "weight must be quantised (quantize_linear_weight) on out's device");
-  require_float32(weight.scales, out, weight.outputs, op, "weight.scales");
+  require(weight.defined() && weight.packed.device() == out.device(), op,
+          "weight must be packed (pack_linear_weight) on out's device");
+  if (weight.quantized()) require_float32(weight.scales, out, weight.outputs, op, "weight.scales");
   require(inp.dim(-1) == weight.inputs, op,
           "inp " + inp.shape_string() + " does not match the weight's " +
               std::to_string(weight.inputs) + " inputs");
   require(out.numel() == inp.numel() / weight.inputs * weight.outputs, op,
           "out " + out.shape_string());
   if (bias.defined()) require_float32(bias, out, weight.outputs, op, "bias");
-  int8_backend(out.device(), op).quantized_linear_forward(out, inp, weight, bias, activation);
+  packing_backend(out.device(), op).packed_linear_forward(out, inp, weight, bias, activation);
 }
 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,

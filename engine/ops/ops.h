@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/quantized_weight.h"
+#include "engine/packed_weight.h"
 #include "engine/tensor.h"
 #include "kernels/beam_search_step.h"
 #include "kernels/log_softmax_top_k.h"
@@ -32,16 +32,19 @@ enum class Activation { kNone, kRelu };
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                     Activation activation);
 
-// The int8 ops (compute type int8), on backends that have them (the CPU's; see
-// int8_available in engine/ops/backend.h). quantize_linear_weight: weight float32 [N, K] on its
-// device, quantised and packed (engine/quantized_weight.h).
-QuantizedWeight quantize_linear_weight(const Tensor& weight);
-// linear_forward with a quantised weight: each row of inp [M, K] is quantised to int8 on the
-// fly (symmetric, scale max_k |inp[m, k]| / 127), the products accumulate in int32 and
+// Packed weights, for inference on backends that have them (the CPU's; OpBackend::
+// pack_linear_weight is null elsewhere, and int8 also needs int8_available in
+// engine/ops/backend.h). pack_linear_weight: weight float32 [N, K] on its device, in the layout
+// the backend's product reads without repacking it (engine/packed_weight.h), its elements
+// `element`: kFloat32 (the same values) or kInt8 (quantised: compute type int8).
+PackedWeight pack_linear_weight(const Tensor& weight, DType element);
+// linear_forward with a packed weight. A float32 one computes what linear_forward computes. With
+// an int8 one, each row of inp [M, K] is quantised to int8 on the fly (symmetric, scale
+// max_k |inp[m, k]| / 127), the products accumulate in int32 and
 // out[M, N] = act(acc · inp_scale[m] · weight.scales[n] + bias[n]), float32. Each product then
 // differs from the float one by at most K · max_k |inp[m, k]| · max_k |weight[n, k]| / 127.
-void quantized_linear_forward(Tensor& out, const Tensor& inp, const QuantizedWeight& weight,
-                              const Tensor& bias, Activation activation);
+void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
+                           const Tensor& bias, Activation activation);
 
 // What training keeps of add_layer_norm_forward for layer_norm_backward
 // (engine/ops/training_ops.h): float32 [M] each, allocated by the caller on out's device.

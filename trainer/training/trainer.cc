@@ -529,8 +529,9 @@ absl::Status Trainer::load_translator() {
 }
 
 absl::StatusOr<double> Trainer::validation_bleu() {
-  // The model copies the attention projections when it is made: a new one sees this step's
-  // weights (the rest are views of the live parameters).
+  // The model copies the attention projections (and on the CPU packs every linear layer's
+  // weight) when it is made: a new one sees this step's weights (the rest are views of the live
+  // parameters).
   absl::Status loaded = load_translator();
   if (!loaded.ok()) return loaded;
   std::vector<std::vector<int32_t>> sources;

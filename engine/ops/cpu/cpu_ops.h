@@ -9,4 +9,9 @@ XLATE_FOR_EACH_OP(XLATE_DECLARE_OP_BODY)
 XLATE_FOR_EACH_OPTIONAL_OP(XLATE_DECLARE_OP_BODY)
 // The CPU's OpBackend::int8_available (quantized_linear_cpu.cc).
 absl::Status int8_available();
+// The int8 halves of pack_linear_weight and packed_linear_forward (linear_cpu.cc has the op
+// bodies and the float32 halves), in quantized_linear_cpu.cc.
+PackedWeight quantize_linear_weight(const Tensor& weight);
+void quantized_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
+                              const Tensor& bias, Activation activation);
 }  // namespace xlate::cpu

@@ -47,6 +47,18 @@ dnnl::primitive_attr scratchpad_attributes() {
   return attributes;
 }
 
+Tensor packed_copy(const dnnl::memory::desc& source, const void* data,
+                   const dnnl::memory::desc& packed, DType element) {
+  Tensor copy = Tensor::empty(
+      {static_cast<int64_t>(packed.get_size() / dtype_size(element))}, element);
+  dnnl::memory from(source, dnnl_engine(), const_cast<void*>(data));
+  dnnl::memory to(packed, dnnl_engine(), copy.raw_data());
+  dnnl::stream stream(dnnl_engine());
+  dnnl::reorder(from, to).execute(stream, from, to);
+  stream.wait();
+  return copy;
+}
+
 void execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory> arguments) {
   const dnnl_memory_desc_t* scratchpad = dnnl_primitive_desc_query_md(
       primitive.get_primitive_desc(), dnnl_query_scratchpad_md, 0);

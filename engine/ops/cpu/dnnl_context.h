@@ -12,6 +12,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "engine/tensor.h"
+
 namespace xlate::cpu {
 
 const dnnl::engine& dnnl_engine();
@@ -26,6 +28,11 @@ dnnl::primitive_attr scratchpad_attributes();
 // Plain row-major f32 memory over caller-owned data.
 dnnl::memory wrap_f32(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,
                       const void* data);
+
+// A weight packed for a primitive: `data`, laid out as `source` says, copied (oneDNN's reorder)
+// into a new host tensor of `element`s laid out as `packed` says.
+Tensor packed_copy(const dnnl::memory::desc& source, const void* data,
+                   const dnnl::memory::desc& packed, DType element);
 
 // Runs a primitive on a fresh stream of the engine, with a scratchpad of this call, and waits.
 void execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory> arguments);

@@ -2,7 +2,7 @@
 // or AVX-VNNI dot products where the processor has them, AVX2's multiply-adds otherwise. Each
 // weight is packed once, when it is quantised, into the layout oneDNN's matmul asks for, so no
 // call repacks it (a plain [N, K] int8 weight made small-batch products 2-3x slower: repacked on
-// every call). Activations are quantised per row on the fly; the int32 sums land in the output's
+// every call; linear_cpu.cc does the same for float32). Activations are quantised per row on the fly; the int32 sums land in the output's
 // own storage (4 bytes each, like the floats) and are scaled back, biased and rectified there in
 // one pass: a separate int32 buffer doubled the memory that pass streams through.
 #include <omp.h>
@@ -80,9 +80,9 @@ absl::Status int8_available() {
   return absl::OkStatus();
 }
 
-QuantizedWeight quantize_linear_weight(const Tensor& weight) {
+PackedWeight quantize_linear_weight(const Tensor& weight) {
   const int64_t outputs = weight.dim(0), inputs = weight.dim(1);
-  QuantizedWeight quantized;
+  PackedWeight quantized;
   quantized.outputs = outputs;
   quantized.inputs = inputs;
   quantized.scales = Tensor::empty({outputs}, DType::kFloat32);
@@ -96,17 +96,12 @@ QuantizedWeight quantize_linear_weight(const Tensor& weight) {
     quantize_row(plain.data() + n * inputs, values + n * inputs,
                  largest > 0.f ? 127.f / largest : 0.f, inputs);
   }
-  const memory::desc packed_desc = packed_weight_desc(outputs, inputs);
-  quantized.packed = Tensor::empty({static_cast<int64_t>(packed_desc.get_size())}, DType::kInt8);
-  memory source(memory::desc({inputs, outputs}, Type::s8, Tag::ba), dnnl_engine(), plain.data());
-  memory packed(packed_desc, dnnl_engine(), quantized.packed.raw_data());
-  dnnl::stream stream(dnnl_engine());
-  dnnl::reorder(source, packed).execute(stream, source, packed);
-  stream.wait();
+  quantized.packed = packed_copy(memory::desc({inputs, outputs}, Type::s8, Tag::ba), plain.data(),
+                                 packed_weight_desc(outputs, inputs), DType::kInt8);
   return quantized;
 }
 
-void quantized_linear_forward(Tensor& out, const Tensor& inp, const QuantizedWeight& weight,
+void quantized_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
                               const Tensor& bias, Activation activation) {
   const int64_t outputs = weight.outputs, inputs = weight.inputs;
   const int64_t rows = inp.numel() / inputs;

@@ -1,6 +1,7 @@
-// Compute type int8 on the CPU: the int8 linear op against the float product within the bound
-// ops.h states, exact where quantisation loses nothing, and a whole model quantised at load
-// against the same model in float32.
+// Packed weights on the CPU: a float32 packed weight multiplies as the plain one does; compute
+// type int8: the int8 linear op against the float product within the bound ops.h states, exact
+// where quantisation loses nothing, and a whole model quantised at load against the same model
+// in float32.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -13,6 +14,7 @@
 #include "engine/ops/ops.h"
 #include "engine/transformer.h"
 #include "tests/random_tensor.h"
+#include "tests/smallest_model_config.h"
 
 namespace xlate {
 namespace {
@@ -42,6 +44,55 @@ float row_max_abs(const Tensor& matrix, int64_t row) {
   return largest;
 }
 
+// A float32 packed weight gives linear_forward's products: rows below, at and above the
+// 64 the layout is chosen for, inputs and outputs that are not multiples of a block, with and
+// without bias and ReLU, and against the double product, so that both cannot be wrong alike.
+TEST(PackedFloatLinear, MultipliesAsThePlainWeightDoes) {
+  std::mt19937 generator(10);
+  struct Shape {
+    int64_t rows, inputs, outputs;
+  };
+  for (const Shape& shape : {Shape{1, 30, 67}, Shape{9, 256, 1024}, Shape{64, 100, 300},
+                             Shape{130, 256, 2000}}) {
+    Tensor x = random_tensor({shape.rows, shape.inputs}, generator);
+    Tensor weight = random_tensor({shape.outputs, shape.inputs}, generator);
+    Tensor bias = random_tensor({shape.outputs}, generator);
+    const PackedWeight packed = pack_linear_weight(weight, DType::kFloat32);
+    ASSERT_EQ(packed.outputs, shape.outputs);
+    ASSERT_EQ(packed.inputs, shape.inputs);
+    ASSERT_FALSE(packed.quantized());
+    const std::vector<double> expected = float_product(x, weight, bias);
+    for (const Activation activation : {Activation::kNone, Activation::kRelu}) {
+      for (const bool with_bias : {true, false}) {
+        const Tensor used_bias = with_bias ? bias : Tensor();
+        Tensor plain = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
+        Tensor got = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
+        linear_forward(plain, x, weight, used_bias, activation);
+        packed_linear_forward(got, x, packed, used_bias, activation);
+        for (int64_t i = 0; i < plain.numel(); ++i) {
+          const float p = plain.data<float>()[i], g = got.data<float>()[i];
+          ASSERT_NEAR(g, p, 1e-5f * (1.f + std::fabs(p)))
+              << "flat index " << i << " of " << shape.rows << "x" << shape.inputs << "x"
+              << shape.outputs;
+          double reference = expected[i] - (with_bias ? 0.0 : bias.data<float>()[i % shape.outputs]);
+          if (activation == Activation::kRelu) reference = std::max(0.0, reference);
+          ASSERT_NEAR(g, reference, 1e-4 * (1 + std::fabs(reference)));
+        }
+      }
+    }
+  }
+}
+
+TEST(PackedFloatLinear, AModelOnTheCpuMultipliesByPackedWeights) {
+  const ModelConfig config = smallest_model_config();
+  const TransformerModel model(config, random_weights(config, 3));
+  const LinearWeights& ffn = model.weights().decoder[0].ffn_inner;
+  EXPECT_TRUE(ffn.packed.defined());
+  EXPECT_FALSE(ffn.packed.quantized());
+  EXPECT_FALSE(ffn.weight.defined()) << "the plain copy is dropped";
+  EXPECT_TRUE(model.weights().shared_embedding.defined()) << "embeddings read the plain table";
+}
+
 class QuantizedLinear : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -66,12 +117,12 @@ TEST_F(QuantizedLinear, StaysWithinTheStatedBoundOfTheFloatProduct) {
       std::fill_n(x.data<float>(), shape.inputs, 0.f);
       x.data<float>()[shape.inputs + 3] = 40.f;
     }
-    const QuantizedWeight quantized = quantize_linear_weight(weight);
+    const PackedWeight quantized = pack_linear_weight(weight, DType::kInt8);
     const std::vector<double> expected = float_product(x, weight, bias);
     Tensor plain = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
     Tensor rectified = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
-    quantized_linear_forward(plain, x, quantized, bias, Activation::kNone);
-    quantized_linear_forward(rectified, x, quantized, bias, Activation::kRelu);
+    packed_linear_forward(plain, x, quantized, bias, Activation::kNone);
+    packed_linear_forward(rectified, x, quantized, bias, Activation::kRelu);
     double error_squares = 0, value_squares = 0;
     for (int64_t m = 0; m < shape.rows; ++m) {
       for (int64_t n = 0; n < shape.outputs; ++n) {
@@ -106,7 +157,7 @@ TEST_F(QuantizedLinear, ScalesAreEachRowsLargestMagnitudeOver127) {
   std::mt19937 generator(12);
   Tensor weight = random_tensor({5, 40}, generator);
   std::fill_n(weight.data<float>() + 2 * 40, 40, 0.f);  // a zero row: scale 0
-  const QuantizedWeight quantized = quantize_linear_weight(weight);
+  const PackedWeight quantized = pack_linear_weight(weight, DType::kInt8);
   ASSERT_EQ(quantized.outputs, 5);
   ASSERT_EQ(quantized.inputs, 40);
   for (int64_t n = 0; n < 5; ++n) {
@@ -128,7 +179,8 @@ TEST_F(QuantizedLinear, IsExactWhereQuantisationLosesNothing) {
   };
   Tensor x = integers(rows, inputs), weight = integers(outputs, inputs);
   Tensor out = Tensor::empty({rows, outputs}, DType::kFloat32);
-  quantized_linear_forward(out, x, quantize_linear_weight(weight), Tensor(), Activation::kNone);
+  packed_linear_forward(out, x, pack_linear_weight(weight, DType::kInt8), Tensor(),
+                        Activation::kNone);
   const std::vector<double> expected = float_product(x, weight, Tensor());
   for (size_t i = 0; i < expected.size(); ++i) {
     ASSERT_EQ(out.data<float>()[i], expected[i]) << "at flat index " << i;
@@ -137,10 +189,11 @@ TEST_F(QuantizedLinear, IsExactWhereQuantisationLosesNothing) {
 
 TEST_F(QuantizedLinear, MismatchedInputsAreAProgrammingError) {
   std::mt19937 generator(14);
-  const QuantizedWeight quantized = quantize_linear_weight(random_tensor({8, 16}, generator));
+  const PackedWeight quantized =
+      pack_linear_weight(random_tensor({8, 16}, generator), DType::kInt8);
   Tensor x = random_tensor({2, 12}, generator);
   Tensor out = Tensor::empty({2, 8}, DType::kFloat32);
-  EXPECT_THROW(quantized_linear_forward(out, x, quantized, Tensor(), Activation::kNone),
+  EXPECT_THROW(packed_linear_forward(out, x, quantized, Tensor(), Activation::kNone),
                std::logic_error);
 }
 
