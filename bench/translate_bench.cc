@@ -43,6 +43,10 @@ ABSL_FLAG(std::string, model_dir, "", "model directory");
 ABSL_FLAG(std::string, plan, "", "plan file: batch_index<TAB>decode_length<TAB>sentence");
 ABSL_FLAG(int, beam_size, 4, "beam size");
 ABSL_FLAG(int, threads, 2, "CPU threads");
+ABSL_FLAG(int, workers, 1,
+          "natural plans, --engine batch: batches translated at once, each on threads / workers "
+          "threads (TranslationOptions::workers: the Translator re-batches the plan's sentences "
+          "by length, as the plan did)");
 ABSL_FLAG(int, warmup_batches, 1, "batches translated once before timing");
 ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
 ABSL_FLAG(std::string, compute_type, "auto", "auto, float32, float16, bfloat16 or int8");
@@ -79,6 +83,24 @@ struct Counts {
 absl::StatusOr<Counts> translate_batches(const xlate::Translator& translator, const Plan& plan,
                                          const OptionsFor& options_for) {
   Counts counts;
+  if (absl::GetFlag(FLAGS_workers) > 1) {
+    // One call over every sentence, which the Translator cuts into batches of the plan's size.
+    PlannedBatch all;
+    for (const auto& [index, batch] : plan) {
+      all.sources.insert(all.sources.end(), batch.sources.begin(), batch.sources.end());
+      all.lines.insert(all.lines.end(), batch.lines.begin(), batch.lines.end());
+    }
+    xlate::TranslationOptions options = options_for(all);
+    options.max_batch_size = 1;
+    for (const auto& [index, batch] : plan) {
+      options.max_batch_size = std::max<int>(options.max_batch_size, batch.sources.size());
+    }
+    options.workers = absl::GetFlag(FLAGS_workers);
+    auto result = translator.TranslateTokens(all.sources, options);
+    if (!result.ok()) return result.status();
+    for (size_t i = 0; i < result->size(); ++i) counts.add(all.lines[i], (*result)[i]);
+    return counts;
+  }
   for (const auto& [index, batch] : plan) {
     auto result = translator.TranslateTokens(batch.sources, options_for(batch));
     if (!result.ok()) return result.status();
@@ -165,6 +187,15 @@ int main(int argc, char** argv) {
   if (engine != "batch" && engine != "continuous") {
     return fail("--engine must be batch or continuous, not " + engine);
   }
+  if (absl::GetFlag(FLAGS_workers) > 1) {
+    if (engine != "batch") return fail("--workers > 1 needs --engine batch");
+    for (const auto& [index, batch] : batches) {
+      if (batch.decode_length > 0) {
+        return fail("--workers > 1 needs a natural plan (a fixed plan gives each batch its own "
+                    "length, so its batches are translated one by one)");
+      }
+    }
+  }
   const auto translate = engine == "batch" ? translate_batches : translate_continuously;
   const OptionsFor options_for = [](const PlannedBatch& batch) {
     xlate::TranslationOptions options;
@@ -219,8 +250,10 @@ int main(int argc, char** argv) {
       {"softmax_share", xlate::OpCategory::kSoftmax},
       {"other_ops_share", xlate::OpCategory::kOther},
       {"transfer_share", xlate::OpCategory::kTransfer}};
+  // With workers, shares of the workers' summed time.
   for (const auto& [name, category] : categories) {
-    report[name] = xlate::op_profile_seconds(category) / seconds;
+    report[name] = xlate::op_profile_seconds(category) /
+                   (seconds * std::max(1, absl::GetFlag(FLAGS_workers)));
   }
   if (const std::string path = absl::GetFlag(FLAGS_output); !path.empty()) {
     std::ofstream output(path);

@@ -1,9 +1,14 @@
 #include "engine/translator.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <filesystem>
 #include <new>
 #include <numeric>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "engine/ops/backend.h"
@@ -45,6 +50,9 @@ absl::Status TranslationOptions::Validate(absl::string_view prefix) const {
   }
   if (max_batch_size < 1 || max_batch_size > 4096) {
     return out_of_range(prefix, "max_batch_size", max_batch_size, "in [1, 4096]");
+  }
+  if (workers < 1 || workers > 256) {
+    return out_of_range(prefix, "workers", workers, "in [1, 256]");
   }
   return absl::OkStatus();
 }
@@ -183,29 +191,79 @@ absl::Status Translator::out_of_memory(size_t sentences, const TranslationOption
 absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens(
     const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const {
   if (auto status = check_sources(sources, options); !status.ok()) return status;
+  if (options.workers > 1 && model_->placement().device != Device::kCPU) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "option workers = ", options.workers, ": several workers run on the CPU only"));
+  }
   std::vector<size_t> order(sources.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return sources[a].size() < sources[b].size();
   });
-  std::vector<std::vector<Hypothesis>> results(sources.size());
+  std::vector<std::vector<const std::vector<int32_t>*>> batches;
   for (size_t begin = 0; begin < order.size(); begin += options.max_batch_size) {
     const size_t end = std::min(order.size(), begin + options.max_batch_size);
-    std::vector<const std::vector<int32_t>*> batch;
-    for (size_t k = begin; k < end; ++k) batch.push_back(&sources[order[k]]);
-    std::vector<std::vector<Hypothesis>> translated;
-    try {
-      const std::unique_ptr<BatchTranslation> translation = start_batch(batch, options);
-      while (!translation->Step()) {
-      }
-      translated = translation->TakeResults();
-      if (options.alignment.has_value()) align_best(batch, translated, *options.alignment);
-    } catch (const std::bad_alloc&) {
-      return out_of_memory(batch.size(), options);
+    batches.emplace_back();
+    for (size_t k = begin; k < end; ++k) batches.back().push_back(&sources[order[k]]);
+  }
+  std::vector<std::vector<std::vector<Hypothesis>>> translated(batches.size());
+  std::vector<absl::Status> statuses(batches.size());
+  const int workers = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(options.workers), batches.size()));
+  if (workers <= 1) {
+    for (size_t b = 0; b < batches.size(); ++b) {
+      statuses[b] = translate_batch(batches[b], options, translated[b]);
+      if (!statuses[b].ok()) return statuses[b];
     }
-    for (size_t k = begin; k < end; ++k) results[order[k]] = std::move(translated[k - begin]);
+  } else {
+    // Longest batches first, each taken by the next free worker: the last ones to finish are
+    // the shortest. The workers are threads of their own (the caller's OpenMP thread count
+    // stays as it is); what one throws is thrown here once they are all done.
+    const int threads_per_worker = std::max(1, omp_get_max_threads() / workers);
+    std::vector<std::exception_ptr> thrown(batches.size());
+    std::atomic<size_t> taken{0};
+    std::atomic<bool> failed{false};
+    auto work = [&] {
+      omp_set_num_threads(threads_per_worker);
+      for (size_t k = taken++; k < batches.size() && !failed; k = taken++) {
+        const size_t b = batches.size() - 1 - k;
+        try {
+          statuses[b] = translate_batch(batches[b], options, translated[b]);
+          if (!statuses[b].ok()) failed = true;
+        } catch (...) {
+          thrown[b] = std::current_exception();
+          failed = true;
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers; ++w) threads.emplace_back(work);
+    for (std::thread& thread : threads) thread.join();
+    for (size_t b = 0; b < batches.size(); ++b) {
+      if (thrown[b]) std::rethrow_exception(thrown[b]);
+      if (!statuses[b].ok()) return statuses[b];
+    }
+  }
+  std::vector<std::vector<Hypothesis>> results(sources.size());
+  for (size_t b = 0, k = 0; b < batches.size(); ++b) {
+    for (std::vector<Hypothesis>& sentence : translated[b]) results[order[k++]] = std::move(sentence);
   }
   return results;
+}
+
+absl::Status Translator::translate_batch(const std::vector<const std::vector<int32_t>*>& batch,
+                                         const TranslationOptions& options,
+                                         std::vector<std::vector<Hypothesis>>& results) const {
+  try {
+    const std::unique_ptr<BatchTranslation> translation = start_batch(batch, options);
+    while (!translation->Step()) {
+    }
+    results = translation->TakeResults();
+    if (options.alignment.has_value()) align_best(batch, results, *options.alignment);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(batch.size(), options);
+  }
+  return absl::OkStatus();
 }
 
 void Translator::align_best(const std::vector<const std::vector<int32_t>*>& sources,

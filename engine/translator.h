@@ -28,6 +28,11 @@ struct TranslationOptions {
   int min_output_length = 0;     // no end token before this many tokens
   int n_best = 1;                // hypotheses returned per sentence (<= beam_size)
   int max_batch_size = 32;       // sentences per sub-batch
+  // Sub-batches translated at once by Translate/TranslateTokens, each on a thread of its own
+  // whose products run on (the caller's OpenMP threads / workers, at least 1) threads, longest
+  // first: on a few cores, small batches side by side keep them busier than each batch split
+  // across them (CTranslate2's inter_threads). CPU models only.
+  int workers = 1;
   bool return_scores = true;
   // Report each sentence's stable prefix as it grows (ContinuousDecoder::TakeProgress; the
   // server's TranslateStream). The translations are the same either way.
@@ -114,6 +119,11 @@ class Translator {
   std::unique_ptr<BatchTranslation> start_batch(
       const std::vector<const std::vector<int32_t>*>& sources,
       const TranslationOptions& options) const;
+  // Translates one sub-batch into `results` (one entry per source, in its order); a
+  // ResourceExhausted error when its decoding state does not fit.
+  absl::Status translate_batch(const std::vector<const std::vector<int32_t>*>& batch,
+                               const TranslationOptions& options,
+                               std::vector<std::vector<Hypothesis>>& results) const;
   // Aligns each sentence's best hypothesis (results[i] of sources[i]) in place.
   void align_best(const std::vector<const std::vector<int32_t>*>& sources,
                   std::vector<std::vector<Hypothesis>>& results,

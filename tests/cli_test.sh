@@ -20,6 +20,11 @@ check "one output line per input line" test "$(wc -l < "$work/out_file.txt")" -e
 check "progress goes to stderr" grep -q "20 lines" "$work/progress.txt"
 "$xlate" translate --model_dir "$model" --batch_size 3 < "$work/in.txt" > "$work/out_stdin.txt"
 check "stdin and file input give the same translations" cmp -s "$work/out_file.txt" "$work/out_stdin.txt"
+"$xlate" translate --model_dir "$model" --batch_size 3 --threads 2 --workers 2 < "$work/in.txt" \
+  > "$work/out_workers.txt"
+check "two workers give the same translations" cmp -s "$work/out_file.txt" "$work/out_workers.txt"
+"$xlate" translate --model_dir "$model" --workers 0 < "$work/in.txt" > /dev/null 2> "$work/err.txt"
+check "workers 0 names the option" grep -q "workers = 0 is out of range" "$work/err.txt"
 
 "$xlate" translate --model_dir "$model" --n_best 2 --input "$work/in.txt" > "$work/nbest.txt" 2>/dev/null
 check "n-best writes two lines per sentence" test "$(wc -l < "$work/nbest.txt")" -eq 40

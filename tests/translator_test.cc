@@ -387,6 +387,33 @@ TEST_F(TranslatorTest, ConcurrentCallersGetTheSerialResults) {
   }
 }
 
+// Batches translated side by side (TranslationOptions::workers) give what one worker gives, in
+// the callers' order: fewer workers than batches, and more.
+TEST_F(TranslatorTest, WorkersTranslateAsOneWorkerDoes) {
+  const std::vector<std::string> sentences = real_sentences(13);
+  TranslationOptions options;
+  options.max_batch_size = 3;  // 5 batches
+  auto one = translator_->Translate(sentences, options);
+  ASSERT_TRUE(one.ok()) << one.status();
+  for (const int workers : {2, 3, 8}) {
+    options.workers = workers;
+    auto several = translator_->Translate(sentences, options);
+    ASSERT_TRUE(several.ok()) << several.status();
+    ASSERT_EQ(several->size(), one->size());
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      EXPECT_EQ((*several)[i].hypotheses, (*one)[i].hypotheses)
+          << workers << " workers, sentence " << i;
+      EXPECT_NEAR((*several)[i].scores[0], (*one)[i].scores[0], 1e-5)
+          << workers << " workers, sentence " << i;
+    }
+  }
+  options.workers = 0;
+  auto refused = translator_->Translate(sentences, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("workers = 0"), std::string::npos)
+      << refused.status();
+}
+
 TEST_F(TranslatorTest, NBestReturnsSortedHypotheses) {
   TranslationOptions options;
   options.n_best = 3;

@@ -32,6 +32,9 @@ ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text |
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
 ABSL_FLAG(int, batch_size, 32, "sentences per batch");
 ABSL_FLAG(int, threads, 0, "CPU threads (0 = all cores)");
+ABSL_FLAG(int, workers, 1,
+          "batches translated at once on the CPU, each on --threads / workers threads (on 2 "
+          "cores, 2 workers of 1 thread translate short sentences faster than 1 of 2)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto: CUDA when a GPU is visible)");
 ABSL_FLAG(std::string, attention_png, "",
           "directory for pictures of each sentence's cross-attention (created if missing): "
@@ -55,6 +58,7 @@ absl::StatusOr<TranslationOptions> options_from_flags() {
   options.max_extra_length = absl::GetFlag(FLAGS_max_extra_length);
   options.n_best = absl::GetFlag(FLAGS_n_best);
   options.max_batch_size = absl::GetFlag(FLAGS_batch_size);
+  options.workers = absl::GetFlag(FLAGS_workers);
   if (auto status = options.Validate(); !status.ok()) return status;
   return options;
 }
