@@ -187,6 +187,9 @@ int main(int argc, char** argv) {
   if (engine != "batch" && engine != "continuous") {
     return fail("--engine must be batch or continuous, not " + engine);
   }
+  if (absl::GetFlag(FLAGS_workers) < 1) {
+    return fail("--workers must be >= 1, not " + std::to_string(absl::GetFlag(FLAGS_workers)));
+  }
   if (absl::GetFlag(FLAGS_workers) > 1) {
     if (engine != "batch") return fail("--workers > 1 needs --engine batch");
     for (const auto& [index, batch] : batches) {

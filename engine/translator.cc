@@ -207,19 +207,20 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
     for (size_t k = begin; k < end; ++k) batches.back().push_back(&sources[order[k]]);
   }
   std::vector<std::vector<std::vector<Hypothesis>>> translated(batches.size());
-  std::vector<absl::Status> statuses(batches.size());
   const int workers = static_cast<int>(
       std::min<size_t>(static_cast<size_t>(options.workers), batches.size()));
   if (workers <= 1) {
     for (size_t b = 0; b < batches.size(); ++b) {
-      statuses[b] = translate_batch(batches[b], options, translated[b]);
-      if (!statuses[b].ok()) return statuses[b];
+      if (absl::Status status = translate_batch(batches[b], options, translated[b]); !status.ok()) {
+        return status;
+      }
     }
   } else {
     // Longest batches first, each taken by the next free worker: the last ones to finish are
     // the shortest. The workers are threads of their own (the caller's OpenMP thread count
     // stays as it is); what one throws is thrown here once they are all done.
     const int threads_per_worker = std::max(1, omp_get_max_threads() / workers);
+    std::vector<absl::Status> statuses(batches.size());
     std::vector<std::exception_ptr> thrown(batches.size());
     std::atomic<size_t> taken{0};
     std::atomic<bool> failed{false};

@@ -2,9 +2,10 @@
 // or AVX-VNNI dot products where the processor has them, AVX2's multiply-adds otherwise. Each
 // weight is packed once, when it is quantised, into the layout oneDNN's matmul asks for, so no
 // call repacks it (a plain [N, K] int8 weight made small-batch products 2-3x slower: repacked on
-// every call; linear_cpu.cc does the same for float32). Activations are quantised per row on the fly; the int32 sums land in the output's
-// own storage (4 bytes each, like the floats) and are scaled back, biased and rectified there in
-// one pass: a separate int32 buffer doubled the memory that pass streams through.
+// every call; linear_cpu.cc does the same for float32). Activations are quantised per row on
+// the fly; the int32 sums land in the output's own storage (4 bytes each, like the floats) and
+// are scaled back, biased and rectified there in one pass: a separate int32 buffer doubled the
+// memory that pass streams through.
 #include <omp.h>
 
 #include <string>
