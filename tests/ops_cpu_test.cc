@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/ops/cpu/attend_head_avx512.h"
 #include "engine/ops/ops.h"
 #include "tests/random_tensor.h"
 
@@ -92,17 +93,18 @@ TEST(OpsCpu, AddLayerNormMatchesDefinition) {
 // Attention through a key_rows table (keys of one query row scattered over the key tensor),
 // per-row lengths and both mask kinds; its weights output [N, h, T, S] (table positions, 0
 // where a query sees nothing) holds the softmax that made `out`.
-TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
+// Three heads of head_dim; two batches of keys with `lengths` positions of `capacity`.
+void expect_attention_matches_naive_softmax(int64_t head_dim, int64_t capacity,
+                                            const std::vector<int32_t>& lengths) {
   std::mt19937 generator(4);
-  const int64_t rows = 3, steps = 4, channels = 12, capacity = 7;
   const int heads = 3;
-  const int64_t head_dim = channels / heads;
+  const int64_t rows = 3, steps = 4, channels = heads * head_dim;
   Tensor query = random_tensor({rows, steps, channels}, generator);
   Tensor keys = random_tensor({2, capacity, channels}, generator);
   Tensor values = random_tensor({2, capacity, channels}, generator);
   const std::vector<int32_t> batch_of_row = {1, 0, 1};
-  const std::vector<int32_t> lengths = {5, 6};
   for (bool causal : {false, true}) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim) + (causal ? ", causal" : ""));
     Tensor out = Tensor::empty({rows, steps, channels}, DType::kFloat32);
     // Row n reads positions of batch batch_of_row[n], in reverse storage order, so that a
     // wrong table lookup cannot go unnoticed.
@@ -158,6 +160,29 @@ TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
     expect_near_all(out, expected, 1e-5);
     expect_near_all(out_without_weights, expected, 1e-5);
     expect_near_all(weights_out, expected_weights, 1e-5);
+  }
+}
+
+TEST(OpsCpu, AttentionMatchesNaiveSoftmaxWithMasks) {
+  expect_attention_matches_naive_softmax(4, 7, {5, 6});
+}
+
+TEST(OpsCpu, TheAvx512AttentionKernelServesItsHeadWidthsOnly) {
+  if (!__builtin_cpu_supports("avx512f")) {
+    EXPECT_EQ(cpu::attend_head_avx512(64, 64), nullptr);
+    GTEST_SKIP() << "this CPU has no AVX-512F: attention runs the portable attend_head";
+  }
+  for (int64_t width : {32, 64, 128}) EXPECT_NE(cpu::attend_head_avx512(width, width), nullptr);
+  EXPECT_EQ(cpu::attend_head_avx512(48, 48), nullptr);
+  EXPECT_EQ(cpu::attend_head_avx512(64, 32), nullptr);
+}
+
+// Head widths 32, 64 and 128 take the AVX-512 kernel where the CPU has it (16 keys at a time):
+// lengths below, at and above one block of 16 and two; the causal rows see 1 to 3 keys fewer.
+TEST(OpsCpu, AttentionMatchesNaiveSoftmaxAtTheHandVectorisedHeadWidths) {
+  for (int64_t head_dim : {32, 64, 128, 48}) {
+    expect_attention_matches_naive_softmax(head_dim, 40, {16, 35});
+    expect_attention_matches_naive_softmax(head_dim, 40, {4, 17});
   }
 }
 

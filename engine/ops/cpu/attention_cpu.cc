@@ -1,4 +1,5 @@
 #include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/cpu/attend_head_avx512.h"
 #include "engine/ops/cpu/vector_math.h"
 
 #include <algorithm>
@@ -35,6 +36,8 @@ void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
   const float* query_data = query.tensor.data<float>() + query.first;
   const float* key_data = keys.tensor.data<float>() + keys.first;
   const float* value_data = values.tensor.data<float>() + values.first;
+  AttendHeadFunction attend = attend_head_avx512(key_dim, value_dim);
+  if (attend == nullptr) attend = attend_head;
 #pragma omp parallel
   {
     std::vector<float> scores(static_cast<size_t>(table_width));
@@ -46,7 +49,7 @@ void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
         for (int64_t t = 0; t < steps; ++t) {
           const int64_t visible = std::max<int64_t>(causal ? length - steps + t + 1 : length, 0);
           const int64_t query_row = n * steps + t;
-          attend_head(out.data<float>() + query_row * value_width + h * value_dim,
+          attend(out.data<float>() + query_row * value_width + h * value_dim,
                       query_data + query_row * query.stride() + h * key_dim,
                       key_data + h * key_dim, value_data + h * value_dim, positions, visible,
                       {keys.stride(), key_dim}, {values.stride(), value_dim}, scale,

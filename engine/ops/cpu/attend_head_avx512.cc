@@ -1,0 +1,112 @@
+#include "engine/ops/cpu/attend_head_avx512.h"
+
+// GCC 12 warns inside its own AVX-512 headers, whose intrinsics start from _mm512_undefined_ps
+// (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "engine/ops/cpu/vector_math.h"
+
+namespace xlate::cpu {
+namespace {
+
+#define XLATE_AVX512 __attribute__((target("avx512f")))
+
+// r[j] = the sum of v[j]'s 16 lanes, for j < 16: a transposing tree of 15 adds, where 16
+// separate horizontal sums would take 60.
+XLATE_AVX512 inline __m512 sum_lanes_of_16(const __m512 (&v)[16]) {
+  // Pairs: in each 128-bit lane, [x0+x2, y0+y2, x1+x3, y1+y3] of v[2i] = x, v[2i+1] = y.
+  __m512 pairs[8];
+  for (int i = 0; i < 8; ++i) {
+    pairs[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                             _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  }
+  // Quads: in each 128-bit lane L, that lane's sums of v[4i], v[4i+1], v[4i+2], v[4i+3].
+  __m512 quads[4];
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(pairs[2 * i]), b = _mm512_castps_pd(pairs[2 * i + 1]);
+    quads[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  // Across the four 128-bit lanes: halves (lanes 0+2 and 1+3), then the whole.
+  const __m512 halves01 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(quads[0], quads[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                    _mm512_shuffle_f32x4(quads[0], quads[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 halves23 =
+      _mm512_add_ps(_mm512_shuffle_f32x4(quads[2], quads[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                    _mm512_shuffle_f32x4(quads[2], quads[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(halves01, halves23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(halves01, halves23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// attend_head for key and value heads of 16·kChunks floats. Scores are taken 16 keys at a time,
+// each key's dot product in one register and the 16 reduced together; the weighted sum of
+// values stays in registers, two keys in flight.
+template <int kChunks>
+XLATE_AVX512 void attend_head_chunks(float* out, const float* query, const float* keys,
+                                     const float* values, const int32_t* rows, int64_t count,
+                                     HeadLayout key_layout, HeadLayout value_layout, float scale,
+                                     float* scores) {
+  __m512 q[kChunks];
+  for (int c = 0; c < kChunks; ++c) q[c] = _mm512_loadu_ps(query + 16 * c);
+  const __m512 scale_vector = _mm512_set1_ps(scale);
+  __m512 best = _mm512_set1_ps(-INFINITY);
+  for (int64_t s = 0; s < count; s += 16) {
+    const int64_t block = count - s < 16 ? count - s : 16;
+    __m512 dots[16];
+    for (int64_t j = 0; j < block; ++j) {
+      const float* key = keys + static_cast<int64_t>(rows[s + j]) * key_layout.row_stride;
+      __m512 dot = _mm512_mul_ps(q[0], _mm512_loadu_ps(key));
+      for (int c = 1; c < kChunks; ++c)
+        dot = _mm512_fmadd_ps(q[c], _mm512_loadu_ps(key + 16 * c), dot);
+      dots[j] = dot;
+    }
+    // Past the last key: zeros, whose lanes are masked below.
+    for (int64_t j = block; j < 16; ++j) dots[j] = _mm512_setzero_ps();
+    const __mmask16 valid = static_cast<__mmask16>((1u << block) - 1u);
+    const __m512 block_scores = _mm512_mul_ps(sum_lanes_of_16(dots), scale_vector);
+    _mm512_mask_storeu_ps(scores + s, valid, block_scores);
+    best = _mm512_mask_max_ps(best, valid, best, block_scores);
+  }
+  const float total = exp_shifted_sum(scores, scores, _mm512_reduce_max_ps(best), count);
+  const __m512 normaliser = _mm512_set1_ps(count > 0 ? 1.f / total : 0.f);
+  __m512 even[kChunks], odd[kChunks];
+  for (int c = 0; c < kChunks; ++c) even[c] = odd[c] = _mm512_setzero_ps();
+  int64_t s = 0;
+  for (; s + 2 <= count; s += 2) {
+    const __m512 weight0 = _mm512_mul_ps(_mm512_set1_ps(scores[s]), normaliser);
+    const __m512 weight1 = _mm512_mul_ps(_mm512_set1_ps(scores[s + 1]), normaliser);
+    const float* value0 = values + static_cast<int64_t>(rows[s]) * value_layout.row_stride;
+    const float* value1 = values + static_cast<int64_t>(rows[s + 1]) * value_layout.row_stride;
+    for (int c = 0; c < kChunks; ++c) {
+      even[c] = _mm512_fmadd_ps(weight0, _mm512_loadu_ps(value0 + 16 * c), even[c]);
+      odd[c] = _mm512_fmadd_ps(weight1, _mm512_loadu_ps(value1 + 16 * c), odd[c]);
+    }
+  }
+  if (s < count) {
+    const __m512 weight = _mm512_mul_ps(_mm512_set1_ps(scores[s]), normaliser);
+    const float* value = values + static_cast<int64_t>(rows[s]) * value_layout.row_stride;
+    for (int c = 0; c < kChunks; ++c) {
+      even[c] = _mm512_fmadd_ps(weight, _mm512_loadu_ps(value + 16 * c), even[c]);
+    }
+  }
+  for (int c = 0; c < kChunks; ++c) _mm512_storeu_ps(out + 16 * c, _mm512_add_ps(even[c], odd[c]));
+}
+
+}  // namespace
+
+AttendHeadFunction attend_head_avx512(int64_t key_dim, int64_t value_dim) {
+  if (key_dim != value_dim || !__builtin_cpu_supports("avx512f")) return nullptr;
+  switch (key_dim) {
+    case 32: return attend_head_chunks<2>;
+    case 64: return attend_head_chunks<4>;
+    case 128: return attend_head_chunks<8>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace xlate::cpu
