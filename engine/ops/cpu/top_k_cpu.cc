@@ -57,11 +57,11 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < rows; ++n) {
       const float* row = logits.data<float>() + n * vocabulary;
-      const float best = max_of(row, vocabulary);
+      best_of_row(heap, row, vocabulary, k);
+      const float best = heap.front().first;  // the row's maximum: no pass of its own
       const float sum = exp_shifted_sum(exps.data(), row, best, vocabulary);
       const float offset = row_offsets.defined() ? row_offsets.data<float>()[n] : 0.f;
       const float shift = offset - best - std::log(sum);
-      best_of_row(heap, row, vocabulary, k);
       for (int j = 0; j < k; ++j) {
         top_values.data<float>()[n * k + j] = heap[j].first + shift;
         top_indices.data<int32_t>()[n * k + j] = heap[j].second;
