@@ -43,6 +43,24 @@ XLATE_AVX512 inline __m512 sum_lanes_of_16(const __m512 (&v)[16]) {
                        _mm512_shuffle_f32x4(halves01, halves23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+// vector_math.cc's exp_approx, 16 lanes at a time, the same operations in the same order.
+XLATE_AVX512 inline __m512 exp_approx_16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.f)), _mm512_set1_ps(88.f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f),
+                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x));
+  __m512 p = _mm512_fmadd_ps(r, _mm512_set1_ps(1.f / 720), _mm512_set1_ps(1.f / 120));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.f / 24));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.f / 6));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.f));
+  p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.f));
+  const __m512i bits =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
 // attend_head for key and value heads of 16·kChunks floats. Scores are taken 16 keys at a time,
 // each key's dot product in one register and the 16 reduced together; the weighted sum of
 // values stays in registers, two keys in flight.
@@ -72,7 +90,18 @@ XLATE_AVX512 void attend_head_chunks(float* out, const float* query, const float
     _mm512_mask_storeu_ps(scores + s, valid, block_scores);
     best = _mm512_mask_max_ps(best, valid, best, block_scores);
   }
-  const float total = exp_shifted_sum(scores, scores, _mm512_reduce_max_ps(best), count);
+  // The exponentials in registers, masked past the end (a call to exp_shifted_sum did the
+  // remainder of every 16 one at a time: most of a decoding step's key counts).
+  const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(best));
+  __m512 sums = _mm512_setzero_ps();
+  for (int64_t s = 0; s < count; s += 16) {
+    const __mmask16 valid = static_cast<__mmask16>((1u << (count - s < 16 ? count - s : 16)) - 1u);
+    const __m512 weights =
+        exp_approx_16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, scores + s), shift));
+    _mm512_mask_storeu_ps(scores + s, valid, weights);
+    sums = _mm512_mask_add_ps(sums, valid, sums, weights);
+  }
+  const float total = _mm512_reduce_add_ps(sums);
   const __m512 normaliser = _mm512_set1_ps(count > 0 ? 1.f / total : 0.f);
   __m512 even[kChunks], odd[kChunks];
   for (int c = 0; c < kChunks; ++c) even[c] = odd[c] = _mm512_setzero_ps();
