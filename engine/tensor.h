@@ -35,6 +35,8 @@ class Tensor {
   static Tensor from_vector(const std::vector<int32_t>& values, std::vector<int64_t> shape);
 
   bool defined() const { return storage_ != nullptr; }
+  // Whether another tensor (a copy, a view) holds this one's storage too.
+  bool storage_shared() const { return storage_.use_count() > 1; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
   // Negative axes count from the end.

@@ -241,14 +241,15 @@ Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengt
 
 DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
                                               const Tensor& source_lengths, int64_t max_rows,
-                                              int64_t max_positions) const {
+                                              int64_t max_positions,
+                                              KvCacheStorage* storage) const {
   const int64_t sentences = encoder_output.dim(0), per = std::max<int64_t>(1, sentences);
   DecoderState::Shape shape;
   shape.sentences = per;
   shape.rows_per_sentence = (std::max(max_rows, sentences) + per - 1) / per;
   shape.positions = max_positions;
   shape.source_steps = encoder_output.dim(1);
-  DecoderState state = empty_state(shape);
+  DecoderState state = empty_state(shape, storage);
   const int32_t* lengths = source_lengths.data<int32_t>();
   state.set_source_lengths(identity(sentences),
                            std::vector<int32_t>(lengths, lengths + source_lengths.numel()));
@@ -261,14 +262,28 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
   return state;
 }
 
-DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape) const {
+DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape,
+                                           KvCacheStorage* storage) const {
   std::vector<DecoderLayerCache> layers;
   const AttentionWidths self = attention_widths(config_, config_.decoder_heads);
+  const std::vector<int64_t> cache_shape = {
+      shape.positions, shape.sentences * shape.rows_per_sentence, self.key + self.value};
+  const int64_t elements = cache_shape[0] * cache_shape[1] * cache_shape[2];
+  if (storage != nullptr) storage->layers.resize(weights_.decoder.size());
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    const int64_t width = self.key + self.value;
     DecoderLayerCache cache;
-    cache.self_key_values =
-        activations({shape.positions, shape.sentences * shape.rows_per_sentence, width});
+    if (storage == nullptr) {
+      cache.self_key_values = activations(cache_shape);
+    } else {
+      Tensor& buffer = storage->layers[i];
+      if (!buffer.defined() || buffer.storage_shared() || buffer.numel() < elements ||
+          buffer.dtype() != placement_.dtype || buffer.device() != placement_.device) {
+        // Half as much again: a caller whose batches grow (the Translator's, shortest first)
+        // would otherwise replace the buffer every batch. Pages never written stay unmapped.
+        buffer = activations({elements + elements / 2});
+      }
+      cache.self_key_values = buffer.reshape(cache_shape);
+    }
     layers.push_back(std::move(cache));
   }
   return DecoderState(shape, std::move(layers), placement_.device);

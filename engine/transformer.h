@@ -50,9 +50,11 @@ class TransformerModel {
 
   // A decoding state with one row per source sentence (its beam 0), room for `max_rows` rows
   // (rounded up to a whole number per sentence) and `max_positions` target positions; computes
-  // the cross-attention keys/values once.
+  // the cross-attention keys/values once. `storage` (may be null): where the self-attention
+  // caches go when it holds room enough that no other tensor uses (it grows otherwise).
   DecoderState start_decoding(const Tensor& encoder_output, const Tensor& source_lengths,
-                              int64_t max_rows, int64_t max_positions) const;
+                              int64_t max_rows, int64_t max_positions,
+                              KvCacheStorage* storage = nullptr) const;
 
   // Appends target tokens int32 [R, T] at each row's next positions and returns the logits
   // [R, T, V] of the next token at each of them. T = 1 is one incremental step; T > 1 with an
@@ -109,7 +111,8 @@ class TransformerModel {
   Tensor logits_to_host(const Tensor& logits) const;      // host float32 for the search
   // A state of this shape with self-attention caches (allocated before the cross-attention
   // caches: they are what may not fit), no rows.
-  DecoderState empty_state(const DecoderState::Shape& shape) const;
+  DecoderState empty_state(const DecoderState::Shape& shape,
+                           KvCacheStorage* storage = nullptr) const;
   // decode() with the logits [R, T, V] left on the model's device.
   Tensor decode_on_device(DecoderState& state, const Tensor& tokens) const;
   // The decoder layers of decode(): the last layer's output [R, T, C]; with cross_weights, each

@@ -4,9 +4,10 @@ namespace xlate {
 
 TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Tensor& encoder_output,
                                        const Tensor& source_lengths, int64_t max_rows,
-                                       int64_t max_positions)
+                                       int64_t max_positions, KvCacheStorage* storage)
     : model_(model),
-      state_(model.start_decoding(encoder_output, source_lengths, max_rows, max_positions)) {}
+      state_(model.start_decoding(encoder_output, source_lengths, max_rows, max_positions,
+                                  storage)) {}
 
 TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Slots& slots)
     : model_(model),

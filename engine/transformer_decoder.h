@@ -9,9 +9,11 @@ namespace xlate {
 class TransformerDecoder : public IncrementalDecoder, public DeviceIncrementalDecoder {
  public:
   // A batch: encoder_output [B, S_src, C], one row per sentence; room for max_rows rows and
-  // max_positions target positions.
+  // max_positions target positions; the self-attention caches in `storage` when it is given
+  // (TransformerModel::start_decoding).
   TransformerDecoder(const TransformerModel& model, const Tensor& encoder_output,
-                     const Tensor& source_lengths, int64_t max_rows, int64_t max_positions);
+                     const Tensor& source_lengths, int64_t max_rows, int64_t max_positions,
+                     KvCacheStorage* storage = nullptr);
   // Slots for sentences that join and leave (TransformerModel::start_slots): no rows until
   // place_rows, sources through set_sources.
   struct Slots {

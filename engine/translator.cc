@@ -210,8 +210,10 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
   const int workers = static_cast<int>(
       std::min<size_t>(static_cast<size_t>(options.workers), batches.size()));
   if (workers <= 1) {
+    KvCacheStorage storage;
     for (size_t b = 0; b < batches.size(); ++b) {
-      if (absl::Status status = translate_batch(batches[b], options, translated[b]); !status.ok()) {
+      if (absl::Status status = translate_batch(batches[b], options, translated[b], storage);
+          !status.ok()) {
         return status;
       }
     }
@@ -226,10 +228,11 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
     std::atomic<bool> failed{false};
     auto work = [&] {
       omp_set_num_threads(threads_per_worker);
+      KvCacheStorage storage;
       for (size_t k = taken++; k < batches.size() && !failed; k = taken++) {
         const size_t b = batches.size() - 1 - k;
         try {
-          statuses[b] = translate_batch(batches[b], options, translated[b]);
+          statuses[b] = translate_batch(batches[b], options, translated[b], storage);
           if (!statuses[b].ok()) failed = true;
         } catch (...) {
           thrown[b] = std::current_exception();
@@ -254,9 +257,10 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
 
 absl::Status Translator::translate_batch(const std::vector<const std::vector<int32_t>*>& batch,
                                          const TranslationOptions& options,
-                                         std::vector<std::vector<Hypothesis>>& results) const {
+                                         std::vector<std::vector<Hypothesis>>& results,
+                                         KvCacheStorage& storage) const {
   try {
-    const std::unique_ptr<BatchTranslation> translation = start_batch(batch, options);
+    const std::unique_ptr<BatchTranslation> translation = start_batch(batch, options, &storage);
     while (!translation->Step()) {
     }
     results = translation->TakeResults();
@@ -281,8 +285,8 @@ void Translator::align_best(const std::vector<const std::vector<int32_t>*>& sour
 }
 
 std::unique_ptr<BatchTranslation> Translator::start_batch(
-    const std::vector<const std::vector<int32_t>*>& sources,
-    const TranslationOptions& options) const {
+    const std::vector<const std::vector<int32_t>*>& sources, const TranslationOptions& options,
+    KvCacheStorage* storage) const {
   const ModelConfig& config = model_->config();
   const int64_t batch = static_cast<int64_t>(sources.size());
   int64_t padded = 0;
@@ -302,8 +306,8 @@ std::unique_ptr<BatchTranslation> Translator::start_batch(
   const Tensor source_lengths = Tensor::from_vector(lengths, {batch});
   const Tensor encoded =
       model_->encode(Tensor::from_vector(tokens, {batch, padded}), source_lengths);
-  auto decoder = std::make_unique<TransformerDecoder>(*model_, encoded, source_lengths,
-                                                     batch * options.beam_size, longest_output);
+  auto decoder = std::make_unique<TransformerDecoder>(
+      *model_, encoded, source_lengths, batch * options.beam_size, longest_output, storage);
   const SearchOptions search_options = options.search(config);
   std::unique_ptr<SearchRun> run;
   const Device device = model_->placement().device;

@@ -116,14 +116,16 @@ class Translator {
                              const TranslationOptions& options) const;
   // ResourceExhausted for a batch whose state did not fit in the model device's memory.
   absl::Status out_of_memory(size_t sentences, const TranslationOptions& options) const;
+  // `storage` (may be null): where the batch's self-attention caches go (KvCacheStorage).
   std::unique_ptr<BatchTranslation> start_batch(
-      const std::vector<const std::vector<int32_t>*>& sources,
-      const TranslationOptions& options) const;
-  // Translates one sub-batch into `results` (one entry per source, in its order); a
-  // ResourceExhausted error when its decoding state does not fit.
+      const std::vector<const std::vector<int32_t>*>& sources, const TranslationOptions& options,
+      KvCacheStorage* storage = nullptr) const;
+  // Translates one sub-batch into `results` (one entry per source, in its order), its caches in
+  // `storage`; a ResourceExhausted error when its decoding state does not fit.
   absl::Status translate_batch(const std::vector<const std::vector<int32_t>*>& batch,
                                const TranslationOptions& options,
-                               std::vector<std::vector<Hypothesis>>& results) const;
+                               std::vector<std::vector<Hypothesis>>& results,
+                               KvCacheStorage& storage) const;
   // Aligns each sentence's best hypothesis (results[i] of sources[i]) in place.
   void align_best(const std::vector<const std::vector<int32_t>*>& sources,
                   std::vector<std::vector<Hypothesis>>& results,

@@ -133,6 +133,44 @@ TEST_P(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
   }
 }
 
+// A Translator worker's batches share one KvCacheStorage: a batch decoded in storage that an
+// earlier batch filled reads none of its keys and values, and the storage is taken again only
+// once the state that used it is gone.
+TEST_P(GoldenModel, DecodingInReusedCacheStorageEqualsFreshCaches) {
+  const TransformerModel& model = *model_;
+  auto logits_in = [&](const Batch& batch, KvCacheStorage* storage) {
+    Tensor source_lengths;
+    const Tensor source = padded(batch.source, model.config().pad_id, &source_lengths);
+    const Tensor target = padded(batch.target, model.config().pad_id, nullptr);
+    TransformerDecoder decoder(model, model.encode(source, source_lengths), source_lengths,
+                               source.dim(0), target.dim(1), storage);
+    return decoder.logits(target);
+  };
+  auto expect_equal = [](const Tensor& actual, const Tensor& expected) {
+    ASSERT_EQ(actual.shape(), expected.shape());
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      ASSERT_EQ(actual.data<float>()[i], expected.data<float>()[i]) << "at flat index " << i;
+    }
+  };
+  KvCacheStorage storage;
+  const Batch whole = batch_;
+  const Batch first_two{{batch_.source[0], batch_.source[1]}, {batch_.target[1], batch_.target[0]}};
+  expect_equal(logits_in(whole, &storage), forward_logits(model, whole));
+  ASSERT_EQ(storage.layers.size(), model.weights().decoder.size());
+  const void* buffer = storage.layers[0].raw_data();
+  expect_equal(logits_in(first_two, &storage), forward_logits(model, first_two));
+  EXPECT_EQ(storage.layers[0].raw_data(), buffer) << "a smaller batch reuses the storage";
+
+  Tensor source_lengths;
+  const Tensor source = padded(whole.source, model.config().pad_id, &source_lengths);
+  TransformerDecoder alive(model, model.encode(source, source_lengths), source_lengths, 4, 4,
+                           &storage);
+  TransformerDecoder beside(model, model.encode(source, source_lengths), source_lengths, 4, 4,
+                            &storage);
+  EXPECT_NE(storage.layers[0].raw_data(), buffer)
+      << "a state still decoding keeps its storage; the next one gets its own";
+}
+
 // tiny_golden: d_k = d_v = d_model / h. tiny_golden_dkdv: d_k = 3, d_v = 5 (Table 3, row B).
 INSTANTIATE_TEST_SUITE_P(Models, GoldenModel,
                          ::testing::Values("tiny_golden", "tiny_golden_dkdv"));
