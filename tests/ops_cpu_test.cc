@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/ops/cpu/attend_head_avx512.h"
+#include "engine/ops/cpu/avx512_kernels.h"
 #include "engine/ops/ops.h"
 #include "tests/random_tensor.h"
 
@@ -175,6 +175,27 @@ TEST(OpsCpu, TheAvx512AttentionKernelServesItsHeadWidthsOnly) {
   for (int64_t width : {32, 64, 128}) EXPECT_NE(cpu::attend_head_avx512(width, width), nullptr);
   EXPECT_EQ(cpu::attend_head_avx512(48, 48), nullptr);
   EXPECT_EQ(cpu::attend_head_avx512(64, 32), nullptr);
+}
+
+TEST(OpsCpu, TheAvx512SumOfExponentialsEqualsThePortableOne) {
+  const cpu::SumExpShiftedFunction sum_exp = cpu::sum_exp_shifted_avx512();
+  if (sum_exp == nullptr) GTEST_SKIP() << "this CPU has no AVX-512F";
+  std::mt19937 generator(9);
+  std::uniform_real_distribution<float> logit(-40.f, 12.f);
+  // Lengths around the kernel's 16- and 32-wide steps, and a vocabulary; shifts that put the
+  // arguments anywhere from far below the clamp at -87 to the row's maximum.
+  for (int64_t n : {0, 1, 15, 16, 17, 31, 32, 33, 8000}) {
+    for (float shift : {12.f, 60.f}) {
+      std::vector<float> x(static_cast<size_t>(n)), exps(static_cast<size_t>(n));
+      for (float& value : x) value = logit(generator);
+      double expected = 0;
+      for (float value : x) expected += std::exp(double(value) - shift);
+      const float portable = cpu::exp_shifted_sum(exps.data(), x.data(), shift, n);
+      const float vectorised = sum_exp(x.data(), shift, n);
+      EXPECT_NEAR(vectorised, portable, 2e-6 * portable) << n << " values, shift " << shift;
+      EXPECT_NEAR(vectorised, expected, 2e-6 * expected + 1e-37) << n << " values, shift " << shift;
+    }
+  }
 }
 
 // Head widths 32, 64 and 128 take the AVX-512 kernel where the CPU has it (16 keys at a time):

@@ -1,5 +1,5 @@
 #include "engine/ops/cpu/cpu_ops.h"
-#include "engine/ops/cpu/attend_head_avx512.h"
+#include "engine/ops/cpu/avx512_kernels.h"
 #include "engine/ops/cpu/vector_math.h"
 
 #include <algorithm>

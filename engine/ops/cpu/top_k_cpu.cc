@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/ops/cpu/avx512_kernels.h"
 #include "engine/ops/cpu/cpu_ops.h"
 #include "engine/ops/cpu/vector_math.h"
 
@@ -49,9 +50,10 @@ void best_of_row(std::vector<Entry>& heap, const float* row, int64_t vocabulary,
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k) {
   const int64_t vocabulary = logits.dim(-1), rows = logits.numel() / vocabulary;
+  static const SumExpShiftedFunction sum_exp_avx512 = sum_exp_shifted_avx512();
 #pragma omp parallel if (rows > 1)
   {
-    std::vector<float> exps(static_cast<size_t>(vocabulary));
+    std::vector<float> exps(sum_exp_avx512 ? 0 : static_cast<size_t>(vocabulary));
     std::vector<Entry> heap;
     heap.reserve(static_cast<size_t>(k));
 #pragma omp for schedule(static)
@@ -59,7 +61,8 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
       const float* row = logits.data<float>() + n * vocabulary;
       best_of_row(heap, row, vocabulary, k);
       const float best = heap.front().first;  // the row's maximum: no pass of its own
-      const float sum = exp_shifted_sum(exps.data(), row, best, vocabulary);
+      const float sum = sum_exp_avx512 ? sum_exp_avx512(row, best, vocabulary)
+                                       : exp_shifted_sum(exps.data(), row, best, vocabulary);
       const float offset = row_offsets.defined() ? row_offsets.data<float>()[n] : 0.f;
       const float shift = offset - best - std::log(sum);
       for (int j = 0; j < k; ++j) {

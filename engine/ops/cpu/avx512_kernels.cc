@@ -1,9 +1,10 @@
-#include "engine/ops/cpu/attend_head_avx512.h"
+#include "engine/ops/cpu/avx512_kernels.h"
 
 // GCC 12 warns inside its own AVX-512 headers, whose intrinsics start from _mm512_undefined_ps
 // (GCC bug 105593, fixed in GCC 13).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
@@ -43,7 +44,9 @@ XLATE_AVX512 inline __m512 sum_lanes_of_16(const __m512 (&v)[16]) {
                        _mm512_shuffle_f32x4(halves01, halves23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// vector_math.cc's exp_approx, 16 lanes at a time, the same operations in the same order.
+// vector_math.cc's exp_approx, 16 lanes at a time, the same operations but for the last: p · 2^n
+// by one vscalefps instead of building 2^n's bits and multiplying (exact alike: the clamp keeps
+// n in [-126, 127]).
 XLATE_AVX512 inline __m512 exp_approx_16(__m512 x) {
   x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.f)), _mm512_set1_ps(88.f));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
@@ -56,9 +59,26 @@ XLATE_AVX512 inline __m512 exp_approx_16(__m512 x) {
   p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(0.5f));
   p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.f));
   p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.f));
-  const __m512i bits =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+  return _mm512_scalef_ps(p, n);
+}
+
+XLATE_AVX512 float sum_exp_shifted(const float* x, float shift, int64_t n) {
+  const __m512 shift_vector = _mm512_set1_ps(shift);
+  // Two accumulators: one add's latency no longer paces the loop.
+  __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    even = _mm512_add_ps(even, exp_approx_16(_mm512_sub_ps(_mm512_loadu_ps(x + i), shift_vector)));
+    odd = _mm512_add_ps(odd,
+                        exp_approx_16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), shift_vector)));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 valid = static_cast<__mmask16>((1u << (n - i < 16 ? n - i : 16)) - 1u);
+    even = _mm512_mask_add_ps(
+        even, valid, even,
+        exp_approx_16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, x + i), shift_vector)));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(even, odd));
 }
 
 // attend_head for key and value heads of 16·kChunks floats. Scores are taken 16 keys at a time,
@@ -127,6 +147,10 @@ XLATE_AVX512 void attend_head_chunks(float* out, const float* query, const float
 }
 
 }  // namespace
+
+SumExpShiftedFunction sum_exp_shifted_avx512() {
+  return __builtin_cpu_supports("avx512f") ? sum_exp_shifted : nullptr;
+}
 
 AttendHeadFunction attend_head_avx512(int64_t key_dim, int64_t value_dim) {
   if (key_dim != value_dim || !__builtin_cpu_supports("avx512f")) return nullptr;
