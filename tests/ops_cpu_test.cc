@@ -192,8 +192,10 @@ TEST(OpsCpu, TheAvx512SumOfExponentialsEqualsThePortableOne) {
       for (float value : x) expected += std::exp(double(value) - shift);
       const float portable = cpu::exp_shifted_sum(exps.data(), x.data(), shift, n);
       const float vectorised = sum_exp(x.data(), shift, n);
-      EXPECT_NEAR(vectorised, portable, 2e-6 * portable) << n << " values, shift " << shift;
-      EXPECT_NEAR(vectorised, expected, 2e-6 * expected + 1e-37) << n << " values, shift " << shift;
+      // A float sum of 8,000 terms is good to a few 1e-6 (the portable sum, one lane in a
+      // sanitizer build, more so); one term left out of 17 would be off by percents.
+      EXPECT_NEAR(vectorised, expected, 1e-5 * expected + 1e-37) << n << " values, shift " << shift;
+      EXPECT_NEAR(vectorised, portable, 2e-5 * portable + 1e-37) << n << " values, shift " << shift;
     }
   }
 }
