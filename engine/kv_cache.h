@@ -22,8 +22,8 @@ struct DecoderLayerCache {
 // Storage that the self-attention caches of successive decoding states on one thread reuse (the
 // Translator keeps one per worker for a call): a batch then writes its keys and values into pages
 // that an earlier batch already faulted in, instead of fresh ones from the allocator (1.8% of
-// the shipped model's time on test_2016, most of it the kernel zeroing new pages). Used by one
-// thread at a time.
+// the shipped model's time on test_2016, most of it the kernel zeroing new pages). CPU models
+// only; used by one thread at a time.
 struct KvCacheStorage {
   std::vector<Tensor> layers;  // per decoder layer, a flat buffer at least as large as the cache
 };

@@ -269,6 +269,9 @@ DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape,
   const std::vector<int64_t> cache_shape = {
       shape.positions, shape.sentences * shape.rows_per_sentence, self.key + self.value};
   const int64_t elements = cache_shape[0] * cache_shape[1] * cache_shape[2];
+  // On a GPU the caching allocator already hands the last batch's memory back, and headroom
+  // would be committed device memory: storage is for the CPU.
+  if (placement_.device != Device::kCPU) storage = nullptr;
   if (storage != nullptr) storage->layers.resize(weights_.decoder.size());
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     DecoderLayerCache cache;
@@ -277,7 +280,7 @@ DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape,
     } else {
       Tensor& buffer = storage->layers[i];
       if (!buffer.defined() || buffer.storage_shared() || buffer.numel() < elements ||
-          buffer.dtype() != placement_.dtype || buffer.device() != placement_.device) {
+          buffer.dtype() != placement_.dtype) {
         // Half as much again: a caller whose batches grow (the Translator's, shortest first)
         // would otherwise replace the buffer every batch. Pages never written stay unmapped.
         buffer = activations({elements + elements / 2});

@@ -50,8 +50,9 @@ class TransformerModel {
 
   // A decoding state with one row per source sentence (its beam 0), room for `max_rows` rows
   // (rounded up to a whole number per sentence) and `max_positions` target positions; computes
-  // the cross-attention keys/values once. `storage` (may be null): where the self-attention
-  // caches go when it holds room enough that no other tensor uses (it grows otherwise).
+  // the cross-attention keys/values once. `storage` (may be null; CPU models only, ignored on
+  // a GPU): where the self-attention caches go when it holds room enough that no other tensor
+  // uses (it grows otherwise).
   DecoderState start_decoding(const Tensor& encoder_output, const Tensor& source_lengths,
                               int64_t max_rows, int64_t max_positions,
                               KvCacheStorage* storage = nullptr) const;
