@@ -50,10 +50,9 @@ void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
           const int64_t visible = std::max<int64_t>(causal ? length - steps + t + 1 : length, 0);
           const int64_t query_row = n * steps + t;
           attend(out.data<float>() + query_row * value_width + h * value_dim,
-                      query_data + query_row * query.stride() + h * key_dim,
-                      key_data + h * key_dim, value_data + h * value_dim, positions, visible,
-                      {keys.stride(), key_dim}, {values.stride(), value_dim}, scale,
-                      scores.data());
+                 query_data + query_row * query.stride() + h * key_dim, key_data + h * key_dim,
+                 value_data + h * value_dim, positions, visible, {keys.stride(), key_dim},
+                 {values.stride(), value_dim}, scale, scores.data());
           if (weights != nullptr) {
             write_weights(weights->data<float>() + ((n * heads + h) * steps + t) * table_width,
                           scores.data(), visible, table_width);

@@ -17,6 +17,11 @@ namespace {
 
 #define XLATE_AVX512 __attribute__((target("avx512f")))
 
+// The first min(count, 16) lanes.
+inline __mmask16 first_lanes(int64_t count) {
+  return static_cast<__mmask16>((1u << (count < 16 ? count : 16)) - 1u);
+}
+
 // r[j] = the sum of v[j]'s 16 lanes, for j < 16: a transposing tree of 15 adds, where 16
 // separate horizontal sums would take 60.
 XLATE_AVX512 inline __m512 sum_lanes_of_16(const __m512 (&v)[16]) {
@@ -73,7 +78,7 @@ XLATE_AVX512 float sum_exp_shifted(const float* x, float shift, int64_t n) {
                         exp_approx_16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), shift_vector)));
   }
   for (; i < n; i += 16) {
-    const __mmask16 valid = static_cast<__mmask16>((1u << (n - i < 16 ? n - i : 16)) - 1u);
+    const __mmask16 valid = first_lanes(n - i);
     even = _mm512_mask_add_ps(
         even, valid, even,
         exp_approx_16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, x + i), shift_vector)));
@@ -105,7 +110,7 @@ XLATE_AVX512 void attend_head_chunks(float* out, const float* query, const float
     }
     // Past the last key: zeros, whose lanes are masked below.
     for (int64_t j = block; j < 16; ++j) dots[j] = _mm512_setzero_ps();
-    const __mmask16 valid = static_cast<__mmask16>((1u << block) - 1u);
+    const __mmask16 valid = first_lanes(block);
     const __m512 block_scores = _mm512_mul_ps(sum_lanes_of_16(dots), scale_vector);
     _mm512_mask_storeu_ps(scores + s, valid, block_scores);
     best = _mm512_mask_max_ps(best, valid, best, block_scores);
@@ -115,7 +120,7 @@ XLATE_AVX512 void attend_head_chunks(float* out, const float* query, const float
   const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(best));
   __m512 sums = _mm512_setzero_ps();
   for (int64_t s = 0; s < count; s += 16) {
-    const __mmask16 valid = static_cast<__mmask16>((1u << (count - s < 16 ? count - s : 16)) - 1u);
+    const __mmask16 valid = first_lanes(count - s);
     const __m512 weights =
         exp_approx_16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, scores + s), shift));
     _mm512_mask_storeu_ps(scores + s, valid, weights);

@@ -53,13 +53,6 @@ XLATE_VECTORIZED void scale_add(float* y, float a, const float* x, const float* 
   for (int64_t i = 0; i < n; ++i) y[i] = a * x[i] + b[i];
 }
 
-XLATE_VECTORIZED float max_of(const float* x, int64_t n) {
-  float best = -INFINITY;
-#pragma omp simd reduction(max : best)
-  for (int64_t i = 0; i < n; ++i) best = x[i] > best ? x[i] : best;
-  return best;
-}
-
 XLATE_VECTORIZED float max_abs(const float* x, int64_t n) {
   float best = 0.f;
 #pragma omp simd reduction(max : best)

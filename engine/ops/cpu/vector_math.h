@@ -11,7 +11,6 @@ float dot(const float* a, const float* b, int64_t n);
 void axpy(float* y, float a, const float* x, int64_t n);
 // y[i] = a * x[i] + b[i]
 void scale_add(float* y, float a, const float* x, const float* b, int64_t n);
-float max_of(const float* x, int64_t n);
 float max_abs(const float* x, int64_t n);
 // The first i with x[i] > threshold, or n: whole blocks below the threshold are passed over with
 // one vector comparison each (the top-k scan, where almost every logit is turned away).
