@@ -177,6 +177,7 @@ TEST(OpsCpu, TheAvx512AttentionKernelServesItsHeadWidthsOnly) {
   EXPECT_EQ(cpu::attend_head_avx512(64, 32), nullptr);
 }
 
+// ... and collects, in the same pass, the ids of the values at or above a floor, in order.
 TEST(OpsCpu, TheAvx512SumOfExponentialsEqualsThePortableOne) {
   const cpu::SumExpShiftedFunction sum_exp = cpu::sum_exp_shifted_avx512();
   if (sum_exp == nullptr) GTEST_SKIP() << "this CPU has no AVX-512F";
@@ -191,11 +192,49 @@ TEST(OpsCpu, TheAvx512SumOfExponentialsEqualsThePortableOne) {
       double expected = 0;
       for (float value : x) expected += std::exp(double(value) - shift);
       const float portable = cpu::exp_shifted_sum(exps.data(), x.data(), shift, n);
-      const float vectorised = sum_exp(x.data(), shift, n);
+      const float floor = n > 0 ? x[static_cast<size_t>(n) / 2] : 0.f;
+      std::vector<int32_t> at_least_floor, expected_ids;
+      for (int64_t i = 0; i < n; ++i) {
+        if (x[static_cast<size_t>(i)] >= floor) expected_ids.push_back(static_cast<int32_t>(i));
+      }
+      const float vectorised = sum_exp(x.data(), shift, n, floor, at_least_floor);
+      EXPECT_EQ(at_least_floor, expected_ids) << n << " values";
+      std::vector<int32_t> none;
+      EXPECT_EQ(sum_exp(x.data(), shift, n, INFINITY, none), vectorised);
+      EXPECT_TRUE(none.empty());
       // A float sum of 8,000 terms is good to a few 1e-6 (the portable sum, one lane in a
       // sanitizer build, more so); one term left out of 17 would be off by percents.
       EXPECT_NEAR(vectorised, expected, 1e-5 * expected + 1e-37) << n << " values, shift " << shift;
       EXPECT_NEAR(vectorised, portable, 2e-5 * portable + 1e-37) << n << " values, shift " << shift;
+    }
+  }
+}
+
+// The floor of the top-k's first pass leaves at least min(k, 32) values at or above it, for rows
+// shorter than the kernel's 32 subsets too, and the maximum is the row's.
+TEST(OpsCpu, TheAvx512RowFloorLeavesAtLeastKValuesAboveIt) {
+  const cpu::RowMaxAndFloorFunction max_and_floor = cpu::row_max_and_floor_avx512();
+  if (max_and_floor == nullptr) GTEST_SKIP() << "this CPU has no AVX-512F";
+  std::mt19937 generator(10);
+  std::normal_distribution<float> logit(0.f, 4.f);
+  for (int64_t n : {1, 7, 16, 17, 31, 32, 33, 100, 8000}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& value : x) value = logit(generator);
+    if (n > 40) x[static_cast<size_t>(n) - 3] = 100.f;  // the maximum in the masked tail
+    if (n > 40) x[5] = NAN;  // skipped: no comparison with it holds
+    for (int k : {1, 4, 9, 32}) {
+      const cpu::RowMaxAndFloor bounds = max_and_floor(x.data(), n, k);
+      float maximum = -INFINITY;
+      for (float value : x) maximum = value > maximum ? value : maximum;
+      EXPECT_EQ(bounds.max, maximum) << n << " values, k " << k;
+      const int64_t at_least =
+          std::count_if(x.begin(), x.end(), [&](float v) { return v >= bounds.floor; });
+      EXPECT_GE(at_least, std::min<int64_t>(k, n)) << n << " values, k " << k;
+      // Not a trivial floor: on 8,000 values, beam search's few (k = 2 x beam + 1) have few others
+      // above it (with k = 32, the least of the 32 subsets' maxima, a few times more).
+      if (n == 8000 && k <= 9) {
+        EXPECT_LE(at_least, 4 * k) << "k " << k;
+      }
     }
   }
 }

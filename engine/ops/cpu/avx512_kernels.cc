@@ -8,7 +8,9 @@
 #endif
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "engine/ops/cpu/vector_math.h"
 
@@ -67,21 +69,57 @@ XLATE_AVX512 inline __m512 exp_approx_16(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-XLATE_AVX512 float sum_exp_shifted(const float* x, float shift, int64_t n) {
-  const __m512 shift_vector = _mm512_set1_ps(shift);
+XLATE_AVX512 RowMaxAndFloor row_max_and_floor(const float* x, int64_t n, int k) {
+  // Lane j of `even` (`odd`) is the maximum of x[i] over i = 32m + j (32m + 16 + j): 32 disjoint
+  // subsets, whose maxima are 32 of the row's values (-inf for a subset a short row leaves empty).
+  const __m512 lowest = _mm512_set1_ps(-INFINITY);
+  __m512 even = lowest, odd = lowest;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    even = _mm512_max_ps(even, _mm512_loadu_ps(x + i));
+    odd = _mm512_max_ps(odd, _mm512_loadu_ps(x + i + 16));
+  }
+  for (; i < n; i += 16) {
+    even = _mm512_max_ps(even, _mm512_mask_loadu_ps(lowest, first_lanes(n - i), x + i));
+  }
+  float maxima[32];
+  _mm512_storeu_ps(maxima, even);
+  _mm512_storeu_ps(maxima + 16, odd);
+  // A NaN (in a broken model's logits) would break the ordering nth_element relies on.
+  for (float& maximum : maxima) maximum = std::isnan(maximum) ? -INFINITY : maximum;
+  const int rank = k < 1 ? 0 : (k > 32 ? 31 : k - 1);
+  std::nth_element(maxima, maxima + rank, maxima + 32, [](float a, float b) { return a > b; });
+  return {*std::max_element(maxima, maxima + 32), maxima[rank]};
+}
+
+// Appends the ids of the valid lanes of `block` (lane 0 is id `first`) whose values are >= the
+// floor: rare once a row's floor is near its k-th best, so one branch per 16 lanes.
+XLATE_AVX512 inline void collect_at_least(std::vector<int32_t>& ids, __m512 block, __mmask16 valid,
+                                          __m512 floor, int64_t first) {
+  for (__mmask16 hits = _mm512_mask_cmp_ps_mask(valid, block, floor, _CMP_GE_OQ); hits != 0;
+       hits &= static_cast<__mmask16>(hits - 1)) {
+    ids.push_back(static_cast<int32_t>(first + __builtin_ctz(hits)));
+  }
+}
+
+XLATE_AVX512 float sum_exp_shifted(const float* x, float shift, int64_t n, float floor,
+                                   std::vector<int32_t>& at_least_floor) {
+  const __m512 shift_vector = _mm512_set1_ps(shift), floor_vector = _mm512_set1_ps(floor);
   // Two accumulators: one add's latency no longer paces the loop.
   __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    even = _mm512_add_ps(even, exp_approx_16(_mm512_sub_ps(_mm512_loadu_ps(x + i), shift_vector)));
-    odd = _mm512_add_ps(odd,
-                        exp_approx_16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), shift_vector)));
+    const __m512 low = _mm512_loadu_ps(x + i), high = _mm512_loadu_ps(x + i + 16);
+    collect_at_least(at_least_floor, low, 0xFFFF, floor_vector, i);
+    collect_at_least(at_least_floor, high, 0xFFFF, floor_vector, i + 16);
+    even = _mm512_add_ps(even, exp_approx_16(_mm512_sub_ps(low, shift_vector)));
+    odd = _mm512_add_ps(odd, exp_approx_16(_mm512_sub_ps(high, shift_vector)));
   }
   for (; i < n; i += 16) {
     const __mmask16 valid = first_lanes(n - i);
-    even = _mm512_mask_add_ps(
-        even, valid, even,
-        exp_approx_16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, x + i), shift_vector)));
+    const __m512 block = _mm512_maskz_loadu_ps(valid, x + i);
+    collect_at_least(at_least_floor, block, valid, floor_vector, i);
+    even = _mm512_mask_add_ps(even, valid, even, exp_approx_16(_mm512_sub_ps(block, shift_vector)));
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(even, odd));
 }
@@ -155,6 +193,10 @@ XLATE_AVX512 void attend_head_chunks(float* out, const float* query, const float
 
 SumExpShiftedFunction sum_exp_shifted_avx512() {
   return __builtin_cpu_supports("avx512f") ? sum_exp_shifted : nullptr;
+}
+
+RowMaxAndFloorFunction row_max_and_floor_avx512() {
+  return __builtin_cpu_supports("avx512f") ? row_max_and_floor : nullptr;
 }
 
 AttendHeadFunction attend_head_avx512(int64_t key_dim, int64_t value_dim) {
