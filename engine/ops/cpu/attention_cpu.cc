@@ -20,6 +20,21 @@ void write_weights(float* weights, const float* scores, int64_t count, int64_t w
   std::fill(weights + count, weights + width, 0.f);
 }
 
+// Asks the caches for one head's slices of the key and value rows `rows[0..count)` (slices of
+// `key_bytes` and `value_bytes`). A decoding step's keys sit anywhere in the KV cache (the beams'
+// rows through the row table), where the hardware prefetchers do not look, and between two steps
+// the weights' pass has pushed them out of L2.
+void prefetch_head(const float* keys, int64_t key_stride, int64_t key_bytes, const float* values,
+                   int64_t value_stride, int64_t value_bytes, const int32_t* rows, int64_t count) {
+  constexpr int64_t kLine = 64;
+  for (int64_t s = 0; s < count; ++s) {
+    const char* key = reinterpret_cast<const char*>(keys + int64_t{rows[s]} * key_stride);
+    const char* value = reinterpret_cast<const char*>(values + int64_t{rows[s]} * value_stride);
+    for (int64_t b = 0; b < key_bytes; b += kLine) __builtin_prefetch(key + b);
+    for (int64_t b = 0; b < value_bytes; b += kLine) __builtin_prefetch(value + b);
+  }
+}
+
 }  // namespace
 
 // One task per (query row, head); the score vector [S] is the only scratch, the [T, S] matrix
@@ -46,6 +61,17 @@ void attention_forward(Tensor& out, const Columns& query, const Columns& keys,
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t length = lengths[n];
         const int32_t* positions = key_rows.data<int32_t>() + n * table_width;
+        // The next row's slices of this head, read `heads` tasks from now, unless they are this
+        // row's (the beams of a sentence share its source rows).
+        if (n + 1 < rows) {
+          const int32_t* next = positions + table_width;
+          const int64_t next_length = std::clamp<int64_t>(lengths[n + 1], 0, table_width);
+          if (!std::equal(next, next + next_length, positions)) {
+            prefetch_head(key_data + h * key_dim, keys.stride(), key_dim * int64_t{sizeof(float)},
+                          value_data + h * value_dim, values.stride(),
+                          value_dim * int64_t{sizeof(float)}, next, next_length);
+          }
+        }
         for (int64_t t = 0; t < steps; ++t) {
           const int64_t visible = std::max<int64_t>(causal ? length - steps + t + 1 : length, 0);
           const int64_t query_row = n * steps + t;
