@@ -47,7 +47,7 @@ ABSL_FLAG(int, workers, 1,
           "natural plans, --engine batch: batches translated at once, each on threads / workers "
           "threads (TranslationOptions::workers: the Translator re-batches the plan's sentences "
           "by length, as the plan did)");
-ABSL_FLAG(int, warmup_batches, 1, "batches translated once before timing");
+ABSL_FLAG(int, warmup_batches, 1, "batches translated once before timing (at least --workers)");
 ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or auto");
 ABSL_FLAG(std::string, compute_type, "auto", "auto, float32, float16, bfloat16 or int8");
 ABSL_FLAG(std::string, engine, "batch", "batch (Translator) or continuous (the server's engine)");
@@ -211,10 +211,15 @@ int main(int argc, char** argv) {
     }
     return options;
   };
+  // At least one batch per worker, so that the warm-up runs on the workers' threads as the timed
+  // run does: one batch would be translated on this thread with all its OpenMP threads, whose
+  // idle pool thread then spins (GOMP_SPINCOUNT, tens of ms) into the timed run's first steps,
+  // taking a core from a worker.
+  const int warmup_batches =
+      std::max(absl::GetFlag(FLAGS_warmup_batches), absl::GetFlag(FLAGS_workers));
   Plan warmup;
-  for (auto it = batches.begin(); it != batches.end() &&
-                                  static_cast<int>(warmup.size()) < absl::GetFlag(FLAGS_warmup_batches);
-       ++it) {
+  for (auto it = batches.begin();
+       it != batches.end() && static_cast<int>(warmup.size()) < warmup_batches; ++it) {
     warmup.insert(*it);
   }
   if (auto warmed = translate(**translator, warmup, options_for); !warmed.ok()) {
