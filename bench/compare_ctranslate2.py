@@ -48,7 +48,10 @@ Each system runs alone in its own child process; its peak RSS is the child's ru_
 returned by wait4(), so the two systems' memory is measured separately and the same way.
 The driver also measures how much CPU time OTHER processes took while a system ran and warns
 above 5%: on a small machine a concurrent job (a build, tests) can slow a run many times over,
-CTranslate2's spin-waiting OpenMP threads in particular. Use --repeats to keep the fastest run.
+CTranslate2's spin-waiting OpenMP threads in particular. Use --repeats to keep the fastest run:
+the two systems then take turns (CTranslate2, xlate, CTranslate2, ...), and the ratio of each
+pair of runs is printed too, so that a drift in the machine's speed shows as their spread
+rather than as a difference between the systems.
 """
 
 import argparse
@@ -57,6 +60,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -484,7 +488,9 @@ def run(args, cfg, sp, model_dir, work_dir):
         "xlate": None,
     }
 
-    # ---- CTranslate2
+    # ---- the runs: CTranslate2 and xlate take turns, so that a change in the machine's speed
+    # during the benchmark (other tenants, clocks) falls on both systems' runs alike.
+    run_ct2 = None
     if not args.skip_ct2:
         ct2_dir = args.ct2_dir
         if ct2_dir is None:
@@ -510,13 +516,12 @@ def run(args, cfg, sp, model_dir, work_dir):
         out_path = os.path.join(work_dir, "ct2_result.json")
         with open(job_path, "w", encoding="utf-8") as f:
             json.dump(job, f)
-        if os.path.exists(out_path):
-            os.remove(out_path)
-        runs = []
-        for rep in range(max(1, args.repeats)):
+
+        def run_ct2(rep):
+            """One CTranslate2 run; None when its worker failed."""
             print("running CTranslate2 (%d x %d threads, beam %d), run %d/%d ..."
-                  % (job["inter_threads"], job["threads"], args.beam_size, rep + 1,
-                     max(1, args.repeats)), file=sys.stderr)
+                  % (job["inter_threads"], job["threads"], args.beam_size, rep + 1, repeats),
+                  file=sys.stderr)
             if os.path.exists(out_path):
                 os.remove(out_path)
             status, facts = run_measured(
@@ -524,44 +529,32 @@ def run(args, cfg, sp, model_dir, work_dir):
                 os.path.join(work_dir, "ct2_stdout.txt"))
             if not os.path.exists(out_path):
                 print("error: CTranslate2 worker failed (exit status %d)" % status, file=sys.stderr)
-                return 1
+                return None
             with open(out_path, encoding="utf-8") as f:
                 run_result = json.load(f)
             run_result.update(facts)
             warn_if_busy("CTranslate2", facts)
-            runs.append(run_result)
-        ct2 = best_of(runs)
-        ct2["bleu"] = bleu(args.xlate, [sp.decode_pieces(p) for p in ct2.pop("best_pieces")],
-                           plan_references, work_dir, "ct2") if natural else None
-        for r in runs:
-            r.pop("best_pieces", None)
-        results["ctranslate2"] = ct2
-        if ct2["length_mismatch_count"]:
-            print("error: %d CTranslate2 hypotheses do not have L_b tokens, e.g. %s"
-                  % (ct2["length_mismatch_count"], ct2["length_mismatches"][:3]), file=sys.stderr)
-            return 1
-        if not natural and ct2["target_tokens"] != expected_tokens:
-            print("error: CTranslate2 produced %d target tokens, the plan asks for %d"
-                  % (ct2["target_tokens"], expected_tokens), file=sys.stderr)
-            return 1
+            return run_result
 
-    # ---- xlate
     xlate_bench = os.path.abspath(args.xlate_bench)
     xlate_note = None
+    run_xlate = None
     if args.skip_xlate:
         xlate_note = "skipped (--skip_xlate)"
     elif not (os.path.isfile(xlate_bench) and os.access(xlate_bench, os.X_OK)):
         xlate_note = "xlate bench binary not found at %s (build it first); CTranslate2 only" % xlate_bench
     else:
+        xlate_output = os.path.join(work_dir, "xlate_translations.txt")
         cmd = [xlate_bench, "--model_dir", model_dir, "--plan", plan_path,
                "--beam_size", str(args.beam_size), "--threads", str(args.threads),
                "--device", args.device, "--compute_type", args.compute_type,
-               "--workers", str(args.workers),
-               "--output", os.path.join(work_dir, "xlate_translations.txt")]
+               "--workers", str(args.workers), "--output", xlate_output]
         stdout_path = os.path.join(work_dir, "xlate_stdout.txt")
-        runs = []
-        for rep in range(max(1, args.repeats)):
-            print("running xlate, run %d/%d: %s" % (rep + 1, max(1, args.repeats), " ".join(cmd)),
+
+        def run_xlate(rep):
+            """One xlate run; None (and xlate_note set) when the bench failed."""
+            nonlocal xlate_note
+            print("running xlate, run %d/%d: %s" % (rep + 1, repeats, " ".join(cmd)),
                   file=sys.stderr)
             status, facts = run_measured(cmd, stdout_path)
             with open(stdout_path, encoding="utf-8", errors="replace") as f:
@@ -573,22 +566,55 @@ def run(args, cfg, sp, model_dir, work_dir):
                     status, "no JSON line on stdout" if xl is None else "JSON printed",
                     stdout_path)
                 print("error: " + xlate_note, file=sys.stderr)
-                runs = []
-                break
+                return None
             xl["system"] = "xlate"
             xl["self_peak_rss_mb"] = xl.get("peak_rss_mb")
             xl.update(facts)
             warn_if_busy("xlate", facts)
-            runs.append(xl)
-        if runs:
-            xl = best_of(runs)
-            if natural:
-                xl["bleu"] = bleu(args.xlate, read_lines(cmd[-1], 0), plan_references,
-                                  work_dir, "xlate")
-            elif xl.get("target_tokens") != expected_tokens:
-                print("warning: xlate reports %s target tokens, the plan asks for %d"
-                      % (xl.get("target_tokens"), expected_tokens), file=sys.stderr)
-            results["xlate"] = xl
+            return xl
+
+    repeats = max(1, args.repeats)
+    ct2_runs, xlate_runs = [], []
+    for rep in range(repeats):
+        if run_ct2 is not None:
+            ct2_run = run_ct2(rep)
+            if ct2_run is None:
+                return 1
+            ct2_runs.append(ct2_run)
+        if run_xlate is not None and (rep == 0 or xlate_runs):
+            xl = run_xlate(rep)
+            if xl is None:
+                xlate_runs = []
+            else:
+                xlate_runs.append(xl)
+
+    # ---- CTranslate2's best run
+    if ct2_runs:
+        ct2 = best_of(ct2_runs)
+        ct2["bleu"] = bleu(args.xlate, [sp.decode_pieces(p) for p in ct2.pop("best_pieces")],
+                           plan_references, work_dir, "ct2") if natural else None
+        for r in ct2_runs:
+            r.pop("best_pieces", None)
+        results["ctranslate2"] = ct2
+        if ct2["length_mismatch_count"]:
+            print("error: %d CTranslate2 hypotheses do not have L_b tokens, e.g. %s"
+                  % (ct2["length_mismatch_count"], ct2["length_mismatches"][:3]), file=sys.stderr)
+            return 1
+        if not natural and ct2["target_tokens"] != expected_tokens:
+            print("error: CTranslate2 produced %d target tokens, the plan asks for %d"
+                  % (ct2["target_tokens"], expected_tokens), file=sys.stderr)
+            return 1
+
+    # ---- xlate's best run
+    if xlate_runs:
+        xl = best_of(xlate_runs)
+        if natural:
+            xl["bleu"] = bleu(args.xlate, read_lines(xlate_output, 0), plan_references,
+                              work_dir, "xlate")
+        elif xl.get("target_tokens") != expected_tokens:
+            print("warning: xlate reports %s target tokens, the plan asks for %d"
+                  % (xl.get("target_tokens"), expected_tokens), file=sys.stderr)
+        results["xlate"] = xl
     results["xlate_note"] = xlate_note
     results["xlate_translate_process"] = None
     if natural and not args.skip_xlate and os.access(args.xlate, os.X_OK):
@@ -632,6 +658,14 @@ def run(args, cfg, sp, model_dir, work_dir):
         if ct2_rate and xl_rate is not None:
             ratio = xl_rate / ct2_rate
             print("ratio xlate/CT2 %s: %.3f" % (measure.replace("_per_second", "/s"), ratio))
+    if len(xlate_runs) == len(ct2_runs) > 1:
+        # Run k of each system ran back to back: the spread of these ratios is the machine's.
+        paired = [x.get(measure) / c[measure] for x, c in zip(xlate_runs, ct2_runs)
+                  if x.get(measure) and c.get(measure)]
+        if paired:
+            results["paired_ratios_" + measure] = paired
+            print("ratio of each pair of runs (CTranslate2 then xlate): %s; median %.3f"
+                  % (", ".join("%.3f" % r for r in paired), statistics.median(paired)))
     if results["xlate"]:
         shares = ["%s %.2f" % (name[:-len("_share")], results["xlate"][name])
                   for name in ("matmul_share", "attention_share", "softmax_share",
