@@ -370,10 +370,16 @@ class SharedServer(unittest.TestCase):
         before = scrape(self.server)
         # 50 ms, not less: a deadline that expires before the client has sent the call never
         # reaches the server (under a loaded CI machine, 1 ms did not), so it cannot count it.
+        # The work must outlast 200 ms by far, or the handler may finish as the deadline passes
+        # and count its call as OK: 16 sentences of two sample sentences each, beam 8 (16 short
+        # ones at beam 4 took the CPU engine about 200 ms).
+        sample = sample_sentences(32)
+        long_sentences = [sample[2 * i].rstrip(".") + ", and " + sample[2 * i + 1][:1].lower() +
+                          sample[2 * i + 1][1:] for i in range(16)]
         for timeout in (0.05, 0.2):
             self.assert_rpc_error(
-                lambda: self.stub.Translate(request(sample_sentences(16), max_extra_length=1024),
-                                            timeout=timeout),
+                lambda: self.stub.Translate(
+                    request(long_sentences, beam_size=8, max_extra_length=1024), timeout=timeout),
                 grpc.StatusCode.DEADLINE_EXCEEDED)
         self.assertTrue(wait_until(
             lambda: counter(scrape(self.server), expired) - counter(before, expired) == 2, 30))
