@@ -97,7 +97,7 @@ def run_pytorch(args, data, precision="fp32", compiled=False):
                              "--steps", str(args.steps), "--warmup_steps", str(args.warmup),
                              "--threads", str(args.threads), "--device", args.device,
                              "--precision", precision] + (["--compile"] if compiled else []),
-                            check=True, capture_output=True, text=True)
+                            check=True, stdout=subprocess.PIPE, text=True)  # stderr: shown
     report = json.loads(result.stdout.strip().splitlines()[-1])
     report["tokens"] = report["source_tokens"] + report["target_tokens"]
     if compiled:

@@ -187,7 +187,8 @@ class Transformer(nn.Module):
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(d_model, d_ff, heads, dropout, use_sdpa) for _ in range(layers))
         self.dropout = nn.Dropout(dropout)
-        self.positions = sinusoid_table(1024, d_model)                         # [P, C]
+        # A buffer, so that .to(device) moves it with the parameters (not saved: it is fixed).
+        self.register_buffer("positions", sinusoid_table(1024, d_model), persistent=False)  # [P, C]
         nn.init.normal_(self.shared, mean=0.0, std=d_model ** -0.5)
         for module in self.modules():
             if isinstance(module, nn.Linear):
@@ -197,7 +198,7 @@ class Transformer(nn.Module):
     def _embed(self, ids):                                     # [B, L] -> [B, L, C]
         length = ids.shape[1]
         if length > self.positions.shape[0]:
-            self.positions = sinusoid_table(length, self.d_model)
+            self.positions = sinusoid_table(length, self.d_model).to(ids.device)
         x = F.embedding(ids, self.shared) * math.sqrt(self.d_model) + self.positions[:length]
         return self.dropout(x)
 
@@ -205,7 +206,8 @@ class Transformer(nn.Module):
         """source [B, S], decoder_input [B, T] -> logits [B, T, V]."""
         source_allowed = (source != PAD_ID)[:, None, None, :]                   # [B, 1, 1, S]
         t = decoder_input.shape[1]
-        causal_allowed = torch.ones(t, t, dtype=torch.bool).tril()[None, None]  # [1, 1, T, T]
+        causal_allowed = torch.ones(t, t, dtype=torch.bool,
+                                    device=decoder_input.device).tril()[None, None]  # [1, 1, T, T]
         x = self._embed(source)
         for layer in self.encoder_layers:
             x = layer(x, source_allowed)

@@ -28,7 +28,8 @@
 #   trainbench the base model's training throughput against PyTorch's on the same GPU
 #              (bench/compare_pytorch_training.py --device cuda; XLATE_TRAIN_TOKENS, default
 #              50000 padded tokens per step, the paper's ~25k + 25k), and from it the projected
-#              time to train on 8 GPUs (bench/project_time_to_train.py: time_to_train.md/.json)
+#              time to train on 8 GPUs (bench/project_time_to_train.py: time_to_train.md/.json);
+#              XLATE_TORCH_COMPILE=0 leaves out torch.compile (a recompilation per batch shape)
 # usage: bench/gpu/run_checks.sh BUNDLE OUT_DIR STAGE... [-- extra compare_ctranslate2 flags]
 # CTranslate2 (its wheel's files as .ct2site.tar.xz, made here with unzip + tar -cJ, since the
 # device tool carries at most 64 MiB) is unpacked into /tmp/site. XLATE_BENCH_TYPES picks the
@@ -179,7 +180,8 @@ for stage in "${stages[@]}"; do
       PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_training.py --device cuda \
         --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/trainbench \
         --max_tokens "${XLATE_TRAIN_TOKENS:-50000}" --steps 10 --warmup 2 \
-        --xlate_precisions fp32,fp16,bf16 --torch_precisions fp32,fp16,bf16 --torch_compile \
+        --xlate_precisions fp32,fp16,bf16 --torch_precisions fp32,fp16,bf16 \
+        $( ((${XLATE_TORCH_COMPILE:-1})) && echo --torch_compile) \
         > "$out/trainbench.log" 2>&1
       echo "trainbench: exit $?"; grep -vE '^step |^\{' "$out/trainbench.log" | tail -12
       # The projected time to train the paper's models on 8 GPUs from xlate's throughput just
