@@ -15,8 +15,9 @@ enum class ElementType { kFloat32, kFloat16, kBFloat16 };
 inline int element_size(ElementType type) { return type == ElementType::kFloat32 ? 4 : 2; }
 
 // How a matrix product of float32 tensors computes: exactly, or with its inputs rounded to
-// float16 or bfloat16 on the fly so that tensor cores run it (cuBLAS's FAST_16F / FAST_16BF
-// compute types; products and sums stay float32). Mixed-precision training's products.
+// float16 or bfloat16 so that tensor cores run it (products and sums stay float32): float16 by
+// cuBLAS's FAST_16F compute type on the fly, bfloat16 by a rounded copy of each operand
+// (kernels/gemm.cc says why). Mixed-precision training's products.
 enum class Float32Math { kExact, kFloat16Inputs, kBFloat16Inputs };
 
 }  // namespace xlate::kernels

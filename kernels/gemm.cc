@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "kernels/convert.h"
 #include "kernels/cublaslt_library.h"
 #include "kernels/cuda_check.h"
 #include "kernels/plan_cache.h"
@@ -116,6 +117,18 @@ uint32_t operand_alignment(const void* data, int64_t batch, int64_t stride, int 
   return static_cast<uint32_t>(bits & (~bits + 1));  // the lowest set bit
 }
 
+// `buffer` (device memory of `capacity` bytes) made at least `bytes` large, its contents lost
+// when it grows. cudaFree waits for the device, so a product still reading the old buffer
+// finishes first.
+void grow_device_buffer(void*& buffer, size_t& capacity, size_t bytes) {
+  if (capacity >= bytes) return;
+  if (buffer != nullptr) XLATE_CUDA_CHECK(cudaFree(buffer));
+  buffer = nullptr;
+  capacity = 0;
+  XLATE_CUDA_CHECK(cudaMalloc(&buffer, bytes));
+  capacity = bytes;
+}
+
 // The bias epilogue reads its vector with 16-byte loads (Marian and PyTorch found the same):
 // a bias at a lesser alignment is first copied to an aligned buffer.
 constexpr uintptr_t kBiasAlignment = 16;
@@ -145,17 +158,35 @@ struct GemmContext::State {
   PlanCache<MatmulKey, std::unique_ptr<Plan>> matmul_plans;
   Float32Math float32_math = Float32Math::kExact;
 
+  // Float32 operands rounded to bfloat16 for the product in flight (device memory, grown to the
+  // largest product's two operands; rounded_operands).
+  void* rounded = nullptr;
+  size_t rounded_bytes = 0;
+
+  // Whether a product of `type` tensors first rounds its float32 operands to bfloat16 itself.
+  // cuBLASLt's CUBLAS_COMPUTE_32F_FAST_16BF does not do it: on an H200 with cuBLASLt 13.1 it
+  // gave the products of float16-rounded inputs, bit for bit FAST_16F's
+  // (CudaFloat32Math.ProductsRoundTheirInputsToTheModesType), which would train "bf16" with
+  // float16's range and no loss scaling. FAST_16F rounds to float16 as asked and stays.
+  bool rounds_to_bfloat16(ElementType type) const {
+    return type == ElementType::kFloat32 && float32_math == Float32Math::kBFloat16Inputs;
+  }
+  // The element type cuBLASLt reads a product's two operands in (the result keeps `type`).
+  ElementType operand_type(ElementType type) const {
+    return rounds_to_bfloat16(type) ? ElementType::kBFloat16 : type;
+  }
   // The compute type of a product of `type` tensors under float32_math (which only changes
   // float32 products: half-precision storage computes as it always does).
   cublasComputeType_t compute_type(ElementType type) const {
-    if (type != ElementType::kFloat32) return CUBLAS_COMPUTE_32F;
-    switch (float32_math) {
-      case Float32Math::kFloat16Inputs: return CUBLAS_COMPUTE_32F_FAST_16F;
-      case Float32Math::kBFloat16Inputs: return CUBLAS_COMPUTE_32F_FAST_16BF;
-      case Float32Math::kExact: break;
+    if (type == ElementType::kFloat32 && float32_math == Float32Math::kFloat16Inputs) {
+      return CUBLAS_COMPUTE_32F_FAST_16F;
     }
     return CUBLAS_COMPUTE_32F;
   }
+  // Room for two bfloat16 operands of `first` and `second` elements, the second at a 256-byte
+  // boundary. Products on the stream run in order, so the next product's rounding waits for
+  // the last one's reads.
+  std::pair<void*, void*> rounded_operands(int64_t first, int64_t second);
   Float32Math key_math(ElementType type) const {
     return type == ElementType::kFloat32 ? float32_math : Float32Math::kExact;
   }
@@ -205,7 +236,8 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
   const Key key{m, n, k, epilogue, type, key_math(type), alignments.tie()};
   if (std::unique_ptr<Plan>* cached = plans.find(key)) return **cached;
   auto plan = std::make_unique<Plan>();
-  const cudaDataType_t data_type = cuda_data_type(type);
+  const cudaDataType_t operands = cuda_data_type(operand_type(type));
+  const cudaDataType_t result = cuda_data_type(type);
   XLATE_CUBLAS_CHECK(
       cublaslt().matmul_desc_create(&plan->operation, compute_type(type), CUDA_R_32F));
   set_transposes(plan->operation, /*transpose_first=*/true, /*transpose_second=*/false);
@@ -213,9 +245,13 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
   XLATE_CUBLAS_CHECK(
       cublaslt().matmul_desc_set_attribute(plan->operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                            &cublas_epilogue_value, sizeof(cublas_epilogue_value)));
-  plan->first = make_layout(data_type, k, n, k, 1, 0);   // weight
-  plan->second = make_layout(data_type, k, m, k, 1, 0);  // inp
-  plan->out = make_layout(data_type, n, m, n, 1, 0);
+  if (has_bias(epilogue)) {  // the bias is stored as the result is, whatever the operands
+    XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_set_attribute(
+        plan->operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &result, sizeof(result)));
+  }
+  plan->first = make_layout(operands, k, n, k, 1, 0);   // weight
+  plan->second = make_layout(operands, k, m, k, 1, 0);  // inp
+  plan->out = make_layout(result, n, m, n, 1, 0);
   choose_algorithm(*plan, alignments, shape_text(m, n, k));
   return *plans.insert(key, std::move(plan));
 }
@@ -227,33 +263,36 @@ GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s, Ele
                       alignments.tie()};
   if (std::unique_ptr<Plan>* cached = matmul_plans.find(key)) return **cached;
   auto plan = std::make_unique<Plan>();
-  const cudaDataType_t data_type = cuda_data_type(type);
+  const cudaDataType_t operands = cuda_data_type(operand_type(type));
+  const cudaDataType_t result = cuda_data_type(type);
   XLATE_CUBLAS_CHECK(
       cublaslt().matmul_desc_create(&plan->operation, compute_type(type), CUDA_R_32F));
   set_transposes(plan->operation, s.transpose_b, s.transpose_a);
   // b as stored is row-major [k, n] ([n, k] when transposed): column-major n x k (k x n).
-  plan->first = s.transpose_b ? make_layout(data_type, s.k, s.n, s.ldb, s.batch, s.stride_b)
-                              : make_layout(data_type, s.n, s.k, s.ldb, s.batch, s.stride_b);
-  plan->second = s.transpose_a ? make_layout(data_type, s.m, s.k, s.lda, s.batch, s.stride_a)
-                               : make_layout(data_type, s.k, s.m, s.lda, s.batch, s.stride_a);
-  plan->out = make_layout(data_type, s.n, s.m, s.ldc, s.batch, s.stride_c);
+  plan->first = s.transpose_b ? make_layout(operands, s.k, s.n, s.ldb, s.batch, s.stride_b)
+                              : make_layout(operands, s.n, s.k, s.ldb, s.batch, s.stride_b);
+  plan->second = s.transpose_a ? make_layout(operands, s.m, s.k, s.lda, s.batch, s.stride_a)
+                               : make_layout(operands, s.k, s.m, s.lda, s.batch, s.stride_a);
+  plan->out = make_layout(result, s.n, s.m, s.ldc, s.batch, s.stride_c);
   choose_algorithm(*plan, alignments, shape_text(s.m, s.n, s.k));
   return *matmul_plans.insert(key, std::move(plan));
 }
 
 const void* GemmContext::State::epilogue_bias(const void* bias, size_t bytes) {
   if (reinterpret_cast<uintptr_t>(bias) % kBiasAlignment == 0) return bias;
-  if (aligned_bias_bytes < bytes) {
-    // cudaFree waits for the device, so a product still reading the old copy finishes first.
-    if (aligned_bias != nullptr) XLATE_CUDA_CHECK(cudaFree(aligned_bias));
-    aligned_bias = nullptr;
-    aligned_bias_bytes = 0;
-    XLATE_CUDA_CHECK(cudaMalloc(&aligned_bias, bytes));
-    aligned_bias_bytes = bytes;
-  }
+  grow_device_buffer(aligned_bias, aligned_bias_bytes, bytes);
   XLATE_CUDA_CHECK(cudaMemcpyAsync(aligned_bias, bias, bytes, cudaMemcpyDeviceToDevice,
                                    static_cast<cudaStream_t>(stream)));
   return aligned_bias;
+}
+
+std::pair<void*, void*> GemmContext::State::rounded_operands(int64_t first, int64_t second) {
+  constexpr size_t kAlignment = 256;
+  const size_t first_bytes =
+      (static_cast<size_t>(first) * sizeof(uint16_t) + kAlignment - 1) / kAlignment * kAlignment;
+  const size_t bytes = first_bytes + static_cast<size_t>(second) * sizeof(uint16_t);
+  grow_device_buffer(rounded, rounded_bytes, bytes);
+  return {rounded, static_cast<char*>(rounded) + first_bytes};
 }
 
 GemmContext::GemmContext(Stream stream, size_t workspace_bytes, size_t plan_capacity)
@@ -284,6 +323,7 @@ GemmContext::~GemmContext() {
   state_->plans.clear();
   state_->matmul_plans.clear();
   if (state_->aligned_bias) cudaFree(state_->aligned_bias);
+  if (state_->rounded) cudaFree(state_->rounded);
   if (state_->workspace) cudaFree(state_->workspace);
   if (state_->handle) cublaslt().destroy(state_->handle);
 }
@@ -295,9 +335,17 @@ void GemmContext::linear_forward(void* out, const void* inp, const void* weight,
   if (has_bias(epilogue) && bias == nullptr) {
     throw std::logic_error("linear_forward: a bias epilogue needs a bias");
   }
+  if (state_->rounds_to_bfloat16(type)) {
+    const auto [rounded_weight, rounded_inp] = state_->rounded_operands(n * k, m * k);
+    convert(rounded_weight, ElementType::kBFloat16, weight, type, n * k, state_->stream);
+    convert(rounded_inp, ElementType::kBFloat16, inp, type, m * k, state_->stream);
+    weight = rounded_weight;
+    inp = rounded_inp;
+  }
   const int element_bytes = element_size(type);
-  const OperandAlignments alignments{operand_alignment(weight, 1, 0, element_bytes),
-                                     operand_alignment(inp, 1, 0, element_bytes),
+  const int operand_bytes = element_size(state_->operand_type(type));
+  const OperandAlignments alignments{operand_alignment(weight, 1, 0, operand_bytes),
+                                     operand_alignment(inp, 1, 0, operand_bytes),
                                      operand_alignment(out, 1, 0, element_bytes)};
   Plan& plan = state_->plan_for(m, n, k, epilogue, type, alignments);
   if (has_bias(epilogue)) {
@@ -315,12 +363,33 @@ void GemmContext::linear_forward(void* out, const void* inp, const void* weight,
 void GemmContext::matmul(void* c, const void* a, const void* b, const MatmulShape& shape,
                          float alpha, float beta, ElementType type) {
   if (shape.m == 0 || shape.n == 0 || shape.batch == 0) return;
+  MatmulShape s = shape;
+  if (state_->rounds_to_bfloat16(type)) {
+    // Each operand as stored (row-major [rows, cols], rows ld apart) rounded into a packed
+    // copy; a stride of 0 (one matrix for the whole batch) stays one matrix.
+    const int64_t rows_a = s.transpose_a ? s.k : s.m, cols_a = s.transpose_a ? s.m : s.k;
+    const int64_t rows_b = s.transpose_b ? s.n : s.k, cols_b = s.transpose_b ? s.k : s.n;
+    const int64_t matrices_a = s.stride_a == 0 ? 1 : s.batch;
+    const int64_t matrices_b = s.stride_b == 0 ? 1 : s.batch;
+    const auto [rounded_b, rounded_a] =
+        state_->rounded_operands(rows_b * cols_b * matrices_b, rows_a * cols_a * matrices_a);
+    convert_matrices(rounded_a, ElementType::kBFloat16, a, type, rows_a, cols_a, s.lda, matrices_a,
+                     s.stride_a, state_->stream);
+    convert_matrices(rounded_b, ElementType::kBFloat16, b, type, rows_b, cols_b, s.ldb, matrices_b,
+                     s.stride_b, state_->stream);
+    s.lda = cols_a;
+    s.ldb = cols_b;
+    if (s.stride_a != 0) s.stride_a = rows_a * cols_a;
+    if (s.stride_b != 0) s.stride_b = rows_b * cols_b;
+    a = rounded_a;
+    b = rounded_b;
+  }
   const int element_bytes = element_size(type);
-  const OperandAlignments alignments{
-      operand_alignment(b, shape.batch, shape.stride_b, element_bytes),
-      operand_alignment(a, shape.batch, shape.stride_a, element_bytes),
-      operand_alignment(c, shape.batch, shape.stride_c, element_bytes)};
-  Plan& plan = state_->matmul_plan_for(shape, type, alignments);
+  const int operand_bytes = element_size(state_->operand_type(type));
+  const OperandAlignments alignments{operand_alignment(b, s.batch, s.stride_b, operand_bytes),
+                                     operand_alignment(a, s.batch, s.stride_a, operand_bytes),
+                                     operand_alignment(c, s.batch, s.stride_c, element_bytes)};
+  Plan& plan = state_->matmul_plan_for(s, type, alignments);
   XLATE_CUBLAS_CHECK(cublaslt().matmul(state_->handle, plan.operation, &alpha, b, plan.first, a,
                                        plan.second, &beta, c, plan.out, c, plan.out,
                                        &plan.algorithm, state_->workspace, state_->workspace_bytes,

@@ -4,6 +4,7 @@
 // (GTEST_SKIP) on a machine without a GPU; CI builds it and skips it.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -94,6 +95,121 @@ TEST_P(OpsCuda, LinearWithEveryEpilogue) {
                      activation);
       expect_close(out, expected, std::string("linear bias=") + (with_bias ? "1" : "0") +
                                       " relu=" + (activation == Activation::kRelu ? "1" : "0"));
+    }
+  }
+}
+
+// Float32 storage with --precision fp16/bf16's math mode: cuBLASLt may round each product's
+// inputs to the mode's 16-bit type (fp32 accumulation), and to that type only, so the product
+// equals the CPU's on inputs rounded that way and differs from the CPU's on inputs rounded the
+// other way (bfloat16's 8-bit mantissa against float16's 11: ~1e-2 apart here, 1e-4 allowed).
+TEST(CudaFloat32Math, ProductsRoundTheirInputsToTheModesType) {
+  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  std::mt19937 generator(5);
+  const int64_t rows = 64, inputs = 256, outputs = 96;
+  const Tensor x = random_tensor({rows, inputs}, generator, 1.f);
+  const Tensor weight = random_tensor({outputs, inputs}, generator, 1.f);
+  const auto reference = [&](DType inputs_type) {
+    Tensor out = Tensor::empty({rows, outputs}, DType::kFloat32);
+    linear_forward(out, x.to_dtype(inputs_type).to_float32(),
+                   weight.to_dtype(inputs_type).to_float32(), Tensor(), Activation::kNone);
+    return out;
+  };
+  const auto largest_difference = [](const Tensor& gpu, const Tensor& cpu) {
+    const Tensor actual = gpu.to(Device::kCPU);
+    double worst = 0;
+    for (int64_t i = 0; i < cpu.numel(); ++i) {
+      worst = std::max(worst, std::fabs(double{actual.data<float>()[i]} - cpu.data<float>()[i]) /
+                                  std::max(1.0, std::fabs(double{cpu.data<float>()[i]})));
+    }
+    return worst;
+  };
+  const Tensor exact = reference(DType::kFloat32), as_float16 = reference(DType::kFloat16),
+               as_bfloat16 = reference(DType::kBFloat16);
+  const kernels::Float32Math before = cuda_backend::float32_math();
+  for (kernels::Float32Math math :
+       {kernels::Float32Math::kExact, kernels::Float32Math::kFloat16Inputs,
+        kernels::Float32Math::kBFloat16Inputs}) {
+    cuda_backend::set_float32_math(math);
+    Tensor out = Tensor::empty({rows, outputs}, DType::kFloat32, Device::kCUDA);
+    linear_forward(out, x.to(Device::kCUDA), weight.to(Device::kCUDA), Tensor(), Activation::kNone);
+    const double to_exact = largest_difference(out, exact),
+                 to_float16 = largest_difference(out, as_float16),
+                 to_bfloat16 = largest_difference(out, as_bfloat16);
+    const std::string report = "math mode " + std::to_string(static_cast<int>(math)) +
+                               ": largest difference to the exact product " +
+                               std::to_string(to_exact) + ", to float16 inputs' " +
+                               std::to_string(to_float16) + ", to bfloat16 inputs' " +
+                               std::to_string(to_bfloat16);
+    SCOPED_TRACE(report);
+    std::printf("%s\n", report.c_str());
+    switch (math) {
+      case kernels::Float32Math::kExact:
+        EXPECT_LE(to_exact, 5e-5);  // float32 sums in cuBLASLt's order against the CPU's
+        break;
+      case kernels::Float32Math::kFloat16Inputs:
+        EXPECT_LE(to_float16, 1e-4);
+        EXPECT_GT(to_bfloat16, 1e-3);
+        break;
+      case kernels::Float32Math::kBFloat16Inputs:
+        EXPECT_LE(to_bfloat16, 1e-4);
+        EXPECT_GT(to_float16, 1e-3);
+        break;
+    }
+  }
+  cuda_backend::set_float32_math(before);
+}
+
+// The general product under bfloat16 math on views, as attention's backward pass makes them:
+// rows wider than the matrix (one head's columns), matrices of a strided batch, a 4-byte
+// offset, both transposes. Each operand is rounded into a packed copy first; the result must be
+// the product of the bfloat16-rounded views, computed here in double.
+TEST(CudaFloat32Math, StridedBatchedProductsOfViewsRoundToBFloat16) {
+  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  std::mt19937 generator(8);
+  kernels::GemmContext gemm(cuda_backend::stream());
+  gemm.set_float32_math(kernels::Float32Math::kBFloat16Inputs);
+  for (bool transpose_a : {false, true}) {
+    for (bool transpose_b : {false, true}) {
+      kernels::MatmulShape s;
+      s.transpose_a = transpose_a;
+      s.transpose_b = transpose_b;
+      s.m = 7, s.n = 5, s.k = 33, s.batch = 3;
+      const int64_t rows_a = transpose_a ? s.k : s.m, cols_a = transpose_a ? s.m : s.k;
+      const int64_t rows_b = transpose_b ? s.n : s.k, cols_b = transpose_b ? s.k : s.n;
+      s.lda = cols_a + 3, s.ldb = cols_b + 5, s.ldc = s.n;
+      s.stride_a = rows_a * s.lda + 1, s.stride_b = rows_b * s.ldb + 2, s.stride_c = s.m * s.n;
+      // One float of offset before each operand: a view at a 4-byte boundary.
+      const Tensor a = random_tensor({1 + s.batch * s.stride_a}, generator, 1.f);
+      const Tensor b = random_tensor({1 + s.batch * s.stride_b}, generator, 1.f);
+      const Tensor a_rounded = a.to_dtype(DType::kBFloat16).to_float32();
+      const Tensor b_rounded = b.to_dtype(DType::kBFloat16).to_float32();
+      const float* av = a_rounded.data<float>() + 1;
+      const float* bv = b_rounded.data<float>() + 1;
+      const Tensor a_gpu = a.to(Device::kCUDA), b_gpu = b.to(Device::kCUDA);
+      Tensor c = Tensor::empty({s.batch * s.m * s.n}, DType::kFloat32, Device::kCUDA);
+      gemm.matmul(c.raw_data(), a_gpu.data<float>() + 1, b_gpu.data<float>() + 1, s, 1.f, 0.f,
+                  kernels::ElementType::kFloat32);
+      const Tensor got = c.to(Device::kCPU);
+      double worst = 0;
+      for (int64_t matrix = 0; matrix < s.batch; ++matrix) {
+        for (int64_t i = 0; i < s.m; ++i) {
+          for (int64_t j = 0; j < s.n; ++j) {
+            double expected = 0;
+            for (int64_t l = 0; l < s.k; ++l) {
+              const float x =
+                  av[matrix * s.stride_a + (transpose_a ? l * s.lda + i : i * s.lda + l)];
+              const float y =
+                  bv[matrix * s.stride_b + (transpose_b ? j * s.ldb + l : l * s.ldb + j)];
+              expected += double{x} * y;
+            }
+            const double actual = got.data<float>()[(matrix * s.m + i) * s.n + j];
+            worst =
+                std::max(worst, std::fabs(actual - expected) / std::max(1.0, std::fabs(expected)));
+          }
+        }
+      }
+      EXPECT_LE(worst, 1e-5) << "transpose_a " << transpose_a << " transpose_b " << transpose_b;
     }
   }
 }
