@@ -9,6 +9,8 @@
 #              (XLATE_BENCH_TYPES, XLATE_BENCH_BATCHES; bench/compare_ctranslate2.py)
 #   kernels    per-kernel device time of one decoding batch (Nsight Compute; after a bench
 #              stage that ran float16 with batch 32, whose plan it reuses)
+#   trainkernels  per-kernel device time of 3 base-model training steps (Nsight Compute; after
+#              a trainbench stage, whose prepared data it reuses; XLATE_TRAIN_PRECISION)
 #   engines    the server's engine (ContinuousDecoder) against Translator's batches on that
 #              plan, float16 (xlate_translate_bench --engine continuous / batch)
 #   training   the training ops at one base-model step against PyTorch's on the same GPU
@@ -142,7 +144,24 @@ for stage in "${stages[@]}"; do
         --model_dir /tmp/base --device cuda --compute_type float16 --plan /tmp/plan_small.tsv \
         --warmup_batches 0 > /tmp/kernels.csv 2> "$out/kernels.err"
       echo "kernels: exit $?"
-      python3 bench/gpu/kernel_table.py /tmp/kernels.csv /tmp/plan_small.tsv | tee "$out/kernels.txt" ;;
+      python3 bench/gpu/kernel_table.py /tmp/kernels.csv --plan /tmp/plan_small.tsv | tee "$out/kernels.txt" ;;
+    trainkernels)
+      # Per-kernel device time of base-model training steps (XLATE_TRAIN_PRECISION, default
+      # bf16; 3 steps of XLATE_TRAIN_TOKENS), on the data a trainbench stage prepared.
+      data=/tmp/trainbench/data
+      if [[ ! -f $data/corpus.json ]]; then
+        echo "trainkernels: needs the data of a trainbench stage ($data)" >&2
+        continue
+      fi
+      rm -rf /tmp/trainkernels
+      ncu --metrics gpu__time_duration.sum --csv "$bundle/bin/xlate-trainer" train --data "$data" \
+        --output /tmp/trainkernels --preset base --max_tokens "${XLATE_TRAIN_TOKENS:-50000}" \
+        --max_steps 3 --validate_every_steps 0 --checkpoint_every_steps 0 --bleu_sentences 0 \
+        --device cuda --precision "${XLATE_TRAIN_PRECISION:-bf16}" \
+        > /tmp/trainkernels.csv 2> "$out/trainkernels.err"
+      echo "trainkernels: exit $?"
+      python3 bench/gpu/kernel_table.py /tmp/trainkernels.csv --steps 3 | head -40 \
+        | tee "$out/trainkernels.txt" ;;
     training)
       "$bundle/bin/xlate_training_ops_bench" --benchmark_min_time=0.3 > "$out/training_xlate.txt" 2>&1
       echo "training xlate: exit $?"; grep BM_ "$out/training_xlate.txt"
