@@ -83,8 +83,12 @@ def run_xlate(args, data, precision="fp32"):
             "threads": args.threads, "steps": len(timed), "tokens": tokens,
             "seconds": seconds, "tokens_per_second": tokens / seconds,
             "seconds_per_step": seconds / len(timed), "final_loss": timed[-1]["loss"],
-            "peak_memory_bytes": max((e.get("gpu_memory_bytes", 0) for e in timed), default=0)
-                                 or None}
+            # What the tensors needed at once (as torch.cuda.max_memory_allocated), and what the
+            # caching allocator held from the device (as torch.cuda.max_memory_reserved).
+            "peak_memory_bytes": max((e.get("gpu_memory_peak_in_use_bytes", 0) for e in timed),
+                                     default=0) or None,
+            "reserved_memory_bytes": max((e.get("gpu_memory_bytes", 0) for e in timed), default=0)
+                                     or None}
 
 
 def run_pytorch(args, data, precision="fp32", compiled=False):
@@ -133,8 +137,10 @@ def main():
     if args.torch_compile:
         results.append(run_pytorch(args, data, "fp32", compiled=True))
     for r in results:
-        memory = (f"  {r['peak_memory_bytes'] / 2**30:.2f} GiB GPU"
+        memory = (f"  {r['peak_memory_bytes'] / 2**30:.2f} GiB GPU in use"
                   if r.get("peak_memory_bytes") else "")
+        if r.get("reserved_memory_bytes"):
+            memory += f", {r['reserved_memory_bytes'] / 2**30:.2f} GiB reserved"
         print(f"{r['system']:17s} {r.get('precision', 'fp32'):4s} {r['tokens_per_second']:9.1f} tok/s"
               f"  {r['seconds_per_step']:7.3f} s/step  {r['steps']} steps, {r['tokens']} tokens"
               f"{memory}")

@@ -11,7 +11,8 @@ trainer.
 On a GPU: fp32 keeps TF32 off (xlate's float32 products never use it); fp16 and bf16 are
 torch.autocast with fp32 master weights, fp16 with torch.amp.GradScaler (dynamic loss scaling);
 --compile wraps the model in torch.compile. Every step ends with loss.item(), which waits for the
-GPU, so the wall time is the GPU's; peak_memory_bytes is torch.cuda.max_memory_allocated().
+GPU, so the wall time is the GPU's; peak_memory_bytes is torch.cuda.max_memory_allocated(),
+reserved_memory_bytes torch.cuda.max_memory_reserved().
 
 Prints ONE JSON line on stdout (progress goes to stderr):
   {"system": "pytorch", "torch_version", "threads", "steps", "source_tokens", "target_tokens",
@@ -486,6 +487,8 @@ def main():
         "precision": args.precision,
         "compiled": args.compile,
         "peak_memory_bytes": torch.cuda.max_memory_allocated() if args.device == "cuda" else None,
+        "reserved_memory_bytes": (torch.cuda.max_memory_reserved() if args.device == "cuda"
+                                  else None),
         "threads": args.threads,
         "preset": args.preset,
         "layers": layers,

@@ -85,6 +85,7 @@ void* CachingAllocator::allocate_locked(size_t size) {
   }
   in_use_.emplace(block, size);
   stats_.bytes_in_use += size;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   return block;
 }
 

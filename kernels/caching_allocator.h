@@ -37,6 +37,7 @@ class BackingMemory {
 
 struct AllocatorStats {
   size_t bytes_in_use = 0;    // handed out and not yet freed (size classes)
+  size_t peak_bytes_in_use = 0;  // the most bytes_in_use has been (what the work needed at once)
   size_t bytes_reserved = 0;  // obtained from the backing memory (in use + cached)
   int64_t backing_allocations = 0;
   int64_t cache_hits = 0;

@@ -61,6 +61,7 @@ std::shared_ptr<void> allocate_pinned(size_t bytes) {
 }
 
 size_t bytes_in_use() { return worker().allocator->stats().bytes_in_use; }
+size_t peak_bytes_in_use() { return worker().allocator->stats().peak_bytes_in_use; }
 size_t bytes_reserved() { return worker().allocator->stats().bytes_reserved; }
 size_t device_memory_free() { return kernels::cuda_free_memory(); }
 

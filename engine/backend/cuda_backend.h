@@ -37,6 +37,9 @@ std::shared_ptr<void> allocate(size_t bytes);
 std::shared_ptr<void> allocate_pinned(size_t bytes);
 // Bytes this worker's allocator has handed out and not received back.
 size_t bytes_in_use();
+// The most bytes_in_use() has been: the memory the work needed at once (PyTorch's
+// torch.cuda.max_memory_allocated), below bytes_reserved() by what the cache held idle.
+size_t peak_bytes_in_use();
 // Bytes this worker's allocator holds from the device (in use + cached): its high-water mark.
 size_t bytes_reserved();
 // Free device memory (every process's use counted), in bytes.

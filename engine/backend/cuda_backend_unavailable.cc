@@ -19,6 +19,7 @@ int compute_capability() { unavailable(); }
 std::shared_ptr<void> allocate(size_t) { unavailable(); }
 std::shared_ptr<void> allocate_pinned(size_t) { unavailable(); }
 size_t bytes_in_use() { return 0; }
+size_t peak_bytes_in_use() { return 0; }
 size_t bytes_reserved() { return 0; }
 size_t device_memory_free() { return 0; }
 kernels::Stream stream() { unavailable(); }

@@ -86,6 +86,27 @@ TEST(CachingAllocator, AFreedBlockServesTheNextRequestOfItsClass) {
   EXPECT_EQ(stats.bytes_reserved, 1024u + 3072u);
 }
 
+// The peak of what was in use at once, not of what is reserved: two steps that each hold
+// 4 KiB then 2 KiB (classes of their own) reserve 6 KiB, but never used more than 4 KiB at once.
+TEST(CachingAllocator, ThePeakInUseIsTheMostHeldAtOnceNotTheReserve) {
+  Fixture f;
+  for (int step = 0; step < 2; ++step) {
+    void* big = f.allocator->allocate(4096);
+    f.allocator->free(big);
+    void* small = f.allocator->allocate(2048);
+    f.allocator->free(small);
+  }
+  void* both[] = {f.allocator->allocate(1024), f.allocator->allocate(1024)};
+  const AllocatorStats stats = f.allocator->stats();
+  EXPECT_EQ(stats.bytes_reserved, 4096u + 2048u + 1024u + 1024u);
+  EXPECT_EQ(stats.peak_bytes_in_use, 4096u);
+  EXPECT_EQ(stats.bytes_in_use, 2048u);
+  for (void* block : both) f.allocator->free(block);
+  void* more = f.allocator->allocate(5000);  // 5,120-byte class: the peak rises with it
+  EXPECT_EQ(f.allocator->stats().peak_bytes_in_use, 5120u);
+  f.allocator->free(more);
+}
+
 TEST(CachingAllocator, RepeatedStepsReachTheBackingMemoryOnlyOnce) {
   Fixture f;
   for (int step = 0; step < 50; ++step) {

@@ -453,7 +453,12 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
             self.assertEqual(h.read_bytes(os.path.join(h.checkpoint_path(straight, 10), name)),
                              h.read_bytes(os.path.join(h.checkpoint_path(split, 10), name)),
                              f"{name} differs after resuming on the GPU")
-        gpu_losses = [e["loss"] for e in h.log_events(straight, "train")]
+        gpu_steps = h.log_events(straight, "train")
+        gpu_losses = [e["loss"] for e in gpu_steps]
+        # Device memory: what the tensors needed at once, within what the allocator reserved.
+        for e in gpu_steps:
+            self.assertGreater(e["gpu_memory_peak_in_use_bytes"], 0)
+            self.assertLessEqual(e["gpu_memory_peak_in_use_bytes"], e["gpu_memory_bytes"])
         # The CPU trains the same model to the same losses (float32 rounding apart) ...
         cpu = self.run_dir("cpu")
         h.train(self.data, cpu, "--max_steps", "10", "--checkpoint_every_steps", "5", *COMMON)

@@ -687,6 +687,8 @@ absl::Status Trainer::train_until_done() {
       report.elapsed_seconds = now;
       if (device_ == Device::kCUDA) {
         report.gpu_memory_bytes = static_cast<int64_t>(cuda_backend::bytes_reserved());
+        report.gpu_memory_peak_in_use_bytes =
+            static_cast<int64_t>(cuda_backend::peak_bytes_in_use());
       }
       rusage usage{};
       if (getrusage(RUSAGE_SELF, &usage) == 0) {

@@ -63,6 +63,9 @@ void TrainingLog::step(const StepReport& r) {
     json["exposed_reduce_seconds"] = r.exposed_reduce_seconds;
   }
   if (r.gpu_memory_bytes) json["gpu_memory_bytes"] = *r.gpu_memory_bytes;
+  if (r.gpu_memory_peak_in_use_bytes) {
+    json["gpu_memory_peak_in_use_bytes"] = *r.gpu_memory_peak_in_use_bytes;
+  }
   if (r.peak_host_memory_bytes > 0) json["peak_host_memory_bytes"] = r.peak_host_memory_bytes;
   if (r.loss_scale) {
     json["loss_scale"] = *r.loss_scale;

@@ -29,8 +29,9 @@ struct StepReport {
   // the part of them the backward pass did not hide (the step waited for it).
   double reduce_seconds = 0, exposed_reduce_seconds = 0;
   double elapsed_seconds = 0, eta_seconds = 0;
-  // On a GPU: the most device memory this rank's allocator has held (its high-water mark).
-  std::optional<int64_t> gpu_memory_bytes;
+  // On a GPU: the most device memory this rank's allocator has held (its high-water mark), and
+  // the most its tensors used at once (the first less what the cache held idle).
+  std::optional<int64_t> gpu_memory_bytes, gpu_memory_peak_in_use_bytes;
   int64_t peak_host_memory_bytes = 0;  // the logging rank's peak resident set so far
 };
 
