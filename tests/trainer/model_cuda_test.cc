@@ -10,6 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
 #include "trainer/model/flat_parameters.h"
@@ -65,11 +69,6 @@ std::vector<float> values(const Tensor& tensor) {
   return std::vector<float>(host.data<float>(), host.data<float>() + host.numel());
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 float largest_magnitude(const std::vector<float>& flat, const ParameterSlice& slice) {
   float largest = 0.f;
   for (int64_t i = slice.offset; i < slice.offset + slice.count; ++i) {
@@ -89,9 +88,9 @@ void expect_slices_near(const FlatParameters& cpu, const FlatParameters& gpu, do
   const std::vector<float> expected = values(cpu.flat()), actual = values(gpu.flat());
   const std::vector<ParameterSlice>& slices = cpu.slices();
   for (const ParameterSlice& slice : slices) {
-    if (zero_key_bias_gradients && ends_with(slice.name, "k_proj.bias")) {
+    if (zero_key_bias_gradients && absl::EndsWith(slice.name, "k_proj.bias")) {
       const std::string weight_name =
-          slice.name.substr(0, slice.name.size() - std::string("bias").size()) + "weight";
+          absl::StrCat(absl::StripSuffix(slice.name, "bias"), "weight");
       const auto weight =
           std::find_if(slices.begin(), slices.end(),
                        [&](const ParameterSlice& other) { return other.name == weight_name; });
