@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "kernels/cuda_check.h"
 #include "kernels/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 
@@ -146,6 +147,114 @@ __global__ void attention_forward_kernel(T* out, float* weights, const T* query,
   }
 }
 
+constexpr int kStagedWarps = 8;
+
+// Many queries of one row (the encoder, training): one block of kStagedWarps warps per (row n,
+// head) stages the head's keys and values of row n in shared memory once, as float, instead of
+// every query's block reading them again (the kernel above, kept for one query per row:
+// decoding). Keys are stored transposed, [key_dim][pitch] with an odd pitch, so that lanes
+// scoring consecutive keys read consecutive words; values [S][value_dim]. Warp w then takes
+// queries t = w, w + kStagedWarps, ...: lane l scores keys l, l + 32, ... into the warp's row of scores, the
+// warp reduces max and sum, and lane l sums Σ_s p_s·v[s][d] for dims d = l, l + 32, ... in key
+// order. A query's result depends only on its own visible keys, not on the batch's padding.
+// Shared memory: attention_staged_bytes.
+template <typename T>
+__global__ void attention_staged_kernel(T* out, float* weights, const T* query, const T* keys,
+                                        const T* values, const int32_t* key_rows,
+                                        const int32_t* key_lengths, AttentionShape shape,
+                                        float scale, int pitch) {
+  extern __shared__ float staged[];
+  const int64_t n = blockIdx.x;  // x: rows may be more than grid.y's 65,535
+  const int head = blockIdx.y;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int64_t table_width = shape.table_width;
+  const int64_t length = key_lengths[n];
+  // Every query of the row sees at most its first `keys_seen` keys (causal: the last query).
+  const int keys_seen =
+      static_cast<int>(length < 0 ? 0 : (length > table_width ? table_width : length));
+  float* keys_t = staged;                               // [key_dim][pitch]
+  float* values_s = keys_t + shape.key_dim * pitch;     // [S][value_dim]
+  float* warp_query = values_s + table_width * shape.value_dim + warp * (shape.key_dim + pitch);
+  float* warp_scores = warp_query + shape.key_dim;      // [pitch]
+
+  const int32_t* positions = key_rows + n * table_width;
+  for (int i = threadIdx.x; i < keys_seen * shape.key_dim; i += blockDim.x) {
+    const int s = i / shape.key_dim, d = i - s * shape.key_dim;
+    keys_t[d * pitch + s] = to_float(
+        keys[static_cast<int64_t>(positions[s]) * shape.key_stride + head * shape.key_dim + d]);
+  }
+  for (int i = threadIdx.x; i < keys_seen * shape.value_dim; i += blockDim.x) {
+    const int s = i / shape.value_dim, d = i - s * shape.value_dim;
+    values_s[i] = to_float(values[static_cast<int64_t>(positions[s]) * shape.value_stride +
+                                  head * shape.value_dim + d]);
+  }
+  __syncthreads();
+
+  for (int64_t t = warp; t < shape.steps; t += blockDim.x / kWarpSize) {
+    const int64_t visible_unclamped = shape.causal ? length - shape.steps + t + 1 : length;
+    const int visible = static_cast<int>(
+        visible_unclamped < 0 ? 0
+                              : (visible_unclamped > keys_seen ? keys_seen : visible_unclamped));
+    const int64_t query_row = n * shape.steps + t;
+    T* out_head = out + query_row * shape.heads * shape.value_dim + head * shape.value_dim;
+    float* weights_row =
+        weights == nullptr ? nullptr
+                           : weights + ((n * shape.heads + head) * shape.steps + t) * table_width;
+    if (weights_row != nullptr) {
+      for (int64_t s = visible + lane; s < table_width; s += kWarpSize) weights_row[s] = 0.f;
+    }
+    if (visible == 0) {
+      for (int d = lane; d < shape.value_dim; d += kWarpSize) out_head[d] = from_float<T>(0.f);
+      continue;
+    }
+    const T* query_head = query + query_row * shape.query_stride + head * shape.key_dim;
+    for (int d = lane; d < shape.key_dim; d += kWarpSize) {
+      warp_query[d] = to_float(query_head[d]) * scale;
+    }
+    __syncwarp();
+    float max_score = -INFINITY;
+    for (int s = lane; s < visible; s += kWarpSize) {
+      float score = 0.f;
+      for (int d = 0; d < shape.key_dim; ++d) score += warp_query[d] * keys_t[d * pitch + s];
+      warp_scores[s] = score;
+      max_score = fmaxf(max_score, score);
+    }
+    max_score = warp_max(max_score);
+    float total = 0.f;
+    for (int s = lane; s < visible; s += kWarpSize) {
+      const float e = expf(warp_scores[s] - max_score);
+      warp_scores[s] = e;
+      total += e;
+    }
+    const float inverse_total = 1.f / warp_sum(total);
+    for (int s = lane; s < visible; s += kWarpSize) {
+      const float probability = warp_scores[s] * inverse_total;
+      warp_scores[s] = probability;
+      if (weights_row != nullptr) weights_row[s] = probability;
+    }
+    __syncwarp();
+    for (int d = lane; d < shape.value_dim; d += kWarpSize) {
+      float sum = 0.f;
+      for (int s = 0; s < visible; ++s) sum += warp_scores[s] * values_s[s * shape.value_dim + d];
+      out_head[d] = from_float<T>(sum);
+    }
+    __syncwarp();  // the next query rewrites warp_query and warp_scores
+  }
+}
+
+// The odd row pitch of the transposed keys (conflict-free when lanes read consecutive keys).
+int staged_pitch(const AttentionShape& shape) {
+  return static_cast<int>(shape.table_width) | 1;
+}
+
+// Shared memory of attention_staged_kernel: keys [key_dim][pitch], values [S][value_dim], and
+// each warp's query [key_dim] and scores [pitch], all float.
+size_t attention_staged_bytes(const AttentionShape& shape) {
+  const size_t pitch = staged_pitch(shape);
+  return sizeof(float) * (shape.key_dim * pitch + shape.table_width * shape.value_dim +
+                          kStagedWarps * (shape.key_dim + pitch));
+}
+
 // Launches the kernel with the fewest head dimensions per lane that cover both head sizes.
 template <typename T, int kDims>
 void launch_attention(const dim3& grid, T* out, float* weights, const T* query, const T* keys,
@@ -171,9 +280,28 @@ void attention_forward(void* out, float* weights, const void* query, const void*
     throw std::logic_error("attention_forward: head dimension beyond kMaxAttentionHeadDim");
   }
   if (shape.rows == 0 || shape.steps == 0) return;
+  const float scale = 1.f / std::sqrt(static_cast<float>(shape.key_dim));
+  // Several queries per row share their keys: stage them once per (head, row) when they fit.
+  const size_t staged_bytes = attention_staged_bytes(shape);
+  if (shape.steps > 1 && staged_bytes <= max_shared_memory_per_block()) {
+    const dim3 grid(static_cast<unsigned>(shape.rows), static_cast<unsigned>(shape.heads));
+    dispatch_float_type(type, [&](auto tag) {
+      using T = decltype(tag);
+      if (staged_bytes > kDefaultSharedMemoryPerBlock) {
+        XLATE_CUDA_CHECK(cudaFuncSetAttribute(attention_staged_kernel<T>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(staged_bytes)));
+      }
+      attention_staged_kernel<T><<<grid, kStagedWarps * kWarpSize, staged_bytes, stream>>>(
+          static_cast<T*>(out), weights, static_cast<const T*>(query),
+          static_cast<const T*>(keys), static_cast<const T*>(values), key_rows, key_lengths,
+          shape, scale, staged_pitch(shape));
+    });
+    check_last_launch("attention_staged_kernel");
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(shape.heads), static_cast<unsigned>(shape.steps),
                   static_cast<unsigned>(shape.rows));
-  const float scale = 1.f / std::sqrt(static_cast<float>(shape.key_dim));
   dispatch_float_type(type, [&](auto tag) {
     using T = decltype(tag);
     launch_attention<T, 1>(grid, static_cast<T*>(out), weights, static_cast<const T*>(query),

@@ -1,8 +1,10 @@
-// Multi-head scaled dot-product attention of one query position at a time over rows of a key /
-// value table, the CUDA side of the engine's attention_forward (engine/ops/ops.h has the full
-// contract). Serves the encoder (T = S, padding mask), decoder self-attention over the KV cache
-// (T = 1, causal) and cross-attention, with the beams' cache rows addressed through `key_rows`
-// so that reordering beams copies nothing.
+// Multi-head scaled dot-product attention over rows of a key / value table, the CUDA side of the
+// engine's attention_forward (engine/ops/ops.h has the full contract). Serves the encoder (T = S,
+// padding mask), decoder self-attention over the KV cache (T = 1, causal) and cross-attention,
+// with the beams' cache rows addressed through `key_rows` so that reordering beams copies
+// nothing.
+// One query per row (decoding) runs a block per query; several (the encoder, training) stage
+// each row's keys and values of a head in shared memory once, where they fit the device's.
 //
 // Shapes: out [N, T, h·d_v]; query [N, T, h·d_k]; keys [R, key_stride], values [R, value_stride]
 // (head h at columns h·d_k / h·d_v); key_rows int32 [N, S]; key_lengths int32 [N].

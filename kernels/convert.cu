@@ -1,3 +1,6 @@
+#include <cstdint>
+#include <limits>
+
 #include "kernels/convert.h"
 #include "kernels/cuda_runtime.h"
 #include "kernels/device_math.cuh"
@@ -5,21 +8,37 @@
 namespace xlate::kernels {
 namespace {
 
-// One thread per element of the packed output. `contiguous`: the input is packed too (the plain
-// convert, whole weight matrices), so no 64-bit divisions find its element.
-template <typename To, typename From>
-__global__ void convert_matrices_kernel(To* out, const From* inp, int64_t rows, int64_t cols,
-                                        int64_t ld, int64_t stride, int64_t count,
+// Each thread converts kPerThread elements of the packed output, blockDim.x apart (coalesced,
+// their loads in flight together). `contiguous`: the input is packed too (the plain convert,
+// whole weight matrices), so no division finds an element; else Index (32-bit where the count
+// allows: a 64-bit division costs several times more) finds its matrix, row and column.
+constexpr int kThreads = 256;
+constexpr int kPerThread = 4;
+
+template <typename Index, typename To, typename From>
+__global__ void convert_matrices_kernel(To* out, const From* inp, Index rows, Index cols,
+                                        int64_t ld, int64_t stride, Index count,
                                         bool contiguous) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  int64_t source = i;
-  if (!contiguous) {
-    const int64_t row = i / cols, col = i - row * cols;  // row over all matrices
-    const int64_t matrix = row / rows, row_in_matrix = row - matrix * rows;
-    source = matrix * stride + row_in_matrix * ld + col;
+  const Index first = static_cast<Index>(blockIdx.x) * (kThreads * kPerThread) + threadIdx.x;
+  float values[kPerThread];
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const Index i = first + k * kThreads;
+    if (i >= count) break;
+    int64_t source = i;
+    if (!contiguous) {
+      const Index row = i / cols, col = i - row * cols;  // row over all matrices
+      const Index matrix = row / rows, row_in_matrix = row - matrix * rows;
+      source = matrix * stride + row_in_matrix * ld + col;
+    }
+    values[k] = to_float(inp[source]);
   }
-  out[i] = from_float<To>(to_float(inp[source]));
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const Index i = first + k * kThreads;
+    if (i >= count) break;
+    out[i] = from_float<To>(values[k]);
+  }
 }
 
 }  // namespace
@@ -30,14 +49,20 @@ void convert_matrices(void* out, ElementType out_type, const void* inp, ElementT
   const int64_t count = rows * cols * batch;
   if (count == 0) return;
   const bool contiguous = ld == cols && (batch == 1 || stride == rows * cols);
-  constexpr int kThreads = 256;
+  const unsigned blocks = grid_size(count, kThreads * kPerThread);
   dispatch_float_type(out_type, [&](auto out_tag) {
     dispatch_float_type(inp_type, [&](auto inp_tag) {
       using To = decltype(out_tag);
       using From = decltype(inp_tag);
-      convert_matrices_kernel<To, From><<<grid_size(count, kThreads), kThreads, 0, stream>>>(
-          static_cast<To*>(out), static_cast<const From*>(inp), rows, cols, ld, stride, count,
-          contiguous);
+      if (count <= std::numeric_limits<int32_t>::max()) {
+        convert_matrices_kernel<uint32_t, To, From><<<blocks, kThreads, 0, stream>>>(
+            static_cast<To*>(out), static_cast<const From*>(inp), static_cast<uint32_t>(rows),
+            static_cast<uint32_t>(cols), ld, stride, static_cast<uint32_t>(count), contiguous);
+      } else {
+        convert_matrices_kernel<int64_t, To, From><<<blocks, kThreads, 0, stream>>>(
+            static_cast<To*>(out), static_cast<const From*>(inp), rows, cols, ld, stride, count,
+            contiguous);
+      }
     });
   });
   check_last_launch("convert_matrices_kernel");

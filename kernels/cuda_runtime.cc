@@ -34,6 +34,14 @@ int cuda_compute_capability(int device) {
   return 10 * major + minor;
 }
 
+size_t max_shared_memory_per_block() {
+  int device = 0, bytes = 0;
+  XLATE_CUDA_CHECK(cudaGetDevice(&device));
+  XLATE_CUDA_CHECK(
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return static_cast<size_t>(bytes);
+}
+
 void set_cuda_device(int device) { XLATE_CUDA_CHECK(cudaSetDevice(device)); }
 
 size_t cuda_free_memory() {

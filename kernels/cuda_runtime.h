@@ -20,6 +20,12 @@ std::string cuda_device_description(int device);
 // 10 · major + minor: 60 for a P100, 70 for a V100, 80 for an A100, 90 for an H100.
 int cuda_compute_capability(int device);
 void set_cuda_device(int device);
+// The most shared memory one block may ask for on the current device, opting in above the
+// default 48 KiB (cudaFuncAttributeMaxDynamicSharedMemorySize): 48 KiB on a P100, 227 KiB on an
+// H100.
+size_t max_shared_memory_per_block();
+// Shared memory a block gets without opting in.
+constexpr size_t kDefaultSharedMemoryPerBlock = 48 * 1024;
 // Free memory of the current device in bytes (cudaMemGetInfo): what every process has left.
 size_t cuda_free_memory();
 

@@ -8,7 +8,7 @@
 namespace xlate::kernels {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;  // table_gradient_kernel: >= kRowsPerChunk
 
 // The workspace: row ids 0..count-1, the sorted tokens, the sorted row ids, then CUB's own.
 struct Workspace {
@@ -53,23 +53,51 @@ __global__ void iota_kernel(int32_t* ids, int64_t count) {
   if (i < count) ids[i] = static_cast<int32_t>(i);
 }
 
-// One block per sorted position; the block at the first position of a token's run adds that
-// token's rows, in row order (the sort is stable), to its table row. Rounded multiply and add
-// (no fused multiply-add), as the CPU body computes.
+// One block per (sorted position, kThreads channels); the block at the first position of a
+// token's run adds that token's rows, in row order (the sort is stable), to its table row.
+// Rounded multiply and add (no fused multiply-add), as the CPU body computes. A frequent token's
+// run is thousands of rows long (the end-of-sentence id is in every sentence), so the run is
+// read in chunks of kRowsPerChunk row ids put in shared memory, and each thread loads
+// kRowsInFlight rows' values before adding them in order: the loads overlap, the order of the
+// sums stays the CPU's.
+constexpr int kRowsPerChunk = 256;
+constexpr int kRowsInFlight = 16;
+static_assert(kThreads >= kRowsPerChunk, "one thread loads each row id of a chunk");
+
 __global__ void table_gradient_kernel(float* dtable, const float* dout,
                                       const int32_t* sorted_tokens, const int32_t* sorted_rows,
                                       int64_t count, int64_t channels, float scale) {
+  __shared__ int32_t chunk_rows[kRowsPerChunk];
   const int64_t first = blockIdx.x;
   const int32_t token = sorted_tokens[first];
   if (first > 0 && sorted_tokens[first - 1] == token) return;
   float* target = dtable + static_cast<int64_t>(token) * channels;
-  for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
-    float sum = target[c];
-    for (int64_t p = first; p < count && sorted_tokens[p] == token; ++p) {
-      const int64_t row = sorted_rows[p];
-      sum = __fadd_rn(sum, __fmul_rn(scale, dout[row * channels + c]));
+  for (int64_t start = first; start < count && sorted_tokens[start] == token;
+       start += kRowsPerChunk) {
+    // This chunk's rows of the run: the run ends where the token changes.
+    __syncthreads();  // the last chunk's ids are read by every thread before they are replaced
+    const int64_t p = start + threadIdx.x;
+    const bool in_run = threadIdx.x < kRowsPerChunk && p < count && sorted_tokens[p] == token;
+    if (in_run) chunk_rows[threadIdx.x] = sorted_rows[p];
+    // The run's positions in the chunk are a prefix of it: their count is its length.
+    const int rows = __syncthreads_count(in_run);
+    const int64_t c = static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
+    if (c < channels) {
+      float sum = target[c];
+      for (int r = 0; r < rows; r += kRowsInFlight) {
+        float value[kRowsInFlight];
+#pragma unroll
+        for (int u = 0; u < kRowsInFlight; ++u) {
+          value[u] = r + u < rows ? dout[static_cast<int64_t>(chunk_rows[r + u]) * channels + c]
+                                  : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < kRowsInFlight; ++u) {
+          if (r + u < rows) sum = __fadd_rn(sum, __fmul_rn(scale, value[u]));
+        }
+      }
+      target[c] = sum;
     }
-    target[c] = sum;
   }
 }
 
@@ -101,7 +129,8 @@ void embedding_backward(float* dtable, float* dpositions, const float* dout,
   XLATE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       w.sort_storage, w.sort_bytes, tokens, w.sorted_tokens, w.row_ids, w.sorted_rows,
       static_cast<int>(count), 0, key_bits(vocabulary), stream));
-  table_gradient_kernel<<<static_cast<unsigned>(count), kThreads, 0, stream>>>(
+  const dim3 grid(static_cast<unsigned>(count), grid_size(channels, kThreads));
+  table_gradient_kernel<<<grid, kThreads, 0, stream>>>(
       dtable, dout, w.sorted_tokens, w.sorted_rows, count, channels, scale);
   check_last_launch("table_gradient_kernel");
   if (dpositions == nullptr) return;

@@ -9,8 +9,11 @@
 #              (XLATE_BENCH_TYPES, XLATE_BENCH_BATCHES; bench/compare_ctranslate2.py)
 #   kernels    per-kernel device time of one decoding batch (Nsight Compute; after a bench
 #              stage that ran float16 with batch 32, whose plan it reuses)
-#   trainkernels  per-kernel device time of 3 base-model training steps (Nsight Compute; after
-#              a trainbench stage, whose prepared data it reuses; XLATE_TRAIN_PRECISION)
+#   trainkernels  per-kernel device time of base-model training steps (Nsight Compute; after
+#              a trainbench stage, whose prepared data it reuses; XLATE_TRAIN_PRECISION, default
+#              bf16; XLATE_PROFILE_STEPS, default 3)
+#   torchkernels  the same for PyTorch's step (bench/pytorch_transformer_train.py, same data,
+#              tokens per step and precision): the table to set trainkernels' against
 #   engines    the server's engine (ContinuousDecoder) against Translator's batches on that
 #              plan, float16 (xlate_translate_bench --engine continuous / batch)
 #   training   the training ops at one base-model step against PyTorch's on the same GPU
@@ -145,23 +148,34 @@ for stage in "${stages[@]}"; do
         --warmup_batches 0 > /tmp/kernels.csv 2> "$out/kernels.err"
       echo "kernels: exit $?"
       python3 bench/gpu/kernel_table.py /tmp/kernels.csv --plan /tmp/plan_small.tsv | tee "$out/kernels.txt" ;;
-    trainkernels)
+    trainkernels|torchkernels)
       # Per-kernel device time of base-model training steps (XLATE_TRAIN_PRECISION, default
-      # bf16; 3 steps of XLATE_TRAIN_TOKENS), on the data a trainbench stage prepared.
-      data=/tmp/trainbench/data
+      # bf16; XLATE_PROFILE_STEPS of XLATE_TRAIN_TOKENS), on the data a trainbench stage
+      # prepared; the clocks left as they run (--clock-control none).
+      data=/tmp/trainbench/data steps=${XLATE_PROFILE_STEPS:-3}
+      precision=${XLATE_TRAIN_PRECISION:-bf16} tokens=${XLATE_TRAIN_TOKENS:-50000}
       if [[ ! -f $data/corpus.json ]]; then
-        echo "trainkernels: needs the data of a trainbench stage ($data)" >&2
+        echo "$stage: needs the data of a trainbench stage ($data)" >&2
         continue
       fi
-      rm -rf /tmp/trainkernels
-      ncu --metrics gpu__time_duration.sum --csv "$bundle/bin/xlate-trainer" train --data "$data" \
-        --output /tmp/trainkernels --preset base --max_tokens "${XLATE_TRAIN_TOKENS:-50000}" \
-        --max_steps 3 --validate_every_steps 0 --checkpoint_every_steps 0 --bleu_sentences 0 \
-        --device cuda --precision "${XLATE_TRAIN_PRECISION:-bf16}" \
-        > /tmp/trainkernels.csv 2> "$out/trainkernels.err"
-      echo "trainkernels: exit $?"
-      python3 bench/gpu/kernel_table.py /tmp/trainkernels.csv --steps 3 | head -40 \
-        | tee "$out/trainkernels.txt" ;;
+      if [[ $stage == trainkernels ]]; then
+        rm -rf /tmp/trainkernels
+        program=("$bundle/bin/xlate-trainer" train --data "$data" --output /tmp/trainkernels
+                 --preset base --max_tokens "$tokens" --max_steps "$steps"
+                 --validate_every_steps 0 --checkpoint_every_steps 0 --bleu_sentences 0
+                 --device cuda --precision "$precision")
+      else
+        program=(python3 bench/pytorch_transformer_train.py --spm "$data/spm.model"
+                 --source "$bundle/data/multi30k/train.en.gz"
+                 --target "$bundle/data/multi30k/train.de.gz" --preset base
+                 --max_tokens "$tokens" --steps "$steps" --warmup_steps 0 --device cuda
+                 --precision "$precision")
+      fi
+      ncu --clock-control none --metrics gpu__time_duration.sum --csv "${program[@]}" \
+        > "/tmp/$stage.csv" 2> "$out/$stage.err"
+      echo "$stage: exit $?"
+      python3 bench/gpu/kernel_table.py "/tmp/$stage.csv" --steps "$steps" | head -40 \
+        | tee "$out/$stage.txt" ;;
     training)
       "$bundle/bin/xlate_training_ops_bench" --benchmark_min_time=0.3 > "$out/training_xlate.txt" 2>&1
       echo "training xlate: exit $?"; grep BM_ "$out/training_xlate.txt"

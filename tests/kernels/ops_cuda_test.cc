@@ -320,6 +320,55 @@ TEST_P(OpsCuda, CausalAttentionThroughTheRowTable) {
   }
 }
 
+// Many queries per row, as the encoder and training run it: the kernel that stages each row's
+// keys and values in shared memory. Rows longer than a warp's 32 lanes (S = 45 and 70), padded
+// rows, a row with no key (its queries get zeros), causal and not, the probabilities asked for;
+// key and value widths that differ. Then a table too wide for any GPU's shared memory
+// (S = 3,000 with d = 256, 6 MB), which goes to the kernel of one query per block.
+TEST_P(OpsCuda, ManyQueriesPerRowAttention) {
+  std::mt19937 generator(21);
+  struct Case {
+    int64_t steps, table_width;
+    int key_dim, value_dim;
+    bool causal;
+    std::vector<int32_t> lengths;
+  };
+  const Case cases[] = {{45, 45, 64, 64, false, {45, 17, 0, 33}},
+                        {45, 45, 64, 64, true, {45, 45, 45, 45}},
+                        {12, 70, 40, 24, false, {70, 1, 69, 32}},
+                        {2, 3000, 256, 256, false, {3000, 2999, 5, 1000}}};
+  for (const Case& c : cases) {
+    const int64_t rows = 4;
+    const int heads = 2;
+    const Tensor query = rounded(random_tensor({rows, c.steps, heads * c.key_dim}, generator));
+    const Tensor keys =
+        rounded(random_tensor({rows * c.table_width, heads * c.key_dim}, generator));
+    const Tensor values =
+        rounded(random_tensor({rows * c.table_width, heads * c.value_dim}, generator));
+    std::vector<int32_t> table;
+    for (int64_t i = 0; i < rows * c.table_width; ++i) table.push_back(static_cast<int32_t>(i));
+    std::shuffle(table.begin(), table.end(), generator);  // rows reached through the table
+    const Tensor key_rows = int_tensor(table, {rows, c.table_width});
+    const Tensor lengths = int_tensor(c.lengths, {rows});
+    Tensor expected = Tensor::empty({rows, c.steps, heads * c.value_dim}, DType::kFloat32);
+    Tensor expected_weights =
+        Tensor::empty({rows, heads, c.steps, c.table_width}, DType::kFloat32);
+    attention_forward(expected, query, keys, values, key_rows, lengths, heads, c.causal,
+                      &expected_weights);
+    Tensor out = empty_gpu({rows, c.steps, heads * c.value_dim});
+    Tensor weights =
+        Tensor::from_vector(std::vector<float>(size_t(expected_weights.numel()), NAN),
+                            expected_weights.shape())
+            .to(Device::kCUDA);
+    attention_forward(out, on_gpu(query), on_gpu(keys), on_gpu(values), on_gpu(key_rows),
+                      on_gpu(lengths), heads, c.causal, &weights);
+    const std::string what = "T=" + std::to_string(c.steps) + " S=" +
+                             std::to_string(c.table_width) + (c.causal ? " causal" : "");
+    expect_close(out, expected, what);
+    expect_close(weights, expected_weights, what + " weights");
+  }
+}
+
 // Query, keys and values as column blocks of one [rows, q | k | v] tensor (key width 64, value
 // width 32, 2 heads), and a scatter of its k | v block into cache rows, as the decoder runs them.
 TEST_P(OpsCuda, AttentionAndScatterReadColumnBlocks) {

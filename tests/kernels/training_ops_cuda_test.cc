@@ -283,8 +283,12 @@ TEST_F(TrainingOpsCuda, AttentionBackward) {
     bool causal;
     std::vector<int32_t> key_lengths;
   };
+  // The first three fit a block's shared memory (one kernel per call); the last, 667 KB a head,
+  // fits no GPU's and runs the per-head products.
   const Case cases[] = {{"cross-attention with padding", 3, 7, 9, 4, 8, 8, false, {9, 5, 2}},
-                        {"causal self-attention", 3, 11, 11, 4, 8, 8, true, {11, 11, 11}}};
+                        {"causal self-attention", 3, 11, 11, 4, 8, 8, true, {11, 11, 11}},
+                        {"over a warp of keys, d_k != d_v", 2, 45, 40, 2, 64, 24, false, {40, 13}},
+                        {"too long for shared memory", 2, 300, 300, 2, 64, 64, true, {300, 300}}};
   std::mt19937 generator(5);
   for (const Case& c : cases) {
     const int64_t width_k = c.heads * c.head_k, width_v = c.heads * c.head_v;
@@ -435,20 +439,19 @@ TEST_F(TrainingOpsCuda, CrossEntropy) {
   check_cross_entropy(5, 37000, generator);  // the real vocabulary size
 }
 
-// Ids 0..9 only, so each gradient row gathers many dout rows: the GPU must sum them in a fixed
-// order (two runs give the same bits) and agree with the CPU's order up to rounding.
-TEST_F(TrainingOpsCuda, EmbeddingBackward) {
+void check_embedding_backward(int64_t sentences, int64_t steps, int64_t channels, int ids) {
   std::mt19937 generator(8);
-  const int64_t vocabulary = 50, channels = 72, sentences = 4, steps = 33, positions = 40;
+  const int64_t vocabulary = 50, positions = steps + 7;
   const float scale = std::sqrt(static_cast<float>(channels));
-  const Tensor tokens = random_ids({sentences, steps}, 10, generator);
+  const Tensor tokens = random_ids({sentences, steps}, ids, generator);
   const Tensor dout = random_tensor({sentences, steps, channels}, generator);
   const Tensor dtable_start = random_tensor({vocabulary, channels}, generator);
   const Tensor dpositions_start = random_tensor({positions, channels}, generator);
   const Tensor gpu_tokens = on_gpu(tokens), gpu_dout = on_gpu(dout);
   for (bool with_positions : {true, false}) {
     const std::string what =
-        std::string("embedding_backward") + (with_positions ? "" : " without positions");
+        "embedding_backward C=" + std::to_string(channels) + " ids " + std::to_string(ids) +
+        (with_positions ? "" : " without positions");
     Tensor dtable = dtable_start.clone();
     Tensor dpositions = with_positions ? dpositions_start.clone() : Tensor();
     embedding_backward(dtable, dpositions, dout, tokens, scale);
@@ -467,6 +470,15 @@ TEST_F(TrainingOpsCuda, EmbeddingBackward) {
                        what + " dpositions rerun");
     }
   }
+}
+
+// Ids 0..9 only, so each gradient row gathers many dout rows: the GPU must sum them in a fixed
+// order (two runs give the same bits) and agree with the CPU's order up to rounding. Then ids
+// 0..1 over 1,200 tokens and 300 channels: runs of ~600 rows, over the kernel's 256-row chunks,
+// and channels over one block's 256.
+TEST_F(TrainingOpsCuda, EmbeddingBackward) {
+  check_embedding_backward(/*sentences=*/4, /*steps=*/33, /*channels=*/72, /*ids=*/10);
+  check_embedding_backward(/*sentences=*/30, /*steps=*/40, /*channels=*/300, /*ids=*/2);
 }
 
 // Both devices add float squares (exact in double) in double; only the order of the additions

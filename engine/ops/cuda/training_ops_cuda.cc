@@ -100,7 +100,8 @@ void per_sentence_product(float* c, int64_t ldc, int64_t sentence_stride_c, Head
   cuda_backend::gemm().matmul(c, a.data, b.data, shape, 1.f, 0.f, kFloat32);
 }
 
-// Per head h, over the N sentences as one strided batch (sentence n's head h starts
+// Sentences whose head fits in shared memory: kernels::attention_backward. Longer ones:
+// per head h, over the N sentences as one strided batch (sentence n's head h starts
 // n·T·width + h·d into q/dout/dq and n·S·width + h·d into k/v/dk/dv; its probabilities
 // (n·h_count + h)·T·S into probs):
 //   dP = dO Vᵀ  ->  dS = P ⊙ (dP - rowsum(dP ⊙ P)) / sqrt(d_k)  ->  dQ = dS K, dK = dSᵀ Q;
@@ -119,6 +120,18 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
     }
     return;
   }
+  const float scale = 1.f / std::sqrt(static_cast<float>(head_k));
+  kernels::AttentionBackwardShape shape;
+  shape.sentences = sentences, shape.queries = queries, shape.keys = keys;
+  shape.heads = heads, shape.key_dim = static_cast<int>(head_k);
+  shape.value_dim = static_cast<int>(head_v);
+  if (kernels::attention_backward_fits(shape)) {  // short sentences: one kernel, no products
+    kernels::attention_backward(dq.data<float>(), dk.data<float>(), dv.data<float>(),
+                                dout.data<float>(), probs.data<float>(), q.data<float>(),
+                                k.data<float>(), v.data<float>(), shape, scale,
+                                cuda_backend::stream());
+    return;
+  }
   Tensor dscores = Tensor::empty(probs.shape(), DType::kFloat32, Device::kCUDA);  // [N, h, T, S]
   float* ds = dscores.data<float>();
   const auto head = [&](const float* data, int64_t offset, int64_t row_stride,
@@ -135,8 +148,8 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
     per_sentence_product(dv.data<float>() + h * head_v, width_v, keys * width_v, p, d_out, keys,
                          head_v, queries, sentences);
   }
-  kernels::softmax_backward(ds, probs.data<float>(), sentences * heads * queries, keys,
-                            1.f / std::sqrt(static_cast<float>(head_k)), cuda_backend::stream());
+  kernels::softmax_backward(ds, probs.data<float>(), sentences * heads * queries, keys, scale,
+                            cuda_backend::stream());
   for (int64_t h = 0; h < heads; ++h) {
     const HeadOperand d_scores = head(ds, h * scores, keys, heads * scores, false);
     const HeadOperand d_scores_t = head(ds, h * scores, keys, heads * scores, true);
