@@ -148,111 +148,216 @@ __global__ void attention_forward_kernel(T* out, float* weights, const T* query,
 }
 
 constexpr int kStagedWarps = 8;
+constexpr int kQueriesPerWarp = 4;  // a float4 of each: one shared load feeds four products
+static_assert(kQueriesPerWarp == 4, "the kernel reads the four queries as one float4");
+
+// Where attention_staged_kernel's shared memory holds what, in floats from a 16-byte aligned
+// base: keys transposed [key_dim][pitch] (an odd pitch: lanes reading consecutive keys hit
+// consecutive banks), values [S][value_dim], then per warp its 4 queries transposed
+// [key_dim][4] and their scores, later probabilities, [S][4]. Offsets are multiples of 4 floats.
+struct StagedLayout {
+  int pitch = 0;
+  int values = 0;
+  int warps = 0;      // the first warp's region
+  int per_warp = 0;   // floats per warp
+  int bytes = 0;
+};
+
+int round_up_4(int64_t floats) { return static_cast<int>((floats + 3) / 4 * 4); }
+
+StagedLayout staged_layout(const AttentionShape& shape) {
+  StagedLayout layout;
+  layout.pitch = static_cast<int>(shape.table_width) | 1;
+  layout.values = round_up_4(static_cast<int64_t>(shape.key_dim) * layout.pitch);
+  layout.warps = round_up_4(layout.values + shape.table_width * shape.value_dim);
+  layout.per_warp = kQueriesPerWarp * (shape.key_dim + static_cast<int>(shape.table_width));
+  const int64_t bytes =
+      sizeof(float) * (static_cast<int64_t>(layout.warps) + kStagedWarps * layout.per_warp);
+  layout.bytes = bytes > INT32_MAX ? INT32_MAX : static_cast<int>(bytes);
+  return layout;
+}
 
 // Many queries of one row (the encoder, training): one block of kStagedWarps warps per (row n,
 // head) stages the head's keys and values of row n in shared memory once, as float, instead of
 // every query's block reading them again (the kernel above, kept for one query per row:
-// decoding). Keys are stored transposed, [key_dim][pitch] with an odd pitch, so that lanes
-// scoring consecutive keys read consecutive words; values [S][value_dim]. Warp w then takes
-// queries t = w, w + kStagedWarps, ...: lane l scores keys l, l + 32, ... into the warp's row of scores, the
-// warp reduces max and sum, and lane l sums Σ_s p_s·v[s][d] for dims d = l, l + 32, ... in key
-// order. A query's result depends only on its own visible keys, not on the batch's padding.
-// Shared memory: attention_staged_bytes.
-template <typename T>
+// decoding). Warp w then takes queries in fours, t0 = 4w, 4w + 4·kStagedWarps, ...: lane l
+// scores keys l, l + 32, ... for all four (one shared load of the key and one float4 of the
+// four queries per dimension), the warp reduces each query's max and sum, and lane l sums
+// Σ_s p_s·v[s][d] for dims d = l, l + 32, ... in key order, four queries per value loaded.
+// A query's result depends only on its own visible keys, not on the batch's padding.
+// kDims: value dims per lane (value_dim <= 32·kDims).
+template <typename T, int kDims>
 __global__ void attention_staged_kernel(T* out, float* weights, const T* query, const T* keys,
                                         const T* values, const int32_t* key_rows,
                                         const int32_t* key_lengths, AttentionShape shape,
-                                        float scale, int pitch) {
-  extern __shared__ float staged[];
+                                        float scale, StagedLayout layout) {
+  extern __shared__ float4 staged_float4[];  // float4: the base is 16-byte aligned
+  float* staged = reinterpret_cast<float*>(staged_float4);
   const int64_t n = blockIdx.x;  // x: rows may be more than grid.y's 65,535
   const int head = blockIdx.y;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int64_t table_width = shape.table_width;
+  const int table_width = static_cast<int>(shape.table_width);
+  const int key_dim = shape.key_dim, value_dim = shape.value_dim, pitch = layout.pitch;
+  const int steps = static_cast<int>(shape.steps);
   const int64_t length = key_lengths[n];
   // Every query of the row sees at most its first `keys_seen` keys (causal: the last query).
   const int keys_seen =
       static_cast<int>(length < 0 ? 0 : (length > table_width ? table_width : length));
-  float* keys_t = staged;                               // [key_dim][pitch]
-  float* values_s = keys_t + shape.key_dim * pitch;     // [S][value_dim]
-  float* warp_query = values_s + table_width * shape.value_dim + warp * (shape.key_dim + pitch);
-  float* warp_scores = warp_query + shape.key_dim;      // [pitch]
+  float* keys_t = staged;                    // [key_dim][pitch]
+  float* values_s = staged + layout.values;  // [S][value_dim]
+  float* queries4 = staged + layout.warps + warp * layout.per_warp;  // [key_dim][4]
+  float* scores4 = queries4 + kQueriesPerWarp * key_dim;              // [S][4]
 
   const int32_t* positions = key_rows + n * table_width;
-  for (int i = threadIdx.x; i < keys_seen * shape.key_dim; i += blockDim.x) {
-    const int s = i / shape.key_dim, d = i - s * shape.key_dim;
-    keys_t[d * pitch + s] = to_float(
-        keys[static_cast<int64_t>(positions[s]) * shape.key_stride + head * shape.key_dim + d]);
+  for (int i = threadIdx.x; i < keys_seen * key_dim; i += blockDim.x) {
+    const int s = i / key_dim, d = i - s * key_dim;
+    keys_t[d * pitch + s] =
+        to_float(keys[static_cast<int64_t>(positions[s]) * shape.key_stride + head * key_dim + d]);
   }
-  for (int i = threadIdx.x; i < keys_seen * shape.value_dim; i += blockDim.x) {
-    const int s = i / shape.value_dim, d = i - s * shape.value_dim;
-    values_s[i] = to_float(values[static_cast<int64_t>(positions[s]) * shape.value_stride +
-                                  head * shape.value_dim + d]);
+  for (int i = threadIdx.x; i < keys_seen * value_dim; i += blockDim.x) {
+    const int s = i / value_dim, d = i - s * value_dim;
+    values_s[i] = to_float(
+        values[static_cast<int64_t>(positions[s]) * shape.value_stride + head * value_dim + d]);
   }
   __syncthreads();
 
-  for (int64_t t = warp; t < shape.steps; t += blockDim.x / kWarpSize) {
-    const int64_t visible_unclamped = shape.causal ? length - shape.steps + t + 1 : length;
-    const int visible = static_cast<int>(
-        visible_unclamped < 0 ? 0
-                              : (visible_unclamped > keys_seen ? keys_seen : visible_unclamped));
-    const int64_t query_row = n * shape.steps + t;
-    T* out_head = out + query_row * shape.heads * shape.value_dim + head * shape.value_dim;
-    float* weights_row =
-        weights == nullptr ? nullptr
-                           : weights + ((n * shape.heads + head) * shape.steps + t) * table_width;
-    if (weights_row != nullptr) {
-      for (int64_t s = visible + lane; s < table_width; s += kWarpSize) weights_row[s] = 0.f;
+  for (int first = warp * kQueriesPerWarp; first < steps;
+       first += kStagedWarps * kQueriesPerWarp) {
+    int visible[kQueriesPerWarp];
+    int most = 0;  // keys any of the four sees
+#pragma unroll
+    for (int q = 0; q < kQueriesPerWarp; ++q) {
+      const int t = first + q;
+      const int64_t unclamped =
+          t >= steps ? 0 : (shape.causal ? length - shape.steps + t + 1 : length);
+      visible[q] = static_cast<int>(unclamped < 0 ? 0 : (unclamped > keys_seen ? keys_seen
+                                                                               : unclamped));
+      most = max(most, visible[q]);
     }
-    if (visible == 0) {
-      for (int d = lane; d < shape.value_dim; d += kWarpSize) out_head[d] = from_float<T>(0.f);
-      continue;
-    }
-    const T* query_head = query + query_row * shape.query_stride + head * shape.key_dim;
-    for (int d = lane; d < shape.key_dim; d += kWarpSize) {
-      warp_query[d] = to_float(query_head[d]) * scale;
-    }
-    __syncwarp();
-    float max_score = -INFINITY;
-    for (int s = lane; s < visible; s += kWarpSize) {
-      float score = 0.f;
-      for (int d = 0; d < shape.key_dim; ++d) score += warp_query[d] * keys_t[d * pitch + s];
-      warp_scores[s] = score;
-      max_score = fmaxf(max_score, score);
-    }
-    max_score = warp_max(max_score);
-    float total = 0.f;
-    for (int s = lane; s < visible; s += kWarpSize) {
-      const float e = expf(warp_scores[s] - max_score);
-      warp_scores[s] = e;
-      total += e;
-    }
-    const float inverse_total = 1.f / warp_sum(total);
-    for (int s = lane; s < visible; s += kWarpSize) {
-      const float probability = warp_scores[s] * inverse_total;
-      warp_scores[s] = probability;
-      if (weights_row != nullptr) weights_row[s] = probability;
+    for (int d = lane; d < key_dim; d += kWarpSize) {
+#pragma unroll
+      for (int q = 0; q < kQueriesPerWarp; ++q) {
+        const int64_t row = n * steps + first + q;
+        queries4[d * kQueriesPerWarp + q] =
+            first + q < steps
+                ? to_float(query[row * shape.query_stride + head * key_dim + d]) * scale
+                : 0.f;
+      }
     }
     __syncwarp();
-    for (int d = lane; d < shape.value_dim; d += kWarpSize) {
-      float sum = 0.f;
-      for (int s = 0; s < visible; ++s) sum += warp_scores[s] * values_s[s * shape.value_dim + d];
-      out_head[d] = from_float<T>(sum);
+    float row_max[kQueriesPerWarp];
+#pragma unroll
+    for (int q = 0; q < kQueriesPerWarp; ++q) row_max[q] = -INFINITY;
+    for (int s = lane; s < most; s += kWarpSize) {
+      float score[kQueriesPerWarp] = {0.f, 0.f, 0.f, 0.f};
+      for (int d = 0; d < key_dim; ++d) {
+        const float k = keys_t[d * pitch + s];
+        const float4 q4 = reinterpret_cast<const float4*>(queries4)[d];
+        score[0] += q4.x * k;
+        score[1] += q4.y * k;
+        score[2] += q4.z * k;
+        score[3] += q4.w * k;
+      }
+#pragma unroll
+      for (int q = 0; q < kQueriesPerWarp; ++q) {
+        if (s >= visible[q]) score[q] = -INFINITY;
+        row_max[q] = fmaxf(row_max[q], score[q]);
+      }
+      reinterpret_cast<float4*>(scores4)[s] = make_float4(score[0], score[1], score[2], score[3]);
     }
-    __syncwarp();  // the next query rewrites warp_query and warp_scores
+    float inverse_total[kQueriesPerWarp];
+#pragma unroll
+    for (int q = 0; q < kQueriesPerWarp; ++q) {
+      row_max[q] = warp_max(row_max[q]);
+      inverse_total[q] = 0.f;
+    }
+    for (int s = lane; s < most; s += kWarpSize) {
+      float4 e = reinterpret_cast<float4*>(scores4)[s];
+      e.x = s < visible[0] ? expf(e.x - row_max[0]) : 0.f;
+      e.y = s < visible[1] ? expf(e.y - row_max[1]) : 0.f;
+      e.z = s < visible[2] ? expf(e.z - row_max[2]) : 0.f;
+      e.w = s < visible[3] ? expf(e.w - row_max[3]) : 0.f;
+      reinterpret_cast<float4*>(scores4)[s] = e;
+      inverse_total[0] += e.x;
+      inverse_total[1] += e.y;
+      inverse_total[2] += e.z;
+      inverse_total[3] += e.w;
+    }
+#pragma unroll
+    for (int q = 0; q < kQueriesPerWarp; ++q) {
+      const float total = warp_sum(inverse_total[q]);
+      inverse_total[q] = total > 0.f ? 1.f / total : 0.f;  // no visible key: zeros
+    }
+    for (int s = lane; s < most; s += kWarpSize) {
+      float4 p = reinterpret_cast<float4*>(scores4)[s];
+      p.x *= inverse_total[0];
+      p.y *= inverse_total[1];
+      p.z *= inverse_total[2];
+      p.w *= inverse_total[3];
+      reinterpret_cast<float4*>(scores4)[s] = p;
+    }
+    if (weights != nullptr) {  // each query's row [S]: its probabilities, 0 past what it sees
+#pragma unroll
+      for (int q = 0; q < kQueriesPerWarp; ++q) {
+        if (first + q >= steps) continue;
+        float* row = weights + ((n * shape.heads + head) * shape.steps + first + q) * table_width;
+        for (int s = lane; s < table_width; s += kWarpSize) {
+          row[s] = s < visible[q] ? scores4[s * kQueriesPerWarp + q] : 0.f;
+        }
+      }
+    }
+    __syncwarp();
+    float acc[kQueriesPerWarp][kDims];
+#pragma unroll
+    for (int q = 0; q < kQueriesPerWarp; ++q) {
+#pragma unroll
+      for (int j = 0; j < kDims; ++j) acc[q][j] = 0.f;
+    }
+    for (int s = 0; s < most; ++s) {
+      const float4 p = reinterpret_cast<const float4*>(scores4)[s];
+#pragma unroll
+      for (int j = 0; j < kDims; ++j) {
+        const int d = lane + j * kWarpSize;
+        const float v = d < value_dim ? values_s[s * value_dim + d] : 0.f;
+        acc[0][j] += p.x * v;
+        acc[1][j] += p.y * v;
+        acc[2][j] += p.z * v;
+        acc[3][j] += p.w * v;
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kQueriesPerWarp; ++q) {
+      if (first + q >= steps) continue;
+      T* out_head = out + (n * steps + first + q) * shape.heads * value_dim + head * value_dim;
+#pragma unroll
+      for (int j = 0; j < kDims; ++j) {
+        const int d = lane + j * kWarpSize;
+        if (d < value_dim) out_head[d] = from_float<T>(acc[q][j]);
+      }
+    }
+    __syncwarp();  // the next four queries rewrite queries4 and scores4
   }
 }
 
-// The odd row pitch of the transposed keys (conflict-free when lanes read consecutive keys).
-int staged_pitch(const AttentionShape& shape) {
-  return static_cast<int>(shape.table_width) | 1;
-}
-
-// Shared memory of attention_staged_kernel: keys [key_dim][pitch], values [S][value_dim], and
-// each warp's query [key_dim] and scores [pitch], all float.
-size_t attention_staged_bytes(const AttentionShape& shape) {
-  const size_t pitch = staged_pitch(shape);
-  return sizeof(float) * (shape.key_dim * pitch + shape.table_width * shape.value_dim +
-                          kStagedWarps * (shape.key_dim + pitch));
+template <typename T, int kDims>
+void launch_staged(T* out, float* weights, const T* query, const T* keys, const T* values,
+                   const int32_t* key_rows, const int32_t* key_lengths,
+                   const AttentionShape& shape, float scale, const StagedLayout& layout,
+                   Stream stream) {
+  if constexpr (kDims < kMaxAttentionHeadDim / kWarpSize) {
+    if (shape.value_dim > kDims * kWarpSize) {
+      return launch_staged<T, 2 * kDims>(out, weights, query, keys, values, key_rows,
+                                         key_lengths, shape, scale, layout, stream);
+    }
+  }
+  if (static_cast<size_t>(layout.bytes) > kDefaultSharedMemoryPerBlock) {
+    XLATE_CUDA_CHECK(cudaFuncSetAttribute(attention_staged_kernel<T, kDims>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          layout.bytes));
+  }
+  const dim3 grid(static_cast<unsigned>(shape.rows), static_cast<unsigned>(shape.heads));
+  attention_staged_kernel<T, kDims><<<grid, kStagedWarps * kWarpSize, layout.bytes, stream>>>(
+      out, weights, query, keys, values, key_rows, key_lengths, shape, scale, layout);
 }
 
 // Launches the kernel with the fewest head dimensions per lane that cover both head sizes.
@@ -281,21 +386,14 @@ void attention_forward(void* out, float* weights, const void* query, const void*
   }
   if (shape.rows == 0 || shape.steps == 0) return;
   const float scale = 1.f / std::sqrt(static_cast<float>(shape.key_dim));
-  // Several queries per row share their keys: stage them once per (head, row) when they fit.
-  const size_t staged_bytes = attention_staged_bytes(shape);
-  if (shape.steps > 1 && staged_bytes <= max_shared_memory_per_block()) {
-    const dim3 grid(static_cast<unsigned>(shape.rows), static_cast<unsigned>(shape.heads));
+  // Several queries per row share their keys: stage them once per (row, head) when they fit.
+  const StagedLayout layout = staged_layout(shape);
+  if (shape.steps > 1 && static_cast<size_t>(layout.bytes) <= max_shared_memory_per_block()) {
     dispatch_float_type(type, [&](auto tag) {
       using T = decltype(tag);
-      if (staged_bytes > kDefaultSharedMemoryPerBlock) {
-        XLATE_CUDA_CHECK(cudaFuncSetAttribute(attention_staged_kernel<T>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(staged_bytes)));
-      }
-      attention_staged_kernel<T><<<grid, kStagedWarps * kWarpSize, staged_bytes, stream>>>(
-          static_cast<T*>(out), weights, static_cast<const T*>(query),
-          static_cast<const T*>(keys), static_cast<const T*>(values), key_rows, key_lengths,
-          shape, scale, staged_pitch(shape));
+      launch_staged<T, 1>(static_cast<T*>(out), weights, static_cast<const T*>(query),
+                          static_cast<const T*>(keys), static_cast<const T*>(values), key_rows,
+                          key_lengths, shape, scale, layout, stream);
     });
     check_last_launch("attention_staged_kernel");
     return;

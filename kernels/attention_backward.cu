@@ -23,107 +23,222 @@ __global__ void softmax_backward_kernel(float* dscores, const float* probs, int6
 
 
 constexpr int kBackwardWarps = 8;
+constexpr int kRowsPerWarp = 4;  // a float4 of each: one shared load feeds four products
+static_assert(kRowsPerWarp == 4, "the kernel reads four rows' values as one float4");
 
-// Shared memory of attention_backward_kernel, in floats: k [S][d_k], v transposed [d_v][pitch],
-// q [T][d_k], dout [T][d_v], probabilities then dS [T][S].
-int64_t backward_pitch(const AttentionBackwardShape& shape) { return shape.keys | 1; }
+int round_up_4(int64_t floats) { return static_cast<int>((floats + 3) / 4 * 4); }
 
-size_t backward_shared_bytes(const AttentionBackwardShape& s) {
-  const int64_t floats = s.keys * s.key_dim + s.value_dim * backward_pitch(s) +
-                         s.queries * (s.key_dim + s.value_dim) + s.queries * s.keys;
-  return sizeof(float) * static_cast<size_t>(floats);
+// Where attention_backward_kernel's shared memory holds what, in floats from a 16-byte aligned
+// base, every offset a multiple of 4: k [S][d_k], q [T][d_k], dout [T][d_v], v transposed
+// [d_v][v_pitch] (odd: lanes reading consecutive keys hit consecutive banks), P then dS
+// [T][p_pitch], dSᵀ [S][t_pitch], and per warp its four queries' dout transposed [d_v][4].
+// p_pitch and t_pitch are multiples of 4 (float4 reads of four keys / four queries); t_pitch / 4
+// is odd, so eight lanes storing float4s at rows t_pitch apart hit distinct banks.
+struct BackwardLayout {
+  int q = 0, dout = 0, v = 0, p = 0, ds_t = 0, warps = 0;
+  int v_pitch = 0, p_pitch = 0, t_pitch = 0;
+  int64_t bytes = 0;
+};
+
+BackwardLayout backward_layout(const AttentionBackwardShape& s) {
+  BackwardLayout layout;
+  const int64_t T = s.queries, S = s.keys;
+  layout.v_pitch = static_cast<int>(S | 1);
+  layout.p_pitch = round_up_4(S);
+  layout.t_pitch = round_up_4(T);
+  if (layout.t_pitch / 4 % 2 == 0) layout.t_pitch += 4;
+  layout.q = round_up_4(S * s.key_dim);
+  layout.dout = layout.q + round_up_4(T * s.key_dim);
+  layout.v = layout.dout + round_up_4(T * s.value_dim);
+  layout.p = layout.v + round_up_4(static_cast<int64_t>(s.value_dim) * layout.v_pitch);
+  layout.ds_t = layout.p + round_up_4(T * layout.p_pitch);
+  layout.warps = layout.ds_t + round_up_4(S * layout.t_pitch);
+  layout.bytes = static_cast<int64_t>(sizeof(float)) *
+                 (layout.warps + static_cast<int64_t>(kBackwardWarps) * kRowsPerWarp *
+                                     s.value_dim);
+  return layout;
 }
 
-// One block per (sentence, head). Each product's lanes run over the index whose operand is
-// contiguous in shared memory (head dims for dV, dQ, dK; keys for dP, reading v transposed with
-// an odd pitch), the other operand a broadcast; every sum runs in index order.
+// One block per (sentence, head). Every product keeps four rows of its output per warp in
+// registers, its lanes over the output's contiguous index (head dims for dV, dQ, dK; keys for
+// dP): per step of the sum one float4 gives the four rows' factors, so a shared load feeds four
+// fused multiply-adds instead of one. Every sum runs in index order. kDims: head dims per lane.
+template <int kDims>
 __global__ void attention_backward_kernel(float* dq, float* dk, float* dv, const float* dout,
                                           const float* probs, const float* q, const float* k,
                                           const float* v, AttentionBackwardShape shape,
-                                          float scale, int64_t pitch) {
-  extern __shared__ float shared[];
+                                          float scale, BackwardLayout layout) {
+  extern __shared__ float4 shared_float4[];  // float4: the base is 16-byte aligned
+  float* shared = reinterpret_cast<float*>(shared_float4);
   const int64_t n = blockIdx.x;  // x: sentences may be more than grid.y's 65,535
   const int head = blockIdx.y;
-  const int64_t T = shape.queries, S = shape.keys;
+  const int T = static_cast<int>(shape.queries), S = static_cast<int>(shape.keys);
   const int dk_ = shape.key_dim, dv_ = shape.value_dim;
   const int64_t width_k = static_cast<int64_t>(shape.heads) * dk_;
   const int64_t width_v = static_cast<int64_t>(shape.heads) * dv_;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int warps = blockDim.x / kWarpSize;
+  const int p_pitch = layout.p_pitch, t_pitch = layout.t_pitch, v_pitch = layout.v_pitch;
   float* k_s = shared;                  // [S][d_k]
-  float* v_t = k_s + S * dk_;           // [d_v][pitch]
-  float* q_s = v_t + dv_ * pitch;       // [T][d_k]
-  float* dout_s = q_s + T * dk_;        // [T][d_v]
-  float* p_s = dout_s + T * dv_;        // [T][S]: P, then dS
+  float* q_s = shared + layout.q;       // [T][d_k]
+  float* dout_s = shared + layout.dout; // [T][d_v]
+  float* v_t = shared + layout.v;       // [d_v][v_pitch]
+  float* p_s = shared + layout.p;       // [T][p_pitch]: P, then dS
+  float* ds_t = shared + layout.ds_t;   // [S][t_pitch]: dSᵀ
+  float* dout4 = shared + layout.warps + warp * kRowsPerWarp * dv_;  // [d_v][4]
 
   // This sentence's head: row r of q starts (n·T + r)·width_k + head·d_k, and so on.
   const int64_t q_base = n * T * width_k + head * dk_, k_base = n * S * width_k + head * dk_;
   const int64_t v_base = n * S * width_v + head * dv_, o_base = n * T * width_v + head * dv_;
   const float* p_global = probs + (n * shape.heads + head) * T * S;
-  for (int64_t i = threadIdx.x; i < S * dk_; i += blockDim.x) {
-    const int64_t s = i / dk_, d = i - s * dk_;
+  for (int i = threadIdx.x; i < S * dk_; i += blockDim.x) {
+    const int s = i / dk_, d = i - s * dk_;
     k_s[i] = k[k_base + s * width_k + d];
   }
-  for (int64_t i = threadIdx.x; i < S * dv_; i += blockDim.x) {
-    const int64_t s = i / dv_, d = i - s * dv_;
-    v_t[d * pitch + s] = v[v_base + s * width_v + d];
-  }
-  for (int64_t i = threadIdx.x; i < T * dk_; i += blockDim.x) {
-    const int64_t t = i / dk_, d = i - t * dk_;
+  for (int i = threadIdx.x; i < T * dk_; i += blockDim.x) {
+    const int t = i / dk_, d = i - t * dk_;
     q_s[i] = q[q_base + t * width_k + d];
   }
-  for (int64_t i = threadIdx.x; i < T * dv_; i += blockDim.x) {
-    const int64_t t = i / dv_, d = i - t * dv_;
+  for (int i = threadIdx.x; i < T * dv_; i += blockDim.x) {
+    const int t = i / dv_, d = i - t * dv_;
     dout_s[i] = dout[o_base + t * width_v + d];
   }
-  for (int64_t i = threadIdx.x; i < T * S; i += blockDim.x) p_s[i] = p_global[i];
+  for (int i = threadIdx.x; i < S * dv_; i += blockDim.x) {
+    const int s = i / dv_, d = i - s * dv_;
+    v_t[d * v_pitch + s] = v[v_base + s * width_v + d];
+  }
+  for (int i = threadIdx.x; i < T * p_pitch; i += blockDim.x) {
+    const int t = i / p_pitch, s = i - t * p_pitch;
+    p_s[i] = s < S ? p_global[t * S + s] : 0.f;  // padded keys: 0, for the float4 reads
+  }
   __syncthreads();
 
-  // dV[s][d] = Σ_t P[t][s] dO[t][d]
-  for (int64_t s = warp; s < S; s += warps) {
-    for (int d = lane; d < dv_; d += kWarpSize) {
-      float sum = 0.f;
-      for (int64_t t = 0; t < T; ++t) sum += p_s[t * S + s] * dout_s[t * dv_ + d];
-      dv[v_base + s * width_v + d] = sum;
+  float acc[kRowsPerWarp][kDims];
+  const auto clear = [&] {
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+#pragma unroll
+      for (int j = 0; j < kDims; ++j) acc[r][j] = 0.f;
     }
+  };
+  // acc[r][j] += f.r · row[d], d = lane + 32j, for the four factors f of one step of a sum.
+  const auto accumulate = [&](const float4 f, const float* row, int width) {
+#pragma unroll
+    for (int j = 0; j < kDims; ++j) {
+      const int d = lane + j * kWarpSize;
+      const float x = d < width ? row[d] : 0.f;
+      acc[0][j] += f.x * x;
+      acc[1][j] += f.y * x;
+      acc[2][j] += f.z * x;
+      acc[3][j] += f.w * x;
+    }
+  };
+  // Rows first .. first + 3 of a [rows, width] gradient (global, rows `stride` apart).
+  const auto store = [&](float* gradient, int64_t stride, int first, int rows, int width) {
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      if (first + r >= rows) continue;
+#pragma unroll
+      for (int j = 0; j < kDims; ++j) {
+        const int d = lane + j * kWarpSize;
+        if (d < width) gradient[(first + r) * stride + d] = acc[r][j];
+      }
+    }
+  };
+
+  // dV[s][d] = Σ_t P[t][s] dO[t][d], keys s0 .. s0 + 3 per warp
+  for (int s0 = warp * kRowsPerWarp; s0 < S; s0 += kBackwardWarps * kRowsPerWarp) {
+    clear();
+    for (int t = 0; t < T; ++t) {
+      accumulate(reinterpret_cast<const float4*>(p_s + t * p_pitch)[s0 / 4], dout_s + t * dv_,
+                 dv_);
+    }
+    store(dv + v_base, width_v, s0, S, dv_);
   }
   __syncthreads();  // P is read above and overwritten with dS below
 
-  // dS[t][s] = P[t][s] (dP[t][s] - Σ_s' dP[t][s'] P[t][s']) · scale, dP[t][s] = Σ_d dO[t][d] V[s][d]
-  for (int64_t t = warp; t < T; t += warps) {
-    float dot = 0.f;
-    for (int64_t s = lane; s < S; s += kWarpSize) {
-      float dp = 0.f;
-      for (int d = 0; d < dv_; ++d) dp += dout_s[t * dv_ + d] * v_t[d * pitch + s];
-      dot += dp * p_s[t * S + s];
-      // Held in registers until the row's sum is known would need S / 32 of them; keep dP in
-      // the row, then rescale it in place (the same lane reads and writes each element).
-      p_s[t * S + s] = dp;
+  // dP[t][s] = Σ_d dO[t][d] V[s][d]; dS[t][s] = P[t][s] (dP[t][s] - Σ_s' dP[t][s'] P[t][s'])
+  // · scale, queries t0 .. t0 + 3 per warp, lanes over keys.
+  for (int t0 = warp * kRowsPerWarp; t0 < T; t0 += kBackwardWarps * kRowsPerWarp) {
+    for (int d = lane; d < dv_; d += kWarpSize) {
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        dout4[d * kRowsPerWarp + r] = t0 + r < T ? dout_s[(t0 + r) * dv_ + d] : 0.f;
+      }
     }
-    dot = warp_sum(dot);
-    for (int64_t s = lane; s < S; s += kWarpSize) {
-      const float probability = p_global[t * S + s];
-      p_s[t * S + s] = probability * (p_s[t * S + s] - dot) * scale;
+    __syncwarp();
+    float dot[kRowsPerWarp] = {0.f, 0.f, 0.f, 0.f};
+    for (int s = lane; s < S; s += kWarpSize) {
+      float dp[kRowsPerWarp] = {0.f, 0.f, 0.f, 0.f};
+      for (int d = 0; d < dv_; ++d) {
+        const float x = v_t[d * v_pitch + s];
+        const float4 o = reinterpret_cast<const float4*>(dout4)[d];
+        dp[0] += o.x * x;
+        dp[1] += o.y * x;
+        dp[2] += o.z * x;
+        dp[3] += o.w * x;
+      }
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        if (t0 + r >= T) continue;
+        dot[r] += dp[r] * p_s[(t0 + r) * p_pitch + s];
+        p_s[(t0 + r) * p_pitch + s] = dp[r];  // the same lane rescales it below
+      }
     }
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) dot[r] = warp_sum(dot[r]);
+    for (int s = lane; s < S; s += kWarpSize) {
+      float ds[kRowsPerWarp] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        if (t0 + r >= T) continue;
+        float* at = p_s + (t0 + r) * p_pitch + s;
+        ds[r] = p_global[(t0 + r) * S + s] * (*at - dot[r]) * scale;
+        *at = ds[r];
+      }
+      reinterpret_cast<float4*>(ds_t + s * t_pitch)[t0 / 4] = make_float4(ds[0], ds[1], ds[2], ds[3]);
+    }
+    __syncwarp();  // the next four queries rewrite dout4
   }
   __syncthreads();
 
-  // dQ[t][d] = Σ_s dS[t][s] K[s][d]
-  for (int64_t t = warp; t < T; t += warps) {
-    for (int d = lane; d < dk_; d += kWarpSize) {
-      float sum = 0.f;
-      for (int64_t s = 0; s < S; ++s) sum += p_s[t * S + s] * k_s[s * dk_ + d];
-      dq[q_base + t * width_k + d] = sum;
+  // dQ[t][d] = Σ_s dS[t][s] K[s][d], queries t0 .. t0 + 3 per warp
+  for (int t0 = warp * kRowsPerWarp; t0 < T; t0 += kBackwardWarps * kRowsPerWarp) {
+    clear();
+    for (int s = 0; s < S; ++s) {
+      accumulate(reinterpret_cast<const float4*>(ds_t + s * t_pitch)[t0 / 4], k_s + s * dk_,
+                 dk_);
+    }
+    store(dq + q_base, width_k, t0, T, dk_);
+  }
+  // dK[s][d] = Σ_t dS[t][s] Q[t][d], keys s0 .. s0 + 3 per warp
+  for (int s0 = warp * kRowsPerWarp; s0 < S; s0 += kBackwardWarps * kRowsPerWarp) {
+    clear();
+    for (int t = 0; t < T; ++t) {
+      accumulate(reinterpret_cast<const float4*>(p_s + t * p_pitch)[s0 / 4], q_s + t * dk_, dk_);
+    }
+    store(dk + k_base, width_k, s0, S, dk_);
+  }
+}
+
+template <int kDims>
+void launch_backward(float* dq, float* dk, float* dv, const float* dout, const float* probs,
+                     const float* q, const float* k, const float* v,
+                     const AttentionBackwardShape& shape, float scale,
+                     const BackwardLayout& layout, Stream stream) {
+  if constexpr (kDims < 8) {
+    if (shape.key_dim > kDims * kWarpSize || shape.value_dim > kDims * kWarpSize) {
+      return launch_backward<2 * kDims>(dq, dk, dv, dout, probs, q, k, v, shape, scale, layout,
+                                        stream);
     }
   }
-  // dK[s][d] = Σ_t dS[t][s] Q[t][d]
-  for (int64_t s = warp; s < S; s += warps) {
-    for (int d = lane; d < dk_; d += kWarpSize) {
-      float sum = 0.f;
-      for (int64_t t = 0; t < T; ++t) sum += p_s[t * S + s] * q_s[t * dk_ + d];
-      dk[k_base + s * width_k + d] = sum;
-    }
+  const int bytes = static_cast<int>(layout.bytes);
+  if (static_cast<size_t>(bytes) > kDefaultSharedMemoryPerBlock) {
+    XLATE_CUDA_CHECK(cudaFuncSetAttribute(attention_backward_kernel<kDims>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   }
+  const dim3 grid(static_cast<unsigned>(shape.sentences), static_cast<unsigned>(shape.heads));
+  attention_backward_kernel<kDims><<<grid, kBackwardWarps * kWarpSize, bytes, stream>>>(
+      dq, dk, dv, dout, probs, q, k, v, shape, scale, layout);
 }
 
 }  // namespace
@@ -137,22 +252,17 @@ void softmax_backward(float* dscores, const float* probs, int64_t rows, int64_t 
 }
 
 bool attention_backward_fits(const AttentionBackwardShape& shape) {
-  return backward_shared_bytes(shape) <= max_shared_memory_per_block();
+  // kDims up to 8: heads of up to 256 dims.
+  return shape.key_dim <= 8 * kWarpSize && shape.value_dim <= 8 * kWarpSize &&
+         backward_layout(shape).bytes <= static_cast<int64_t>(max_shared_memory_per_block());
 }
 
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* probs,
                         const float* q, const float* k, const float* v,
                         const AttentionBackwardShape& shape, float scale, Stream stream) {
   if (shape.sentences == 0 || shape.heads == 0) return;
-  const size_t bytes = backward_shared_bytes(shape);
-  if (bytes > kDefaultSharedMemoryPerBlock) {
-    XLATE_CUDA_CHECK(cudaFuncSetAttribute(attention_backward_kernel,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(bytes)));
-  }
-  const dim3 grid(static_cast<unsigned>(shape.sentences), static_cast<unsigned>(shape.heads));
-  attention_backward_kernel<<<grid, kBackwardWarps * kWarpSize, bytes, stream>>>(
-      dq, dk, dv, dout, probs, q, k, v, shape, scale, backward_pitch(shape));
+  launch_backward<1>(dq, dk, dv, dout, probs, q, k, v, shape, scale, backward_layout(shape),
+                     stream);
   check_last_launch("attention_backward_kernel");
 }
 

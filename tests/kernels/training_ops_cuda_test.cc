@@ -283,11 +283,12 @@ TEST_F(TrainingOpsCuda, AttentionBackward) {
     bool causal;
     std::vector<int32_t> key_lengths;
   };
-  // The first three fit a block's shared memory (one kernel per call); the last, 667 KB a head,
+  // The first four fit a block's shared memory (one kernel per call); the last, 667 KB a head,
   // fits no GPU's and runs the per-head products.
   const Case cases[] = {{"cross-attention with padding", 3, 7, 9, 4, 8, 8, false, {9, 5, 2}},
                         {"causal self-attention", 3, 11, 11, 4, 8, 8, true, {11, 11, 11}},
                         {"over a warp of keys, d_k != d_v", 2, 45, 40, 2, 64, 24, false, {40, 13}},
+                        {"heads of 100 and 72 dims", 2, 9, 10, 2, 100, 72, false, {10, 3}},
                         {"too long for shared memory", 2, 300, 300, 2, 64, 64, true, {300, 300}}};
   std::mt19937 generator(5);
   for (const Case& c : cases) {
