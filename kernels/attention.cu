@@ -4,6 +4,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_runtime.h"
 #include "kernels/device_math.cuh"
+#include "kernels/shared_staging.cuh"
 
 namespace xlate::kernels {
 namespace {
@@ -209,16 +210,14 @@ __global__ void attention_staged_kernel(T* out, float* weights, const T* query, 
   float* scores4 = queries4 + kQueriesPerWarp * key_dim;              // [S][4]
 
   const int32_t* positions = key_rows + n * table_width;
-  for (int i = threadIdx.x; i < keys_seen * key_dim; i += blockDim.x) {
-    const int s = i / key_dim, d = i - s * key_dim;
-    keys_t[d * pitch + s] =
-        to_float(keys[static_cast<int64_t>(positions[s]) * shape.key_stride + head * key_dim + d]);
-  }
-  for (int i = threadIdx.x; i < keys_seen * value_dim; i += blockDim.x) {
-    const int s = i / value_dim, d = i - s * value_dim;
-    values_s[i] = to_float(
-        values[static_cast<int64_t>(positions[s]) * shape.value_stride + head * value_dim + d]);
-  }
+  stage_rows</*kTransposed=*/true>(
+      keys_t, pitch, keys,
+      [&](int s) { return positions[s] * shape.key_stride + head * key_dim; }, keys_seen,
+      key_dim);
+  stage_rows</*kTransposed=*/false>(
+      values_s, value_dim, values,
+      [&](int s) { return positions[s] * shape.value_stride + head * value_dim; }, keys_seen,
+      value_dim);
   __syncthreads();
 
   for (int first = warp * kQueriesPerWarp; first < steps;

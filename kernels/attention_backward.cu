@@ -2,6 +2,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_runtime.h"
 #include "kernels/device_math.cuh"
+#include "kernels/shared_staging.cuh"
 
 namespace xlate::kernels {
 namespace {
@@ -90,25 +91,19 @@ __global__ void attention_backward_kernel(float* dq, float* dk, float* dv, const
   const int64_t q_base = n * T * width_k + head * dk_, k_base = n * S * width_k + head * dk_;
   const int64_t v_base = n * S * width_v + head * dv_, o_base = n * T * width_v + head * dv_;
   const float* p_global = probs + (n * shape.heads + head) * T * S;
-  for (int i = threadIdx.x; i < S * dk_; i += blockDim.x) {
-    const int s = i / dk_, d = i - s * dk_;
-    k_s[i] = k[k_base + s * width_k + d];
-  }
-  for (int i = threadIdx.x; i < T * dk_; i += blockDim.x) {
-    const int t = i / dk_, d = i - t * dk_;
-    q_s[i] = q[q_base + t * width_k + d];
-  }
-  for (int i = threadIdx.x; i < T * dv_; i += blockDim.x) {
-    const int t = i / dv_, d = i - t * dv_;
-    dout_s[i] = dout[o_base + t * width_v + d];
-  }
-  for (int i = threadIdx.x; i < S * dv_; i += blockDim.x) {
-    const int s = i / dv_, d = i - s * dv_;
-    v_t[d * v_pitch + s] = v[v_base + s * width_v + d];
-  }
-  for (int i = threadIdx.x; i < T * p_pitch; i += blockDim.x) {
-    const int t = i / p_pitch, s = i - t * p_pitch;
-    p_s[i] = s < S ? p_global[t * S + s] : 0.f;  // padded keys: 0, for the float4 reads
+  stage_rows</*kTransposed=*/false>(
+      k_s, dk_, k, [&](int s) { return k_base + s * width_k; }, S, dk_);
+  stage_rows</*kTransposed=*/false>(
+      q_s, dk_, q, [&](int t) { return q_base + t * width_k; }, T, dk_);
+  stage_rows</*kTransposed=*/false>(
+      dout_s, dv_, dout, [&](int t) { return o_base + t * width_v; }, T, dv_);
+  stage_rows</*kTransposed=*/true>(
+      v_t, v_pitch, v, [&](int s) { return v_base + s * width_v; }, S, dv_);
+  stage_rows</*kTransposed=*/false>(
+      p_s, p_pitch, p_global, [&](int t) { return static_cast<int64_t>(t) * S; }, T, S);
+  for (int i = threadIdx.x; i < T * (p_pitch - S); i += blockDim.x) {
+    const int pad = p_pitch - S, t = i / pad;
+    p_s[t * p_pitch + S + (i - t * pad)] = 0.f;  // padded keys: 0, for the float4 reads
   }
   __syncthreads();
 

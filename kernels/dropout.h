@@ -14,5 +14,9 @@ namespace xlate::kernels {
 // out = inp / (1 - p) where kernels/dropout_mask.h keeps element i, else 0; may alias.
 void dropout_forward(float* out, const float* inp, int64_t count, float p, uint64_t key,
                      Stream stream);
+// dinp = dout / (1 - p) where the mask keeps element i and relu_out[i] > 0, else 0 (dropout's
+// backward, then ReLU's, in one pass); may alias dout.
+void dropout_relu_backward(float* dinp, const float* dout, const float* relu_out, int64_t count,
+                           float p, uint64_t key, Stream stream);
 
 }  // namespace xlate::kernels

@@ -37,6 +37,7 @@
   X(attention_backward)      \
   X(dropout_forward)         \
   X(dropout_backward)        \
+  X(dropout_relu_backward)   \
   X(cross_entropy_forward)   \
   X(cross_entropy_backward)  \
   X(embedding_backward)      \

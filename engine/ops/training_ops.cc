@@ -113,6 +113,14 @@ void dropout_backward(Tensor& dinp, const Tensor& dout, float p, uint64_t key) {
   backend_of(dout).dropout_backward(dinp, dout, p, key);
 }
 
+void dropout_relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& relu_out, float p,
+                           uint64_t key) {
+  const char* op = "dropout_relu_backward";
+  require_dropout(dinp, dout, p, op);
+  require_float32(relu_out, dout, dout.numel(), op, "relu_out");
+  backend_of(dout).dropout_relu_backward(dinp, dout, relu_out, p, key);
+}
+
 namespace {
 
 // What both cross-entropy ops check: scores [M, V] float32 (logits or log-probabilities), out

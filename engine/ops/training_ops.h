@@ -50,6 +50,11 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
 // May alias. 0 <= p < 1.
 void dropout_forward(Tensor& out, const Tensor& inp, float p, uint64_t key);
 void dropout_backward(Tensor& dinp, const Tensor& dout, float p, uint64_t key);
+// The feed-forward network's Dropout(ReLU(x)) backward in one pass: dinp = dropout_backward of
+// dout where relu_out > 0, else 0 (relu_backward after dropout_backward; relu_out is ReLU's
+// output, of dout's size). May alias dout.
+void dropout_relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& relu_out, float p,
+                           uint64_t key);
 
 // Label-smoothed cross entropy over V classes (the paper's ε_ls): the target distribution puts
 // 1 - ε on the reference and ε / (V - 1) on every other class. Rows whose target is `ignore_id`

@@ -322,7 +322,7 @@ TEST_F(TrainingOpsCuda, AttentionBackward) {
 }
 
 // The mask is a pure function of (key, index) shared by both backends and the scale is the
-// same float, so the GPU must reproduce the CPU's bits. The key has high bits set: a kernel
+// same float, so the GPU must reproduce the CPU's bits, with ReLU's backward fused in too. The key has high bits set: a kernel
 // that dropped them would draw another mask.
 TEST_F(TrainingOpsCuda, DropoutDrawsTheCpuMask) {
   std::mt19937 generator(6);
@@ -358,6 +358,13 @@ TEST_F(TrainingOpsCuda, DropoutDrawsTheCpuMask) {
     Tensor gpu_dinp_in_place = on_gpu(dout);
     dropout_backward(gpu_dinp_in_place, gpu_dinp_in_place, p, key);
     expect_identical(gpu_dinp_in_place, dinp, what + " backward in place");
+
+    // With ReLU's backward fused in (`inp` as ReLU's output: about half of it is <= 0).
+    Tensor relu_dinp = empty_cpu(shape);
+    dropout_relu_backward(relu_dinp, dout, inp, p, key);
+    Tensor gpu_relu_dinp = on_gpu(dout);
+    dropout_relu_backward(gpu_relu_dinp, gpu_relu_dinp, on_gpu(inp), p, key);
+    expect_identical(gpu_relu_dinp, relu_dinp, what + " with ReLU's backward, in place");
   }
 }
 

@@ -83,6 +83,13 @@ TEST(LayerGradients, ResidualLayerNormSavesWhatItsBackwardNeeds) {
 TEST(LayerGradients, TrainingOpsRefuseBadArguments) {
   Tensor x = Tensor::zeros({4}, DType::kFloat32), out = Tensor::empty({4}, DType::kFloat32);
   EXPECT_THROW(dropout_forward(out, x, 1.f, 7), std::logic_error);
+  try {
+    const Tensor short_relu_out = Tensor::zeros({3}, DType::kFloat32);
+    dropout_relu_backward(out, x, short_relu_out, 0.1f, 7);
+    ADD_FAILURE() << "a ReLU output of another size was accepted";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("relu_out"), std::string::npos) << error.what();
+  }
   Tensor logits = Tensor::zeros({2, 3}, DType::kFloat32);
   Tensor targets = Tensor::from_vector(std::vector<int32_t>{1, 3}, {2});
   try {
@@ -201,6 +208,13 @@ TEST(LayerGradients, DropoutBackwardReplaysTheForwardMask) {
     else EXPECT_FLOAT_EQ(m, 1.f / 0.7f);
   }
   EXPECT_NEAR(static_cast<double>(dropped) / inp.numel(), 0.3, 0.02);
+  // With ReLU's backward (inp as ReLU's output): the same mask, and 0 where inp <= 0.
+  Tensor relu_mask = Tensor::empty(inp.shape(), DType::kFloat32);
+  dropout_relu_backward(relu_mask, ones, inp, 0.3f, key);
+  for (int64_t i = 0; i < inp.numel(); ++i) {
+    const float expected = inp.data<float>()[i] > 0.f ? mask.data<float>()[i] : 0.f;
+    ASSERT_EQ(relu_mask.data<float>()[i], expected) << "at " << i;
+  }
   // Another site draws another mask.
   Tensor other = Tensor::empty(inp.shape(), DType::kFloat32);
   dropout_forward(other, inp, 0.3f, dropout_key(11, 5, 0, 0, 4));

@@ -74,8 +74,7 @@ void feed_forward_backward(Tensor& dx_accumulate, LinearWeights& inner_grads,
   Tensor dhidden = like(cache.hidden, cache.hidden.dim(-1));
   linear_backward(dhidden, outer_grads.weight, outer_grads.bias, dout, cache.hidden,
                   outer.weight, GradientWrite::kOverwrite);
-  if (dropout.p > 0.f) dropout_backward(dhidden, dhidden, dropout.p, dropout.key);
-  relu_backward(dhidden, dhidden, cache.activation);
+  dropout_relu_backward(dhidden, dhidden, cache.activation, dropout.p, dropout.key);
   linear_backward(dx_accumulate, inner_grads.weight, inner_grads.bias, dhidden, x, inner.weight,
                   GradientWrite::kAccumulate);
 }

@@ -25,4 +25,11 @@ void dropout_backward(Tensor& dinp, const Tensor& dout, float p, uint64_t key) {
   cpu::dropout_forward(dinp, dout, p, key);
 }
 
+// The two ops in turn: the reference the fused CUDA kernel is held to.
+void dropout_relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& relu_out, float p,
+                           uint64_t key) {
+  cpu::dropout_backward(dinp, dout, p, key);
+  cpu::relu_backward(dinp, dinp, relu_out);
+}
+
 }  // namespace xlate::cpu

@@ -172,6 +172,12 @@ void dropout_backward(Tensor& dinp, const Tensor& dout, float p, uint64_t key) {
                            cuda_backend::stream());
 }
 
+void dropout_relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& relu_out, float p,
+                           uint64_t key) {
+  kernels::dropout_relu_backward(dinp.data<float>(), dout.data<float>(), relu_out.data<float>(),
+                                 dout.numel(), p, key, cuda_backend::stream());
+}
+
 CrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
                                        const Tensor& targets, float smoothing, int ignore_id) {
   const int64_t classes = logits.dim(-1), rows = logits.numel() / classes;
