@@ -190,7 +190,8 @@ __global__ void attention_backward_kernel(float* dq, float* dk, float* dv, const
         ds[r] = p_global[(t0 + r) * S + s] * (*at - dot[r]) * scale;
         *at = ds[r];
       }
-      reinterpret_cast<float4*>(ds_t + s * t_pitch)[t0 / 4] = make_float4(ds[0], ds[1], ds[2], ds[3]);
+      reinterpret_cast<float4*>(ds_t + s * t_pitch)[t0 / 4] =
+          make_float4(ds[0], ds[1], ds[2], ds[3]);
     }
     __syncwarp();  // the next four queries rewrite dout4
   }

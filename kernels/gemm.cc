@@ -384,6 +384,23 @@ void GemmContext::matmul(void* c, const void* a, const void* b, const MatmulShap
     a = rounded_a;
     b = rounded_b;
   }
+  run_matmul(c, a, b, s, alpha, beta, type);
+}
+
+void GemmContext::matmul_of_bfloat16_copies(void* c, const void* a, const void* b,
+                                            const MatmulShape& shape, float alpha, float beta) {
+  if (!state_->rounds_to_bfloat16(ElementType::kFloat32)) {
+    throw std::logic_error(
+        "matmul_of_bfloat16_copies: the float32 math is not kBFloat16Inputs, so a float32 "
+        "product would not read bfloat16 operands");
+  }
+  if (shape.m == 0 || shape.n == 0 || shape.batch == 0) return;
+  run_matmul(c, a, b, shape, alpha, beta, ElementType::kFloat32);
+}
+
+// a and b are stored in operand_type(type) (already rounded where the math mode rounds).
+void GemmContext::run_matmul(void* c, const void* a, const void* b, const MatmulShape& s,
+                             float alpha, float beta, ElementType type) {
   const int element_bytes = element_size(type);
   const int operand_bytes = element_size(state_->operand_type(type));
   const OperandAlignments alignments{operand_alignment(b, s.batch, s.stride_b, operand_bytes),

@@ -57,6 +57,14 @@ class GemmContext {
   void matmul(void* c, const void* a, const void* b, const MatmulShape& shape, float alpha,
               float beta, ElementType type);
 
+  // Under Float32Math::kBFloat16Inputs, matmul of float32 tensors first rounds a and b into
+  // bfloat16 copies. A caller whose operand feeds several products (a linear layer's output
+  // gradient feeds two) rounds it once (convert to kBFloat16) and passes the copies here
+  // (bfloat16, laid out as `shape` says): the same product into a float32 c, without copying.
+  // Any other math mode is a logic error.
+  void matmul_of_bfloat16_copies(void* c, const void* a, const void* b,
+                                 const MatmulShape& shape, float alpha, float beta);
+
   // Plan lookups and evictions so far, over both kinds; plans held now (<= 2 · capacity).
   PlanCacheCounts plan_counts() const;
   size_t cached_plans() const;
@@ -64,6 +72,8 @@ class GemmContext {
  private:
   struct Plan;
   struct State;
+  void run_matmul(void* c, const void* a, const void* b, const MatmulShape& shape, float alpha,
+                  float beta, ElementType type);
   std::unique_ptr<State> state_;
 };
 

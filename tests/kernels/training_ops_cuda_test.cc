@@ -140,6 +140,51 @@ TEST_F(TrainingOpsCuda, LinearBackward) {
   }
 }
 
+// Under bfloat16 math (--precision bf16) the two products read bfloat16 copies of dout, inp and
+// weight (dout rounded once for both): they equal the CPU's products of the rounded operands,
+// and differ from the exact ones by more than the tolerance (so a path that ignored the mode
+// fails). The bias gradient sums the float32 dout.
+TEST_F(TrainingOpsCuda, LinearBackwardUnderBFloat16MathReadsRoundedOperands) {
+  struct RestoreMath {
+    kernels::Float32Math before = cuda_backend::float32_math();
+    ~RestoreMath() { cuda_backend::set_float32_math(before); }
+  } restore;
+  std::mt19937 generator(12);
+  const int64_t rows = 300, outputs = 72, inputs = 40;
+  const Tensor dout = random_tensor({rows, outputs}, generator);
+  const Tensor inp = random_tensor({rows, inputs}, generator);
+  const Tensor weight = random_tensor({outputs, inputs}, generator, 0.5f);
+  const auto rounded = [](const Tensor& x) { return x.to_dtype(DType::kBFloat16).to_float32(); };
+  const Tensor dinp_start = random_tensor({rows, inputs}, generator);
+  const Tensor dweight_start = random_tensor({outputs, inputs}, generator);
+  const Tensor dbias_start = random_tensor({outputs}, generator);
+  Tensor exact_dinp = dinp_start.clone(), exact_dweight = dweight_start.clone();
+  Tensor exact_dbias = dbias_start.clone();
+  linear_backward(exact_dinp, exact_dweight, exact_dbias, dout, inp, weight,
+                  GradientWrite::kAccumulate);
+  Tensor rounded_dinp = dinp_start.clone(), rounded_dweight = dweight_start.clone();
+  Tensor unused_dbias;
+  linear_backward(rounded_dinp, rounded_dweight, unused_dbias, rounded(dout), rounded(inp),
+                  rounded(weight), GradientWrite::kAccumulate);
+
+  cuda_backend::set_float32_math(kernels::Float32Math::kBFloat16Inputs);
+  Tensor gpu_dinp = on_gpu(dinp_start), gpu_dweight = on_gpu(dweight_start);
+  Tensor gpu_dbias = on_gpu(dbias_start);
+  linear_backward(gpu_dinp, gpu_dweight, gpu_dbias, on_gpu(dout), on_gpu(inp), on_gpu(weight),
+                  GradientWrite::kAccumulate);
+  expect_close(gpu_dinp, rounded_dinp, kSumTolerance, "bf16 dinp");
+  expect_close(gpu_dweight, rounded_dweight, kSumTolerance, "bf16 dweight");
+  expect_close(gpu_dbias, exact_dbias, kSumTolerance, "bf16 dbias (float32 dout)");
+  double farthest_from_exact = 0;
+  const Tensor got = gpu_dweight.to(Device::kCPU);
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double difference =
+        std::fabs(double{got.data<float>()[i]} - exact_dweight.data<float>()[i]);
+    farthest_from_exact = std::max(farthest_from_exact, difference);
+  }
+  EXPECT_GT(farthest_from_exact, 1e-2) << "dweight is the exact product's: operands not rounded";
+}
+
 // A selection without arithmetic: equal values. About half of ReLU's outputs are exactly 0.
 // The trainer packs parameters and gradients into one flat buffer with no padding, so a weight,
 // its bias and their gradients start at any float offset (4-byte aligned only); cuBLASLt assumes
@@ -322,8 +367,8 @@ TEST_F(TrainingOpsCuda, AttentionBackward) {
 }
 
 // The mask is a pure function of (key, index) shared by both backends and the scale is the
-// same float, so the GPU must reproduce the CPU's bits, with ReLU's backward fused in too. The key has high bits set: a kernel
-// that dropped them would draw another mask.
+// same float, so the GPU must reproduce the CPU's bits, with ReLU's backward fused in too. The
+// key has high bits set: a kernel that dropped them would draw another mask.
 TEST_F(TrainingOpsCuda, DropoutDrawsTheCpuMask) {
   std::mt19937 generator(6);
   const std::vector<int64_t> shape = {300, 520};

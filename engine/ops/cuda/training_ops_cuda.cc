@@ -10,6 +10,7 @@
 #include "engine/ops/cuda/cuda_ops.h"
 #include "kernels/adam.h"
 #include "kernels/attention_backward.h"
+#include "kernels/convert.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/dropout.h"
 #include "kernels/embedding_backward.h"
@@ -39,20 +40,57 @@ void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor&
     return;
   }
   kernels::GemmContext& gemm = cuda_backend::gemm();
-  if (dinp.defined()) {
-    // dinp[M, K] = dout[M, N] · weight[N, K]
-    kernels::MatmulShape shape;
-    shape.m = rows, shape.n = inputs, shape.k = outputs;
-    shape.lda = outputs, shape.ldb = inputs, shape.ldc = inputs;
-    gemm.matmul(dinp.raw_data(), dout.raw_data(), weight.raw_data(), shape, 1.f,
-                write == GradientWrite::kAccumulate ? 1.f : 0.f, kFloat32);
-  }
+  // dinp[M, K] = dout[M, N] · weight[N, K]
+  kernels::MatmulShape input_shape;
+  input_shape.m = rows, input_shape.n = inputs, input_shape.k = outputs;
+  input_shape.lda = outputs, input_shape.ldb = inputs, input_shape.ldc = inputs;
+  const float input_beta = write == GradientWrite::kAccumulate ? 1.f : 0.f;
   // dweight[N, K] += dout[M, N]ᵀ · inp[M, K]
-  kernels::MatmulShape shape;
-  shape.transpose_a = true;
-  shape.m = outputs, shape.n = inputs, shape.k = rows;
-  shape.lda = outputs, shape.ldb = inputs, shape.ldc = inputs;
-  gemm.matmul(dweight.raw_data(), dout.raw_data(), inp.raw_data(), shape, 1.f, 1.f, kFloat32);
+  kernels::MatmulShape weight_shape;
+  weight_shape.transpose_a = true;
+  weight_shape.m = outputs, weight_shape.n = inputs, weight_shape.k = rows;
+  weight_shape.lda = outputs, weight_shape.ldb = inputs, weight_shape.ldc = inputs;
+  if (gemm.float32_math() == kernels::Float32Math::kBFloat16Inputs) {
+    // Both products read dout: round it to bfloat16 once, not once per product (with weight
+    // and inp, each read once; packed, so the shapes' leading dimensions hold).
+    const int64_t dout_count = rows * outputs, weight_count = outputs * inputs;
+    const int64_t inp_count = rows * inputs;
+    // Each copy at a 256-byte boundary (cuBLASLt's preferred operand alignment).
+    constexpr uintptr_t kAlignment = 256;
+    const std::shared_ptr<void> copies = cuda_backend::allocate(
+        static_cast<size_t>(dout_count + weight_count + inp_count) * sizeof(uint16_t) +
+        3 * kAlignment);
+    uintptr_t cursor = reinterpret_cast<uintptr_t>(copies.get());
+    const auto next_copy = [&](int64_t count) {
+      cursor = (cursor + kAlignment - 1) / kAlignment * kAlignment;
+      void* copy = reinterpret_cast<void*>(cursor);
+      cursor += static_cast<uintptr_t>(count) * sizeof(uint16_t);
+      return copy;
+    };
+    void* dout_copy = next_copy(dout_count);
+    void* weight_copy = next_copy(weight_count);
+    void* inp_copy = next_copy(inp_count);
+    const auto round = [](void* copy, const Tensor& x, int64_t count) {
+      kernels::convert(copy, kernels::ElementType::kBFloat16, x.raw_data(), kFloat32, count,
+                       cuda_backend::stream());
+    };
+    round(dout_copy, dout, dout_count);
+    if (dinp.defined()) {
+      round(weight_copy, weight, weight_count);
+      gemm.matmul_of_bfloat16_copies(dinp.raw_data(), dout_copy, weight_copy, input_shape, 1.f,
+                                     input_beta);
+    }
+    round(inp_copy, inp, inp_count);
+    gemm.matmul_of_bfloat16_copies(dweight.raw_data(), dout_copy, inp_copy, weight_shape, 1.f,
+                                   1.f);
+  } else {
+    if (dinp.defined()) {
+      gemm.matmul(dinp.raw_data(), dout.raw_data(), weight.raw_data(), input_shape, 1.f,
+                  input_beta, kFloat32);
+    }
+    gemm.matmul(dweight.raw_data(), dout.raw_data(), inp.raw_data(), weight_shape, 1.f, 1.f,
+                kFloat32);
+  }
   if (dbias.defined()) {
     Tensor workspace = float_workspace(kernels::column_sums_workspace_floats(rows, outputs));
     kernels::add_column_sums(dbias.data<float>(), dout.data<float>(), rows, outputs,
