@@ -88,7 +88,12 @@ def run_xlate(args, data, precision="fp32"):
             "peak_memory_bytes": max((e.get("gpu_memory_peak_in_use_bytes", 0) for e in timed),
                                      default=0) or None,
             "reserved_memory_bytes": max((e.get("gpu_memory_bytes", 0) for e in timed), default=0)
-                                     or None}
+                                     or None,
+            # The share of the time the host waited for the GPU: near 0, the host bounds the step
+            # (launching kernels, planning products, batching), not the GPU.
+            "host_wait_share": (sum(e["device_wait_seconds"] for e in timed) /
+                                sum(e["interval_seconds"] for e in timed))
+                               if all("device_wait_seconds" in e for e in timed) else None}
 
 
 def run_pytorch(args, data, precision="fp32", compiled=False):
@@ -141,6 +146,8 @@ def main():
                   if r.get("peak_memory_bytes") else "")
         if r.get("reserved_memory_bytes"):
             memory += f", {r['reserved_memory_bytes'] / 2**30:.2f} GiB reserved"
+        if r.get("host_wait_share") is not None:
+            memory += f", host waited for the GPU {100 * r['host_wait_share']:.0f}% of the time"
         print(f"{r['system']:17s} {r.get('precision', 'fp32'):4s} {r['tokens_per_second']:9.1f} tok/s"
               f"  {r['seconds_per_step']:7.3f} s/step  {r['steps']} steps, {r['tokens']} tokens"
               f"{memory}")

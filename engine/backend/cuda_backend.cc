@@ -1,6 +1,7 @@
 // The CUDA build's cuda_backend (cuda_backend_unavailable.cc is the CPU-only build's).
 #include "engine/backend/cuda_backend.h"
 
+#include <chrono>
 #include <stdexcept>
 
 #include "kernels/caching_allocator.h"
@@ -34,12 +35,27 @@ struct Worker {
       kernels::make_pinned_backing_memory(), pinned_memory_group());
   // Created by the worker's first product (gemm()): loading and copying threads never need one.
   std::unique_ptr<kernels::GemmContext> gemm;
+  double wait_seconds = 0;  // in synchronize() and copies to the host
 };
+
 
 Worker& worker() {
   thread_local Worker this_thread_worker;
   return this_thread_worker;
 }
+
+// Adds the lifetime of the object to the worker's wait_seconds.
+class WaitTimer {
+ public:
+  WaitTimer() : started_(std::chrono::steady_clock::now()) {}
+  ~WaitTimer() {
+    worker().wait_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point started_;
+};
 
 }  // namespace
 
@@ -87,8 +103,9 @@ void copy_host_to_device(void* device, const void* host, size_t bytes) {
 }
 
 void copy_device_to_host(void* host, const void* device, size_t bytes) {
+  const WaitTimer timer;
   kernels::copy_device_to_host(host, device, bytes, stream());
-  synchronize();
+  worker().stream.synchronize();
 }
 
 void copy_device_to_device(void* to, const void* from, size_t bytes) {
@@ -112,6 +129,11 @@ kernels::ElementType element_type(DType dtype) {
   throw std::logic_error("element_type: " + dtype_name(dtype) + " is not a float type");
 }
 
-void synchronize() { worker().stream.synchronize(); }
+void synchronize() {
+  const WaitTimer timer;
+  worker().stream.synchronize();
+}
+
+double wait_seconds() { return worker().wait_seconds; }
 
 }  // namespace xlate::cuda_backend

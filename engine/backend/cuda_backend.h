@@ -62,5 +62,10 @@ void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64
 // The kernels' name of a float dtype (throws std::logic_error for int32).
 kernels::ElementType element_type(DType dtype);
 void synchronize();
+// Seconds the calling worker's thread has spent waiting for its stream (synchronize, copies to
+// the host) since it began. A training step's time less its waits is the host's own share
+// (batching, launching kernels, planning products): a step that hardly waits is bound by the
+// host, not the GPU. 0 in a CPU-only build.
+double wait_seconds();
 
 }  // namespace xlate::cuda_backend

@@ -456,13 +456,19 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
         gpu_steps = h.log_events(straight, "train")
         gpu_losses = [e["loss"] for e in gpu_steps]
         # Device memory: what the tensors needed at once, within what the allocator reserved.
+        # The host's waits for the device: part of each logged interval (every step waits at
+        # least for its loss and its gradient's norm).
         for e in gpu_steps:
             self.assertGreater(e["gpu_memory_peak_in_use_bytes"], 0)
             self.assertLessEqual(e["gpu_memory_peak_in_use_bytes"], e["gpu_memory_bytes"])
+            self.assertGreater(e["device_wait_seconds"], 0)
+            self.assertLessEqual(e["device_wait_seconds"], e["interval_seconds"])
         # The CPU trains the same model to the same losses (float32 rounding apart) ...
         cpu = self.run_dir("cpu")
         h.train(self.data, cpu, "--max_steps", "10", "--checkpoint_every_steps", "5", *COMMON)
-        cpu_losses = [e["loss"] for e in h.log_events(cpu, "train")]
+        cpu_steps = h.log_events(cpu, "train")
+        self.assertTrue(all("device_wait_seconds" not in e for e in cpu_steps))
+        cpu_losses = [e["loss"] for e in cpu_steps]
         np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-3)
         # ... and resumes a GPU checkpoint (the files are the same format).
         crossed = self.run_dir("crossed")

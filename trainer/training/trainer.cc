@@ -668,6 +668,10 @@ std::string Trainer::device_memory_text() const {
 absl::Status Trainer::train_until_done() {
   StepReport report;
   double report_started = elapsed_seconds();
+  const auto device_waits = [&] {
+    return device_ == Device::kCUDA ? cuda_backend::wait_seconds() : 0.0;
+  };
+  double waits_before = device_waits();
   const int64_t first_step = state_.step;
   bool validated = false, saved = false;
   while (state_.step < options_.max_steps) {
@@ -689,6 +693,8 @@ absl::Status Trainer::train_until_done() {
         report.gpu_memory_bytes = static_cast<int64_t>(cuda_backend::bytes_reserved());
         report.gpu_memory_peak_in_use_bytes =
             static_cast<int64_t>(cuda_backend::peak_bytes_in_use());
+        report.device_wait_seconds = device_waits() - waits_before;
+        report.interval_seconds = now - report_started;
       }
       rusage usage{};
       if (getrusage(RUSAGE_SELF, &usage) == 0) {
@@ -699,6 +705,7 @@ absl::Status Trainer::train_until_done() {
       if (log_) log_->step(report);
       report = StepReport();
       report_started = now;
+      waits_before = device_waits();
     }
     if (options_.validate_every_steps > 0 && state_.step % options_.validate_every_steps == 0) {
       if (!(status = validate()).ok()) return status;

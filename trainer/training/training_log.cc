@@ -66,6 +66,10 @@ void TrainingLog::step(const StepReport& r) {
   if (r.gpu_memory_peak_in_use_bytes) {
     json["gpu_memory_peak_in_use_bytes"] = *r.gpu_memory_peak_in_use_bytes;
   }
+  if (r.device_wait_seconds) {
+    json["device_wait_seconds"] = *r.device_wait_seconds;
+    json["interval_seconds"] = r.interval_seconds.value_or(0);
+  }
   if (r.peak_host_memory_bytes > 0) json["peak_host_memory_bytes"] = r.peak_host_memory_bytes;
   if (r.loss_scale) {
     json["loss_scale"] = *r.loss_scale;

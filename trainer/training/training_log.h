@@ -32,6 +32,10 @@ struct StepReport {
   // On a GPU: the most device memory this rank's allocator has held (its high-water mark), and
   // the most its tensors used at once (the first less what the cache held idle).
   std::optional<int64_t> gpu_memory_bytes, gpu_memory_peak_in_use_bytes;
+  // On a GPU, since the last report: the seconds the host waited for the device
+  // (cuda_backend::wait_seconds), and the seconds the interval took. Their difference is the
+  // host's own work; an interval that hardly waits is bound by the host.
+  std::optional<double> device_wait_seconds, interval_seconds;
   int64_t peak_host_memory_bytes = 0;  // the logging rank's peak resident set so far
 };
 
