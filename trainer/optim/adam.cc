@@ -30,6 +30,12 @@ Adam::Adam(const FlatParameters& parameters, AdamOptions options, std::vector<Fl
       throw std::logic_error("Adam: an owned range lies outside the parameters");
     }
     packed_offsets_.push_back(packed);
+    if (!update_runs_.empty() && update_runs_.back().end() == range.offset) {
+      update_runs_.back().count += range.count;  // packed right after the run's moments too
+    } else {
+      update_runs_.push_back(range);
+      update_run_packed_offsets_.push_back(packed);
+    }
     packed += range.count;
   }
   m_ = Tensor::zeros({packed}, DType::kFloat32, parameters.device());
@@ -62,12 +68,12 @@ void Adam::update(FlatParameters& parameters, const FlatParameters& gradients, d
   step.inverse_sqrt_correction2 = static_cast<float>(1.0 / std::sqrt(correction2));
   step.epsilon = static_cast<float>(options_.epsilon);
   step.gradient_scale = static_cast<float>(gradient_scale * clip);
-  for (size_t k = 0; k < owned_.size(); ++k) {
-    const FlatRange& range = owned_[k];
-    Tensor weights = parameters.flat().view(range.offset, {range.count});
-    Tensor m = m_.view(packed_offsets_[k], {range.count});
-    Tensor v = v_.view(packed_offsets_[k], {range.count});
-    adam_update(weights, m, v, gradients.flat().view(range.offset, {range.count}), step);
+  for (size_t k = 0; k < update_runs_.size(); ++k) {
+    const FlatRange& run = update_runs_[k];
+    Tensor weights = parameters.flat().view(run.offset, {run.count});
+    Tensor m = m_.view(update_run_packed_offsets_[k], {run.count});
+    Tensor v = v_.view(update_run_packed_offsets_[k], {run.count});
+    adam_update(weights, m, v, gradients.flat().view(run.offset, {run.count}), step);
   }
 }
 

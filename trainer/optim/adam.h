@@ -52,6 +52,8 @@ class Adam {
 
   int64_t steps() const { return steps_; }
   const std::vector<FlatRange>& owned() const { return owned_; }
+  // adam_update calls per update(): the owned ranges joined where they meet.
+  size_t update_runs() const { return update_runs_.size(); }
   Device device() const { return m_.device(); }  // where the moments live and update() runs
   // The moments for a checkpoint (zeros outside the owned ranges), full-size on `device` (ZeRO-1
   // gathers the other ranks' shards into them where its collectives run); restore() takes such
@@ -64,6 +66,11 @@ class Adam {
   int64_t parameter_count_;
   std::vector<FlatRange> owned_;
   std::vector<int64_t> packed_offsets_;  // where each owned range's moments start in m_, v_
+  // The owned ranges with neighbours in both the flat buffer and the packed moments joined:
+  // update() runs one adam_update per run, not one per parameter tensor (a base model's 254
+  // kernel launches a step on a GPU become a few).
+  std::vector<FlatRange> update_runs_;
+  std::vector<int64_t> update_run_packed_offsets_;
   Tensor m_, v_;                         // float32 [sum of owned counts], the parameters' device
   int64_t steps_ = 0;
 };
