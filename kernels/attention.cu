@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/attention.h"
 #include "kernels/cuda_check.h"
@@ -166,8 +167,15 @@ struct StagedLayout {
 
 int round_up_4(int64_t floats) { return static_cast<int>((floats + 3) / 4 * 4); }
 
+// Rows longer than this fit no GPU's shared memory (and keep the layout's int offsets exact).
+constexpr int64_t kMaxStagedKeys = 16384;
+
 StagedLayout staged_layout(const AttentionShape& shape) {
   StagedLayout layout;
+  if (shape.table_width > kMaxStagedKeys) {
+    layout.bytes = INT32_MAX;  // fits nowhere: the kernel of one query per block
+    return layout;
+  }
   layout.pitch = static_cast<int>(shape.table_width) | 1;
   layout.values = round_up_4(static_cast<int64_t>(shape.key_dim) * layout.pitch);
   layout.warps = round_up_4(layout.values + shape.table_width * shape.value_dim);

@@ -1,3 +1,5 @@
+#include <cstdint>
+
 #include "kernels/attention_backward.h"
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_runtime.h"
@@ -41,9 +43,17 @@ struct BackwardLayout {
   int64_t bytes = 0;
 };
 
+// Sentences longer than this fit no GPU's shared memory (and keep the layout's int offsets
+// exact: every term below stays under 2^28).
+constexpr int64_t kMaxStagedTokens = 16384;
+
 BackwardLayout backward_layout(const AttentionBackwardShape& s) {
   BackwardLayout layout;
   const int64_t T = s.queries, S = s.keys;
+  if (T > kMaxStagedTokens || S > kMaxStagedTokens) {
+    layout.bytes = INT64_MAX;  // fits nowhere: the per-head products
+    return layout;
+  }
   layout.v_pitch = static_cast<int>(S | 1);
   layout.p_pitch = round_up_4(S);
   layout.t_pitch = round_up_4(T);
