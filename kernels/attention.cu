@@ -165,8 +165,6 @@ struct StagedLayout {
   int bytes = 0;
 };
 
-int round_up_4(int64_t floats) { return static_cast<int>((floats + 3) / 4 * 4); }
-
 // Rows longer than this fit no GPU's shared memory (and keep the layout's int offsets exact).
 constexpr int64_t kMaxStagedKeys = 16384;
 

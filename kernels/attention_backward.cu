@@ -29,8 +29,6 @@ constexpr int kBackwardWarps = 8;
 constexpr int kRowsPerWarp = 4;  // a float4 of each: one shared load feeds four products
 static_assert(kRowsPerWarp == 4, "the kernel reads four rows' values as one float4");
 
-int round_up_4(int64_t floats) { return static_cast<int>((floats + 3) / 4 * 4); }
-
 // Where attention_backward_kernel's shared memory holds what, in floats from a 16-byte aligned
 // base, every offset a multiple of 4: k [S][d_k], q [T][d_k], dout [T][d_v], v transposed
 // [d_v][v_pitch] (odd: lanes reading consecutive keys hit consecutive banks), P then dS

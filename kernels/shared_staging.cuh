@@ -12,6 +12,10 @@ namespace xlate::kernels {
 
 constexpr int kStageLoadsInFlight = 8;
 
+// A count of floats rounded up to a multiple of 4: regions of a kernel's shared memory that
+// start there can be read as float4 (host side, laying out the regions).
+inline int round_up_4(int64_t floats) { return static_cast<int>((floats + 3) / 4 * 4); }
+
 // For r < rows, c < width: dst[r·dst_pitch + c] (kTransposed: dst[c·dst_pitch + r]) =
 // float(src[row_offset(r) + c]), by all the block's threads; the caller synchronises after.
 template <bool kTransposed, typename T, typename RowOffset>
