@@ -9,9 +9,9 @@
 #              (XLATE_BENCH_TYPES, XLATE_BENCH_BATCHES; bench/compare_ctranslate2.py)
 #   kernels    per-kernel device time of one decoding batch (Nsight Compute; after a bench
 #              stage that ran float16 with batch 32, whose plan it reuses)
-#   trainkernels  per-kernel device time of base-model training steps (Nsight Compute; after
-#              a trainbench stage, whose prepared data it reuses; XLATE_TRAIN_PRECISION, default
-#              bf16; XLATE_PROFILE_STEPS, default 3)
+#   trainkernels  per-kernel device time of base-model training steps (Nsight Compute, on the
+#              bundle's prepared training data; XLATE_TRAIN_PRECISION, default bf16;
+#              XLATE_PROFILE_STEPS, default 3)
 #   torchkernels  the same for PyTorch's step (bench/pytorch_transformer_train.py, same data,
 #              tokens per step and precision): the table to set trainkernels' against
 #   engines    the server's engine (ContinuousDecoder) against Translator's batches on that
@@ -82,6 +82,12 @@ bench_plan() {
   return 1
 }
 
+# The training stages' data, prepared by make_bundle.sh (compare_pytorch_training.py reuses a
+# workdir's data/ that has a corpus.json).
+if [[ -f $bundle/data/trainbench/corpus.json && ! -f /tmp/trainbench/data/corpus.json ]]; then
+  mkdir -p /tmp/trainbench && cp -r "$bundle/data/trainbench" /tmp/trainbench/data
+fi
+
 for stage in "${stages[@]}"; do
   case $stage in
     checks)
@@ -150,12 +156,12 @@ for stage in "${stages[@]}"; do
       python3 bench/gpu/kernel_table.py /tmp/kernels.csv --plan /tmp/plan_small.tsv | tee "$out/kernels.txt" ;;
     trainkernels|torchkernels)
       # Per-kernel device time of base-model training steps (XLATE_TRAIN_PRECISION, default
-      # bf16; XLATE_PROFILE_STEPS of XLATE_TRAIN_TOKENS), on the data a trainbench stage
-      # prepared; the clocks left as they run (--clock-control none).
+      # bf16; XLATE_PROFILE_STEPS of XLATE_TRAIN_TOKENS), on the bundle's prepared data (or a
+      # trainbench stage's); the clocks left as they run (--clock-control none).
       data=/tmp/trainbench/data steps=${XLATE_PROFILE_STEPS:-3}
       precision=${XLATE_TRAIN_PRECISION:-bf16} tokens=${XLATE_TRAIN_TOKENS:-50000}
       if [[ ! -f $data/corpus.json ]]; then
-        echo "$stage: needs the data of a trainbench stage ($data)" >&2
+        echo "$stage: no prepared training data in $data (make_bundle.sh bundles it)" >&2
         continue
       fi
       if [[ $stage == trainkernels ]]; then
