@@ -254,15 +254,8 @@ __global__ void attention_staged_kernel(T* out, float* weights, const T* query, 
 #pragma unroll
     for (int q = 0; q < kQueriesPerWarp; ++q) row_max[q] = -INFINITY;
     for (int s = lane; s < most; s += kWarpSize) {
-      float score[kQueriesPerWarp] = {0.f, 0.f, 0.f, 0.f};
-      for (int d = 0; d < key_dim; ++d) {
-        const float k = keys_t[d * pitch + s];
-        const float4 q4 = reinterpret_cast<const float4*>(queries4)[d];
-        score[0] += q4.x * k;
-        score[1] += q4.y * k;
-        score[2] += q4.z * k;
-        score[3] += q4.w * k;
-      }
+      const float4 dots = four_dot_products(queries4, keys_t + s, pitch, key_dim);
+      float score[kQueriesPerWarp] = {dots.x, dots.y, dots.z, dots.w};
 #pragma unroll
       for (int q = 0; q < kQueriesPerWarp; ++q) {
         if (s >= visible[q]) score[q] = -INFINITY;

@@ -171,15 +171,8 @@ __global__ void attention_backward_kernel(float* dq, float* dk, float* dv, const
     __syncwarp();
     float dot[kRowsPerWarp] = {0.f, 0.f, 0.f, 0.f};
     for (int s = lane; s < S; s += kWarpSize) {
-      float dp[kRowsPerWarp] = {0.f, 0.f, 0.f, 0.f};
-      for (int d = 0; d < dv_; ++d) {
-        const float x = v_t[d * v_pitch + s];
-        const float4 o = reinterpret_cast<const float4*>(dout4)[d];
-        dp[0] += o.x * x;
-        dp[1] += o.y * x;
-        dp[2] += o.z * x;
-        dp[3] += o.w * x;
-      }
+      const float4 dots = four_dot_products(dout4, v_t + s, v_pitch, dv_);
+      const float dp[kRowsPerWarp] = {dots.x, dots.y, dots.z, dots.w};
 #pragma unroll
       for (int r = 0; r < kRowsPerWarp; ++r) {
         if (t0 + r >= T) continue;

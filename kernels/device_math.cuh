@@ -50,6 +50,24 @@ __device__ __forceinline__ float warp_max(float value) {
   return value;
 }
 
+// Four dot products at once, Σ_d rows4[d]·column[d·pitch] for each of four rows: rows4 holds the
+// rows' d-th values side by side ([dims][4], 16-byte aligned: one float4 load per d, broadcast
+// to the warp), column is a lane's own column of a transposed matrix in shared memory. So one
+// shared load of the column feeds four multiply-adds (the attention kernels' scores and dP).
+__device__ __forceinline__ float4 four_dot_products(const float* rows4, const float* column,
+                                                    int pitch, int dims) {
+  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int d = 0; d < dims; ++d) {
+    const float x = column[d * pitch];
+    const float4 r = reinterpret_cast<const float4*>(rows4)[d];
+    sum.x += r.x * x;
+    sum.y += r.y * x;
+    sum.z += r.z * x;
+    sum.w += r.w * x;
+  }
+  return sum;
+}
+
 // Sum / max over the whole block (blockDim.x a multiple of 32, at most 1024); every thread gets
 // the result. `scratch` holds 32 floats of shared memory and may be reused after the call.
 __device__ __forceinline__ float block_sum(float value, float* scratch) {

@@ -38,7 +38,6 @@ struct Worker {
   double wait_seconds = 0;  // in synchronize() and copies to the host
 };
 
-
 Worker& worker() {
   thread_local Worker this_thread_worker;
   return this_thread_worker;

@@ -52,37 +52,21 @@ void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor&
   weight_shape.lda = outputs, weight_shape.ldb = inputs, weight_shape.ldc = inputs;
   if (gemm.float32_math() == kernels::Float32Math::kBFloat16Inputs) {
     // Both products read dout: round it to bfloat16 once, not once per product (with weight
-    // and inp, each read once; packed, so the shapes' leading dimensions hold).
-    const int64_t dout_count = rows * outputs, weight_count = outputs * inputs;
-    const int64_t inp_count = rows * inputs;
-    // Each copy at a 256-byte boundary (cuBLASLt's preferred operand alignment).
-    constexpr uintptr_t kAlignment = 256;
-    const std::shared_ptr<void> copies = cuda_backend::allocate(
-        static_cast<size_t>(dout_count + weight_count + inp_count) * sizeof(uint16_t) +
-        3 * kAlignment);
-    uintptr_t cursor = reinterpret_cast<uintptr_t>(copies.get());
-    const auto next_copy = [&](int64_t count) {
-      cursor = (cursor + kAlignment - 1) / kAlignment * kAlignment;
-      void* copy = reinterpret_cast<void*>(cursor);
-      cursor += static_cast<uintptr_t>(count) * sizeof(uint16_t);
+    // and inp, each read once; packed, so the shapes' leading dimensions hold). Each copy is a
+    // block of the caching allocator, whose blocks are whole cudaMalloc ranges (256-byte aligned).
+    const auto rounded = [](const Tensor& x) {
+      std::shared_ptr<void> copy = cuda_backend::allocate(x.numel() * sizeof(uint16_t));
+      kernels::convert(copy.get(), kernels::ElementType::kBFloat16, x.raw_data(), kFloat32,
+                       x.numel(), cuda_backend::stream());
       return copy;
     };
-    void* dout_copy = next_copy(dout_count);
-    void* weight_copy = next_copy(weight_count);
-    void* inp_copy = next_copy(inp_count);
-    const auto round = [](void* copy, const Tensor& x, int64_t count) {
-      kernels::convert(copy, kernels::ElementType::kBFloat16, x.raw_data(), kFloat32, count,
-                       cuda_backend::stream());
-    };
-    round(dout_copy, dout, dout_count);
+    const std::shared_ptr<void> dout_copy = rounded(dout);
     if (dinp.defined()) {
-      round(weight_copy, weight, weight_count);
-      gemm.matmul_of_bfloat16_copies(dinp.raw_data(), dout_copy, weight_copy, input_shape, 1.f,
-                                     input_beta);
+      gemm.matmul_of_bfloat16_copies(dinp.raw_data(), dout_copy.get(), rounded(weight).get(),
+                                     input_shape, 1.f, input_beta);
     }
-    round(inp_copy, inp, inp_count);
-    gemm.matmul_of_bfloat16_copies(dweight.raw_data(), dout_copy, inp_copy, weight_shape, 1.f,
-                                   1.f);
+    gemm.matmul_of_bfloat16_copies(dweight.raw_data(), dout_copy.get(), rounded(inp).get(),
+                                   weight_shape, 1.f, 1.f);
   } else {
     if (dinp.defined()) {
       gemm.matmul(dinp.raw_data(), dout.raw_data(), weight.raw_data(), input_shape, 1.f,
