@@ -138,8 +138,17 @@ void require_cross_entropy(const Tensor& out, const char* out_name, const Tensor
 
 }  // namespace
 
-CrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
-                                       const Tensor& targets, float smoothing, int ignore_id) {
+const CrossEntropySums& PendingCrossEntropySums::read() {
+  if (read_) {
+    sums_ = read_();
+    read_ = nullptr;  // drops the device buffers it held
+  }
+  return sums_;
+}
+
+PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
+                                              const Tensor& targets, float smoothing,
+                                              int ignore_id) {
   require_cross_entropy(log_probs, "log_probs", logits, "logits", targets, smoothing, ignore_id,
                         "cross_entropy_forward");
   return backend_of(logits).cross_entropy_forward(log_probs, logits, targets, smoothing,

@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 
 #include "engine/tensor.h"
 
@@ -65,10 +67,30 @@ struct CrossEntropySums {
   int64_t tokens = 0;  // rows counted
 };
 
+// The sums of one cross_entropy_forward. A device body leaves them on the device until they are
+// read, so that a training step queues its whole backward pass before it waits for the loss
+// (read in the step's only wait, with the gradient's norm).
+class PendingCrossEntropySums {
+ public:
+  PendingCrossEntropySums() = default;  // no rows: zero sums
+  explicit PendingCrossEntropySums(const CrossEntropySums& sums) : sums_(sums) {}
+  // `read` copies the sums to the host, waiting for the device; it runs once, at the first read().
+  explicit PendingCrossEntropySums(std::function<CrossEntropySums()> read)
+      : read_(std::move(read)) {}
+
+  const CrossEntropySums& read();
+
+ private:
+  std::function<CrossEntropySums()> read_;
+  CrossEntropySums sums_;
+};
+
 // log_probs[M, V] = log_softmax(logits[M, V]) on counted rows (may alias logits; ignored rows
-// are left as they are); returns the sums (on a device, after waiting for it). targets int32 [M].
-CrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
-                                       const Tensor& targets, float smoothing, int ignore_id);
+// are left as they are), and the sums. targets int32 [M]. The sums do not depend on log_probs
+// once the call returns: a backward pass may overwrite them before the sums are read.
+PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
+                                              const Tensor& targets, float smoothing,
+                                              int ignore_id);
 
 // dlogits[M, V] = dloss · (softmax - target distribution) on counted rows, 0 on ignored rows,
 // for the loss summed over rows. May alias log_probs.

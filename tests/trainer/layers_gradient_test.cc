@@ -153,7 +153,7 @@ TEST(LayerGradients, LabelSmoothedCrossEntropyIgnoresPadding) {
   Tensor log_probs = Tensor::empty({4, 7}, DType::kFloat32);
   CrossEntropySums sums;
   auto loss = [&] {
-    sums = cross_entropy_forward(log_probs, logits, targets, 0.1f, pad);
+    sums = cross_entropy_forward(log_probs, logits, targets, 0.1f, pad).read();
     return sums.loss;
   };
   loss();
@@ -164,11 +164,27 @@ TEST(LayerGradients, LabelSmoothedCrossEntropyIgnoresPadding) {
   for (int v = 0; v < 7; ++v) EXPECT_EQ(dlogits.data<float>()[7 + v], 0.f);
 }
 
+// A device's sums are copied when first read, once; the CPU's are ready at once.
+TEST(LayerGradients, PendingCrossEntropySumsReadTheDeviceOnce) {
+  int reads = 0;
+  PendingCrossEntropySums pending([&reads] {
+    ++reads;
+    return CrossEntropySums{2.5, 1.5, 3};
+  });
+  EXPECT_EQ(reads, 0);
+  EXPECT_EQ(pending.read().loss, 2.5);
+  EXPECT_EQ(pending.read().tokens, 3);
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(PendingCrossEntropySums().read().tokens, 0);
+  EXPECT_EQ(PendingCrossEntropySums(CrossEntropySums{1, 2, 4}).read().nll, 2);
+}
+
 TEST(LayerGradients, CrossEntropyWithoutSmoothingIsTheNegativeLogLikelihood) {
   Tensor logits = Tensor::from_vector(std::vector<float>{0.f, std::log(3.f)}, {1, 2});
   Tensor targets = Tensor::from_vector(std::vector<int32_t>{1}, {1});
   Tensor log_probs = Tensor::empty({1, 2}, DType::kFloat32);
-  const CrossEntropySums sums = cross_entropy_forward(log_probs, logits, targets, 0.f, -1);
+  const CrossEntropySums sums =
+      cross_entropy_forward(log_probs, logits, targets, 0.f, -1).read();
   EXPECT_NEAR(sums.loss, -std::log(0.75), 1e-5);
   EXPECT_NEAR(sums.nll, -std::log(0.75), 1e-5);
 }

@@ -51,8 +51,8 @@ TEST_P(ModelGradientTest, EveryParameterMatchesFiniteDifferences) {
   dropout.activation = 0.1f;
   dropout.seed = 5;
   TransformerTraining model(config);
-  auto loss = [&] { return model.forward(parameters.weights(), inputs, dropout).loss; };
-  const CrossEntropySums sums = model.forward(parameters.weights(), inputs, dropout);
+  auto loss = [&] { return model.forward(parameters.weights(), inputs, dropout).read().loss; };
+  const CrossEntropySums sums = model.forward(parameters.weights(), inputs, dropout).read();
   EXPECT_EQ(sums.tokens, 5);
   model.backward(gradients.weights(), parameters.weights(), 1.f);
 
@@ -85,10 +85,10 @@ TEST(TransformerTraining, PaddedPositionsDoNotChangeTheLoss) {
   parameters.copy_from(random_weights(config, 3), config);
   TransformerTraining model(config);
   ModelInputs inputs = tiny_batch();
-  const double clean = model.forward(parameters.weights(), inputs, {}).loss;
+  const double clean = model.forward(parameters.weights(), inputs, {}).read().loss;
   inputs.source_tokens.data<int32_t>()[6] = 9;  // padding of sentence 2
   inputs.target_input.data<int32_t>()[5] = 7;
-  EXPECT_DOUBLE_EQ(model.forward(parameters.weights(), inputs, {}).loss, clean);
+  EXPECT_DOUBLE_EQ(model.forward(parameters.weights(), inputs, {}).read().loss, clean);
 }
 
 TEST(TransformerTraining, GradientsAccumulateOverCalls) {

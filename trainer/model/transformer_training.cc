@@ -132,9 +132,9 @@ Tensor TransformerTraining::decoder_layer_backward(DecoderLayerWeights& g,
   return dx;
 }
 
-CrossEntropySums TransformerTraining::forward(const TransformerWeights& weights,
-                                              const ModelInputs& inputs,
-                                              const DropoutSettings& dropout) {
+PendingCrossEntropySums TransformerTraining::forward(const TransformerWeights& weights,
+                                                     const ModelInputs& inputs,
+                                                     const DropoutSettings& dropout) {
   inputs_ = inputs;
   dropout_ = dropout;
   const int channels = config_.d_model;

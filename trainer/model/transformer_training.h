@@ -38,10 +38,11 @@ class TransformerTraining {
  public:
   explicit TransformerTraining(const ModelConfig& config);
 
-  // The loss sums of the batch; keeps the activations for backward(). Runs on the weights'
-  // device; `inputs` must be there too (the activations are allocated there).
-  CrossEntropySums forward(const TransformerWeights& weights, const ModelInputs& inputs,
-                           const DropoutSettings& dropout);
+  // The loss sums of the batch (on a GPU read when asked: after backward() has been queued);
+  // keeps the activations for backward(). Runs on the weights' device; `inputs` must be there
+  // too (the activations are allocated there).
+  PendingCrossEntropySums forward(const TransformerWeights& weights, const ModelInputs& inputs,
+                                  const DropoutSettings& dropout);
   // grads += dloss · ∂(Σ label-smoothed loss)/∂weights for the last forward() batch. The sum
   // (not the mean) so that micro-batches and ranks add up; the trainer divides by the tokens.
   // `listener` (optional) hears of each gradient tensor as soon as this pass is done with it:

@@ -391,6 +391,8 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   const double loss_scale = loss_scaler_ ? loss_scaler_->scale() : 1.0;
   // loss, nll, target tokens, source tokens: this rank's sums, then all ranks'.
   double sums[4] = {0, 0, 0, 0};
+  // Read once every micro-batch's backward pass is queued: on a GPU, reading waits for it.
+  std::vector<PendingCrossEntropySums> losses;
   std::optional<ReduceWhenReady> listener;
   for (int micro = 0; micro < options_.update_frequency; ++micro) {
     // Only the last micro-batch's backward pass reduces (the earlier ones only accumulate).
@@ -404,14 +406,17 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
     const TrainingBatch batch = make_training_batch(train_, pairs, config_);
     const DropoutSettings dropout{config_.dropout, config_.activation_dropout, state_.seed,
                                   state_.step, micro, communicator_.rank()};
-    const CrossEntropySums loss =
-        model_.forward(parameters_.weights(), model_inputs(batch, device_), dropout);
+    losses.push_back(
+        model_.forward(parameters_.weights(), model_inputs(batch, device_), dropout));
     model_.backward(gradients_.weights(), parameters_.weights(), static_cast<float>(loss_scale),
                     listener ? &*listener : nullptr);
+    sums[3] += static_cast<double>(batch.source_token_count);
+  }
+  for (PendingCrossEntropySums& pending : losses) {  // in micro-batch order
+    const CrossEntropySums& loss = pending.read();
     sums[0] += loss.loss;
     sums[1] += loss.nll;
     sums[2] += static_cast<double>(loss.tokens);
-    sums[3] += static_cast<double>(batch.source_token_count);
   }
   absl::Status status;
   if (reducer_) {
@@ -570,13 +575,16 @@ absl::Status Trainer::validate() {
       BatchIterator::Create(*valid_, {options_.max_tokens, options_.max_sentences, 1, false});
   if (!batches.ok()) return batches.status();
   double sums[3] = {0, 0, 0};
+  std::vector<PendingCrossEntropySums> losses;  // read after the last batch is queued
   for (int64_t b = 0; b < batches->batches_per_epoch(); ++b) {
     const std::vector<int64_t> pairs =
         shard(batches->next(), communicator_.rank(), communicator_.world_size());
     if (pairs.empty()) continue;
     const TrainingBatch batch = make_training_batch(*valid_, pairs, config_);
-    const CrossEntropySums loss =
-        model_.forward(parameters_.weights(), model_inputs(batch, device_), {});
+    losses.push_back(model_.forward(parameters_.weights(), model_inputs(batch, device_), {}));
+  }
+  for (PendingCrossEntropySums& pending : losses) {
+    const CrossEntropySums& loss = pending.read();
     sums[0] += loss.loss;
     sums[1] += loss.nll;
     sums[2] += static_cast<double>(loss.tokens);

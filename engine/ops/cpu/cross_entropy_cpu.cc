@@ -20,8 +20,9 @@ void log_softmax_row(float* out, const float* in, int64_t classes) {
 
 }  // namespace
 
-CrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
-                                       const Tensor& targets, float smoothing, int ignore_id) {
+PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
+                                              const Tensor& targets, float smoothing,
+                                              int ignore_id) {
   const int64_t classes = logits.dim(-1), rows = logits.numel() / classes;
   const double off_target = classes > 1 ? smoothing / static_cast<double>(classes - 1) : 0.0;
   std::vector<double> row_loss(static_cast<size_t>(rows), 0.0), row_nll(row_loss);
@@ -44,7 +45,7 @@ CrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
     sums.nll += row_nll[m];
     ++sums.tokens;
   }
-  return sums;
+  return PendingCrossEntropySums(sums);
 }
 
 void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tensor& targets,

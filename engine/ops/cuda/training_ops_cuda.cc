@@ -2,7 +2,7 @@
 // kernels (kernels/*_backward.h, dropout.h, cross_entropy.h, adam.h) and cuBLASLt products
 // (kernels/gemm.h) on the worker's stream. Workspaces come from the worker's caching allocator
 // and go back to it when the body returns: later work on the same stream reuses them in order.
-// Only the ops that return a host value (the loss sums, the squared norm) wait for the device.
+// Only the squared norm waits for the device when the op returns; the loss sums wait when read.
 #include <cmath>
 #include <vector>
 
@@ -200,27 +200,32 @@ void dropout_relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& relu_
                                  dout.numel(), p, key, cuda_backend::stream());
 }
 
-CrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
-                                       const Tensor& targets, float smoothing, int ignore_id) {
+PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
+                                              const Tensor& targets, float smoothing,
+                                              int ignore_id) {
   const int64_t classes = logits.dim(-1), rows = logits.numel() / classes;
-  CrossEntropySums sums;
-  if (rows == 0) return sums;
-  const std::shared_ptr<void> row_losses = cuda_backend::allocate(2 * rows * sizeof(double));
+  if (rows == 0) return PendingCrossEntropySums();
+  std::shared_ptr<void> row_losses = cuda_backend::allocate(2 * rows * sizeof(double));
   kernels::cross_entropy_forward(log_probs.data<float>(), static_cast<double*>(row_losses.get()),
                                  logits.data<float>(), targets.data<int32_t>(), rows, classes,
                                  smoothing, ignore_id, cuda_backend::stream());
-  std::vector<double> host(static_cast<size_t>(2 * rows));
-  std::vector<int32_t> host_targets(static_cast<size_t>(rows));
-  cuda_backend::copy_device_to_host(host.data(), row_losses.get(), host.size() * sizeof(double));
-  cuda_backend::copy_device_to_host(host_targets.data(), targets.raw_data(),
-                                    host_targets.size() * sizeof(int32_t));
-  for (int64_t m = 0; m < rows; ++m) {  // in row order, as the CPU body adds them
-    if (host_targets[m] == ignore_id) continue;
-    sums.loss += host[2 * m];
-    sums.nll += host[2 * m + 1];
-    ++sums.tokens;
-  }
-  return sums;
+  // Holding row_losses and targets keeps their memory from later work on the stream until read.
+  return PendingCrossEntropySums([row_losses = std::move(row_losses), targets, rows, ignore_id] {
+    std::vector<double> host(static_cast<size_t>(2 * rows));
+    std::vector<int32_t> host_targets(static_cast<size_t>(rows));
+    cuda_backend::copy_device_to_host(host.data(), row_losses.get(),
+                                      host.size() * sizeof(double));
+    cuda_backend::copy_device_to_host(host_targets.data(), targets.raw_data(),
+                                      host_targets.size() * sizeof(int32_t));
+    CrossEntropySums sums;
+    for (int64_t m = 0; m < rows; ++m) {  // in row order, as the CPU body adds them
+      if (host_targets[m] == ignore_id) continue;
+      sums.loss += host[2 * m];
+      sums.nll += host[2 * m + 1];
+      ++sums.tokens;
+    }
+    return sums;
+  });
 }
 
 void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tensor& targets,
