@@ -1,22 +1,32 @@
 #include "kernels/add_layer_norm.h"
 #include "kernels/cuda_runtime.h"
 #include "kernels/device_math.cuh"
+#include "kernels/dropout_mask.h"
 
 namespace xlate::kernels {
 namespace {
 
 // One block per row. The summed row [C] is kept in shared memory (float32) so that the mean and
 // the variance are two exact passes (no E[x²] - E[x]² cancellation) and `out` may alias inputs.
-template <typename T>
+// With kTraining, inp is dropped out on its way in and the summed row is written to sum (which
+// may alias inp: each thread writes the columns it read).
+template <typename T, bool kTraining>
 __global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* residual,
                                               const T* gamma, const T* beta, int64_t channels,
-                                              float eps, float* saved_mean, float* saved_rstd) {
+                                              float eps, DropoutMask dropout, T* saved_sum,
+                                              float* saved_mean, float* saved_rstd) {
   extern __shared__ float row[];  // [C]
   __shared__ float scratch[32];
   const int64_t offset = static_cast<int64_t>(blockIdx.x) * channels;
   float sum = 0.f;
   for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
-    row[c] = to_float(inp[offset + c]) + to_float(residual[offset + c]);
+    if constexpr (kTraining) {
+      row[c] = dropout.apply(to_float(inp[offset + c]), offset + c) +
+               to_float(residual[offset + c]);
+      saved_sum[offset + c] = from_float<T>(row[c]);
+    } else {
+      row[c] = to_float(inp[offset + c]) + to_float(residual[offset + c]);
+    }
     sum += row[c];
   }
   const float mean = block_sum(sum, scratch) / static_cast<float>(channels);
@@ -26,7 +36,7 @@ __global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* res
     squares += centred * centred;
   }
   const float rstd = rsqrtf(block_sum(squares, scratch) / static_cast<float>(channels) + eps);
-  if (saved_mean != nullptr && threadIdx.x == 0) {
+  if (kTraining && threadIdx.x == 0) {
     saved_mean[blockIdx.x] = mean;
     saved_rstd[blockIdx.x] = rstd;
   }
@@ -40,7 +50,7 @@ __global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* res
 
 void add_layer_norm_forward(void* out, const void* inp, const void* residual, const void* gamma,
                             const void* beta, int64_t rows, int64_t channels, float eps,
-                            float* saved_mean, float* saved_rstd, ElementType type,
+                            const AddLayerNormTraining* training, ElementType type,
                             Stream stream) {
   if (rows == 0) return;
   if (channels > kMaxLayerNormChannels) {
@@ -50,10 +60,18 @@ void add_layer_norm_forward(void* out, const void* inp, const void* residual, co
   const size_t shared = static_cast<size_t>(channels) * sizeof(float);
   dispatch_float_type(type, [&](auto tag) {
     using T = decltype(tag);
-    add_layer_norm_forward_kernel<T><<<static_cast<unsigned>(rows), threads, shared, stream>>>(
-        static_cast<T*>(out), static_cast<const T*>(inp), static_cast<const T*>(residual),
-        static_cast<const T*>(gamma), static_cast<const T*>(beta), channels, eps, saved_mean,
-        saved_rstd);
+    const dim3 grid(static_cast<unsigned>(rows));
+    if (training == nullptr) {
+      add_layer_norm_forward_kernel<T, false><<<grid, threads, shared, stream>>>(
+          static_cast<T*>(out), static_cast<const T*>(inp), static_cast<const T*>(residual),
+          static_cast<const T*>(gamma), static_cast<const T*>(beta), channels, eps,
+          DropoutMask{}, nullptr, nullptr, nullptr);
+    } else {
+      add_layer_norm_forward_kernel<T, true><<<grid, threads, shared, stream>>>(
+          static_cast<T*>(out), static_cast<const T*>(inp), static_cast<const T*>(residual),
+          static_cast<const T*>(gamma), static_cast<const T*>(beta), channels, eps,
+          training->dropout, static_cast<T*>(training->sum), training->mean, training->rstd);
+    }
   });
   check_last_launch("add_layer_norm_forward_kernel");
 }

@@ -21,4 +21,26 @@ XLATE_HOST_DEVICE inline bool dropout_keeps(uint64_t key, int64_t index, uint32_
          threshold;
 }
 
+// Inverted dropout with probability p under `key`, for kernels that drop elements on their way
+// through (the residual layer norm): x / (1 - p) where kept, 0 where dropped. p = 0 keeps every
+// element unchanged (threshold 0, scale 1).
+struct DropoutMask {
+  uint64_t key = 0;
+  uint32_t threshold = 0;
+  float keep_scale = 1.f;
+
+  static DropoutMask of(float p, uint64_t key) {
+    return p > 0.f ? DropoutMask{key, dropout_threshold(p), 1.f / (1.f - p)} : DropoutMask{};
+  }
+  XLATE_HOST_DEVICE float apply(float x, int64_t index) const {
+#if defined(__CUDA_ARCH__)
+    // Rounded here, never fused into an add that follows: the same bits as the CPU's product.
+    const float kept = __fmul_rn(x, keep_scale);
+#else
+    const float kept = x * keep_scale;
+#endif
+    return dropout_keeps(key, index, threshold) ? kept : 0.f;
+  }
+};
+
 }  // namespace xlate::kernels

@@ -5,19 +5,20 @@
 namespace xlate::kernels {
 namespace {
 
-// One block per row: dsum = rstd · (dxhat - mean(dxhat) - x̂ · mean(dxhat · x̂)), dxhat = dy · γ.
-// Each thread keeps its columns' x̂ and dxhat in the loop's registers only, so dsum may alias
-// dout (a thread reads dout[c] before it writes dsum[c], and no other thread touches c).
-__global__ void layer_norm_input_gradient_kernel(float* dsum, const float* dout,
-                                                 const float* inp, const float* residual,
-                                                 const float* mean, const float* rstd,
-                                                 const float* gamma, int64_t channels) {
+// One block per row: dresidual = rstd · (dxhat - mean(dxhat) - x̂ · mean(dxhat · x̂)),
+// dxhat = dy · γ, and dinp = dresidual through inp's dropout. Each thread keeps its columns' x̂
+// and dxhat in the loop's registers only, so dresidual and dinp may alias dout (a thread reads
+// dout[c] before it writes column c, and no other thread touches c).
+__global__ void layer_norm_input_gradient_kernel(float* dresidual, float* dinp, const float* dout,
+                                                 const float* sum, const float* mean,
+                                                 const float* rstd, const float* gamma,
+                                                 DropoutMask dropout, int64_t channels) {
   __shared__ float scratch[32];
   const int64_t offset = static_cast<int64_t>(blockIdx.x) * channels;
   const float mu = mean[blockIdx.x], inverse = rstd[blockIdx.x];
   float sum_dxhat = 0.f, sum_dxhat_xhat = 0.f;
   for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
-    const float xhat = (inp[offset + c] + residual[offset + c] - mu) * inverse;
+    const float xhat = (sum[offset + c] - mu) * inverse;
     const float dxhat = dout[offset + c] * gamma[c];
     sum_dxhat += dxhat;
     sum_dxhat_xhat += dxhat * xhat;
@@ -25,45 +26,44 @@ __global__ void layer_norm_input_gradient_kernel(float* dsum, const float* dout,
   const float mean_dxhat = block_sum(sum_dxhat, scratch) / static_cast<float>(channels);
   const float mean_dxhat_xhat = block_sum(sum_dxhat_xhat, scratch) / static_cast<float>(channels);
   for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
-    const float xhat = (inp[offset + c] + residual[offset + c] - mu) * inverse;
+    const float xhat = (sum[offset + c] - mu) * inverse;
     const float dxhat = dout[offset + c] * gamma[c];
-    dsum[offset + c] = inverse * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
+    const float gradient = inverse * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
+    dresidual[offset + c] = gradient;
+    dinp[offset + c] = dropout.apply(gradient, offset + c);
   }
 }
 
-struct GammaGradient {
-  const float *dout, *inp, *residual, *mean, *rstd;
+// dγ gets dout · x̂, dβ dout, from one read of each row.
+struct ParameterGradients {
+  static constexpr int kOutputs = 2;
+  const float *dout, *sum, *mean, *rstd;
   int64_t channels;
-  __device__ float operator()(int64_t m, int64_t c) const {
+  __device__ void operator()(int64_t m, int64_t c, float (&values)[2]) const {
     const int64_t i = m * channels + c;
-    return dout[i] * ((inp[i] + residual[i] - mean[m]) * rstd[m]);
+    const float dy = dout[i];
+    values[0] = dy * ((sum[i] - mean[m]) * rstd[m]);
+    values[1] = dy;
   }
-};
-
-struct BetaGradient {
-  const float* dout;
-  int64_t channels;
-  __device__ float operator()(int64_t m, int64_t c) const { return dout[m * channels + c]; }
 };
 
 }  // namespace
 
 int64_t layer_norm_backward_workspace_floats(int64_t rows, int64_t channels) {
-  return column_sum_blocks(rows) * channels;
+  return column_sums_partials_floats(rows, channels, ParameterGradients::kOutputs);
 }
 
-void layer_norm_backward(float* dsum, float* dgamma, float* dbeta, const float* dout,
-                         const float* inp, const float* residual, const float* mean,
-                         const float* rstd, const float* gamma, int64_t rows, int64_t channels,
-                         float* workspace, Stream stream) {
+void layer_norm_backward(float* dresidual, float* dinp, float* dgamma, float* dbeta,
+                         const float* dout, const float* sum, const float* mean,
+                         const float* rstd, const float* gamma, DropoutMask dropout,
+                         int64_t rows, int64_t channels, float* workspace, Stream stream) {
   if (rows == 0) return;
-  // The parameter gradients first: they read dout, which dsum may overwrite.
-  add_column_sums_of(dgamma, rows, channels,
-                     GammaGradient{dout, inp, residual, mean, rstd, channels}, workspace, stream);
-  add_column_sums_of(dbeta, rows, channels, BetaGradient{dout, channels}, workspace, stream);
+  // The parameter gradients first: they read dout, which the input gradients may overwrite.
+  add_column_sums_of({dgamma, dbeta}, rows, channels,
+                     ParameterGradients{dout, sum, mean, rstd, channels}, workspace, stream);
   const int threads = channels >= 1024 ? 1024 : (channels >= 256 ? 256 : 64);
   layer_norm_input_gradient_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(
-      dsum, dout, inp, residual, mean, rstd, gamma, channels);
+      dresidual, dinp, dout, sum, mean, rstd, gamma, dropout, channels);
   check_last_launch("layer_norm_backward");
 }
 

@@ -7,17 +7,19 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/dropout_mask.h"
 #include "kernels/element_type.h"
 
 namespace xlate::kernels {
 
-// Backward of add_layer_norm_forward with saved statistics: dsum [M, C] (may alias dout);
-// dgamma[C] += Σ dout · x̂ and dbeta[C] += Σ dout through partial sums over fixed row blocks.
-// workspace: layer_norm_backward_workspace_floats(M, C) floats.
+// Backward of add_layer_norm_forward under AddLayerNormTraining (its sum, statistics and
+// dropout): dresidual [M, C] = ∂/∂sum, dinp [M, C] = dresidual through inp's dropout (both may
+// alias dout, not each other); dgamma[C] += Σ dout · x̂ and dbeta[C] += Σ dout through partial
+// sums over fixed row blocks. workspace: layer_norm_backward_workspace_floats(M, C) floats.
 int64_t layer_norm_backward_workspace_floats(int64_t rows, int64_t channels);
-void layer_norm_backward(float* dsum, float* dgamma, float* dbeta, const float* dout,
-                         const float* inp, const float* residual, const float* mean,
-                         const float* rstd, const float* gamma, int64_t rows, int64_t channels,
-                         float* workspace, Stream stream);
+void layer_norm_backward(float* dresidual, float* dinp, float* dgamma, float* dbeta,
+                         const float* dout, const float* sum, const float* mean,
+                         const float* rstd, const float* gamma, DropoutMask dropout,
+                         int64_t rows, int64_t channels, float* workspace, Stream stream);
 
 }  // namespace xlate::kernels

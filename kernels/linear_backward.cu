@@ -7,9 +7,12 @@ namespace xlate::kernels {
 namespace {
 
 struct RowValue {
+  static constexpr int kOutputs = 1;
   const float* x;
   int64_t columns;
-  __device__ float operator()(int64_t m, int64_t c) const { return x[m * columns + c]; }
+  __device__ void operator()(int64_t m, int64_t c, float (&values)[1]) const {
+    values[0] = x[m * columns + c];
+  }
 };
 
 __global__ void relu_backward_kernel(float* dinp, const float* dout, const float* out,
@@ -23,12 +26,12 @@ __global__ void relu_backward_kernel(float* dinp, const float* dout, const float
 }  // namespace
 
 int64_t column_sums_workspace_floats(int64_t rows, int64_t columns) {
-  return column_sum_blocks(rows) * columns;
+  return column_sums_partials_floats(rows, columns, RowValue::kOutputs);
 }
 
 void add_column_sums(float* sums, const float* x, int64_t rows, int64_t columns,
                      float* workspace, Stream stream) {
-  add_column_sums_of(sums, rows, columns, RowValue{x, columns}, workspace, stream);
+  add_column_sums_of({sums}, rows, columns, RowValue{x, columns}, workspace, stream);
   check_last_launch("add_column_sums");
 }
 

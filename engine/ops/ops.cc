@@ -130,7 +130,7 @@ void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& w
 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps,
-                            LayerNormStatistics* saved) {
+                            LayerNormTraining* training) {
   ScopedOpTimer timer(OpCategory::kOther);
   require_float_like(inp, out, "add_layer_norm_forward", "inp");
   require_float_like(residual, out, "add_layer_norm_forward", "residual");
@@ -140,17 +140,25 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
           "add_layer_norm_forward", "inp, residual and out differ in size");
   require(gamma.numel() == inp.dim(-1) && beta.numel() == inp.dim(-1), "add_layer_norm_forward",
           "gamma/beta size");
-  if (saved != nullptr) {
+  if (training != nullptr) {
     const int64_t rows = inp.numel() / inp.dim(-1);
-    for (const Tensor* statistic : {&saved->mean, &saved->rstd}) {
+    for (const Tensor* statistic : {&training->mean, &training->rstd}) {
       require(statistic->defined() && statistic->dtype() == DType::kFloat32 &&
                   statistic->device() == out.device() && statistic->numel() == rows,
               "add_layer_norm_forward", "saved statistics must be float32 [M] on out's device");
     }
-    require(out.raw_data() != inp.raw_data() && out.raw_data() != residual.raw_data(),
-            "add_layer_norm_forward", "out may not alias an input when statistics are saved");
+    require(training->sum.defined() && training->sum.dtype() == DType::kFloat32 &&
+                training->sum.device() == out.device() && training->sum.numel() == inp.numel(),
+            "add_layer_norm_forward", "the saved sum must be float32 of inp's size on its device");
+    require(out.raw_data() != inp.raw_data() && out.raw_data() != residual.raw_data() &&
+                out.raw_data() != training->sum.raw_data(),
+            "add_layer_norm_forward", "out may not alias an input or the sum in training");
+    require(training->sum.raw_data() != residual.raw_data(), "add_layer_norm_forward",
+            "the saved sum may alias inp, not residual");
+    require(training->dropout >= 0.f && training->dropout < 1.f, "add_layer_norm_forward",
+            "dropout must be in [0, 1)");
   }
-  backend_of(out).add_layer_norm_forward(out, inp, residual, gamma, beta, eps, saved);
+  backend_of(out).add_layer_norm_forward(out, inp, residual, gamma, beta, eps, training);
 }
 
 void attention_forward(Tensor& out, const Columns& query, const Columns& keys,

@@ -46,19 +46,23 @@ PackedWeight pack_linear_weight(const Tensor& weight, DType element);
 void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
                            const Tensor& bias, Activation activation);
 
-// What training keeps of add_layer_norm_forward for layer_norm_backward
-// (engine/ops/training_ops.h): float32 [M] each, allocated by the caller on out's device.
-struct LayerNormStatistics {
-  Tensor mean;  // of each summed row
-  Tensor rstd;  // 1 / sqrt(variance + eps)
+// Training's residual sub-layer, LN(residual + Dropout(inp)), and what it keeps for
+// layer_norm_backward (engine/ops/training_ops.h). Tensors float32, allocated by the caller on
+// out's device.
+struct LayerNormTraining {
+  float dropout = 0.f;       // p of inp's dropout (dropout_forward's mask under dropout_key)
+  uint64_t dropout_key = 0;
+  Tensor sum;                // [M, C] receives Dropout(inp) + residual; may alias inp
+  Tensor mean;               // [M] of each summed row
+  Tensor rstd;               // [M] 1 / sqrt(variance + eps)
 };
 
 // out[M, C] = LayerNorm(inp[M, C] + residual[M, C]) * gamma[C] + beta[C], eps inside the sqrt.
-// `out` may alias `inp` or `residual` (not when `saved` is given: the backward reads both).
-// saved (optional, training): receives each row's statistics.
+// `out` may alias `inp` or `residual` (not when `training` is given).
+// training (optional): drops inp out first and keeps the sum and its statistics.
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps,
-                            LayerNormStatistics* saved = nullptr);
+                            LayerNormTraining* training = nullptr);
 
 // Columns [first, first + width) of every row of `tensor` (rows of tensor.dim(-1) elements): one
 // projection's block of a fused projection's output [..., q | k | v], or of a cache that holds

@@ -61,23 +61,24 @@ void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out) {
   backend_of(out).relu_backward(dinp, dout, out);
 }
 
-void layer_norm_backward(Tensor& dsum, Tensor& dgamma, Tensor& dbeta, const Tensor& dout,
-                         const Tensor& inp, const Tensor& residual, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& gamma) {
+void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
+                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma) {
   const char* op = "layer_norm_backward";
-  require(inp.defined() && inp.rank() >= 1, op, "inp is undefined");
-  const int64_t channels = inp.dim(-1), rows = rows_of(inp);
-  require_float32(inp, inp, rows * channels, op, "inp");
-  require_float32(residual, inp, rows * channels, op, "residual");
-  require_float32(dout, inp, rows * channels, op, "dout");
-  require_float32(dsum, inp, rows * channels, op, "dsum");
-  require_float32(mean, inp, rows, op, "mean");
-  require_float32(rstd, inp, rows, op, "rstd");
-  require_float32(gamma, inp, channels, op, "gamma");
-  require_float32(dgamma, inp, channels, op, "dgamma");
-  require_float32(dbeta, inp, channels, op, "dbeta");
-  backend_of(inp).layer_norm_backward(dsum, dgamma, dbeta, dout, inp, residual, mean, rstd,
-                                      gamma);
+  const Tensor& sum = saved.sum;
+  require(sum.defined() && sum.rank() >= 1, op, "the saved sum is undefined");
+  const int64_t channels = sum.dim(-1), rows = rows_of(sum);
+  require_float32(sum, sum, rows * channels, op, "sum");
+  require_float32(dout, sum, rows * channels, op, "dout");
+  require_float32(dresidual, sum, rows * channels, op, "dresidual");
+  require_float32(dinp, sum, rows * channels, op, "dinp");
+  require(dresidual.raw_data() != dinp.raw_data(), op, "dresidual and dinp must differ");
+  require_float32(saved.mean, sum, rows, op, "mean");
+  require_float32(saved.rstd, sum, rows, op, "rstd");
+  require_float32(gamma, sum, channels, op, "gamma");
+  require_float32(dgamma, sum, channels, op, "dgamma");
+  require_float32(dbeta, sum, channels, op, "dbeta");
+  require(saved.dropout >= 0.f && saved.dropout < 1.f, op, "dropout must be in [0, 1)");
+  backend_of(sum).layer_norm_backward(dresidual, dinp, dgamma, dbeta, dout, saved, gamma);
 }
 
 void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,

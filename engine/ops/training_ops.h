@@ -17,6 +17,7 @@
 #include <functional>
 #include <utility>
 
+#include "engine/ops/ops.h"
 #include "engine/tensor.h"
 
 namespace xlate {
@@ -32,12 +33,12 @@ void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor&
 // dinp = dout where out > 0, else 0 (out is ReLU's output, any shape). May alias dout.
 void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out);
 
-// Backward of out = LayerNorm(inp + residual) · gamma + beta (add_layer_norm_forward, whose
-// `saved` gave mean [M] and rstd [M]): dsum[M, C] = ∂/∂(inp + residual) (the gradient of both);
-// dgamma[C] += Σ dout · x̂; dbeta[C] += Σ dout. dsum may alias dout.
-void layer_norm_backward(Tensor& dsum, Tensor& dgamma, Tensor& dbeta, const Tensor& dout,
-                         const Tensor& inp, const Tensor& residual, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& gamma);
+// Backward of out = LayerNorm(residual + Dropout(inp)) · gamma + beta (add_layer_norm_forward
+// with `saved`, its LayerNormTraining): dresidual[M, C] = ∂/∂(the sum), the residual's gradient;
+// dinp[M, C] = dresidual through inp's dropout (dropout_backward's), inp's; dgamma[C] +=
+// Σ dout · x̂; dbeta[C] += Σ dout. dresidual and dinp may alias dout, not each other.
+void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
+                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma);
 
 // Backward of multi-head attention over whole sequences, batch-major: q [N, T, h·d_k],
 // k [N, S, h·d_k], v [N, S, h·d_v], the forward's probabilities probs [N, h, T, S] (0 where

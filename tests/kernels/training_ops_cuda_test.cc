@@ -248,72 +248,85 @@ TEST_F(TrainingOpsCuda, ReluBackward) {
   expect_close(in_place, expected, 0.0, "relu_backward in place");
 }
 
-// Random inputs of a residual LayerNorm (drawn in member order) and their CPU forward.
+// Random inputs of a residual LayerNorm LN(residual + Dropout(inp)) (drawn in member order)
+// and their CPU forward.
 struct LayerNormCase {
-  LayerNormCase(int64_t rows, int64_t channels, std::mt19937& generator)
+  LayerNormCase(int64_t rows, int64_t channels, float dropout, std::mt19937& generator)
       : inp(random_tensor({rows, channels}, generator, 2.f)),
         residual(random_tensor({rows, channels}, generator)),
         gamma(random_tensor({channels}, generator)),
         beta(random_tensor({channels}, generator)),
         out(empty_cpu({rows, channels})),
-        saved{empty_cpu({rows}), empty_cpu({rows})} {
+        saved{dropout, 0x5eedu, empty_cpu({rows, channels}), empty_cpu({rows}), empty_cpu({rows})} {
     add_layer_norm_forward(out, inp, residual, gamma, beta, 1e-6f, &saved);
   }
   Tensor inp, residual, gamma, beta, out;
-  LayerNormStatistics saved;
+  LayerNormTraining saved;
 };
 
 TEST_F(TrainingOpsCuda, AddLayerNormSavesStatistics) {
   std::mt19937 generator(3);
   const int64_t rows = 37;
-  for (int64_t channels : {520, 72}) {
-    const std::string what = "add_layer_norm C=" + std::to_string(channels);
-    const LayerNormCase c(rows, channels, generator);
-    const Tensor &inp = c.inp, &residual = c.residual, &gamma = c.gamma, &beta = c.beta;
-    const Tensor &out = c.out;
-    const LayerNormStatistics& saved = c.saved;
-
-    Tensor gpu_out = nan_gpu({rows, channels});
-    LayerNormStatistics gpu_saved{nan_gpu({rows}), nan_gpu({rows})};
-    add_layer_norm_forward(gpu_out, on_gpu(inp), on_gpu(residual), on_gpu(gamma),
-                           on_gpu(beta), 1e-6f, &gpu_saved);
-    expect_close(gpu_out, out, kTolerance, what + " out");
-    expect_close(gpu_saved.mean, saved.mean, kTolerance, what + " mean");
-    expect_close(gpu_saved.rstd, saved.rstd, kTolerance, what + " rstd");
+  for (float dropout : {0.f, 0.1f}) {
+    for (int64_t channels : {520, 72}) {
+      const std::string what = "add_layer_norm C=" + std::to_string(channels) +
+                               " dropout=" + std::to_string(dropout);
+      const LayerNormCase c(rows, channels, dropout, generator);
+      const LayerNormTraining& saved = c.saved;
+      for (bool in_place : {false, true}) {  // in place: the sum over inp, as the model runs
+        const std::string variant = what + (in_place ? " in place" : "");
+        const Tensor gpu_inp = on_gpu(c.inp);
+        Tensor gpu_out = nan_gpu({rows, channels});
+        LayerNormTraining gpu_saved{dropout, saved.dropout_key,
+                                    in_place ? gpu_inp : nan_gpu({rows, channels}),
+                                    nan_gpu({rows}), nan_gpu({rows})};
+        add_layer_norm_forward(gpu_out, gpu_inp, on_gpu(c.residual), on_gpu(c.gamma),
+                               on_gpu(c.beta), 1e-6f, &gpu_saved);
+        expect_close(gpu_out, c.out, kTolerance, variant + " out");
+        // The same mask and the same float sums: the same bits.
+        expect_identical(gpu_saved.sum, saved.sum, variant + " sum");
+        expect_close(gpu_saved.mean, saved.mean, kTolerance, variant + " mean");
+        expect_close(gpu_saved.rstd, saved.rstd, kTolerance, variant + " rstd");
+      }
+    }
   }
 }
 
-// Both devices read the CPU forward's statistics, so the test measures the backward alone.
-// 300 rows: dgamma and dbeta sum over more than one block of rows.
+// Both devices read the CPU forward's sum and statistics, so the test measures the backward
+// alone. 300 rows: dgamma and dbeta sum over more than one block of rows.
 TEST_F(TrainingOpsCuda, LayerNormBackward) {
   std::mt19937 generator(4);
   const int64_t rows = 300;
-  for (int64_t channels : {72, 520}) {
-    const std::string what = "layer_norm_backward C=" + std::to_string(channels);
-    const LayerNormCase c(rows, channels, generator);
-    const Tensor &inp = c.inp, &residual = c.residual, &gamma = c.gamma;
-    const LayerNormStatistics& saved = c.saved;
-    const Tensor dout = random_tensor({rows, channels}, generator);
-    const Tensor dgamma_start = random_tensor({channels}, generator);
-    const Tensor dbeta_start = random_tensor({channels}, generator);
+  for (float dropout : {0.f, 0.1f}) {
+    for (int64_t channels : {72, 520}) {
+      const std::string what = "layer_norm_backward C=" + std::to_string(channels) +
+                               " dropout=" + std::to_string(dropout);
+      const LayerNormCase c(rows, channels, dropout, generator);
+      const LayerNormTraining& saved = c.saved;
+      const Tensor dout = random_tensor({rows, channels}, generator);
+      const Tensor dgamma_start = random_tensor({channels}, generator);
+      const Tensor dbeta_start = random_tensor({channels}, generator);
 
-    Tensor dsum = empty_cpu({rows, channels});
-    Tensor dgamma = dgamma_start.clone(), dbeta = dbeta_start.clone();
-    layer_norm_backward(dsum, dgamma, dbeta, dout, inp, residual, saved.mean, saved.rstd, gamma);
+      Tensor dresidual = empty_cpu({rows, channels}), dinp = empty_cpu({rows, channels});
+      Tensor dgamma = dgamma_start.clone(), dbeta = dbeta_start.clone();
+      layer_norm_backward(dresidual, dinp, dgamma, dbeta, dout, saved, c.gamma);
 
-    const Tensor gpu_inp = on_gpu(inp), gpu_residual = on_gpu(residual);
-    const Tensor gpu_mean = on_gpu(saved.mean), gpu_rstd = on_gpu(saved.rstd);
-    const Tensor gpu_gamma = on_gpu(gamma);
-    for (bool in_place : {false, true}) {
-      const std::string variant = what + (in_place ? " in place" : "");
-      const Tensor gpu_dout = on_gpu(dout);
-      Tensor gpu_dsum = in_place ? gpu_dout : nan_gpu({rows, channels});
-      Tensor gpu_dgamma = on_gpu(dgamma_start), gpu_dbeta = on_gpu(dbeta_start);
-      layer_norm_backward(gpu_dsum, gpu_dgamma, gpu_dbeta, gpu_dout, gpu_inp, gpu_residual,
-                          gpu_mean, gpu_rstd, gpu_gamma);
-      expect_close(gpu_dsum, dsum, kTolerance, variant + " dsum");
-      expect_close(gpu_dgamma, dgamma, kSumTolerance, variant + " dgamma");
-      expect_close(gpu_dbeta, dbeta, kSumTolerance, variant + " dbeta");
+      const LayerNormTraining gpu_saved{dropout, saved.dropout_key, on_gpu(saved.sum),
+                                        on_gpu(saved.mean), on_gpu(saved.rstd)};
+      const Tensor gpu_gamma = on_gpu(c.gamma);
+      for (bool in_place : {false, true}) {  // in place: the residual's gradient over dout
+        const std::string variant = what + (in_place ? " in place" : "");
+        const Tensor gpu_dout = on_gpu(dout);
+        Tensor gpu_dresidual = in_place ? gpu_dout : nan_gpu({rows, channels});
+        Tensor gpu_dinp = nan_gpu({rows, channels});
+        Tensor gpu_dgamma = on_gpu(dgamma_start), gpu_dbeta = on_gpu(dbeta_start);
+        layer_norm_backward(gpu_dresidual, gpu_dinp, gpu_dgamma, gpu_dbeta, gpu_dout, gpu_saved,
+                            gpu_gamma);
+        expect_close(gpu_dresidual, dresidual, kTolerance, variant + " dresidual");
+        expect_close(gpu_dinp, dinp, kTolerance, variant + " dinp");
+        expect_close(gpu_dgamma, dgamma, kSumTolerance, variant + " dgamma");
+        expect_close(gpu_dbeta, dbeta, kSumTolerance, variant + " dbeta");
+      }
     }
   }
 }

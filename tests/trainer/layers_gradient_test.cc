@@ -53,31 +53,90 @@ TEST(LayerGradients, LinearAccumulatesParameterAndRequestedInputGradients) {
   for (int64_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(dweight.data<float>()[i], 2 * once_weight.data<float>()[i]);
 }
 
-TEST(LayerGradients, ResidualLayerNormSavesWhatItsBackwardNeeds) {
-  std::mt19937 rng(3);
+// LN(residual + Dropout(inp)) with its dropout at p (0: none): the backward against finite
+// differences of the forward (the mask is fixed by its key, so the loss is smooth in inp).
+void check_residual_layer_norm(float p, uint32_t seed) {
+  std::mt19937 rng(seed);
   Tensor inp = random_tensor({5, 8}, rng, 2.f), residual = random_tensor({5, 8}, rng);
   Tensor gamma = random_tensor({8}, rng), beta = random_tensor({8}, rng);
   Tensor probe = random_tensor({5, 8}, rng);
   Tensor out = Tensor::empty({5, 8}, DType::kFloat32);
-  LayerNormStatistics saved{Tensor::empty({5}, DType::kFloat32), Tensor::empty({5}, DType::kFloat32)};
+  LayerNormTraining saved{p, 77, Tensor::empty({5, 8}, DType::kFloat32),
+                          Tensor::empty({5}, DType::kFloat32), Tensor::empty({5}, DType::kFloat32)};
   auto loss = [&] {
     add_layer_norm_forward(out, inp, residual, gamma, beta, 1e-5f, &saved);
     return weighted_sum(out, probe);
   };
   loss();
-  // The saving forward computes what the inference forward does.
-  Tensor inference_out = Tensor::empty({5, 8}, DType::kFloat32);
-  add_layer_norm_forward(inference_out, inp, residual, gamma, beta, 1e-5f);
+  // The training forward is the inference forward after dropout_forward (whose rows the CPU
+  // vectorises in another order); the sum it keeps is the dropped-out inp plus the residual.
+  Tensor dropped = Tensor::empty({5, 8}, DType::kFloat32);
+  dropout_forward(dropped, inp, p, 77);
+  Tensor composite_out = Tensor::empty({5, 8}, DType::kFloat32);
+  add_layer_norm_forward(composite_out, dropped, residual, gamma, beta, 1e-5f);
   for (int64_t i = 0; i < 40; ++i) {
-    EXPECT_NEAR(out.data<float>()[i], inference_out.data<float>()[i], 1e-5);
+    EXPECT_NEAR(out.data<float>()[i], composite_out.data<float>()[i], 1e-5) << i;
+    EXPECT_EQ(saved.sum.data<float>()[i], dropped.data<float>()[i] + residual.data<float>()[i]);
   }
-  Tensor dsum = Tensor::empty({5, 8}, DType::kFloat32);
+  Tensor dresidual = Tensor::empty({5, 8}, DType::kFloat32);
+  Tensor dinp = Tensor::empty({5, 8}, DType::kFloat32);
   Tensor dgamma = Tensor::zeros({8}, DType::kFloat32), dbeta = Tensor::zeros({8}, DType::kFloat32);
-  layer_norm_backward(dsum, dgamma, dbeta, probe, inp, residual, saved.mean, saved.rstd, gamma);
-  expect_gradient_matches(loss, inp, dsum, "d(inp)");
-  expect_gradient_matches(loss, residual, dsum, "d(residual)");
+  layer_norm_backward(dresidual, dinp, dgamma, dbeta, probe, saved, gamma);
+  expect_gradient_matches(loss, inp, dinp, "d(inp)");
+  expect_gradient_matches(loss, residual, dresidual, "d(residual)");
   expect_gradient_matches(loss, gamma, dgamma, "dgamma");
   expect_gradient_matches(loss, beta, dbeta, "dbeta");
+  // inp's gradient is the residual's through dropout's backward.
+  Tensor expected_dinp = Tensor::empty({5, 8}, DType::kFloat32);
+  dropout_backward(expected_dinp, dresidual, p, 77);
+  for (int64_t i = 0; i < 40; ++i) EXPECT_EQ(dinp.data<float>()[i], expected_dinp.data<float>()[i]);
+
+  // In place, as the model runs it: the sum over inp, the residual's gradient over dout.
+  loss();  // the finite differences left the outputs of a perturbed input
+  LayerNormTraining in_place = saved;
+  in_place.sum = inp.clone();
+  Tensor in_place_out = Tensor::empty({5, 8}, DType::kFloat32);
+  add_layer_norm_forward(in_place_out, in_place.sum, residual, gamma, beta, 1e-5f, &in_place);
+  Tensor dout = probe.clone(), in_place_dinp = Tensor::empty({5, 8}, DType::kFloat32);
+  Tensor dgamma_again = Tensor::zeros({8}, DType::kFloat32);
+  Tensor dbeta_again = Tensor::zeros({8}, DType::kFloat32);
+  layer_norm_backward(dout, in_place_dinp, dgamma_again, dbeta_again, dout, in_place, gamma);
+  for (int64_t i = 0; i < 40; ++i) {
+    EXPECT_EQ(in_place_out.data<float>()[i], out.data<float>()[i]);
+    EXPECT_EQ(in_place.sum.data<float>()[i], saved.sum.data<float>()[i]);
+    EXPECT_EQ(dout.data<float>()[i], dresidual.data<float>()[i]);
+    EXPECT_EQ(in_place_dinp.data<float>()[i], dinp.data<float>()[i]);
+  }
+}
+
+TEST(LayerGradients, ResidualLayerNormSavesWhatItsBackwardNeeds) { check_residual_layer_norm(0.f, 3); }
+
+TEST(LayerGradients, ResidualLayerNormDropsItsSublayerOut) { check_residual_layer_norm(0.3f, 4); }
+
+TEST(LayerGradients, ResidualLayerNormRefusesASumOverItsResidual) {
+  Tensor x = Tensor::zeros({2, 4}, DType::kFloat32), y = Tensor::zeros({2, 4}, DType::kFloat32);
+  Tensor gamma = Tensor::zeros({4}, DType::kFloat32), out = Tensor::empty({2, 4}, DType::kFloat32);
+  LayerNormTraining saved{0.1f, 1, y, Tensor::empty({2}, DType::kFloat32),
+                          Tensor::empty({2}, DType::kFloat32)};
+  try {
+    add_layer_norm_forward(out, x, y, gamma, gamma, 1e-5f, &saved);
+    ADD_FAILURE() << "a sum over the residual was accepted";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("may alias inp, not residual"), std::string::npos)
+        << error.what();
+  }
+  saved.sum = x;
+  saved.dropout = 1.f;
+  EXPECT_THROW(add_layer_norm_forward(out, x, y, gamma, gamma, 1e-5f, &saved), std::logic_error);
+  saved.dropout = 0.1f;
+  Tensor dx = Tensor::empty({2, 4}, DType::kFloat32), dgamma = Tensor::zeros({4}, DType::kFloat32);
+  try {
+    layer_norm_backward(dx, dx, dgamma, dgamma, out, saved, gamma);
+    ADD_FAILURE() << "one tensor for both input gradients was accepted";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("dresidual and dinp must differ"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(LayerGradients, TrainingOpsRefuseBadArguments) {

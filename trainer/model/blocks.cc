@@ -81,27 +81,23 @@ void feed_forward_backward(Tensor& dx_accumulate, LinearWeights& inner_grads,
 
 Tensor residual_norm_forward(ResidualNormCache& cache, const Tensor& residual, Tensor& sublayer,
                              const LayerNormWeights& norm, DropoutSite dropout) {
-  dropout_forward(sublayer, sublayer, dropout.p, dropout.key);
-  cache.residual = residual;
-  cache.sublayer = sublayer;
   const int64_t rows = residual.numel() / residual.dim(-1);
-  cache.statistics.mean = Tensor::empty({rows}, DType::kFloat32, residual.device());
-  cache.statistics.rstd = Tensor::empty({rows}, DType::kFloat32, residual.device());
+  cache.dropout = dropout.p;
+  cache.dropout_key = dropout.key;
+  cache.sum = sublayer;
+  cache.mean = Tensor::empty({rows}, DType::kFloat32, residual.device());
+  cache.rstd = Tensor::empty({rows}, DType::kFloat32, residual.device());
   Tensor out = like(residual, residual.dim(-1));
-  add_layer_norm_forward(out, residual, sublayer, norm.gamma, norm.beta, kLayerNormEps,
-                         &cache.statistics);
+  add_layer_norm_forward(out, sublayer, residual, norm.gamma, norm.beta, kLayerNormEps, &cache);
   return out;
 }
 
 Tensor residual_norm_backward(Tensor& dsublayer, LayerNormWeights& grads, const Tensor& dout,
-                              const ResidualNormCache& cache, const LayerNormWeights& norm,
-                              DropoutSite dropout) {
-  Tensor dsum = like(dout, dout.dim(-1));
-  layer_norm_backward(dsum, grads.gamma, grads.beta, dout, cache.residual, cache.sublayer,
-                      cache.statistics.mean, cache.statistics.rstd, norm.gamma);
+                              const ResidualNormCache& cache, const LayerNormWeights& norm) {
+  Tensor dresidual = like(dout, dout.dim(-1));
   dsublayer = like(dout, dout.dim(-1));
-  dropout_backward(dsublayer, dsum, dropout.p, dropout.key);
-  return dsum;
+  layer_norm_backward(dresidual, dsublayer, grads.gamma, grads.beta, dout, cache, norm.gamma);
+  return dresidual;
 }
 
 }  // namespace xlate::trainer

@@ -61,19 +61,16 @@ void feed_forward_backward(Tensor& dx_accumulate, LinearWeights& inner_grads,
                            const FeedForwardCache& cache, const LinearWeights& inner,
                            const LinearWeights& outer, const Tensor& x, DropoutSite dropout);
 
-struct ResidualNormCache {
-  Tensor residual;  // [M, C] x
-  Tensor sublayer;  // [M, C] Dropout(sublayer), the other summand
-  LayerNormStatistics statistics;  // mean and rstd [M] of x + Dropout(sublayer)
-};
+// The sum x + Dropout(sublayer) [M, C] (in the sublayer's memory), its statistics and the
+// dropout's mask: all that the backward reads.
+using ResidualNormCache = LayerNormTraining;
 
-// Returns LN(residual + Dropout(sublayer)) [M, C]. `sublayer` is overwritten (dropped out).
+// Returns LN(residual + Dropout(sublayer)) [M, C]. `sublayer` is overwritten (by the sum).
 Tensor residual_norm_forward(ResidualNormCache& cache, const Tensor& residual, Tensor& sublayer,
                              const LayerNormWeights& norm, DropoutSite dropout);
 // Returns d(residual) [M, C] (the sublayer's input gradient is then added to it) and writes
 // d(sublayer) into dsublayer.
 Tensor residual_norm_backward(Tensor& dsublayer, LayerNormWeights& grads, const Tensor& dout,
-                              const ResidualNormCache& cache, const LayerNormWeights& norm,
-                              DropoutSite dropout);
+                              const ResidualNormCache& cache, const LayerNormWeights& norm);
 
 }  // namespace xlate::trainer

@@ -36,9 +36,9 @@ Tensor feed_forward_sublayer_forward(LayerCache& cache, const LayerWeights& w, c
 template <typename LayerCache, typename LayerWeights>
 Tensor feed_forward_sublayer_backward(LayerWeights& g, const Tensor& dout, const LayerCache& cache,
                                       const LayerWeights& w, const Tensor& x,
-                                      DropoutSite activation, DropoutSite residual) {
+                                      DropoutSite activation) {
   Tensor dffn;
-  Tensor dx = residual_norm_backward(dffn, g.ffn_norm, dout, cache.ffn_norm, w.ffn_norm, residual);
+  Tensor dx = residual_norm_backward(dffn, g.ffn_norm, dout, cache.ffn_norm, w.ffn_norm);
   feed_forward_backward(dx, g.ffn_inner, g.ffn_outer, dffn, cache.ffn, w.ffn_inner, w.ffn_outer,
                         x, activation);
   return dx;
@@ -74,12 +74,10 @@ Tensor TransformerTraining::encoder_layer_backward(EncoderLayerWeights& g, const
                                                    const EncoderLayerCache& cache,
                                                    const EncoderLayerWeights& w, int64_t layer) {
   Tensor dhidden = feed_forward_sublayer_backward(g, dout, cache, w, cache.attention_output,
-                                                  site(kEncoderStack, layer, kFeedForward, true),
-                                                  site(kEncoderStack, layer, kFeedForward));
+                                                  site(kEncoderStack, layer, kFeedForward, true));
   Tensor dattention;
   Tensor dx = residual_norm_backward(dattention, g.self_attention_norm, dhidden,
-                                     cache.attention_norm, w.self_attention_norm,
-                                     site(kEncoderStack, layer, kSelfAttention));
+                                     cache.attention_norm, w.self_attention_norm);
   const AttentionInputs inputs{cache.input, cache.input, source_rows_, inputs_.source_lengths,
                                config_.encoder_heads, false};
   attention_block_backward(dx, dx, g.self_attention, dattention, cache.attention,
@@ -111,20 +109,17 @@ Tensor TransformerTraining::decoder_layer_backward(DecoderLayerWeights& g,
                                                    const DecoderLayerCache& cache,
                                                    const DecoderLayerWeights& w, int64_t layer) {
   Tensor dcross_output = feed_forward_sublayer_backward(
-      g, dout, cache, w, cache.cross_output, site(kDecoderStack, layer, kFeedForward, true),
-      site(kDecoderStack, layer, kFeedForward));
+      g, dout, cache, w, cache.cross_output, site(kDecoderStack, layer, kFeedForward, true));
   Tensor dcontext;
   Tensor dself_output = residual_norm_backward(dcontext, g.cross_attention_norm, dcross_output,
-                                               cache.cross_norm, w.cross_attention_norm,
-                                               site(kDecoderStack, layer, kCrossAttention));
+                                               cache.cross_norm, w.cross_attention_norm);
   const AttentionInputs cross{cache.self_output, encoder_output_, source_rows_,
                               inputs_.source_lengths, config_.decoder_heads, false};
   attention_block_backward(dself_output, dencoder_output, g.cross_attention, dcontext,
                            cache.cross_attention, w.cross_attention, cross);
   Tensor dattention;
   Tensor dx = residual_norm_backward(dattention, g.self_attention_norm, dself_output,
-                                     cache.self_norm, w.self_attention_norm,
-                                     site(kDecoderStack, layer, kSelfAttention));
+                                     cache.self_norm, w.self_attention_norm);
   const AttentionInputs self{cache.input, cache.input, target_rows_, causal_lengths_,
                              config_.decoder_heads, true};
   attention_block_backward(dx, dx, g.self_attention, dattention, cache.self_attention,

@@ -10,15 +10,12 @@ void dropout_forward(Tensor& out, const Tensor& inp, float p, uint64_t key) {
     if (out.raw_data() != inp.raw_data()) std::memcpy(out.raw_data(), inp.raw_data(), inp.nbytes());
     return;
   }
-  const uint32_t threshold = kernels::dropout_threshold(p);
-  const float keep_scale = 1.f / (1.f - p);
+  const kernels::DropoutMask mask = kernels::DropoutMask::of(p, key);
   const int64_t count = inp.numel();
   const float* in = inp.data<float>();
   float* result = out.data<float>();
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) {
-    result[i] = kernels::dropout_keeps(key, i, threshold) ? in[i] * keep_scale : 0.f;
-  }
+  for (int64_t i = 0; i < count; ++i) result[i] = mask.apply(in[i], i);
 }
 
 void dropout_backward(Tensor& dinp, const Tensor& dout, float p, uint64_t key) {

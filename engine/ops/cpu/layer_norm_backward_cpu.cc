@@ -2,13 +2,14 @@
 #include <vector>
 
 #include "engine/ops/cpu/cpu_ops.h"
+#include "kernels/dropout_mask.h"
 
 namespace xlate::cpu {
 
-void layer_norm_backward(Tensor& dsum, Tensor& dgamma, Tensor& dbeta, const Tensor& dout,
-                         const Tensor& inp, const Tensor& residual, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& gamma) {
-  const int64_t channels = inp.dim(-1), rows = inp.numel() / channels;
+void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
+                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma) {
+  const int64_t channels = saved.sum.dim(-1), rows = saved.sum.numel() / channels;
+  const kernels::DropoutMask dropout = kernels::DropoutMask::of(saved.dropout, saved.dropout_key);
   const float* g = gamma.data<float>();
   // Parameter gradients per fixed row block, summed in block order (thread-count independent).
   constexpr int64_t kBlockRows = 256;
@@ -21,13 +22,12 @@ void layer_norm_backward(Tensor& dsum, Tensor& dgamma, Tensor& dbeta, const Tens
     std::vector<float> normalized(static_cast<size_t>(channels));
     const int64_t end = std::min(rows, (block + 1) * kBlockRows);
     for (int64_t m = block * kBlockRows; m < end; ++m) {
-      const float* a = inp.data<float>() + m * channels;
-      const float* b = residual.data<float>() + m * channels;
+      const float* x = saved.sum.data<float>() + m * channels;
       const float* dy = dout.data<float>() + m * channels;
-      const float mu = mean.data<float>()[m], inverse = rstd.data<float>()[m];
+      const float mu = saved.mean.data<float>()[m], inverse = saved.rstd.data<float>()[m];
       float mean_dxhat = 0.f, mean_dxhat_xhat = 0.f;
       for (int64_t c = 0; c < channels; ++c) {
-        normalized[c] = (a[c] + b[c] - mu) * inverse;
+        normalized[c] = (x[c] - mu) * inverse;
         const float dxhat = dy[c] * g[c];
         mean_dxhat += dxhat;
         mean_dxhat_xhat += dxhat * normalized[c];
@@ -36,9 +36,14 @@ void layer_norm_backward(Tensor& dsum, Tensor& dgamma, Tensor& dbeta, const Tens
       }
       mean_dxhat /= static_cast<float>(channels);
       mean_dxhat_xhat /= static_cast<float>(channels);
-      float* dx = dsum.data<float>() + m * channels;
+      float* dx = dresidual.data<float>() + m * channels;
+      float* dx_inp = dinp.data<float>() + m * channels;
       for (int64_t c = 0; c < channels; ++c) {
-        dx[c] = inverse * (dy[c] * g[c] - mean_dxhat - normalized[c] * mean_dxhat_xhat);
+        // dy[c] is read before either write: both may alias dout.
+        const float gradient =
+            inverse * (dy[c] * g[c] - mean_dxhat - normalized[c] * mean_dxhat_xhat);
+        dx[c] = gradient;
+        dx_inp[c] = dropout.apply(gradient, m * channels + c);
       }
     }
   }

@@ -60,13 +60,18 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps,
-                            LayerNormStatistics* saved) {
+                            LayerNormTraining* training) {
   const int64_t channels = inp.dim(-1);
+  kernels::AddLayerNormTraining kernel_training{};
+  if (training != nullptr) {
+    kernel_training = {kernels::DropoutMask::of(training->dropout, training->dropout_key),
+                       training->sum.raw_data(), training->mean.data<float>(),
+                       training->rstd.data<float>()};
+  }
   kernels::add_layer_norm_forward(out.raw_data(), inp.raw_data(), residual.raw_data(),
                                   gamma.raw_data(), beta.raw_data(), inp.numel() / channels,
-                                  channels, eps, saved ? saved->mean.data<float>() : nullptr,
-                                  saved ? saved->rstd.data<float>() : nullptr, type_of(out),
-                                  cuda_backend::stream());
+                                  channels, eps, training ? &kernel_training : nullptr,
+                                  type_of(out), cuda_backend::stream());
 }
 
 void attention_forward(Tensor& out, const Columns& query, const Columns& keys,

@@ -87,15 +87,16 @@ void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out) {
                          cuda_backend::stream());
 }
 
-void layer_norm_backward(Tensor& dsum, Tensor& dgamma, Tensor& dbeta, const Tensor& dout,
-                         const Tensor& inp, const Tensor& residual, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& gamma) {
-  const int64_t channels = inp.dim(-1), rows = inp.numel() / channels;
+void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
+                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma) {
+  const int64_t channels = saved.sum.dim(-1), rows = saved.sum.numel() / channels;
   Tensor workspace = float_workspace(kernels::layer_norm_backward_workspace_floats(rows, channels));
-  kernels::layer_norm_backward(dsum.data<float>(), dgamma.data<float>(), dbeta.data<float>(),
-                               dout.data<float>(), inp.data<float>(), residual.data<float>(),
-                               mean.data<float>(), rstd.data<float>(), gamma.data<float>(), rows,
-                               channels, workspace.data<float>(), cuda_backend::stream());
+  kernels::layer_norm_backward(
+      dresidual.data<float>(), dinp.data<float>(), dgamma.data<float>(), dbeta.data<float>(),
+      dout.data<float>(), saved.sum.data<float>(), saved.mean.data<float>(),
+      saved.rstd.data<float>(), gamma.data<float>(),
+      kernels::DropoutMask::of(saved.dropout, saved.dropout_key), rows, channels,
+      workspace.data<float>(), cuda_backend::stream());
 }
 
 // One operand of a per-head product: the head's first element, its row stride and the distance
