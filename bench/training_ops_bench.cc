@@ -139,6 +139,21 @@ void BM_CrossEntropy(benchmark::State& state) {
 }
 BENCHMARK(BM_CrossEntropy)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// What a training step runs: the gradient written in the forward's last pass.
+void BM_CrossEntropyForwardBackward(benchmark::State& state) {
+  const int64_t rows = bench_tokens();
+  Tensor logits = filled({rows, kVocabulary}, 3.f), targets = ids({rows}, kVocabulary);
+  for (auto _ : state) {
+    PendingCrossEntropySums sums =
+        cross_entropy_forward_backward(logits, logits, targets, 0.1f, -1, 1.f);
+    benchmark::DoNotOptimize(sums.read());  // waits for the device
+    wait();
+  }
+  // The same bytes as BM_CrossEntropy's forward alone: logits read twice, gradient written.
+  set_rate(state, 4.0 * 3 * rows * kVocabulary, "bytes");
+}
+BENCHMARK(BM_CrossEntropyForwardBackward)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 void BM_EmbeddingBackward(benchmark::State& state) {
   const int64_t sentences = bench_tokens() / kSentenceLength;
   Tensor dtable = filled({kVocabulary, kChannels});

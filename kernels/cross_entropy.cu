@@ -22,17 +22,31 @@ __device__ double block_sum_double(double value, double* scratch) {
   return value;
 }
 
-// One block per row. Reads the row's logits twice (max, then Σ exp) and writes log_probs once;
-// the reference's logit is read before any thread writes (log_probs may alias logits).
-__global__ void cross_entropy_forward_kernel(float* log_probs, double* row_losses,
-                                             const float* logits, const int32_t* targets,
-                                             int64_t classes, float smoothing, int ignore_id) {
+// ∂(dloss · label-smoothed loss)/∂logit v of a counted row: dloss · (softmax − target share).
+__device__ float smoothed_gradient(float log_prob, int64_t v, int32_t target, float off_target,
+                                   float smoothing, float dloss) {
+  float gradient = dloss * (expf(log_prob) - off_target);
+  if (v == target) gradient -= dloss * (1.f - smoothing - off_target);
+  return gradient;
+}
+
+// One block per row. Reads the row's logits twice (max, then Σ exp) and writes once: the
+// log-probabilities, or with kGradient the loss's gradient (dloss given). The reference's logit
+// is read before any thread writes (the output may alias logits).
+template <bool kGradient>
+__global__ void cross_entropy_forward_kernel(float* out, double* row_losses, const float* logits,
+                                             const int32_t* targets, int64_t classes,
+                                             float smoothing, int ignore_id, float dloss) {
   __shared__ float scratch[32];
   __shared__ double scratch_double[32];
   const int64_t row = blockIdx.x;
   const int32_t target = targets[row];
+  float* out_row = out + row * classes;
   if (target == ignore_id) {
     if (threadIdx.x == 0) row_losses[2 * row] = row_losses[2 * row + 1] = 0.0;
+    if (kGradient) {
+      for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) out_row[v] = 0.f;
+    }
     return;
   }
   const float* x = logits + row * classes;
@@ -44,19 +58,22 @@ __global__ void cross_entropy_forward_kernel(float* log_probs, double* row_losse
   for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) total += expf(x[v] - maximum);
   const float shift =
       maximum + static_cast<float>(log(block_sum_double(total, scratch_double)));
+  const float off_target = classes > 1 ? smoothing / static_cast<float>(classes - 1) : 0.f;
   double sum = 0.0;
-  float* out = log_probs + row * classes;
   for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) {
-    const float value = x[v] - shift;
-    out[v] = value;
-    sum += value;
+    const float log_prob = x[v] - shift;
+    out_row[v] =
+        kGradient ? smoothed_gradient(log_prob, v, target, off_target, smoothing, dloss)
+                  : log_prob;
+    sum += log_prob;
   }
   sum = block_sum_double(sum, scratch_double);
   if (threadIdx.x == 0) {
     const double target_log_prob = static_cast<double>(target_logit - shift);
-    const double off_target = classes > 1 ? smoothing / static_cast<double>(classes - 1) : 0.0;
+    const double off_target_share =
+        classes > 1 ? smoothing / static_cast<double>(classes - 1) : 0.0;
     row_losses[2 * row] =
-        -(1.0 - smoothing) * target_log_prob - off_target * (sum - target_log_prob);
+        -(1.0 - smoothing) * target_log_prob - off_target_share * (sum - target_log_prob);
     row_losses[2 * row + 1] = -target_log_prob;
   }
 }
@@ -71,13 +88,9 @@ __global__ void cross_entropy_backward_kernel(float* dlogits, const float* log_p
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = i / classes, v = i - row * classes;
     const int32_t target = targets[row];
-    if (target == ignore_id) {
-      dlogits[i] = 0.f;
-      continue;
-    }
-    float gradient = dloss * (expf(log_probs[i]) - off_target);
-    if (v == target) gradient -= dloss * (1.f - smoothing - off_target);
-    dlogits[i] = gradient;
+    dlogits[i] = target == ignore_id
+                     ? 0.f
+                     : smoothed_gradient(log_probs[i], v, target, off_target, smoothing, dloss);
   }
 }
 
@@ -87,9 +100,18 @@ void cross_entropy_forward(float* log_probs, double* row_losses, const float* lo
                            const int32_t* targets, int64_t rows, int64_t classes, float smoothing,
                            int ignore_id, Stream stream) {
   if (rows == 0) return;
-  cross_entropy_forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-      log_probs, row_losses, logits, targets, classes, smoothing, ignore_id);
+  cross_entropy_forward_kernel<false><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      log_probs, row_losses, logits, targets, classes, smoothing, ignore_id, 0.f);
   check_last_launch("cross_entropy_forward_kernel");
+}
+
+void cross_entropy_forward_backward(float* dlogits, double* row_losses, const float* logits,
+                                    const int32_t* targets, int64_t rows, int64_t classes,
+                                    float smoothing, int ignore_id, float dloss, Stream stream) {
+  if (rows == 0) return;
+  cross_entropy_forward_kernel<true><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      dlogits, row_losses, logits, targets, classes, smoothing, ignore_id, dloss);
+  check_last_launch("cross_entropy_forward_kernel<gradient>");
 }
 
 void cross_entropy_backward(float* dlogits, const float* log_probs, const int32_t* targets,

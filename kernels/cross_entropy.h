@@ -17,6 +17,11 @@ namespace xlate::kernels {
 void cross_entropy_forward(float* log_probs, double* row_losses, const float* logits,
                            const int32_t* targets, int64_t rows, int64_t classes, float smoothing,
                            int ignore_id, Stream stream);
+// The forward's row losses and, in the same pass, the backward's dlogits (may alias logits; 0 on
+// ignored rows) for a step that knows dloss (its loss scale) before the forward: no log_probs.
+void cross_entropy_forward_backward(float* dlogits, double* row_losses, const float* logits,
+                                    const int32_t* targets, int64_t rows, int64_t classes,
+                                    float smoothing, int ignore_id, float dloss, Stream stream);
 void cross_entropy_backward(float* dlogits, const float* log_probs, const int32_t* targets,
                             int64_t rows, int64_t classes, float smoothing, int ignore_id,
                             float dloss, Stream stream);

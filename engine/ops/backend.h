@@ -40,6 +40,7 @@
   X(dropout_relu_backward)   \
   X(cross_entropy_forward)   \
   X(cross_entropy_backward)  \
+  X(cross_entropy_forward_backward) \
   X(embedding_backward)      \
   X(sum_of_squares)          \
   X(adam_update)

@@ -164,6 +164,15 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tens
                                                dloss);
 }
 
+PendingCrossEntropySums cross_entropy_forward_backward(Tensor& dlogits, const Tensor& logits,
+                                                       const Tensor& targets, float smoothing,
+                                                       int ignore_id, float dloss) {
+  require_cross_entropy(dlogits, "dlogits", logits, "logits", targets, smoothing, ignore_id,
+                        "cross_entropy_forward_backward");
+  return backend_of(logits).cross_entropy_forward_backward(dlogits, logits, targets, smoothing,
+                                                           ignore_id, dloss);
+}
+
 void embedding_backward(Tensor& dtable, Tensor& dpositions, const Tensor& dout,
                         const Tensor& tokens, float scale) {
   const char* op = "embedding_backward";

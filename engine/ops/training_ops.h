@@ -98,6 +98,14 @@ PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& l
 void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tensor& targets,
                             float smoothing, int ignore_id, float dloss);
 
+// cross_entropy_forward and cross_entropy_backward in one pass over the logits, for a training
+// step that knows dloss (its loss scale) before the forward: dlogits[M, V] as
+// cross_entropy_backward's (may alias logits), no log-probabilities kept; the sums as
+// cross_entropy_forward's.
+PendingCrossEntropySums cross_entropy_forward_backward(Tensor& dlogits, const Tensor& logits,
+                                                       const Tensor& targets, float smoothing,
+                                                       int ignore_id, float dloss);
+
 // Backward of embedding_forward with its positions at 0: dtable[V, C] += scale · dout rows
 // gathered by token, each row summed in the order of the tokens (no atomics);
 // dpositions[P, C] += Σ_n dout[n, t] (skipped when undefined: sinusoidal positions are fixed).

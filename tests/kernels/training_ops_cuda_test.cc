@@ -498,6 +498,23 @@ void check_cross_entropy(int64_t rows, int64_t classes, std::mt19937& generator)
                            kDloss);
     expect_close(gpu_over_log_probs, dlogits, kTolerance, what + " dlogits in place");
     expect_ignored_rows_zero(gpu_over_log_probs, target_ids, kPad, what + " dlogits in place");
+
+    // Both in one pass, out of place (over rows it must zero) and over the logits.
+    Tensor fused = initial.clone();
+    const CrossEntropySums fused_sums =
+        cross_entropy_forward_backward(fused, logits, targets, smoothing, kPad, kDloss).read();
+    expect_same_sums(fused_sums, sums, what + " forward_backward sums (CPU)");
+    expect_identical(fused, dlogits, what + " forward_backward (CPU) is the two ops");
+    for (bool in_place : {false, true}) {
+      const std::string variant = what + " forward_backward" + (in_place ? " in place" : "");
+      Tensor gpu_fused_logits = on_gpu(logits);
+      Tensor gpu_fused = in_place ? gpu_fused_logits : nan_gpu({rows, classes});
+      PendingCrossEntropySums gpu_fused_sums = cross_entropy_forward_backward(
+          gpu_fused, gpu_fused_logits, gpu_targets, smoothing, kPad, kDloss);
+      expect_close(gpu_fused, dlogits, kTolerance, variant + " dlogits");
+      expect_ignored_rows_zero(gpu_fused, target_ids, kPad, variant + " dlogits");
+      expect_same_sums(gpu_fused_sums.read(), sums, variant + " sums");
+    }
   }
 }
 

@@ -164,6 +164,18 @@ TEST_P(ModelCudaTest, LossAndEveryGradientEqualTheCpu) {
   gpu_model.forward(m.gpu_parameters.weights(), to_gpu(batch), training_dropout());
   gpu_model.backward(again.weights(), m.gpu_parameters.weights(), 1.f);
   EXPECT_EQ(values(again.flat()), values(m.gpu_gradients.flat()));
+
+  // The training step's pass, the loss's gradient taken in the forward (the fused kernel), is
+  // the two passes above to the bit: the same log-probabilities, the same gradient formula.
+  FlatParameters fused(config, Device::kCUDA);
+  const CrossEntropySums fused_sums =
+      gpu_model
+          .forward_backward(fused.weights(), m.gpu_parameters.weights(), to_gpu(batch),
+                            training_dropout(), 1.f)
+          .read();
+  EXPECT_EQ(fused_sums.loss, gpu.loss);
+  EXPECT_EQ(fused_sums.tokens, gpu.tokens);
+  EXPECT_EQ(values(fused.flat()), values(m.gpu_gradients.flat()));
 }
 
 TEST_P(ModelCudaTest, AdamStepMovesTheWeightsAsOnTheCpu) {

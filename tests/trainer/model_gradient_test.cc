@@ -71,6 +71,48 @@ TEST_P(ModelGradientTest, EveryParameterMatchesFiniteDifferences) {
   }
 }
 
+// The training step's pass (the loss's gradient taken in the forward's pass over the logits)
+// gives the sums and the gradients of forward() then backward() to the bit; on a listener it
+// reports the same tensors in the same order.
+TEST_P(ModelGradientTest, ForwardBackwardIsForwardThenBackward) {
+  const ModelConfig config = tiny_config(GetParam());
+  FlatParameters parameters(config), separate(config), fused(config);
+  parameters.copy_from(random_weights(config, 19), config);
+  const ModelInputs inputs = tiny_batch();
+  DropoutSettings dropout;
+  dropout.residual = 0.1f;
+  dropout.activation = 0.1f;
+  dropout.seed = 6;
+  constexpr float kDloss = 128.f;  // a loss scale
+  class Order final : public GradientListener {
+   public:
+    void tensor_ready(const Tensor& gradient) override { data.push_back(gradient.raw_data()); }
+    std::vector<const void*> data;
+  };
+  Order separate_order, fused_order;
+  TransformerTraining model(config);
+  const CrossEntropySums expected = model.forward(parameters.weights(), inputs, dropout).read();
+  model.backward(separate.weights(), parameters.weights(), kDloss, &separate_order);
+  const CrossEntropySums sums = model
+                                    .forward_backward(fused.weights(), parameters.weights(),
+                                                      inputs, dropout, kDloss, &fused_order)
+                                    .read();
+  EXPECT_EQ(sums.loss, expected.loss);
+  EXPECT_EQ(sums.nll, expected.nll);
+  EXPECT_EQ(sums.tokens, expected.tokens);
+  for (int64_t i = 0; i < separate.size(); ++i) {
+    ASSERT_EQ(fused.flat().data<float>()[i], separate.flat().data<float>()[i]) << i;
+  }
+  ASSERT_EQ(fused_order.data.size(), separate_order.data.size());
+  for (size_t t = 0; t < fused_order.data.size(); ++t) {
+    EXPECT_EQ(static_cast<const char*>(fused_order.data[t]) -
+                  static_cast<const char*>(fused.flat().raw_data()),
+              static_cast<const char*>(separate_order.data[t]) -
+                  static_cast<const char*>(separate.flat().raw_data()))
+        << "tensor " << t;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Positions, ModelGradientTest,
                          ::testing::Values(PositionalEncoding::kSinusoidal,
                                            PositionalEncoding::kLearned),

@@ -127,9 +127,9 @@ Tensor TransformerTraining::decoder_layer_backward(DecoderLayerWeights& g,
   return dx;
 }
 
-PendingCrossEntropySums TransformerTraining::forward(const TransformerWeights& weights,
-                                                     const ModelInputs& inputs,
-                                                     const DropoutSettings& dropout) {
+void TransformerTraining::forward_to_logits(const TransformerWeights& weights,
+                                            const ModelInputs& inputs,
+                                            const DropoutSettings& dropout) {
   inputs_ = inputs;
   dropout_ = dropout;
   const int channels = config_.d_model;
@@ -163,28 +163,54 @@ PendingCrossEntropySums TransformerTraining::forward(const TransformerWeights& w
   }
   const int64_t rows = y.dim(0) * y.dim(1);
   decoder_output_ = y.reshape({rows, channels});
-  log_probs_ = Tensor::empty({rows, config_.vocab_size}, DType::kFloat32, device);
-  linear_forward(log_probs_, decoder_output_, weights.shared_embedding,
+  logits_ = Tensor::empty({rows, config_.vocab_size}, DType::kFloat32, device);
+  linear_forward(logits_, decoder_output_, weights.shared_embedding,
                  weights.logits_bias.reshape({config_.vocab_size}), Activation::kNone);
-  return cross_entropy_forward(log_probs_, log_probs_, inputs.target_output.reshape({rows}),
+}
+
+PendingCrossEntropySums TransformerTraining::forward(const TransformerWeights& weights,
+                                                     const ModelInputs& inputs,
+                                                     const DropoutSettings& dropout) {
+  forward_to_logits(weights, inputs, dropout);
+  return cross_entropy_forward(logits_, logits_, inputs.target_output.reshape({logits_.dim(0)}),
                                config_.label_smoothing, config_.pad_id);
 }
 
 void TransformerTraining::backward(TransformerWeights& grads, const TransformerWeights& weights,
                                    float dloss, GradientListener* listener) {
+  // In place: the log-probabilities are not needed after.
+  cross_entropy_backward(logits_, logits_, inputs_.target_output.reshape({logits_.dim(0)}),
+                         config_.label_smoothing, config_.pad_id, dloss);
+  backward_from_logits(grads, weights, listener);
+}
+
+PendingCrossEntropySums TransformerTraining::forward_backward(TransformerWeights& grads,
+                                                              const TransformerWeights& weights,
+                                                              const ModelInputs& inputs,
+                                                              const DropoutSettings& dropout,
+                                                              float dloss,
+                                                              GradientListener* listener) {
+  forward_to_logits(weights, inputs, dropout);
+  PendingCrossEntropySums sums = cross_entropy_forward_backward(
+      logits_, logits_, inputs.target_output.reshape({logits_.dim(0)}), config_.label_smoothing,
+      config_.pad_id, dloss);
+  backward_from_logits(grads, weights, listener);
+  return sums;
+}
+
+void TransformerTraining::backward_from_logits(TransformerWeights& grads,
+                                               const TransformerWeights& weights,
+                                               GradientListener* listener) {
   const auto report = [listener](const auto& gradient) {
     if (listener != nullptr) listener->ready(gradient);
   };
   const int64_t rows = decoder_output_.dim(0);
   const int channels = config_.d_model;
-  Tensor dlogits = log_probs_;  // reused in place: the log-probabilities are not needed after
-  cross_entropy_backward(dlogits, log_probs_, inputs_.target_output.reshape({rows}),
-                         config_.label_smoothing, config_.pad_id, dloss);
   Tensor dy = Tensor::empty({rows, channels}, DType::kFloat32, decoder_output_.device());
   Tensor dlogits_bias = grads.logits_bias.reshape({config_.vocab_size});
-  linear_backward(dy, grads.shared_embedding, dlogits_bias, dlogits, decoder_output_,
+  linear_backward(dy, grads.shared_embedding, dlogits_bias, logits_, decoder_output_,
                   weights.shared_embedding, GradientWrite::kOverwrite);
-  log_probs_ = Tensor();
+  logits_ = Tensor();
   report(grads.logits_bias);
   dy = dy.reshape(decoder_.back().input.shape());
 

@@ -50,6 +50,14 @@ class TransformerTraining {
   // the (learned) position tables, and the shared embedding at the very end.
   void backward(TransformerWeights& grads, const TransformerWeights& weights, float dloss,
                 GradientListener* listener = nullptr);
+  // forward() then backward() with the loss's gradient taken in the forward's last pass over
+  // the logits (cross_entropy_forward_backward): no log-probabilities are written and read
+  // back. The same sums and gradients; what a training step runs.
+  PendingCrossEntropySums forward_backward(TransformerWeights& grads,
+                                           const TransformerWeights& weights,
+                                           const ModelInputs& inputs,
+                                           const DropoutSettings& dropout, float dloss,
+                                           GradientListener* listener = nullptr);
 
  private:
   struct EncoderLayerCache {
@@ -73,6 +81,12 @@ class TransformerTraining {
   };
 
   DropoutSite site(int stack, int64_t layer, int slot, bool activation = false) const;
+  // The forward up to the logits [N·T, V], left in logits_.
+  void forward_to_logits(const TransformerWeights& weights, const ModelInputs& inputs,
+                         const DropoutSettings& dropout);
+  // The backward from the loss's gradient with respect to the logits, in logits_.
+  void backward_from_logits(TransformerWeights& grads, const TransformerWeights& weights,
+                            GradientListener* listener);
   Tensor encoder_layer_forward(EncoderLayerCache& cache, const EncoderLayerWeights& w,
                                const Tensor& x, int64_t layer);
   Tensor encoder_layer_backward(EncoderLayerWeights& g, const Tensor& dout,
@@ -95,7 +109,8 @@ class TransformerTraining {
   Tensor causal_lengths_;  // int32 [N], all T: the decoder's self-attention is causal only
   Tensor encoder_output_;  // [N, S, C]
   Tensor decoder_output_;  // [N·T, C]
-  Tensor log_probs_;       // [N·T, V]
+  // [N·T, V]: the logits, then in place their log-probabilities, then the loss's gradient.
+  Tensor logits_;
 };
 
 }  // namespace xlate::trainer

@@ -406,10 +406,9 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
     const TrainingBatch batch = make_training_batch(train_, pairs, config_);
     const DropoutSettings dropout{config_.dropout, config_.activation_dropout, state_.seed,
                                   state_.step, micro, communicator_.rank()};
-    losses.push_back(
-        model_.forward(parameters_.weights(), model_inputs(batch, device_), dropout));
-    model_.backward(gradients_.weights(), parameters_.weights(), static_cast<float>(loss_scale),
-                    listener ? &*listener : nullptr);
+    losses.push_back(model_.forward_backward(
+        gradients_.weights(), parameters_.weights(), model_inputs(batch, device_), dropout,
+        static_cast<float>(loss_scale), listener ? &*listener : nullptr));
     sums[3] += static_cast<double>(batch.source_token_count);
   }
   for (PendingCrossEntropySums& pending : losses) {  // in micro-batch order

@@ -66,4 +66,14 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tens
   }
 }
 
+// The two ops in turn: the reference the fused CUDA kernel is held to.
+PendingCrossEntropySums cross_entropy_forward_backward(Tensor& dlogits, const Tensor& logits,
+                                                       const Tensor& targets, float smoothing,
+                                                       int ignore_id, float dloss) {
+  PendingCrossEntropySums sums =
+      cpu::cross_entropy_forward(dlogits, logits, targets, smoothing, ignore_id);
+  cpu::cross_entropy_backward(dlogits, dlogits, targets, smoothing, ignore_id, dloss);
+  return sums;
+}
+
 }  // namespace xlate::cpu

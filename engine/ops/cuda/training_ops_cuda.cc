@@ -27,6 +27,29 @@ Tensor float_workspace(int64_t floats) {
   return Tensor::empty({floats > 0 ? floats : 1}, DType::kFloat32, Device::kCUDA);
 }
 
+// The sums of the row losses a cross-entropy kernel queued, read when asked: in row order, as
+// the CPU body adds them. Holding row_losses and targets keeps their memory from later work on
+// the stream until then.
+PendingCrossEntropySums pending_sums(std::shared_ptr<void> row_losses, const Tensor& targets,
+                                     int64_t rows, int ignore_id) {
+  return PendingCrossEntropySums([row_losses = std::move(row_losses), targets, rows, ignore_id] {
+    std::vector<double> host(static_cast<size_t>(2 * rows));
+    std::vector<int32_t> host_targets(static_cast<size_t>(rows));
+    cuda_backend::copy_device_to_host(host.data(), row_losses.get(),
+                                      host.size() * sizeof(double));
+    cuda_backend::copy_device_to_host(host_targets.data(), targets.raw_data(),
+                                      host_targets.size() * sizeof(int32_t));
+    CrossEntropySums sums;
+    for (int64_t m = 0; m < rows; ++m) {
+      if (host_targets[m] == ignore_id) continue;
+      sums.loss += host[2 * m];
+      sums.nll += host[2 * m + 1];
+      ++sums.tokens;
+    }
+    return sums;
+  });
+}
+
 }  // namespace
 
 void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor& dout,
@@ -210,23 +233,20 @@ PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& l
   kernels::cross_entropy_forward(log_probs.data<float>(), static_cast<double*>(row_losses.get()),
                                  logits.data<float>(), targets.data<int32_t>(), rows, classes,
                                  smoothing, ignore_id, cuda_backend::stream());
-  // Holding row_losses and targets keeps their memory from later work on the stream until read.
-  return PendingCrossEntropySums([row_losses = std::move(row_losses), targets, rows, ignore_id] {
-    std::vector<double> host(static_cast<size_t>(2 * rows));
-    std::vector<int32_t> host_targets(static_cast<size_t>(rows));
-    cuda_backend::copy_device_to_host(host.data(), row_losses.get(),
-                                      host.size() * sizeof(double));
-    cuda_backend::copy_device_to_host(host_targets.data(), targets.raw_data(),
-                                      host_targets.size() * sizeof(int32_t));
-    CrossEntropySums sums;
-    for (int64_t m = 0; m < rows; ++m) {  // in row order, as the CPU body adds them
-      if (host_targets[m] == ignore_id) continue;
-      sums.loss += host[2 * m];
-      sums.nll += host[2 * m + 1];
-      ++sums.tokens;
-    }
-    return sums;
-  });
+  return pending_sums(std::move(row_losses), targets, rows, ignore_id);
+}
+
+PendingCrossEntropySums cross_entropy_forward_backward(Tensor& dlogits, const Tensor& logits,
+                                                       const Tensor& targets, float smoothing,
+                                                       int ignore_id, float dloss) {
+  const int64_t classes = logits.dim(-1), rows = logits.numel() / classes;
+  if (rows == 0) return PendingCrossEntropySums();
+  std::shared_ptr<void> row_losses = cuda_backend::allocate(2 * rows * sizeof(double));
+  kernels::cross_entropy_forward_backward(
+      dlogits.data<float>(), static_cast<double*>(row_losses.get()), logits.data<float>(),
+      targets.data<int32_t>(), rows, classes, smoothing, ignore_id, dloss,
+      cuda_backend::stream());
+  return pending_sums(std::move(row_losses), targets, rows, ignore_id);
 }
 
 void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tensor& targets,
