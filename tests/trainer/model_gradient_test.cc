@@ -39,6 +39,15 @@ ModelInputs tiny_batch() {
   return inputs;
 }
 
+// Residual and activation dropout at 0.1 under `seed`.
+DropoutSettings dropout_of(uint64_t seed) {
+  DropoutSettings dropout;
+  dropout.residual = 0.1f;
+  dropout.activation = 0.1f;
+  dropout.seed = seed;
+  return dropout;
+}
+
 class ModelGradientTest : public ::testing::TestWithParam<PositionalEncoding> {};
 
 TEST_P(ModelGradientTest, EveryParameterMatchesFiniteDifferences) {
@@ -46,10 +55,7 @@ TEST_P(ModelGradientTest, EveryParameterMatchesFiniteDifferences) {
   FlatParameters parameters(config), gradients(config);
   parameters.copy_from(random_weights(config, 17), config);
   const ModelInputs inputs = tiny_batch();
-  DropoutSettings dropout;
-  dropout.residual = 0.1f;
-  dropout.activation = 0.1f;
-  dropout.seed = 5;
+  const DropoutSettings dropout = dropout_of(5);
   TransformerTraining model(config);
   auto loss = [&] { return model.forward(parameters.weights(), inputs, dropout).read().loss; };
   const CrossEntropySums sums = model.forward(parameters.weights(), inputs, dropout).read();
@@ -79,10 +85,7 @@ TEST_P(ModelGradientTest, ForwardBackwardIsForwardThenBackward) {
   FlatParameters parameters(config), separate(config), fused(config);
   parameters.copy_from(random_weights(config, 19), config);
   const ModelInputs inputs = tiny_batch();
-  DropoutSettings dropout;
-  dropout.residual = 0.1f;
-  dropout.activation = 0.1f;
-  dropout.seed = 6;
+  const DropoutSettings dropout = dropout_of(6);
   constexpr float kDloss = 128.f;  // a loss scale
   class Order final : public GradientListener {
    public:
