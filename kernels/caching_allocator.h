@@ -2,14 +2,24 @@
 // handed out again, so a decoding step that allocates the same shapes as the last one never
 // reaches cudaMalloc (which synchronises the device and costs tens of microseconds).
 //
-// Sizes are rounded to a size class (512 B steps up to 1 MiB, 2 MiB steps above) and a request
-// is served by the smallest cached block of its class or of a class at most 1/8 larger
-// (reuse_limit), so memory use stays close to the peak of what is live: a training step's
-// activations change size with every batch's token count, and exact classes would keep one
-// block per size seen until the memory ran out, while the bound keeps the space a block wastes
-// below 1/9 of it. When the backing memory is exhausted, every cached block is released and the
-// request retried once before failing; an allocator in an AllocatorGroup then also empties the
-// caches of the group's other members and retries once more.
+// Memory comes from the backing memory in segments, and a segment is cut into blocks: a request
+// (rounded up to 512 B) takes the smallest free block that holds it (best fit), and the part of
+// that block it does not need stays free as a block of its own; a freed block merges with free
+// neighbours of its segment. A training step's activations change size with every batch's token
+// count, so one block per size seen (or per size class) would keep growing the reserve, while
+// cut and merged segments keep it close to the most the work held at once.
+// - Requests up to 1 MiB come from 2 MiB segments of their own (small blocks never pin a large
+//   segment), cut at any 512 B; larger ones from segments of 20 MiB (requests under 10 MiB, so
+//   several share one) or of an eighth more than the request, rounded to 2 MiB, cut only where
+//   more than 1 MiB is left (less stays with the block).
+// - When the backing memory refuses a segment, the preferred size falls back to the request's
+//   own (rounded to 2 MiB); then every wholly free segment is released and the request retried
+//   once before failing; an allocator in an AllocatorGroup then also empties the caches of the
+//   group's other members and retries once more.
+//
+// Without caching (the constructor's `cache` false) every request is a backing allocation of its
+// own, released when freed: compute-sanitizer then sees an access past a block's end, which
+// within a cut segment is valid memory to it.
 //
 // Stream rule: blocks are reused without any event or synchronisation, which is correct only
 // when all work on the memory of one allocator runs on one stream in order. The engine gives
@@ -18,9 +28,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -36,11 +46,11 @@ class BackingMemory {
 };
 
 struct AllocatorStats {
-  size_t bytes_in_use = 0;    // handed out and not yet freed (size classes)
+  size_t bytes_in_use = 0;       // blocks handed out and not yet freed
   size_t peak_bytes_in_use = 0;  // the most bytes_in_use has been (what the work needed at once)
-  size_t bytes_reserved = 0;  // obtained from the backing memory (in use + cached)
+  size_t bytes_reserved = 0;     // segments obtained from the backing memory (in use + cached)
   int64_t backing_allocations = 0;
-  int64_t cache_hits = 0;
+  int64_t cache_hits = 0;        // requests served by a cached block
 };
 
 class CachingAllocator;
@@ -70,36 +80,45 @@ class CachingAllocator {
  public:
   // `group`, if given, is joined for the allocator's lifetime.
   explicit CachingAllocator(std::unique_ptr<BackingMemory> backing,
-                            std::shared_ptr<AllocatorGroup> group = nullptr);
+                            std::shared_ptr<AllocatorGroup> group = nullptr, bool cache = true);
   ~CachingAllocator();  // returns every block to the backing memory
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // A block of at least `bytes` (a 0-byte request gets the smallest class). Throws
-  // std::bad_alloc when the backing memory cannot provide it even after emptying the cache.
+  // A block of at least `bytes` (a 0-byte request gets 512 B). Throws std::bad_alloc when the
+  // backing memory cannot provide it even after emptying the cache.
   void* allocate(size_t bytes);
   // Returns a block from allocate() to the cache; nullptr is ignored.
   void free(void* block);
-  // Releases the cached (free) blocks to the backing memory.
+  // Releases the wholly free segments to the backing memory.
   void empty_cache();
 
   AllocatorStats stats() const;
 
-  static size_t size_class(size_t bytes);
-  // The largest cached block that may serve a request of class `size`: size + size / 8.
-  static size_t reuse_limit(size_t size);
+  // What a request of `bytes` is rounded up to: 512 B steps.
+  static size_t rounded_size(size_t bytes);
 
  private:
-  // A block of class `size` from the cache or the backing memory (after emptying this cache);
-  // nullptr when the backing memory refuses.
+  struct Block;
+  struct BySizeThenAddress {
+    bool operator()(const Block* a, const Block* b) const;
+  };
+  using FreeBlocks = std::set<Block*, BySizeThenAddress>;
+
+  // A block of `size` (rounded) from the cache or the backing memory (after emptying this
+  // cache); nullptr when the backing memory refuses.
   void* allocate_locked(size_t size);
-  void release_cached_locked();
+  // A new segment's block for a request of `size`; nullptr when the backing memory refuses.
+  Block* new_segment_locked(size_t size, bool small);
+  void release_free_segments_locked();
 
   std::unique_ptr<BackingMemory> backing_;
   std::shared_ptr<AllocatorGroup> group_;
+  bool cache_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, void*> cached_;         // size class -> free block
-  std::unordered_map<void*, size_t> in_use_;    // block -> size class
+  FreeBlocks small_free_;                      // blocks of the 2 MiB segments
+  FreeBlocks large_free_;                      // blocks of the others
+  std::unordered_map<void*, Block*> in_use_;   // address -> block handed out
   AllocatorStats stats_;
 };
 

@@ -2,7 +2,9 @@
 #include "engine/backend/cuda_backend.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/caching_allocator.h"
 #include "kernels/convert.h"
@@ -24,11 +26,21 @@ std::shared_ptr<kernels::AllocatorGroup> pinned_memory_group() {
   return group;
 }
 
+// XLATE_CUDA_MEMORY_CACHING=0 gives every block an allocation of its own, freed at once: for
+// compute-sanitizer, which sees an access past a block's end only then (kernels/caching_allocator.h).
+bool memory_caching() {
+  static const bool caching = [] {
+    const char* value = std::getenv("XLATE_CUDA_MEMORY_CACHING");
+    return value == nullptr || std::string(value) != "0";
+  }();
+  return caching;
+}
+
 struct Worker {
   kernels::CudaStream stream;
   std::shared_ptr<kernels::CachingAllocator> allocator =
       std::make_shared<kernels::CachingAllocator>(kernels::make_cuda_backing_memory(),
-                                                  device_memory_group());
+                                                  device_memory_group(), memory_caching());
   // Host blocks for copies that are complete before their owner lets go (copy_device_to_host
   // waits), so reusing them needs no event either.
   std::shared_ptr<kernels::CachingAllocator> pinned = std::make_shared<kernels::CachingAllocator>(
