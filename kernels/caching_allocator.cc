@@ -165,20 +165,19 @@ void CachingAllocator::free(void* address) {
   }
   block->free = true;
   FreeBlocks& pool = block->small ? small_free_ : large_free_;
-  if (Block* next = block->next; next != nullptr && next->free) {
-    pool.erase(next);
-    block->size += next->size;
-    block->next = next->next;
-    if (block->next != nullptr) block->next->previous = block;
-    delete next;
-  }
-  if (Block* previous = block->previous; previous != nullptr && previous->free) {
-    pool.erase(previous);
-    previous->size += block->size;
-    previous->next = block->next;
-    if (previous->next != nullptr) previous->next->previous = previous;
-    delete block;
-    block = previous;
+  // `first` takes in `second`, the free block after it in their segment.
+  const auto merge = [&pool](Block* first, Block* second) {
+    pool.erase(first);
+    pool.erase(second);
+    first->size += second->size;
+    first->next = second->next;
+    if (first->next != nullptr) first->next->previous = first;
+    delete second;
+  };
+  if (block->next != nullptr && block->next->free) merge(block, block->next);
+  if (block->previous != nullptr && block->previous->free) {
+    block = block->previous;
+    merge(block, block->next);
   }
   pool.insert(block);
 }
