@@ -75,21 +75,24 @@ BACKWARD_FRACTION = 2.0 / 3.0
 # ---------------------------------------------------------------------------------------------
 # Published hardware figures. Everything this script takes from a vendor lives in these two
 # tables, each with its source. TFLOP/s are dense peaks (never the "with sparsity" figures);
-# "fp16"/"bf16" is the rate mixed-precision training uses: tensor cores where the GPU has them,
-# the plain half-precision rate on the P100 (no tensor cores, no bf16). "fp32" is without tensor
-# cores (xlate's fp32 runs have TF32 off). Bandwidths in GB/s = 1e9 bytes/s.
+# "fp16"/"bf16" is the rate xlate's mixed-precision products run at: tensor cores where the GPU
+# has them; on the P100 (no tensor cores, no bf16) its float32 rate, because xlate's products
+# sum in float32 (its 2x half-precision peak is for half-precision sums, which xlate does not
+# use). "fp32" is without tensor cores (xlate's fp32 runs have TF32 off). Bandwidths in
+# GB/s = 1e9 bytes/s.
 GPUS = {
     "p100-sxm2": {
         "name": "Tesla P100 SXM2 16GB", "nvidia_smi": ["tesla p100-sxm2-16gb"],
-        "fp32": 10.6, "fp16": 21.2, "bf16": None, "memory_gbps": 732.0,
+        "fp32": 10.6, "fp16": 10.6, "bf16": None, "memory_gbps": 732.0,
         # NVIDIA Tesla P100 datasheet (2016) and "NVIDIA Tesla P100" whitepaper (2016): 5.3 / 10.6 /
-        # 21.2 TFLOP/s fp64 / fp32 / fp16 for the NVLink (SXM2) module; 16 GB CoWoS HBM2 at 732 GB/s
-        # (720 GB/s in the GTC 2016 announcement).
+        # 21.2 TFLOP/s fp64 / fp32 / fp16 for the NVLink (SXM2) module (fp16 here: the fp32 rate,
+        # see above); 16 GB CoWoS HBM2 at 732 GB/s (720 GB/s in the GTC 2016 announcement).
         "source": "NVIDIA Tesla P100 datasheet, 2016"},
     "p100-pcie": {
         "name": "Tesla P100 PCIe 16GB", "nvidia_smi": ["tesla p100-pcie-16gb"],
-        "fp32": 9.3, "fp16": 18.7, "bf16": None, "memory_gbps": 732.0,
-        # The same datasheet's PCIe card: lower clocks, 9.3 / 18.7 TFLOP/s, 16 GB at 732 GB/s.
+        "fp32": 9.3, "fp16": 9.3, "bf16": None, "memory_gbps": 732.0,
+        # The same datasheet's PCIe card: lower clocks, 9.3 / 18.7 TFLOP/s fp32 / fp16 (fp16 here:
+        # the fp32 rate), 16 GB at 732 GB/s.
         "source": "NVIDIA Tesla P100 datasheet, 2016"},
     "v100-sxm2": {
         "name": "Tesla V100 SXM2", "nvidia_smi": ["tesla v100-sxm2-16gb", "tesla v100-sxm2-32gb"],

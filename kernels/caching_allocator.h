@@ -8,6 +8,8 @@
 // neighbours of its segment. A training step's activations change size with every batch's token
 // count, so one block per size seen (or per size class) would keep growing the reserve, while
 // cut and merged segments keep it close to the most the work held at once.
+// - Every block starts a multiple of 512 B into its segment: as aligned as the backing
+//   memory's allocations are up to that (cudaMalloc's: 256 B).
 // - Requests up to 1 MiB come from 2 MiB segments of their own (small blocks never pin a large
 //   segment), cut at any 512 B; larger ones from segments of 20 MiB (requests under 10 MiB, so
 //   several share one) or of an eighth more than the request, rounded to 2 MiB, cut only where

@@ -158,32 +158,39 @@ struct GemmContext::State {
   PlanCache<MatmulKey, std::unique_ptr<Plan>> matmul_plans;
   Float32Math float32_math = Float32Math::kExact;
 
-  // Float32 operands rounded to bfloat16 for the product in flight (device memory, grown to the
+  // Float32 operands rounded to 16 bits for the product in flight (device memory, grown to the
   // largest product's two operands; rounded_operands).
   void* rounded = nullptr;
   size_t rounded_bytes = 0;
 
-  // Whether a product of `type` tensors first rounds its float32 operands to bfloat16 itself.
-  // cuBLASLt's CUBLAS_COMPUTE_32F_FAST_16BF does not do it: on an H200 with cuBLASLt 13.1 it
-  // gave the products of float16-rounded inputs, bit for bit FAST_16F's
-  // (CudaFloat32Math.ProductsRoundTheirInputsToTheModesType), which would train "bf16" with
-  // float16's range and no loss scaling. FAST_16F rounds to float16 as asked and stays.
-  bool rounds_to_bfloat16(ElementType type) const {
-    return type == ElementType::kFloat32 && float32_math == Float32Math::kBFloat16Inputs;
-  }
-  // The element type cuBLASLt reads a product's two operands in (the result keeps `type`).
+  // Under kFloat16Inputs: round by copies (no tensor cores for FAST_16F) or inside cuBLASLt.
+  bool float16_by_copies = false;
+
+  // The element type cuBLASLt reads a product's two operands in (the result keeps `type`):
+  // the type a float32 product first rounds its operands into by copies, or `type`. bfloat16
+  // always goes by copies: cuBLASLt's CUBLAS_COMPUTE_32F_FAST_16BF does not round to it (on an
+  // H200 with cuBLASLt 13.1 it gave the products of float16-rounded inputs, bit for bit
+  // FAST_16F's: CudaFloat32Math.ProductsRoundTheirInputsToTheModesType), which would train
+  // "bf16" with float16's range and no loss scaling. FAST_16F rounds to float16 as asked.
   ElementType operand_type(ElementType type) const {
-    return rounds_to_bfloat16(type) ? ElementType::kBFloat16 : type;
+    if (type != ElementType::kFloat32) return type;
+    if (float32_math == Float32Math::kBFloat16Inputs) return ElementType::kBFloat16;
+    if (float32_math == Float32Math::kFloat16Inputs && float16_by_copies) {
+      return ElementType::kFloat16;
+    }
+    return type;
   }
+  bool rounds_by_copies(ElementType type) const { return operand_type(type) != type; }
   // The compute type of a product of `type` tensors under float32_math (which only changes
   // float32 products: half-precision storage computes as it always does).
   cublasComputeType_t compute_type(ElementType type) const {
-    if (type == ElementType::kFloat32 && float32_math == Float32Math::kFloat16Inputs) {
+    if (type == ElementType::kFloat32 && float32_math == Float32Math::kFloat16Inputs &&
+        !float16_by_copies) {
       return CUBLAS_COMPUTE_32F_FAST_16F;
     }
     return CUBLAS_COMPUTE_32F;
   }
-  // Room for two bfloat16 operands of `first` and `second` elements, the second at a 256-byte
+  // Room for two 16-bit operands of `first` and `second` elements, the second at a 256-byte
   // boundary. Products on the stream run in order, so the next product's rounding waits for
   // the last one's reads.
   std::pair<void*, void*> rounded_operands(int64_t first, int64_t second);
@@ -301,9 +308,27 @@ GemmContext::GemmContext(Stream stream, size_t workspace_bytes, size_t plan_capa
   state_->workspace_bytes = workspace_bytes;
   XLATE_CUBLAS_CHECK(cublaslt().create(&state_->handle));
   XLATE_CUDA_CHECK(cudaMalloc(&state_->workspace, workspace_bytes));
+  int device = 0, major = 0;
+  XLATE_CUDA_CHECK(cudaGetDevice(&device));
+  XLATE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  state_->float16_by_copies = major < 7;  // tensor cores came with compute capability 7.0
 }
 
 void GemmContext::set_float32_math(Float32Math math) { state_->float32_math = math; }
+
+void GemmContext::set_float16_inputs_by_copies(bool by_copies) {
+  if (by_copies == state_->float16_by_copies) return;
+  state_->float16_by_copies = by_copies;
+  // The plans of kFloat16Inputs read operands of the other type now.
+  state_->plans.clear();
+  state_->matmul_plans.clear();
+}
+
+bool GemmContext::float16_inputs_by_copies() const { return state_->float16_by_copies; }
+
+ElementType GemmContext::rounding_copy_type() const {
+  return state_->operand_type(ElementType::kFloat32);
+}
 
 Float32Math GemmContext::float32_math() const { return state_->float32_math; }
 
@@ -335,10 +360,11 @@ void GemmContext::linear_forward(void* out, const void* inp, const void* weight,
   if (has_bias(epilogue) && bias == nullptr) {
     throw std::logic_error("linear_forward: a bias epilogue needs a bias");
   }
-  if (state_->rounds_to_bfloat16(type)) {
+  if (state_->rounds_by_copies(type)) {
+    const ElementType copies = state_->operand_type(type);
     const auto [rounded_weight, rounded_inp] = state_->rounded_operands(n * k, m * k);
-    convert(rounded_weight, ElementType::kBFloat16, weight, type, n * k, state_->stream);
-    convert(rounded_inp, ElementType::kBFloat16, inp, type, m * k, state_->stream);
+    convert(rounded_weight, copies, weight, type, n * k, state_->stream);
+    convert(rounded_inp, copies, inp, type, m * k, state_->stream);
     weight = rounded_weight;
     inp = rounded_inp;
   }
@@ -364,7 +390,8 @@ void GemmContext::matmul(void* c, const void* a, const void* b, const MatmulShap
                          float alpha, float beta, ElementType type) {
   if (shape.m == 0 || shape.n == 0 || shape.batch == 0) return;
   MatmulShape s = shape;
-  if (state_->rounds_to_bfloat16(type)) {
+  if (state_->rounds_by_copies(type)) {
+    const ElementType copies = state_->operand_type(type);
     // Each operand as stored (row-major [rows, cols], rows ld apart) rounded into a packed
     // copy; a stride of 0 (one matrix for the whole batch) stays one matrix.
     const int64_t rows_a = s.transpose_a ? s.k : s.m, cols_a = s.transpose_a ? s.m : s.k;
@@ -373,10 +400,10 @@ void GemmContext::matmul(void* c, const void* a, const void* b, const MatmulShap
     const int64_t matrices_b = s.stride_b == 0 ? 1 : s.batch;
     const auto [rounded_b, rounded_a] =
         state_->rounded_operands(rows_b * cols_b * matrices_b, rows_a * cols_a * matrices_a);
-    convert_matrices(rounded_a, ElementType::kBFloat16, a, type, rows_a, cols_a, s.lda, matrices_a,
-                     s.stride_a, state_->stream);
-    convert_matrices(rounded_b, ElementType::kBFloat16, b, type, rows_b, cols_b, s.ldb, matrices_b,
-                     s.stride_b, state_->stream);
+    convert_matrices(rounded_a, copies, a, type, rows_a, cols_a, s.lda, matrices_a, s.stride_a,
+                     state_->stream);
+    convert_matrices(rounded_b, copies, b, type, rows_b, cols_b, s.ldb, matrices_b, s.stride_b,
+                     state_->stream);
     s.lda = cols_a;
     s.ldb = cols_b;
     if (s.stride_a != 0) s.stride_a = rows_a * cols_a;
@@ -387,12 +414,12 @@ void GemmContext::matmul(void* c, const void* a, const void* b, const MatmulShap
   run_matmul(c, a, b, s, alpha, beta, type);
 }
 
-void GemmContext::matmul_of_bfloat16_copies(void* c, const void* a, const void* b,
-                                            const MatmulShape& shape, float alpha, float beta) {
-  if (!state_->rounds_to_bfloat16(ElementType::kFloat32)) {
+void GemmContext::matmul_of_rounded_copies(void* c, const void* a, const void* b,
+                                           const MatmulShape& shape, float alpha, float beta) {
+  if (!state_->rounds_by_copies(ElementType::kFloat32)) {
     throw std::logic_error(
-        "matmul_of_bfloat16_copies: the float32 math is not kBFloat16Inputs, so a float32 "
-        "product would not read bfloat16 operands");
+        "matmul_of_rounded_copies: the float32 math makes no rounded copies, so a float32 "
+        "product would not read 16-bit operands");
   }
   if (shape.m == 0 || shape.n == 0 || shape.batch == 0) return;
   run_matmul(c, a, b, shape, alpha, beta, ElementType::kFloat32);

@@ -47,7 +47,8 @@ class GemmContext {
                       int64_t m, int64_t n, int64_t k, GemmEpilogue epilogue, ElementType type);
 
   // How the products of float32 tensors compute from now on (kExact unless set): the reduced
-  // modes round the inputs to float16 / bfloat16 for tensor cores. Each mode has its own plans.
+  // modes round the inputs to float16 / bfloat16 (for tensor cores where the GPU has them) and
+  // accumulate in float32. Each mode has its own plans.
   void set_float32_math(Float32Math math);
   Float32Math float32_math() const;
 
@@ -57,13 +58,26 @@ class GemmContext {
   void matmul(void* c, const void* a, const void* b, const MatmulShape& shape, float alpha,
               float beta, ElementType type);
 
-  // Under Float32Math::kBFloat16Inputs, matmul of float32 tensors first rounds a and b into
-  // bfloat16 copies. A caller whose operand feeds several products (a linear layer's output
-  // gradient feeds two) rounds it once (convert to kBFloat16) and passes the copies here
-  // (bfloat16, laid out as `shape` says): the same product into a float32 c, without copying.
-  // Any other math mode is a logic error.
-  void matmul_of_bfloat16_copies(void* c, const void* a, const void* b,
-                                 const MatmulShape& shape, float alpha, float beta);
+  // Whether kFloat16Inputs rounds by copies (float16 operands, float32 compute) instead of
+  // inside cuBLASLt (CUBLAS_COMPUTE_32F_FAST_16F, tensor cores): set at construction from the
+  // device, true below compute capability 7.0 (a P100 has no tensor cores); tests set it to
+  // run that path on newer GPUs.
+  void set_float16_inputs_by_copies(bool by_copies);
+  bool float16_inputs_by_copies() const;
+
+  // The 16-bit type that products of float32 tensors round their operands into by copies under
+  // the current math: kBFloat16 under kBFloat16Inputs (cuBLASLt's CUBLAS_COMPUTE_32F_FAST_16BF
+  // rounded to float16 instead: gemm.cc), kFloat16 under kFloat16Inputs by copies; kFloat32
+  // where they make none.
+  ElementType rounding_copy_type() const;
+
+  // Where rounding_copy_type() is 16-bit, matmul of float32 tensors first rounds a and b into
+  // copies of that type. A caller whose operand feeds several products (a linear layer's output
+  // gradient feeds two) rounds it once (convert to rounding_copy_type()) and passes the copies
+  // here (laid out as `shape` says): the same product into a float32 c, without copying. Where
+  // no copies are made it is a logic error.
+  void matmul_of_rounded_copies(void* c, const void* a, const void* b, const MatmulShape& shape,
+                                float alpha, float beta);
 
   // Plan lookups and evictions so far, over both kinds; plans held now (<= 2 · capacity).
   PlanCacheCounts plan_counts() const;

@@ -101,8 +101,9 @@ class Formulas(unittest.TestCase):
 
 class Projection(unittest.TestCase):
     def test_the_projection_takes_the_slower_of_the_two_scalings(self):
-        # H100 -> P100: the FLOP/s ratio (989 / 21.2) is far worse than the bandwidth ratio
-        # (3,350 / 732): compute follows FLOP/s.
+        # H100 -> P100: the FLOP/s ratio (989 / 10.6: xlate's fp16 products sum in float32,
+        # at a P100's fp32 rate) is far worse than the bandwidth ratio (3,350 / 732): compute
+        # follows FLOP/s.
         p = ttt.project(measured(), "base", "dgx1-p100")
         self.assertGreater(p["compute_s_by_flops"], p["compute_s_by_bandwidth"])
         self.assertEqual(p["compute_s"], p["compute_s_by_flops"])

@@ -127,16 +127,24 @@ TEST(CudaFloat32Math, ProductsRoundTheirInputsToTheModesType) {
   const Tensor exact = reference(DType::kFloat32), as_float16 = reference(DType::kFloat16),
                as_bfloat16 = reference(DType::kBFloat16);
   const kernels::Float32Math before = cuda_backend::float32_math();
-  for (kernels::Float32Math math :
-       {kernels::Float32Math::kExact, kernels::Float32Math::kFloat16Inputs,
-        kernels::Float32Math::kBFloat16Inputs}) {
+  kernels::GemmContext& gemm = cuda_backend::gemm();
+  const bool by_copies_before = gemm.float16_inputs_by_copies();
+  // float16 inputs both ways: inside cuBLASLt (tensor cores) and by copies (a P100's way).
+  const std::pair<kernels::Float32Math, bool> modes[] = {
+      {kernels::Float32Math::kExact, false},
+      {kernels::Float32Math::kFloat16Inputs, false},
+      {kernels::Float32Math::kFloat16Inputs, true},
+      {kernels::Float32Math::kBFloat16Inputs, false}};
+  for (const auto& [math, by_copies] : modes) {
     cuda_backend::set_float32_math(math);
+    gemm.set_float16_inputs_by_copies(by_copies);
     Tensor out = Tensor::empty({rows, outputs}, DType::kFloat32, Device::kCUDA);
     linear_forward(out, x.to(Device::kCUDA), weight.to(Device::kCUDA), Tensor(), Activation::kNone);
     const double to_exact = largest_difference(out, exact),
                  to_float16 = largest_difference(out, as_float16),
                  to_bfloat16 = largest_difference(out, as_bfloat16);
     const std::string report = "math mode " + std::to_string(static_cast<int>(math)) +
+                               (by_copies ? " by copies" : "") +
                                ": largest difference to the exact product " +
                                std::to_string(to_exact) + ", to float16 inputs' " +
                                std::to_string(to_float16) + ", to bfloat16 inputs' " +
@@ -158,17 +166,19 @@ TEST(CudaFloat32Math, ProductsRoundTheirInputsToTheModesType) {
     }
   }
   cuda_backend::set_float32_math(before);
+  gemm.set_float16_inputs_by_copies(by_copies_before);
 }
 
-// The general product under bfloat16 math on views, as attention's backward pass makes them:
-// rows wider than the matrix (one head's columns), matrices of a strided batch, a 4-byte
-// offset, both transposes. Each operand is rounded into a packed copy first; the result must be
-// the product of the bfloat16-rounded views, computed here in double.
-TEST(CudaFloat32Math, StridedBatchedProductsOfViewsRoundToBFloat16) {
-  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+// The general product under bfloat16 math (and float16 math by copies, a P100's way) on views,
+// as attention's backward pass makes them: rows wider than the matrix (one head's columns),
+// matrices of a strided batch, a 4-byte offset, both transposes. Each operand is rounded into a
+// packed copy first; the result must be the product of the rounded views, computed here in
+// double.
+void check_strided_products_of_rounded_views(kernels::Float32Math math, DType copies) {
   std::mt19937 generator(8);
   kernels::GemmContext gemm(cuda_backend::stream());
-  gemm.set_float32_math(kernels::Float32Math::kBFloat16Inputs);
+  gemm.set_float32_math(math);
+  gemm.set_float16_inputs_by_copies(true);
   for (bool transpose_a : {false, true}) {
     for (bool transpose_b : {false, true}) {
       kernels::MatmulShape s;
@@ -182,8 +192,8 @@ TEST(CudaFloat32Math, StridedBatchedProductsOfViewsRoundToBFloat16) {
       // One float of offset before each operand: a view at a 4-byte boundary.
       const Tensor a = random_tensor({1 + s.batch * s.stride_a}, generator, 1.f);
       const Tensor b = random_tensor({1 + s.batch * s.stride_b}, generator, 1.f);
-      const Tensor a_rounded = a.to_dtype(DType::kBFloat16).to_float32();
-      const Tensor b_rounded = b.to_dtype(DType::kBFloat16).to_float32();
+      const Tensor a_rounded = a.to_dtype(copies).to_float32();
+      const Tensor b_rounded = b.to_dtype(copies).to_float32();
       const float* av = a_rounded.data<float>() + 1;
       const float* bv = b_rounded.data<float>() + 1;
       const Tensor a_gpu = a.to(Device::kCUDA), b_gpu = b.to(Device::kCUDA);
@@ -209,9 +219,21 @@ TEST(CudaFloat32Math, StridedBatchedProductsOfViewsRoundToBFloat16) {
           }
         }
       }
-      EXPECT_LE(worst, 1e-5) << "transpose_a " << transpose_a << " transpose_b " << transpose_b;
+      EXPECT_LE(worst, 1e-5) << dtype_name(copies) << " transpose_a " << transpose_a
+                             << " transpose_b " << transpose_b;
     }
   }
+}
+
+TEST(CudaFloat32Math, StridedBatchedProductsOfViewsRoundToBFloat16) {
+  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  check_strided_products_of_rounded_views(kernels::Float32Math::kBFloat16Inputs,
+                                          DType::kBFloat16);
+}
+
+TEST(CudaFloat32Math, StridedBatchedProductsOfViewsRoundToFloat16ByCopies) {
+  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  check_strided_products_of_rounded_views(kernels::Float32Math::kFloat16Inputs, DType::kFloat16);
 }
 
 // A context with room for 3 plans meets 8 row counts (a training run's batches) and then the

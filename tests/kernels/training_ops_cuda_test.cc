@@ -19,6 +19,7 @@
 #include "engine/backend/cuda_backend.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
+#include "kernels/gemm.h"
 #include "tests/random_tensor.h"
 
 namespace xlate {
@@ -140,21 +141,27 @@ TEST_F(TrainingOpsCuda, LinearBackward) {
   }
 }
 
-// Under bfloat16 math (--precision bf16) the two products read bfloat16 copies of dout, inp and
-// weight (dout rounded once for both): they equal the CPU's products of the rounded operands,
-// and differ from the exact ones by more than the tolerance (so a path that ignored the mode
-// fails). The bias gradient sums the float32 dout.
-TEST_F(TrainingOpsCuda, LinearBackwardUnderBFloat16MathReadsRoundedOperands) {
-  struct RestoreMath {
-    kernels::Float32Math before = cuda_backend::float32_math();
-    ~RestoreMath() { cuda_backend::set_float32_math(before); }
+// Under bfloat16 math (--precision bf16), and float16 math by copies (--precision fp16 on a GPU
+// without tensor cores), the two products read 16-bit copies of dout, inp and weight (dout
+// rounded once for both): they equal the CPU's products of the rounded operands, and differ
+// from the exact ones by more than the tolerance (so a path that ignored the mode fails). The
+// bias gradient sums the float32 dout.
+void check_linear_backward_reads_rounded_operands(kernels::Float32Math math, DType copies) {
+  struct Restore {
+    kernels::Float32Math math = cuda_backend::float32_math();
+    bool by_copies = cuda_backend::gemm().float16_inputs_by_copies();
+    ~Restore() {
+      cuda_backend::set_float32_math(math);
+      cuda_backend::gemm().set_float16_inputs_by_copies(by_copies);
+    }
   } restore;
+  const std::string what = dtype_name(copies);
   std::mt19937 generator(12);
   const int64_t rows = 300, outputs = 72, inputs = 40;
   const Tensor dout = random_tensor({rows, outputs}, generator);
   const Tensor inp = random_tensor({rows, inputs}, generator);
   const Tensor weight = random_tensor({outputs, inputs}, generator, 0.5f);
-  const auto rounded = [](const Tensor& x) { return x.to_dtype(DType::kBFloat16).to_float32(); };
+  const auto rounded = [copies](const Tensor& x) { return x.to_dtype(copies).to_float32(); };
   const Tensor dinp_start = random_tensor({rows, inputs}, generator);
   const Tensor dweight_start = random_tensor({outputs, inputs}, generator);
   const Tensor dbias_start = random_tensor({outputs}, generator);
@@ -167,14 +174,15 @@ TEST_F(TrainingOpsCuda, LinearBackwardUnderBFloat16MathReadsRoundedOperands) {
   linear_backward(rounded_dinp, rounded_dweight, unused_dbias, rounded(dout), rounded(inp),
                   rounded(weight), GradientWrite::kAccumulate);
 
-  cuda_backend::set_float32_math(kernels::Float32Math::kBFloat16Inputs);
+  cuda_backend::set_float32_math(math);
+  cuda_backend::gemm().set_float16_inputs_by_copies(true);
   Tensor gpu_dinp = on_gpu(dinp_start), gpu_dweight = on_gpu(dweight_start);
   Tensor gpu_dbias = on_gpu(dbias_start);
   linear_backward(gpu_dinp, gpu_dweight, gpu_dbias, on_gpu(dout), on_gpu(inp), on_gpu(weight),
                   GradientWrite::kAccumulate);
-  expect_close(gpu_dinp, rounded_dinp, kSumTolerance, "bf16 dinp");
-  expect_close(gpu_dweight, rounded_dweight, kSumTolerance, "bf16 dweight");
-  expect_close(gpu_dbias, exact_dbias, kSumTolerance, "bf16 dbias (float32 dout)");
+  expect_close(gpu_dinp, rounded_dinp, kSumTolerance, what + " dinp");
+  expect_close(gpu_dweight, rounded_dweight, kSumTolerance, what + " dweight");
+  expect_close(gpu_dbias, exact_dbias, kSumTolerance, what + " dbias (float32 dout)");
   double farthest_from_exact = 0;
   const Tensor got = gpu_dweight.to(Device::kCPU);
   for (int64_t i = 0; i < got.numel(); ++i) {
@@ -182,7 +190,19 @@ TEST_F(TrainingOpsCuda, LinearBackwardUnderBFloat16MathReadsRoundedOperands) {
         std::fabs(double{got.data<float>()[i]} - exact_dweight.data<float>()[i]);
     farthest_from_exact = std::max(farthest_from_exact, difference);
   }
-  EXPECT_GT(farthest_from_exact, 1e-2) << "dweight is the exact product's: operands not rounded";
+  // float16's 11-bit mantissa against bfloat16's 8: the exact product is nearer.
+  EXPECT_GT(farthest_from_exact, copies == DType::kBFloat16 ? 1e-2 : 1e-4)
+      << what << ": dweight is the exact product's: operands not rounded";
+}
+
+TEST_F(TrainingOpsCuda, LinearBackwardUnderBFloat16MathReadsRoundedOperands) {
+  check_linear_backward_reads_rounded_operands(kernels::Float32Math::kBFloat16Inputs,
+                                               DType::kBFloat16);
+}
+
+TEST_F(TrainingOpsCuda, LinearBackwardUnderFloat16MathByCopiesReadsRoundedOperands) {
+  check_linear_backward_reads_rounded_operands(kernels::Float32Math::kFloat16Inputs,
+                                               DType::kFloat16);
 }
 
 // A selection without arithmetic: equal values. About half of ReLU's outputs are exactly 0.

@@ -34,6 +34,9 @@ TEST(TrainingPrecision, AutoPicksWhatEachGpuGenerationRunsFastest) {
   EXPECT_EQ(resolved("fp32", Device::kCUDA, 90), TrainingPrecision::kFloat32);
   EXPECT_EQ(resolved("fp16", Device::kCUDA, 90), TrainingPrecision::kFloat16);
   EXPECT_EQ(resolved("bf16", Device::kCUDA, 80), TrainingPrecision::kBFloat16);
+  // P100-class GPUs run fp16 when asked (products of float16 copies, no tensor cores).
+  EXPECT_EQ(resolved("fp16", Device::kCUDA, 60), TrainingPrecision::kFloat16);
+  EXPECT_EQ(resolved("fp16", Device::kCUDA, 61), TrainingPrecision::kFloat16);
 }
 
 TEST(TrainingPrecision, WhatTheDeviceCannotRunIsRefusedNamingIt) {
@@ -41,9 +44,6 @@ TEST(TrainingPrecision, WhatTheDeviceCannotRunIsRefusedNamingIt) {
             "--precision fp16 needs --device cuda: the CPU trains in fp32");
   EXPECT_EQ(refusal("bf16", Device::kCPU, 0),
             "--precision bf16 needs --device cuda: the CPU trains in fp32");
-  EXPECT_EQ(refusal("fp16", Device::kCUDA, 60),
-            "--precision fp16 needs tensor cores (compute capability 7.0 or newer); this GPU "
-            "has 6.0: use --precision fp32");
   EXPECT_EQ(refusal("bf16", Device::kCUDA, 75),
             "--precision bf16 needs compute capability 8.0 or newer (Ampere); this GPU has 7.5: "
             "use --precision fp16");

@@ -48,8 +48,9 @@ ABSL_FLAG(double, adam_epsilon, 1e-9, "Adam epsilon");
 ABSL_FLAG(double, clip_norm, 0, "clip the gradient's global L2 norm to this (0 = off)");
 ABSL_FLAG(std::string, precision, "auto",
           "auto, fp32, fp16 or bf16: fp16/bf16 run the GPU's matrix products with float16 / "
-          "bfloat16 inputs on tensor cores (weights, activations, gradients stay float32); "
-          "auto: bf16 from compute capability 8.0, fp16 from 7.0, fp32 below and on the CPU");
+          "bfloat16 inputs, on tensor cores where it has them (weights, activations, "
+          "gradients stay float32); auto: bf16 from compute capability 8.0, fp16 from 7.0, "
+          "fp32 below (fp16 runs there, without tensor cores: no faster) and on the CPU");
 ABSL_FLAG(std::string, loss_scale, "auto",
           "auto, none or dynamic (auto: dynamic for fp16, none otherwise). dynamic: start the "
           "backward pass from a power-of-two scale, skip a step "

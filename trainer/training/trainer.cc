@@ -46,11 +46,13 @@ absl::Status check_lengths(const TokenCorpus& corpus, const ModelConfig& config,
   return absl::OkStatus();
 }
 
-std::string precision_note(TrainingPrecision precision) {
+std::string precision_note(TrainingPrecision precision, int compute_capability) {
   if (precision == TrainingPrecision::kFloat32) return "";
   return absl::StrCat(" (float32 weights, activations and gradients; matrix products with ",
                       precision == TrainingPrecision::kFloat16 ? "float16" : "bfloat16",
-                      " inputs on tensor cores)");
+                      compute_capability >= 70
+                          ? " inputs on tensor cores)"
+                          : " copies of their inputs at the float32 rate: no tensor cores)");
 }
 
 kernels::Float32Math float32_math(TrainingPrecision precision) {
@@ -171,9 +173,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
   if (!(status = check_model_fits_device(*config, *device)).ok()) return status;
   if (!(status = check_lengths(*train, *config, "train")).ok()) return status;
   if (valid && !(status = check_lengths(*valid, *config, "valid")).ok()) return status;
-  absl::StatusOr<TrainingPrecision> precision = resolve_training_precision(
-      options.precision, *device,
-      *device == Device::kCUDA ? cuda_backend::compute_capability() : 0);
+  const int compute_capability =
+      *device == Device::kCUDA ? cuda_backend::compute_capability() : 0;
+  absl::StatusOr<TrainingPrecision> precision =
+      resolve_training_precision(options.precision, *device, compute_capability);
   if (!precision.ok()) return precision.status();
   if (!(status = check_precision_runs(*device, *precision)).ok()) return status;
   TrainingOptions resolved = options;
@@ -185,7 +188,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
     trainer->precision_ = *precision;
     trainer->device_note_ = absl::StrCat(device_note, device_note.empty() ? "" : "; ",
                                          "precision ", precision_name(*precision),
-                                         precision_note(*precision), ", loss scaling ",
+                                         precision_note(*precision, compute_capability),
+                                         ", loss scaling ",
                                          resolved.loss_scale);
     if (!(status = trainer->initialise()).ok()) return status;
   } catch (const std::bad_alloc&) {

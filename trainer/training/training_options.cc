@@ -106,14 +106,7 @@ absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& 
     if (compute_capability >= 70) return TrainingPrecision::kFloat16;
     return TrainingPrecision::kFloat32;
   }
-  if (precision == "fp16") {
-    if (compute_capability < 70) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--precision fp16 needs tensor cores (compute capability 7.0 or newer); this GPU has ",
-          capability, ": use --precision fp32"));
-    }
-    return TrainingPrecision::kFloat16;
-  }
+  if (precision == "fp16") return TrainingPrecision::kFloat16;
   if (precision == "bf16") {
     if (compute_capability < 80) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -86,17 +86,20 @@ absl::StatusOr<Device> resolve_training_device(const std::string& device, std::s
 
 // Mixed precision as this trainer does it: weights, activations, gradients and Adam's state
 // stay float32; fp16 and bf16 run every matrix product of the training step with its inputs
-// rounded to float16 / bfloat16 on the fly, on tensor cores, with float32 sums
-// (kernels::Float32Math). fp16 needs loss scaling (its smallest normal is 6e-5); bf16 has
-// float32's range.
+// rounded to float16 / bfloat16 on the fly, with float32 sums (kernels::Float32Math): on
+// tensor cores from compute capability 7.0; a GPU without them (a P100) multiplies float16
+// copies of the operands at its float32 rate. fp16 needs loss scaling (its smallest normal is
+// 6e-5); bf16 has float32's range.
 enum class TrainingPrecision { kFloat32, kFloat16, kBFloat16 };
 
 const char* precision_name(TrainingPrecision precision);  // "fp32", "fp16", "bf16"
 
 // `precision` (TrainingOptions::precision) on `device`, whose compute capability is
 // `compute_capability` (10 · major + minor; ignored on the CPU). auto: bf16 from 8.0 (Ampere),
-// fp16 from 7.0 (Volta's tensor cores), fp32 below and on the CPU. fp16 or bf16 on the CPU,
-// fp16 below 7.0 and bf16 below 8.0 are refused naming the compute capability.
+// fp16 from 7.0 (Volta's tensor cores), fp32 below (without tensor cores the rounded inputs do
+// not speed the products up, and with float32 activations fp16 saves no memory: it runs, for
+// the numerics of a newer GPU's fp16, at a little more than fp32's cost) and on the CPU. fp16
+// or bf16 on the CPU and bf16 below 8.0 are refused naming the compute capability.
 absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& precision,
                                                              Device device,
                                                              int compute_capability);

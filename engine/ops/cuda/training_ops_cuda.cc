@@ -73,23 +73,24 @@ void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor&
   weight_shape.transpose_a = true;
   weight_shape.m = outputs, weight_shape.n = inputs, weight_shape.k = rows;
   weight_shape.lda = outputs, weight_shape.ldb = inputs, weight_shape.ldc = inputs;
-  if (gemm.float32_math() == kernels::Float32Math::kBFloat16Inputs) {
-    // Both products read dout: round it to bfloat16 once, not once per product (with weight
-    // and inp, each read once; packed, so the shapes' leading dimensions hold). Each copy is a
-    // block of the caching allocator, whose blocks are whole cudaMalloc ranges (256-byte aligned).
-    const auto rounded = [](const Tensor& x) {
+  if (const kernels::ElementType copies = gemm.rounding_copy_type(); copies != kFloat32) {
+    // Both products read dout: round it to 16 bits once, not once per product (with weight and
+    // inp, each read once; packed, so the shapes' leading dimensions hold). Each copy is a block
+    // of the caching allocator, 512-byte multiples into cudaMalloc'ed segments (256-byte
+    // aligned).
+    const auto rounded = [copies](const Tensor& x) {
       std::shared_ptr<void> copy = cuda_backend::allocate(x.numel() * sizeof(uint16_t));
-      kernels::convert(copy.get(), kernels::ElementType::kBFloat16, x.raw_data(), kFloat32,
-                       x.numel(), cuda_backend::stream());
+      kernels::convert(copy.get(), copies, x.raw_data(), kFloat32, x.numel(),
+                       cuda_backend::stream());
       return copy;
     };
     const std::shared_ptr<void> dout_copy = rounded(dout);
     if (dinp.defined()) {
-      gemm.matmul_of_bfloat16_copies(dinp.raw_data(), dout_copy.get(), rounded(weight).get(),
-                                     input_shape, 1.f, input_beta);
+      gemm.matmul_of_rounded_copies(dinp.raw_data(), dout_copy.get(), rounded(weight).get(),
+                                    input_shape, 1.f, input_beta);
     }
-    gemm.matmul_of_bfloat16_copies(dweight.raw_data(), dout_copy.get(), rounded(inp).get(),
-                                   weight_shape, 1.f, 1.f);
+    gemm.matmul_of_rounded_copies(dweight.raw_data(), dout_copy.get(), rounded(inp).get(),
+                                  weight_shape, 1.f, 1.f);
   } else {
     if (dinp.defined()) {
       gemm.matmul(dinp.raw_data(), dout.raw_data(), weight.raw_data(), input_shape, 1.f,
