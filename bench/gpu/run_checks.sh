@@ -234,7 +234,13 @@ for stage in "${stages[@]}"; do
         --json_out "$out/time_to_train.json" 2> "$out/time_to_train.err" \
         | grep -v '^{' > "$out/time_to_train.md"
       echo "time to train: exit ${PIPESTATUS[0]}"
-      cat "$out/time_to_train.err" "$out/time_to_train.md" ;;
+      cat "$out/time_to_train.err" "$out/time_to_train.md"
+      # And from the fp32 run: what --precision auto trains in on a P100 (no tensor cores).
+      python3 bench/project_time_to_train.py --measured_json "$out/trainbench.log" \
+        --precision fp32 --json_out "$out/time_to_train_fp32.json" \
+        2>> "$out/time_to_train.err" | grep -v '^{' > "$out/time_to_train_fp32.md"
+      echo "time to train (fp32): exit ${PIPESTATUS[0]}"
+      grep -E '^(Measured|\| 8 x P100)' "$out/time_to_train_fp32.md" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done
