@@ -11,12 +11,14 @@ Adam and the paper's schedule, label smoothing 0.1, dropout 0.1. Throughput coun
   python3 bench/compare_pytorch_training.py --trainer build/trainer/xlate-trainer \
       --threads 2 --max_tokens 4000 --steps 8 --warmup 2
   python3 bench/compare_pytorch_training.py --device cuda --max_tokens 50000 --steps 20 \
-      --torch_precisions fp32,fp16,bf16 --torch_compile
+      --torch_precisions fp32,fp16,bf16 --torch_compile fp32,bf16
 On a GPU xlate trains once per --xlate_precisions entry (fp32 with TF32 off; fp16/bf16:
 float32 storage, tensor-core products, xlate-trainer --precision); PyTorch runs once per
 --torch_precisions entry (fp32 with TF32 off; fp16/bf16 through torch.autocast), and once more
-compiled with --torch_compile. The ratios printed are xlate against PyTorch's eager run in the
-same precision. GPU memory: the
+compiled (torch.compile with dynamic shapes: every batch has other shapes) per --torch_compile
+entry. The ratios printed are xlate against PyTorch's eager run in the same precision, and
+against the compiled run where there is one; a compiled run's warmup_seconds is its compilation
+and warm-up steps. GPU memory: the
 trainer's allocator high-water mark, torch.cuda.max_memory_allocated() for PyTorch.
 PyTorch is not installed by scripts/setup.sh: `python3 -m pip install torch` first.
 """
@@ -121,12 +123,16 @@ def main():
                         help="comma-separated PyTorch runs: fp32, fp16, bf16 (GPU for the last two)")
     parser.add_argument("--xlate_precisions", default="fp32",
                         help="comma-separated xlate-trainer --precision runs (GPU for fp16/bf16)")
-    parser.add_argument("--torch_compile", action="store_true",
-                        help="also run PyTorch under torch.compile (fp32)")
+    parser.add_argument("--torch_compile", default="",
+                        help="comma-separated precisions to also run PyTorch under torch.compile "
+                             "in (each compiles for a minute or more on a GPU)")
     args = parser.parse_args()
     precisions = args.torch_precisions.split(",")
     if "fp32" not in precisions or any(p not in ("fp32", "fp16", "bf16") for p in precisions):
         parser.error("--torch_precisions lists fp32, fp16 or bf16 and must include fp32")
+    compiled = [p for p in args.torch_compile.split(",") if p]
+    if any(p not in ("fp32", "fp16", "bf16") for p in compiled):
+        parser.error(f"--torch_compile lists fp32, fp16 or bf16, not {args.torch_compile!r}")
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -139,8 +145,7 @@ def main():
         parser.error("--xlate_precisions must include fp32")
     results = [run_xlate(args, data, precision) for precision in xlate_precisions]
     results += [run_pytorch(args, data, precision) for precision in precisions]
-    if args.torch_compile:
-        results.append(run_pytorch(args, data, "fp32", compiled=True))
+    results += [run_pytorch(args, data, precision, compiled=True) for precision in compiled]
     for r in results:
         memory = (f"  {r['peak_memory_bytes'] / 2**30:.2f} GiB GPU in use"
                   if r.get("peak_memory_bytes") else "")
@@ -148,6 +153,8 @@ def main():
             memory += f", {r['reserved_memory_bytes'] / 2**30:.2f} GiB reserved"
         if r.get("host_wait_share") is not None:
             memory += f", host waited for the GPU {100 * r['host_wait_share']:.0f}% of the time"
+        if r.get("compiled"):
+            memory += f", {r['warmup_seconds']:.0f} s to compile and warm up"
         print(f"{r['system']:17s} {r.get('precision', 'fp32'):4s} {r['tokens_per_second']:9.1f} tok/s"
               f"  {r['seconds_per_step']:7.3f} s/step  {r['steps']} steps, {r['tokens']} tokens"
               f"{memory}")
@@ -160,6 +167,10 @@ def main():
         if find("pytorch", precision):  # the same precision on both sides (torch.autocast)
             print(f"xlate / pytorch ({precision} eager) = "
                   f"{find('xlate', precision)['tokens_per_second'] / find('pytorch', precision)['tokens_per_second']:.3f}")
+    for precision in compiled:
+        if find("xlate", precision):
+            print(f"xlate / pytorch ({precision} torch.compile) = "
+                  f"{find('xlate', precision)['tokens_per_second'] / find('pytorch-compiled', precision)['tokens_per_second']:.3f}")
     print(f"xlate / pytorch (fp32 eager) = {ratio:.3f}   (preset {args.preset}, {args.device}, "
           f"{args.max_tokens} tokens/step, {args.threads} threads, {time.time() - started:.0f} s)")
     print(json.dumps({"results": results, "ratio": ratio}))

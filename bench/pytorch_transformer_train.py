@@ -433,7 +433,9 @@ def main():
     model.train()
     parameters = sum(p.numel() for p in model.parameters())
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
-    forward = torch.compile(model) if args.compile else model
+    # Every batch has other rows and lengths: compiled for dynamic shapes from the start, as the
+    # second batch would make it recompile anyway (the first, static compile thrown away).
+    forward = torch.compile(model, dynamic=True) if args.compile else model
     autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
     scaler = torch.amp.GradScaler("cuda", init_scale=2.0 ** 7) if args.precision == "fp16" else None
     print(f"pytorch {torch.__version__}: {args.preset} (N={layers}, d_model={d_model}, "
@@ -444,9 +446,11 @@ def main():
     source_tokens = target_tokens = padded_tokens = 0
     loss_value = float("nan")
     started = None
+    warmup_started = time.perf_counter()  # the warmup steps: torch.compile's compilation too
     for step, (source, decoder_input, decoder_output) in enumerate(tensors, start=1):
         if step == args.warmup_steps + 1:
             started = time.perf_counter()
+            warmup_seconds = started - warmup_started
             machine_cpu_before, own_cpu_before = busy_cpu_seconds(), own_cpu_seconds()
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, d_model, args.lr_warmup)
@@ -486,6 +490,7 @@ def main():
         "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
         "precision": args.precision,
         "compiled": args.compile,
+        "warmup_seconds": warmup_seconds,
         "peak_memory_bytes": torch.cuda.max_memory_allocated() if args.device == "cuda" else None,
         "reserved_memory_bytes": (torch.cuda.max_memory_reserved() if args.device == "cuda"
                                   else None),

@@ -34,7 +34,8 @@
 #              (bench/compare_pytorch_training.py --device cuda; XLATE_TRAIN_TOKENS, default
 #              50000 padded tokens per step, the paper's ~25k + 25k), and from it the projected
 #              time to train on 8 GPUs (bench/project_time_to_train.py: time_to_train.md/.json);
-#              XLATE_TORCH_COMPILE=0 leaves out torch.compile (a recompilation per batch shape)
+#              XLATE_TORCH_COMPILE lists the precisions PyTorch also runs compiled in (default
+#              bf16; empty: none; each compiles for a minute or more)
 # usage: bench/gpu/run_checks.sh BUNDLE OUT_DIR STAGE... [-- extra compare_ctranslate2 flags]
 # CTranslate2 (its wheel's files as .ct2site.tar.xz, made here with unzip + tar -cJ, since the
 # device tool carries at most 64 MiB) is unpacked into /tmp/site. XLATE_BENCH_TYPES picks the
@@ -224,7 +225,7 @@ for stage in "${stages[@]}"; do
         --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/trainbench \
         --max_tokens "${XLATE_TRAIN_TOKENS:-50000}" --steps 10 --warmup 2 \
         --xlate_precisions fp32,fp16,bf16 --torch_precisions fp32,fp16,bf16 \
-        $( ((${XLATE_TORCH_COMPILE:-1})) && echo --torch_compile) \
+        --torch_compile "${XLATE_TORCH_COMPILE-bf16}" \
         > "$out/trainbench.log" 2>&1
       echo "trainbench: exit $?"; grep -vE '^step |^\{' "$out/trainbench.log" | tail -12
       # The projected time to train the paper's models on 8 GPUs from xlate's throughput just
