@@ -6,42 +6,55 @@
 namespace xlate::kernels {
 namespace {
 
-__global__ void dropout_kernel(float* out, const float* inp, int64_t count, DropoutMask mask) {
+// Elements of the storage type T, arithmetic in float32 (the mask's product rounded once to T).
+template <typename T>
+__global__ void dropout_kernel(T* out, const T* inp, int64_t count, DropoutMask mask) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    out[i] = mask.apply(inp[i], i);
+    out[i] = from_float<T>(mask.apply(to_float(inp[i]), i));
   }
 }
 
-__global__ void dropout_relu_backward_kernel(float* dinp, const float* dout,
-                                             const float* relu_out, int64_t count,
-                                             DropoutMask mask) {
+template <typename T>
+__global__ void dropout_relu_backward_kernel(T* dinp, const T* dout, const T* relu_out,
+                                             int64_t count, DropoutMask mask) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    dinp[i] = relu_out[i] > 0.f ? mask.apply(dout[i], i) : 0.f;
+    dinp[i] = from_float<T>(to_float(relu_out[i]) > 0.f ? mask.apply(to_float(dout[i]), i) : 0.f);
   }
 }
 
 }  // namespace
 
-void dropout_forward(float* out, const float* inp, int64_t count, float p, uint64_t key,
-                     Stream stream) {
+void dropout_forward(void* out, const void* inp, int64_t count, float p, uint64_t key,
+                     ElementType type, Stream stream) {
   if (count == 0) return;
   if (p <= 0.f) {
-    if (out != inp) copy_device_to_device(out, inp, static_cast<size_t>(count) * 4, stream);
+    if (out != inp) {
+      copy_device_to_device(out, inp, static_cast<size_t>(count) * element_size(type), stream);
+    }
     return;
   }
   const unsigned blocks = grid_size(count, 256) < 65535u ? grid_size(count, 256) : 65535u;
-  dropout_kernel<<<blocks, 256, 0, stream>>>(out, inp, count, DropoutMask::of(p, key));
+  dispatch_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    dropout_kernel<T><<<blocks, 256, 0, stream>>>(static_cast<T*>(out),
+                                                  static_cast<const T*>(inp), count,
+                                                  DropoutMask::of(p, key));
+  });
   check_last_launch("dropout_kernel");
 }
 
-void dropout_relu_backward(float* dinp, const float* dout, const float* relu_out, int64_t count,
-                           float p, uint64_t key, Stream stream) {
+void dropout_relu_backward(void* dinp, const void* dout, const void* relu_out, int64_t count,
+                           float p, uint64_t key, ElementType type, Stream stream) {
   if (count == 0) return;
   const unsigned blocks = grid_size(count, 256) < 65535u ? grid_size(count, 256) : 65535u;
-  dropout_relu_backward_kernel<<<blocks, 256, 0, stream>>>(dinp, dout, relu_out, count,
-                                                           DropoutMask::of(p, key));
+  dispatch_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    dropout_relu_backward_kernel<T><<<blocks, 256, 0, stream>>>(
+        static_cast<T*>(dinp), static_cast<const T*>(dout), static_cast<const T*>(relu_out),
+        count, DropoutMask::of(p, key));
+  });
   check_last_launch("dropout_relu_backward_kernel");
 }
 

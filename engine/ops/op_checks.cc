@@ -20,6 +20,14 @@ void require_float_like(const Tensor& tensor, const Tensor& like, const char* op
           std::string(name) + " must be float32 on the " + backend_of(tensor).name + " backend");
 }
 
+void require_float_like(const Tensor& tensor, const Tensor& like, int64_t count, const char* op,
+                        const char* name) {
+  require_float_like(tensor, like, op, name);
+  require(tensor.numel() == count, op,
+          std::string(name) + " has " + std::to_string(tensor.numel()) + " elements, not " +
+              std::to_string(count));
+}
+
 void require_float32(const Tensor& tensor, const Tensor& like, int64_t count, const char* op,
                      const char* name) {
   require(tensor.defined() && tensor.dtype() == DType::kFloat32, op,

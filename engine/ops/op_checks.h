@@ -14,6 +14,9 @@ void require(bool condition, const char* op, const std::string& what);
 // stores float16 and bfloat16.
 void require_float_like(const Tensor& tensor, const Tensor& like, const char* op,
                         const char* name);
+// The same, of `count` elements.
+void require_float_like(const Tensor& tensor, const Tensor& like, int64_t count, const char* op,
+                        const char* name);
 
 // A float32 tensor of `count` elements on `like`'s device (the training ops' contract).
 void require_float32(const Tensor& tensor, const Tensor& like, int64_t count, const char* op,

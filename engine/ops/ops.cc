@@ -147,9 +147,10 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
                   statistic->device() == out.device() && statistic->numel() == rows,
               "add_layer_norm_forward", "saved statistics must be float32 [M] on out's device");
     }
-    require(training->sum.defined() && training->sum.dtype() == DType::kFloat32 &&
+    require(training->sum.defined() && training->sum.dtype() == out.dtype() &&
                 training->sum.device() == out.device() && training->sum.numel() == inp.numel(),
-            "add_layer_norm_forward", "the saved sum must be float32 of inp's size on its device");
+            "add_layer_norm_forward", "the saved sum must be of out's dtype and inp's size on "
+            "its device");
     require(out.raw_data() != inp.raw_data() && out.raw_data() != residual.raw_data() &&
                 out.raw_data() != training->sum.raw_data(),
             "add_layer_norm_forward", "out may not alias an input or the sum in training");

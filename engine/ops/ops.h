@@ -47,8 +47,8 @@ void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& w
                            const Tensor& bias, Activation activation);
 
 // Training's residual sub-layer, LN(residual + Dropout(inp)), and what it keeps for
-// layer_norm_backward (engine/ops/training_ops.h). Tensors float32, allocated by the caller on
-// out's device.
+// layer_norm_backward (engine/ops/training_ops.h), allocated by the caller on out's device: the
+// sum in out's dtype, the statistics in float32.
 struct LayerNormTraining {
   float dropout = 0.f;       // p of inp's dropout (dropout_forward's mask under dropout_key)
   uint64_t dropout_key = 0;

@@ -26,12 +26,13 @@ void require_targets(const Tensor& targets, const Tensor& like, int64_t rows, in
   }
 }
 
-// out and inp float32 of one size on one device, 0 <= p < 1.
+// out and inp of one size, device and float dtype (16-bit where the backend stores it),
+// 0 <= p < 1.
 void require_dropout(const Tensor& out, const Tensor& inp, float p, const char* op) {
   require(inp.defined(), op, "the input is undefined");
   require(p >= 0.f && p < 1.f, op, "p must be in [0, 1), not " + std::to_string(p));
-  require_float32(inp, inp, inp.numel(), op, "the input");
-  require_float32(out, inp, inp.numel(), op, "the output");
+  require_float_like(inp, inp, op, "the input");
+  require_float_like(out, inp, inp.numel(), op, "the output");
 }
 
 }  // namespace
@@ -67,14 +68,14 @@ void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor
   const Tensor& sum = saved.sum;
   require(sum.defined() && sum.rank() >= 1, op, "the saved sum is undefined");
   const int64_t channels = sum.dim(-1), rows = rows_of(sum);
-  require_float32(sum, sum, rows * channels, op, "sum");
-  require_float32(dout, sum, rows * channels, op, "dout");
-  require_float32(dresidual, sum, rows * channels, op, "dresidual");
-  require_float32(dinp, sum, rows * channels, op, "dinp");
+  require_float_like(sum, sum, op, "sum");
+  require_float_like(dout, sum, rows * channels, op, "dout");
+  require_float_like(dresidual, sum, rows * channels, op, "dresidual");
+  require_float_like(dinp, sum, rows * channels, op, "dinp");
   require(dresidual.raw_data() != dinp.raw_data(), op, "dresidual and dinp must differ");
   require_float32(saved.mean, sum, rows, op, "mean");
   require_float32(saved.rstd, sum, rows, op, "rstd");
-  require_float32(gamma, sum, channels, op, "gamma");
+  require_float_like(gamma, sum, channels, op, "gamma");
   require_float32(dgamma, sum, channels, op, "dgamma");
   require_float32(dbeta, sum, channels, op, "dbeta");
   require(saved.dropout >= 0.f && saved.dropout < 1.f, op, "dropout must be in [0, 1)");
@@ -118,7 +119,7 @@ void dropout_relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& relu_
                            uint64_t key) {
   const char* op = "dropout_relu_backward";
   require_dropout(dinp, dout, p, op);
-  require_float32(relu_out, dout, dout.numel(), op, "relu_out");
+  require_float_like(relu_out, dout, dout.numel(), op, "relu_out");
   backend_of(dout).dropout_relu_backward(dinp, dout, relu_out, p, key);
 }
 

@@ -3,8 +3,9 @@
 // training_ops.cc, then the body of the tensors' device through the backend table
 // (engine/ops/backend.h): ops/cpu/*_cpu.cc (the reference) or ops/cuda/training_ops_cuda.cc over
 // kernels/. All tensors of one call live on one device; float tensors are float32 on both
-// backends. The forwards are the engine's own ops (add_layer_norm_forward saves what
-// layer_norm_backward needs).
+// backends, except where an op says its activations may be float16 / bfloat16 on a backend that
+// stores them (CUDA: the steps toward 16-bit activations in training). The forwards are the
+// engine's own ops (add_layer_norm_forward saves what layer_norm_backward needs).
 //
 // Gradient rule: parameter gradients are accumulated (+=); an input gradient is overwritten (=)
 // unless a GradientWrite argument says it accumulates. Every reduction runs in a fixed order,
@@ -36,7 +37,9 @@ void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out);
 // Backward of out = LayerNorm(residual + Dropout(inp)) · gamma + beta (add_layer_norm_forward
 // with `saved`, its LayerNormTraining): dresidual[M, C] = ∂/∂(the sum), the residual's gradient;
 // dinp[M, C] = dresidual through inp's dropout (dropout_backward's), inp's; dgamma[C] +=
-// Σ dout · x̂; dbeta[C] += Σ dout. dresidual and dinp may alias dout, not each other.
+// Σ dout · x̂; dbeta[C] += Σ dout. dresidual and dinp may alias dout, not each other. sum,
+// dout, dresidual, dinp and gamma share one float dtype (16-bit where the backend stores it);
+// mean, rstd, dgamma and dbeta are float32.
 void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
                          const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma);
 
@@ -50,7 +53,8 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
 // Inverted dropout whose mask is a pure function of (key, element index)
 // (kernels/dropout_mask.h): out = inp / (1 - p) where kept, 0 where dropped; p = 0 copies.
 // The same key draws the same mask on every backend, so the backward recomputes it.
-// May alias. 0 <= p < 1.
+// May alias. 0 <= p < 1. All tensors of one float dtype: float32, or on a backend that stores
+// them (CUDA) float16 / bfloat16 too (the product in float32, rounded once).
 void dropout_forward(Tensor& out, const Tensor& inp, float p, uint64_t key);
 void dropout_backward(Tensor& dinp, const Tensor& dout, float p, uint64_t key);
 // The feed-forward network's Dropout(ReLU(x)) backward in one pass: dinp = dropout_backward of

@@ -628,12 +628,128 @@ TEST_F(TrainingOpsCuda, AdamUpdate) {
   }
 }
 
+// The training ops that take 16-bit activations on the GPU (the steps toward 16-bit storage in
+// training; docs/cuda-backend.md, "Next: 16-bit activations"), against the CPU's float32 body
+// on the values the 16-bit storage holds.
+class TrainingOps16BitCuda : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+  DType dtype() const { return GetParam(); }
+  // |gpu - cpu| relative to max(1, |cpu|): one rounding to the storage type, as in
+  // ops_cuda_test.cc.
+  double tolerance() const { return dtype() == DType::kFloat16 ? 1e-2 : 4e-2; }
+  // What the storage holds of x, as float32 (the CPU reference's input).
+  Tensor rounded(const Tensor& x) const { return x.to_dtype(dtype()).to_float32(); }
+  Tensor on_gpu_stored(const Tensor& x) const { return x.to_dtype(dtype()).to(Device::kCUDA); }
+  Tensor empty_gpu(std::vector<int64_t> shape) const {
+    return Tensor::empty(std::move(shape), dtype(), Device::kCUDA);
+  }
+  Tensor to_host_float(const Tensor& gpu) const { return gpu.to(Device::kCPU).to_float32(); }
+};
+
+// Each kept element's product is the same float on both devices and is rounded once: the GPU's
+// result is the CPU's rounded to the storage type, to the bit.
+TEST_P(TrainingOps16BitCuda, DropoutDrawsTheCpuMask) {
+  std::mt19937 generator(16);
+  const std::vector<int64_t> shape = {300, 520};
+  const uint64_t key = 0xD1B54A32D192ED03ull;
+  const Tensor inp = rounded(random_tensor(shape, generator));
+  const Tensor relu_out = rounded(random_tensor(shape, generator));
+  for (float p : {0.1f, 0.f}) {
+    const std::string what = dtype_name(dtype()) + " dropout p=" + std::to_string(p);
+    Tensor out = empty_cpu(shape);
+    dropout_forward(out, inp, p, key);
+    Tensor gpu_out = empty_gpu(shape);
+    dropout_forward(gpu_out, on_gpu_stored(inp), p, key);
+    expect_identical(to_host_float(gpu_out), rounded(out), what);
+    Tensor gpu_in_place = on_gpu_stored(inp);
+    dropout_backward(gpu_in_place, gpu_in_place, p, key);
+    expect_identical(to_host_float(gpu_in_place), rounded(out), what + " backward in place");
+
+    Tensor relu_dinp = empty_cpu(shape);
+    dropout_relu_backward(relu_dinp, inp, relu_out, p, key);
+    Tensor gpu_relu_dinp = empty_gpu(shape);
+    dropout_relu_backward(gpu_relu_dinp, on_gpu_stored(inp), on_gpu_stored(relu_out), p, key);
+    expect_identical(to_host_float(gpu_relu_dinp), rounded(relu_dinp), what + " with ReLU's");
+  }
+}
+
+// LN(residual + Dropout(inp)) forward (the sum kept in the storage type) and backward, every
+// activation stored in 16 bits, the statistics and parameter gradients in float32.
+TEST_P(TrainingOps16BitCuda, ResidualLayerNorm) {
+  std::mt19937 generator(17);
+  const int64_t rows = 300, channels = 520;
+  const float dropout = 0.1f;
+  const uint64_t key = 0x5eedu;
+  const Tensor inp = rounded(random_tensor({rows, channels}, generator, 2.f));
+  const Tensor residual = rounded(random_tensor({rows, channels}, generator));
+  const Tensor gamma = rounded(random_tensor({channels}, generator));
+  const Tensor beta = rounded(random_tensor({channels}, generator));
+  const Tensor dout = rounded(random_tensor({rows, channels}, generator));
+  const std::string what = dtype_name(dtype()) + " residual layer norm";
+
+  Tensor out = empty_cpu({rows, channels});
+  LayerNormTraining saved{dropout, key, empty_cpu({rows, channels}), empty_cpu({rows}),
+                          empty_cpu({rows})};
+  add_layer_norm_forward(out, inp, residual, gamma, beta, 1e-6f, &saved);
+  Tensor gpu_out = empty_gpu({rows, channels});
+  LayerNormTraining gpu_saved{dropout, key, on_gpu_stored(inp), nan_gpu({rows}),
+                              nan_gpu({rows})};  // the sum over inp, as the model runs it
+  add_layer_norm_forward(gpu_out, gpu_saved.sum, on_gpu_stored(residual), on_gpu_stored(gamma),
+                         on_gpu_stored(beta), 1e-6f, &gpu_saved);
+  expect_close(to_host_float(gpu_out), out, tolerance(), what + " out");
+  // The sum is one float addition of the same two values, rounded once.
+  expect_identical(to_host_float(gpu_saved.sum), rounded(saved.sum), what + " sum");
+  expect_close(gpu_saved.mean, saved.mean, kTolerance, what + " mean");
+  expect_close(gpu_saved.rstd, saved.rstd, 1e-4, what + " rstd");
+
+  // The backward from the sum as stored: the CPU reads its rounded values.
+  const LayerNormTraining stored{dropout, key, rounded(saved.sum), saved.mean, saved.rstd};
+  const Tensor dgamma_start = random_tensor({channels}, generator);
+  const Tensor dbeta_start = random_tensor({channels}, generator);
+  Tensor dresidual = empty_cpu({rows, channels}), dinp = empty_cpu({rows, channels});
+  Tensor dgamma = dgamma_start.clone(), dbeta = dbeta_start.clone();
+  layer_norm_backward(dresidual, dinp, dgamma, dbeta, dout, stored, gamma);
+  const LayerNormTraining gpu_stored{dropout, key, on_gpu_stored(saved.sum), on_gpu(saved.mean),
+                                     on_gpu(saved.rstd)};
+  Tensor gpu_dout = on_gpu_stored(dout), gpu_dinp = empty_gpu({rows, channels});
+  Tensor gpu_dgamma = on_gpu(dgamma_start), gpu_dbeta = on_gpu(dbeta_start);
+  layer_norm_backward(gpu_dout, gpu_dinp, gpu_dgamma, gpu_dbeta, gpu_dout, gpu_stored,
+                      on_gpu_stored(gamma));  // the residual's gradient over dout
+  expect_close(to_host_float(gpu_dout), dresidual, tolerance(), what + " dresidual");
+  expect_close(to_host_float(gpu_dinp), dinp, tolerance(), what + " dinp");
+  expect_close(gpu_dgamma, dgamma, kSumTolerance, what + " dgamma");
+  expect_close(gpu_dbeta, dbeta, kSumTolerance, what + " dbeta");
+}
+
+INSTANTIATE_TEST_SUITE_P(Storage, TrainingOps16BitCuda,
+                         ::testing::Values(DType::kFloat16, DType::kBFloat16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return dtype_name(info.param);
+                         });
+
 // The argument checks run before any backend, so this one needs no GPU.
 TEST(TrainingOpsArguments, DropoutRejectsAProbabilityOfOne) {
   const Tensor inp = Tensor::zeros({4, 3}, DType::kFloat32);
   Tensor out = empty_cpu({4, 3});
   EXPECT_THROW(dropout_forward(out, inp, 1.f, 7), std::logic_error);
   EXPECT_THROW(dropout_backward(out, inp, 1.f, 7), std::logic_error);
+}
+
+// The CPU stores float32 only: 16-bit activations are refused there, naming the backend.
+TEST(TrainingOpsArguments, TheCpuRefusesSixteenBitActivations) {
+  const Tensor inp = Tensor::zeros({4, 3}, DType::kFloat32).to_dtype(DType::kBFloat16);
+  Tensor out = Tensor::empty({4, 3}, DType::kBFloat16);
+  try {
+    dropout_forward(out, inp, 0.1f, 7);
+    ADD_FAILURE() << "bfloat16 dropout ran on the CPU";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("must be float32 on the CPU backend"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace

@@ -116,11 +116,11 @@ void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor
   const int64_t channels = saved.sum.dim(-1), rows = saved.sum.numel() / channels;
   Tensor workspace = float_workspace(kernels::layer_norm_backward_workspace_floats(rows, channels));
   kernels::layer_norm_backward(
-      dresidual.data<float>(), dinp.data<float>(), dgamma.data<float>(), dbeta.data<float>(),
-      dout.data<float>(), saved.sum.data<float>(), saved.mean.data<float>(),
-      saved.rstd.data<float>(), gamma.data<float>(),
-      kernels::DropoutMask::of(saved.dropout, saved.dropout_key), rows, channels,
-      workspace.data<float>(), cuda_backend::stream());
+      dresidual.raw_data(), dinp.raw_data(), dgamma.data<float>(), dbeta.data<float>(),
+      dout.raw_data(), saved.sum.raw_data(), saved.mean.data<float>(), saved.rstd.data<float>(),
+      gamma.raw_data(), kernels::DropoutMask::of(saved.dropout, saved.dropout_key), rows,
+      channels, workspace.data<float>(), cuda_backend::element_type(saved.sum.dtype()),
+      cuda_backend::stream());
 }
 
 // One operand of a per-head product: the head's first element, its row stride and the distance
@@ -210,19 +210,20 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
 }
 
 void dropout_forward(Tensor& out, const Tensor& inp, float p, uint64_t key) {
-  kernels::dropout_forward(out.data<float>(), inp.data<float>(), inp.numel(), p, key,
-                           cuda_backend::stream());
+  kernels::dropout_forward(out.raw_data(), inp.raw_data(), inp.numel(), p, key,
+                           cuda_backend::element_type(inp.dtype()), cuda_backend::stream());
 }
 
 void dropout_backward(Tensor& dinp, const Tensor& dout, float p, uint64_t key) {
-  kernels::dropout_forward(dinp.data<float>(), dout.data<float>(), dout.numel(), p, key,
-                           cuda_backend::stream());
+  kernels::dropout_forward(dinp.raw_data(), dout.raw_data(), dout.numel(), p, key,
+                           cuda_backend::element_type(dout.dtype()), cuda_backend::stream());
 }
 
 void dropout_relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& relu_out, float p,
                            uint64_t key) {
-  kernels::dropout_relu_backward(dinp.data<float>(), dout.data<float>(), relu_out.data<float>(),
-                                 dout.numel(), p, key, cuda_backend::stream());
+  kernels::dropout_relu_backward(dinp.raw_data(), dout.raw_data(), relu_out.raw_data(),
+                                 dout.numel(), p, key, cuda_backend::element_type(dout.dtype()),
+                                 cuda_backend::stream());
 }
 
 PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
