@@ -68,15 +68,18 @@ BackwardLayout backward_layout(const AttentionBackwardShape& s) {
   return layout;
 }
 
-// One block per (sentence, head). Every product keeps four rows of its output per warp in
-// registers, its lanes over the output's contiguous index (head dims for dV, dQ, dK; keys for
-// dP): per step of the sum one float4 gives the four rows' factors, so a shared load feeds four
-// fused multiply-adds instead of one. Every sum runs in index order. kDims: head dims per lane.
-template <int kDims>
-__global__ void attention_backward_kernel(float* dq, float* dk, float* dv, const float* dout,
-                                          const float* probs, const float* q, const float* k,
-                                          const float* v, AttentionBackwardShape shape,
-                                          float scale, BackwardLayout layout) {
+// One block per (sentence, head), its operands of the Storage type staged as float. Every
+// product keeps four rows of its output per warp in registers, its lanes over the output's
+// contiguous index (head dims for dV, dQ, dK; keys for dP): per step of the sum one float4
+// gives the four rows' factors, so a shared load feeds four fused multiply-adds instead of one.
+// Every sum runs in index order; the gradients are rounded to Storage once. kDims: head dims
+// per lane.
+template <int kDims, typename Storage>
+__global__ void attention_backward_kernel(Storage* dq, Storage* dk, Storage* dv,
+                                          const Storage* dout, const float* probs,
+                                          const Storage* q, const Storage* k, const Storage* v,
+                                          AttentionBackwardShape shape, float scale,
+                                          BackwardLayout layout) {
   extern __shared__ float4 shared_float4[];  // float4: the base is 16-byte aligned
   float* shared = reinterpret_cast<float*>(shared_float4);
   const int64_t n = blockIdx.x;  // x: sentences may be more than grid.y's 65,535
@@ -136,14 +139,14 @@ __global__ void attention_backward_kernel(float* dq, float* dk, float* dv, const
     }
   };
   // Rows first .. first + 3 of a [rows, width] gradient (global, rows `stride` apart).
-  const auto store = [&](float* gradient, int64_t stride, int first, int rows, int width) {
+  const auto store = [&](Storage* gradient, int64_t stride, int first, int rows, int width) {
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
       if (first + r >= rows) continue;
 #pragma unroll
       for (int j = 0; j < kDims; ++j) {
         const int d = lane + j * kWarpSize;
-        if (d < width) gradient[(first + r) * stride + d] = acc[r][j];
+        if (d < width) gradient[(first + r) * stride + d] = from_float<Storage>(acc[r][j]);
       }
     }
   };
@@ -217,24 +220,23 @@ __global__ void attention_backward_kernel(float* dq, float* dk, float* dv, const
   }
 }
 
-template <int kDims>
-void launch_backward(float* dq, float* dk, float* dv, const float* dout, const float* probs,
-                     const float* q, const float* k, const float* v,
-                     const AttentionBackwardShape& shape, float scale,
+template <int kDims, typename T>
+void launch_backward(T* dq, T* dk, T* dv, const T* dout, const float* probs, const T* q,
+                     const T* k, const T* v, const AttentionBackwardShape& shape, float scale,
                      const BackwardLayout& layout, Stream stream) {
   if constexpr (kDims < 8) {
     if (shape.key_dim > kDims * kWarpSize || shape.value_dim > kDims * kWarpSize) {
-      return launch_backward<2 * kDims>(dq, dk, dv, dout, probs, q, k, v, shape, scale, layout,
-                                        stream);
+      return launch_backward<2 * kDims, T>(dq, dk, dv, dout, probs, q, k, v, shape, scale,
+                                           layout, stream);
     }
   }
   const int bytes = static_cast<int>(layout.bytes);
   if (static_cast<size_t>(bytes) > kDefaultSharedMemoryPerBlock) {
-    XLATE_CUDA_CHECK(cudaFuncSetAttribute(attention_backward_kernel<kDims>,
+    XLATE_CUDA_CHECK(cudaFuncSetAttribute(attention_backward_kernel<kDims, T>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   }
   const dim3 grid(static_cast<unsigned>(shape.sentences), static_cast<unsigned>(shape.heads));
-  attention_backward_kernel<kDims><<<grid, kBackwardWarps * kWarpSize, bytes, stream>>>(
+  attention_backward_kernel<kDims, T><<<grid, kBackwardWarps * kWarpSize, bytes, stream>>>(
       dq, dk, dv, dout, probs, q, k, v, shape, scale, layout);
 }
 
@@ -254,12 +256,18 @@ bool attention_backward_fits(const AttentionBackwardShape& shape) {
          backward_layout(shape).bytes <= static_cast<int64_t>(max_shared_memory_per_block());
 }
 
-void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* probs,
-                        const float* q, const float* k, const float* v,
-                        const AttentionBackwardShape& shape, float scale, Stream stream) {
+void attention_backward(void* dq, void* dk, void* dv, const void* dout, const float* probs,
+                        const void* q, const void* k, const void* v,
+                        const AttentionBackwardShape& shape, float scale, ElementType type,
+                        Stream stream) {
   if (shape.sentences == 0 || shape.heads == 0) return;
-  launch_backward<1>(dq, dk, dv, dout, probs, q, k, v, shape, scale, backward_layout(shape),
-                     stream);
+  dispatch_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    launch_backward<1, T>(static_cast<T*>(dq), static_cast<T*>(dk), static_cast<T*>(dv),
+                          static_cast<const T*>(dout), probs, static_cast<const T*>(q),
+                          static_cast<const T*>(k), static_cast<const T*>(v), shape, scale,
+                          backward_layout(shape), stream);
+  });
   check_last_launch("attention_backward_kernel");
 }
 

@@ -33,8 +33,11 @@ struct AttentionBackwardShape {
 // Whether one sentence's head fits the current device's shared memory (else the products run
 // through kernels/gemm.h and softmax_backward).
 bool attention_backward_fits(const AttentionBackwardShape& shape);
-void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* probs,
-                        const float* q, const float* k, const float* v,
-                        const AttentionBackwardShape& shape, float scale, Stream stream);
+// q, k, v, dout, dq, dk, dv of `type` (staged and summed as float32, the gradients rounded
+// once); probs float32.
+void attention_backward(void* dq, void* dk, void* dv, const void* dout, const float* probs,
+                        const void* q, const void* k, const void* v,
+                        const AttentionBackwardShape& shape, float scale, ElementType type,
+                        Stream stream);
 
 }  // namespace xlate::kernels

@@ -64,7 +64,8 @@ constexpr int kRowsPerChunk = 256;
 constexpr int kRowsInFlight = 16;
 static_assert(kThreads >= kRowsPerChunk, "one thread loads each row id of a chunk");
 
-__global__ void table_gradient_kernel(float* dtable, const float* dout,
+template <typename T>
+__global__ void table_gradient_kernel(float* dtable, const T* dout,
                                       const int32_t* sorted_tokens, const int32_t* sorted_rows,
                                       int64_t count, int64_t channels, float scale) {
   __shared__ int32_t chunk_rows[kRowsPerChunk];
@@ -88,8 +89,9 @@ __global__ void table_gradient_kernel(float* dtable, const float* dout,
         float value[kRowsInFlight];
 #pragma unroll
         for (int u = 0; u < kRowsInFlight; ++u) {
-          value[u] = r + u < rows ? dout[static_cast<int64_t>(chunk_rows[r + u]) * channels + c]
-                                  : 0.f;
+          value[u] = r + u < rows
+                         ? to_float(dout[static_cast<int64_t>(chunk_rows[r + u]) * channels + c])
+                         : 0.f;
         }
 #pragma unroll
         for (int u = 0; u < kRowsInFlight; ++u) {
@@ -102,12 +104,13 @@ __global__ void table_gradient_kernel(float* dtable, const float* dout,
 }
 
 // dpositions[t, c] += dout[0, t, c] + dout[1, t, c] + ..., in sentence order.
-__global__ void positions_gradient_kernel(float* dpositions, const float* dout, int64_t rows,
+template <typename T>
+__global__ void positions_gradient_kernel(float* dpositions, const T* dout, int64_t rows,
                                           int64_t steps, int64_t channels) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= steps * channels) return;
   float sum = dpositions[i];
-  for (int64_t n = 0; n < rows; ++n) sum += dout[n * steps * channels + i];
+  for (int64_t n = 0; n < rows; ++n) sum += to_float(dout[n * steps * channels + i]);
   dpositions[i] = sum;
 }
 
@@ -118,9 +121,10 @@ size_t embedding_backward_workspace_bytes(int64_t count, int64_t vocabulary) {
          sort_storage_bytes(count, vocabulary);
 }
 
-void embedding_backward(float* dtable, float* dpositions, const float* dout,
+void embedding_backward(float* dtable, float* dpositions, const void* dout,
                         const int32_t* tokens, int64_t rows, int64_t steps, int64_t channels,
-                        int64_t vocabulary, float scale, void* workspace, Stream stream) {
+                        int64_t vocabulary, float scale, void* workspace, ElementType type,
+                        Stream stream) {
   const int64_t count = rows * steps;
   if (count == 0) return;
   Workspace w = carve(workspace, count, vocabulary);
@@ -130,13 +134,17 @@ void embedding_backward(float* dtable, float* dpositions, const float* dout,
       w.sort_storage, w.sort_bytes, tokens, w.sorted_tokens, w.row_ids, w.sorted_rows,
       static_cast<int>(count), 0, key_bits(vocabulary), stream));
   const dim3 grid(static_cast<unsigned>(count), grid_size(channels, kThreads));
-  table_gradient_kernel<<<grid, kThreads, 0, stream>>>(
-      dtable, dout, w.sorted_tokens, w.sorted_rows, count, channels, scale);
-  check_last_launch("table_gradient_kernel");
-  if (dpositions == nullptr) return;
-  positions_gradient_kernel<<<grid_size(steps * channels, 256), 256, 0, stream>>>(
-      dpositions, dout, rows, steps, channels);
-  check_last_launch("positions_gradient_kernel");
+  dispatch_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    table_gradient_kernel<T><<<grid, kThreads, 0, stream>>>(
+        dtable, static_cast<const T*>(dout), w.sorted_tokens, w.sorted_rows, count, channels,
+        scale);
+    check_last_launch("table_gradient_kernel");
+    if (dpositions == nullptr) return;
+    positions_gradient_kernel<T><<<grid_size(steps * channels, 256), 256, 0, stream>>>(
+        dpositions, static_cast<const T*>(dout), rows, steps, channels);
+    check_last_launch("positions_gradient_kernel");
+  });
 }
 
 }  // namespace xlate::kernels

@@ -144,9 +144,10 @@ struct OperandAlignments {
 struct GemmContext::State {
   using Key = std::tuple<int64_t, int64_t, int64_t, GemmEpilogue, ElementType, Float32Math,
                          std::tuple<uint32_t, uint32_t, uint32_t>>;
+  // ... operands' type, result's type, compute type, alignments.
   using MatmulKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                               int64_t, int64_t, int64_t, int64_t, ElementType, Float32Math,
-                               std::tuple<uint32_t, uint32_t, uint32_t>>;
+                               int64_t, int64_t, int64_t, int64_t, ElementType, ElementType,
+                               cublasComputeType_t, std::tuple<uint32_t, uint32_t, uint32_t>>;
   Stream stream = nullptr;
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
@@ -200,7 +201,14 @@ struct GemmContext::State {
 
   Plan& plan_for(int64_t m, int64_t n, int64_t k, GemmEpilogue epilogue, ElementType type,
                  OperandAlignments alignments);
-  Plan& matmul_plan_for(const MatmulShape& shape, ElementType type, OperandAlignments alignments);
+  // c = alpha · op(a) · op(b) + beta · c, a and b stored as `operands` (already rounded where
+  // the math mode rounds), c as `result`, computed as `compute`.
+  void run_matmul(void* c, const void* a, const void* b, const MatmulShape& s, float alpha,
+                  float beta, ElementType operands, ElementType result,
+                  cublasComputeType_t compute);
+  // A product of `operands` into `result` computed as `compute`.
+  Plan& matmul_plan_for(const MatmulShape& shape, ElementType operands, ElementType result,
+                        cublasComputeType_t compute, OperandAlignments alignments);
   // Fills plan.algorithm with the heuristic's first choice among the algorithms that work at
   // the operands' alignments; `what` names the product.
   void choose_algorithm(Plan& plan, OperandAlignments alignments, const std::string& what);
@@ -263,17 +271,20 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
   return *plans.insert(key, std::move(plan));
 }
 
-GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s, ElementType type,
+GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s,
+                                                       ElementType operand_element,
+                                                       ElementType result_element,
+                                                       cublasComputeType_t compute,
                                                        OperandAlignments alignments) {
-  const MatmulKey key{s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.lda, s.ldb, s.ldc,
-                      s.batch, s.stride_a, s.stride_b, s.stride_c, type, key_math(type),
+  const MatmulKey key{s.transpose_a,    s.transpose_b, s.m,           s.n,         s.k,
+                      s.lda,            s.ldb,         s.ldc,         s.batch,     s.stride_a,
+                      s.stride_b,       s.stride_c,    operand_element, result_element, compute,
                       alignments.tie()};
   if (std::unique_ptr<Plan>* cached = matmul_plans.find(key)) return **cached;
   auto plan = std::make_unique<Plan>();
-  const cudaDataType_t operands = cuda_data_type(operand_type(type));
-  const cudaDataType_t result = cuda_data_type(type);
-  XLATE_CUBLAS_CHECK(
-      cublaslt().matmul_desc_create(&plan->operation, compute_type(type), CUDA_R_32F));
+  const cudaDataType_t operands = cuda_data_type(operand_element);
+  const cudaDataType_t result = cuda_data_type(result_element);
+  XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_create(&plan->operation, compute, CUDA_R_32F));
   set_transposes(plan->operation, s.transpose_b, s.transpose_a);
   // b as stored is row-major [k, n] ([n, k] when transposed): column-major n x k (k x n).
   plan->first = s.transpose_b ? make_layout(operands, s.k, s.n, s.ldb, s.batch, s.stride_b)
@@ -411,7 +422,8 @@ void GemmContext::matmul(void* c, const void* a, const void* b, const MatmulShap
     a = rounded_a;
     b = rounded_b;
   }
-  run_matmul(c, a, b, s, alpha, beta, type);
+  state_->run_matmul(c, a, b, s, alpha, beta, state_->operand_type(type), type,
+                     state_->compute_type(type));
 }
 
 void GemmContext::matmul_of_rounded_copies(void* c, const void* a, const void* b,
@@ -421,23 +433,32 @@ void GemmContext::matmul_of_rounded_copies(void* c, const void* a, const void* b
         "matmul_of_rounded_copies: the float32 math makes no rounded copies, so a float32 "
         "product would not read 16-bit operands");
   }
-  if (shape.m == 0 || shape.n == 0 || shape.batch == 0) return;
-  run_matmul(c, a, b, shape, alpha, beta, ElementType::kFloat32);
+  matmul_to_float32(c, a, b, shape, alpha, beta, rounding_copy_type());
 }
 
-// a and b are stored in operand_type(type) (already rounded where the math mode rounds).
-void GemmContext::run_matmul(void* c, const void* a, const void* b, const MatmulShape& s,
-                             float alpha, float beta, ElementType type) {
-  const int element_bytes = element_size(type);
-  const int operand_bytes = element_size(state_->operand_type(type));
+void GemmContext::matmul_to_float32(void* c, const void* a, const void* b,
+                                    const MatmulShape& shape, float alpha, float beta,
+                                    ElementType operands) {
+  if (operands == ElementType::kFloat32) {
+    throw std::logic_error("matmul_to_float32: the operands are float32: use matmul");
+  }
+  if (shape.m == 0 || shape.n == 0 || shape.batch == 0) return;
+  state_->run_matmul(c, a, b, shape, alpha, beta, operands, ElementType::kFloat32,
+                     CUBLAS_COMPUTE_32F);
+}
+
+void GemmContext::State::run_matmul(void* c, const void* a, const void* b, const MatmulShape& s,
+                                    float alpha, float beta, ElementType operands,
+                                    ElementType result, cublasComputeType_t compute) {
+  const int result_bytes = element_size(result);
+  const int operand_bytes = element_size(operands);
   const OperandAlignments alignments{operand_alignment(b, s.batch, s.stride_b, operand_bytes),
                                      operand_alignment(a, s.batch, s.stride_a, operand_bytes),
-                                     operand_alignment(c, s.batch, s.stride_c, element_bytes)};
-  Plan& plan = state_->matmul_plan_for(s, type, alignments);
-  XLATE_CUBLAS_CHECK(cublaslt().matmul(state_->handle, plan.operation, &alpha, b, plan.first, a,
+                                     operand_alignment(c, s.batch, s.stride_c, result_bytes)};
+  Plan& plan = matmul_plan_for(s, operands, result, compute, alignments);
+  XLATE_CUBLAS_CHECK(cublaslt().matmul(handle, plan.operation, &alpha, b, plan.first, a,
                                        plan.second, &beta, c, plan.out, c, plan.out,
-                                       &plan.algorithm, state_->workspace, state_->workspace_bytes,
-                                       state_->stream));
+                                       &plan.algorithm, workspace, workspace_bytes, stream));
 }
 
 }  // namespace xlate::kernels

@@ -79,6 +79,12 @@ class GemmContext {
   void matmul_of_rounded_copies(void* c, const void* a, const void* b, const MatmulShape& shape,
                                 float alpha, float beta);
 
+  // c (float32) = alpha · op(a) · op(b) + beta · c with a and b stored as `operands` (float16 or
+  // bfloat16), summed in float32: a weight's gradient from 16-bit activations into the float32
+  // gradient.
+  void matmul_to_float32(void* c, const void* a, const void* b, const MatmulShape& shape,
+                         float alpha, float beta, ElementType operands);
+
   // Plan lookups and evictions so far, over both kinds; plans held now (<= 2 · capacity).
   PlanCacheCounts plan_counts() const;
   size_t cached_plans() const;
@@ -86,8 +92,6 @@ class GemmContext {
  private:
   struct Plan;
   struct State;
-  void run_matmul(void* c, const void* a, const void* b, const MatmulShape& shape, float alpha,
-                  float beta, ElementType type);
   std::unique_ptr<State> state_;
 };
 

@@ -44,11 +44,11 @@ void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor&
   const int64_t outputs = weight.dim(0), inputs = weight.dim(1);
   require(dout.defined() && dout.dim(-1) == outputs, op, "dout's last axis must be N");
   const int64_t rows = rows_of(dout);
-  require_float32(dout, weight, rows * outputs, op, "dout");
-  require_float32(weight, weight, outputs * inputs, op, "weight");
-  require_float32(inp, weight, rows * inputs, op, "inp");
+  require_float_like(weight, weight, outputs * inputs, op, "weight");
+  require_float_like(dout, weight, rows * outputs, op, "dout");
+  require_float_like(inp, weight, rows * inputs, op, "inp");
   require_float32(dweight, weight, outputs * inputs, op, "dweight");
-  if (dinp.defined()) require_float32(dinp, weight, rows * inputs, op, "dinp");
+  if (dinp.defined()) require_float_like(dinp, weight, rows * inputs, op, "dinp");
   if (dbias.defined()) require_float32(dbias, weight, outputs, op, "dbias");
   backend_of(weight).linear_backward(dinp, dweight, dbias, dout, inp, weight, write);
 }
@@ -56,9 +56,9 @@ void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor&
 void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out) {
   const char* op = "relu_backward";
   require(out.defined(), op, "out is undefined");
-  require_float32(out, out, out.numel(), op, "out");
-  require_float32(dout, out, out.numel(), op, "dout");
-  require_float32(dinp, out, out.numel(), op, "dinp");
+  require_float_like(out, out, op, "out");
+  require_float_like(dout, out, out.numel(), op, "dout");
+  require_float_like(dinp, out, out.numel(), op, "dinp");
   backend_of(out).relu_backward(dinp, dout, out);
 }
 
@@ -94,14 +94,14 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
   const int64_t sentences = q.dim(0), queries = q.dim(1), keys = k.dim(1);
   require(k.dim(0) == sentences && v.dim(0) == sentences && v.dim(1) == keys, op,
           "q, k and v disagree on N or S");
-  require_float32(q, q, q.numel(), op, "q");
-  require_float32(k, q, k.numel(), op, "k");
-  require_float32(v, q, v.numel(), op, "v");
-  require_float32(dout, q, sentences * queries * v.dim(2), op, "dout");
+  require_float_like(q, q, op, "q");
+  require_float_like(k, q, k.numel(), op, "k");
+  require_float_like(v, q, v.numel(), op, "v");
+  require_float_like(dout, q, sentences * queries * v.dim(2), op, "dout");
   require_float32(probs, q, sentences * heads * queries * keys, op, "probs");
-  require_float32(dq, q, q.numel(), op, "dq");
-  require_float32(dk, q, k.numel(), op, "dk");
-  require_float32(dv, q, v.numel(), op, "dv");
+  require_float_like(dq, q, q.numel(), op, "dq");
+  require_float_like(dk, q, k.numel(), op, "dk");
+  require_float_like(dv, q, v.numel(), op, "dv");
   backend_of(q).attention_backward(dq, dk, dv, dout, probs, q, k, v, heads);
 }
 
@@ -182,7 +182,9 @@ void embedding_backward(Tensor& dtable, Tensor& dpositions, const Tensor& dout,
   const int64_t vocabulary = dtable.dim(0), channels = dtable.dim(1);
   const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
   require_float32(dtable, dtable, vocabulary * channels, op, "dtable");
-  require_float32(dout, dtable, rows * steps * channels, op, "dout");
+  require(dout.defined(), op, "dout is undefined");
+  require_float_like(dout, dout, rows * steps * channels, op, "dout");
+  require(dout.device() == dtable.device(), op, "dout is on another device");
   require_int32_like(tokens, dtable, op, "tokens");
   if (dpositions.defined()) {
     require(dpositions.rank() == 2 && dpositions.dim(1) == channels && dpositions.dim(0) >= steps,

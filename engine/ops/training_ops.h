@@ -27,11 +27,14 @@ enum class GradientWrite { kOverwrite, kAccumulate };
 
 // For out[M, N] = inp[M, K] · weight[N, K]ᵀ + bias[N]:
 // dinp[M, K] (=/+= per `write`) = dout[M, N] · weight; dweight[N, K] += doutᵀ · inp;
-// dbias[N] += Σ_rows dout. dinp and dbias may be undefined (not wanted).
+// dbias[N] += Σ_rows dout. dinp and dbias may be undefined (not wanted). dout, inp, weight and
+// dinp share one float dtype (16-bit where the backend stores it: products summed in float32);
+// dweight and dbias are float32.
 void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor& dout,
                      const Tensor& inp, const Tensor& weight, GradientWrite write);
 
-// dinp = dout where out > 0, else 0 (out is ReLU's output, any shape). May alias dout.
+// dinp = dout where out > 0, else 0 (out is ReLU's output, any shape). May alias dout. One
+// float dtype (16-bit where the backend stores it).
 void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out);
 
 // Backward of out = LayerNorm(residual + Dropout(inp)) · gamma + beta (add_layer_norm_forward
@@ -45,7 +48,8 @@ void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor
 
 // Backward of multi-head attention over whole sequences, batch-major: q [N, T, h·d_k],
 // k [N, S, h·d_k], v [N, S, h·d_v], the forward's probabilities probs [N, h, T, S] (0 where
-// masked) and dout [N, T, h·d_v] give dq, dk, dv (=) in the shapes of q, k, v.
+// masked) and dout [N, T, h·d_v] give dq, dk, dv (=) in the shapes of q, k, v. All but probs
+// (float32) share one float dtype (16-bit where the backend stores it).
 void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
                         int heads);
@@ -113,7 +117,8 @@ PendingCrossEntropySums cross_entropy_forward_backward(Tensor& dlogits, const Te
 // Backward of embedding_forward with its positions at 0: dtable[V, C] += scale · dout rows
 // gathered by token, each row summed in the order of the tokens (no atomics);
 // dpositions[P, C] += Σ_n dout[n, t] (skipped when undefined: sinusoidal positions are fixed).
-// tokens int32 [N, T] (ids in [0, V)); dout [N, T, C].
+// tokens int32 [N, T] (ids in [0, V)); dout [N, T, C] (16-bit where the backend stores it);
+// dtable and dpositions float32.
 void embedding_backward(Tensor& dtable, Tensor& dpositions, const Tensor& dout,
                         const Tensor& tokens, float scale);
 

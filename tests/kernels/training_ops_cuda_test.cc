@@ -33,14 +33,14 @@ constexpr double kSumTolerance = 1e-4;
 
 Tensor on_gpu(const Tensor& host) { return host.to(Device::kCUDA); }
 
-// A CUDA float32 tensor full of NaN (uploaded from the host, so it does not depend on any
-// kernel under test).
-Tensor nan_gpu(std::vector<int64_t> shape) {
+// A CUDA tensor (float32 unless `storage` says otherwise) full of NaN (converted and uploaded
+// on the host, so it does not depend on any kernel under test).
+Tensor nan_gpu(std::vector<int64_t> shape, DType storage = DType::kFloat32) {
   int64_t count = 1;
   for (int64_t extent : shape) count *= extent;
   const std::vector<float> nans(static_cast<size_t>(count),
                                 std::numeric_limits<float>::quiet_NaN());
-  return Tensor::from_vector(nans, std::move(shape)).to(Device::kCUDA);
+  return Tensor::from_vector(nans, std::move(shape)).to_dtype(storage).to(Device::kCUDA);
 }
 
 Tensor empty_cpu(std::vector<int64_t> shape) {
@@ -57,11 +57,23 @@ Tensor random_ids(std::vector<int64_t> shape, int32_t bound, std::mt19937& gener
   return Tensor::from_vector(ids, std::move(shape));
 }
 
+// x as a `storage` tensor holds it, in float32: the CPU reference's input for a GPU run on
+// 16-bit activations (x itself for float32).
+Tensor stored(const Tensor& x, DType storage) {
+  return storage == DType::kFloat32 ? x : x.to_dtype(storage).to_float32();
+}
+
+// x uploaded in `storage`.
+Tensor on_gpu_as(const Tensor& x, DType storage) {
+  return x.to_dtype(storage).to(Device::kCUDA);
+}
+
 // |gpu - cpu| <= tolerance · max(1, |cpu|) for every element (a NaN always fails); reports at
-// most 5 mismatches. A tolerance of 0 asks for equal values (0 and -0 count as equal).
+// most 5 mismatches. A tolerance of 0 asks for equal values (0 and -0 count as equal). gpu may
+// be 16-bit.
 void expect_close(const Tensor& gpu, const Tensor& cpu, double tolerance,
                   const std::string& what) {
-  const Tensor actual = gpu.to(Device::kCPU);
+  const Tensor actual = gpu.to(Device::kCPU).to_float32();
   ASSERT_EQ(actual.shape(), cpu.shape()) << what;
   int reported = 0;
   for (int64_t i = 0; i < cpu.numel(); ++i) {
@@ -75,7 +87,7 @@ void expect_close(const Tensor& gpu, const Tensor& cpu, double tolerance,
 
 // The same bits in every element; reports at most 5 mismatches.
 void expect_identical(const Tensor& gpu, const Tensor& cpu, const std::string& what) {
-  const Tensor actual = gpu.to(Device::kCPU);
+  const Tensor actual = gpu.to(Device::kCPU).to_float32();
   ASSERT_EQ(actual.shape(), cpu.shape()) << what;
   int reported = 0;
   for (int64_t i = 0; i < cpu.numel(); ++i) {
@@ -353,7 +365,8 @@ TEST_F(TrainingOpsCuda, LayerNormBackward) {
 
 // The probabilities come from the engine's CPU attention_forward (a real softmax, exactly 0 at
 // masked positions) over batch-major keys: key position s of sentence n is row n·S + s.
-TEST_F(TrainingOpsCuda, AttentionBackward) {
+// Activations (q, k, v, dout and the gradients) in `storage`, compared within `tolerance`.
+void check_attention_backward(DType storage, double tolerance) {
   struct Case {
     const char* name;
     int64_t sentences, queries, keys;
@@ -371,9 +384,9 @@ TEST_F(TrainingOpsCuda, AttentionBackward) {
   std::mt19937 generator(5);
   for (const Case& c : cases) {
     const int64_t width_k = c.heads * c.head_k, width_v = c.heads * c.head_v;
-    const Tensor q = random_tensor({c.sentences, c.queries, width_k}, generator);
-    const Tensor k = random_tensor({c.sentences, c.keys, width_k}, generator);
-    const Tensor v = random_tensor({c.sentences, c.keys, width_v}, generator);
+    const Tensor q = stored(random_tensor({c.sentences, c.queries, width_k}, generator), storage);
+    const Tensor k = stored(random_tensor({c.sentences, c.keys, width_k}, generator), storage);
+    const Tensor v = stored(random_tensor({c.sentences, c.keys, width_v}, generator), storage);
     std::vector<int32_t> table;
     for (int64_t n = 0; n < c.sentences; ++n) {
       for (int64_t s = 0; s < c.keys; ++s) table.push_back(static_cast<int32_t>(n * c.keys + s));
@@ -385,18 +398,26 @@ TEST_F(TrainingOpsCuda, AttentionBackward) {
     attention_forward(out, q, k.reshape({c.sentences * c.keys, width_k}),
                       v.reshape({c.sentences * c.keys, width_v}), key_rows, key_lengths,
                       c.heads, c.causal, &probs);
-    const Tensor dout = random_tensor({c.sentences, c.queries, width_v}, generator);
+    const Tensor dout =
+        stored(random_tensor({c.sentences, c.queries, width_v}, generator), storage);
 
     Tensor dq = empty_cpu(q.shape()), dk = empty_cpu(k.shape()), dv = empty_cpu(v.shape());
     attention_backward(dq, dk, dv, dout, probs, q, k, v, c.heads);
-    Tensor gpu_dq = nan_gpu(q.shape()), gpu_dk = nan_gpu(k.shape()), gpu_dv = nan_gpu(v.shape());
-    attention_backward(gpu_dq, gpu_dk, gpu_dv, on_gpu(dout), on_gpu(probs), on_gpu(q),
-                       on_gpu(k), on_gpu(v), c.heads);
-    const std::string what = std::string("attention_backward, ") + c.name;
-    expect_close(gpu_dq, dq, kSumTolerance, what + " dq");
-    expect_close(gpu_dk, dk, kSumTolerance, what + " dk");
-    expect_close(gpu_dv, dv, kSumTolerance, what + " dv");
+    Tensor gpu_dq = nan_gpu(q.shape(), storage), gpu_dk = nan_gpu(k.shape(), storage);
+    Tensor gpu_dv = nan_gpu(v.shape(), storage);
+    attention_backward(gpu_dq, gpu_dk, gpu_dv, on_gpu_as(dout, storage), on_gpu(probs),
+                       on_gpu_as(q, storage), on_gpu_as(k, storage), on_gpu_as(v, storage),
+                       c.heads);
+    const std::string what =
+        std::string("attention_backward ") + dtype_name(storage) + ", " + c.name;
+    expect_close(gpu_dq, dq, tolerance, what + " dq");
+    expect_close(gpu_dk, dk, tolerance, what + " dk");
+    expect_close(gpu_dv, dv, tolerance, what + " dv");
   }
+}
+
+TEST_F(TrainingOpsCuda, AttentionBackward) {
+  check_attention_backward(DType::kFloat32, kSumTolerance);
 }
 
 // The mask is a pure function of (key, index) shared by both backends and the scale is the
@@ -544,19 +565,21 @@ TEST_F(TrainingOpsCuda, CrossEntropy) {
   check_cross_entropy(5, 37000, generator);  // the real vocabulary size
 }
 
-void check_embedding_backward(int64_t sentences, int64_t steps, int64_t channels, int ids) {
+// dout in `storage` (the tables' gradients float32).
+void check_embedding_backward(int64_t sentences, int64_t steps, int64_t channels, int ids,
+                              DType storage = DType::kFloat32) {
   std::mt19937 generator(8);
   const int64_t vocabulary = 50, positions = steps + 7;
   const float scale = std::sqrt(static_cast<float>(channels));
   const Tensor tokens = random_ids({sentences, steps}, ids, generator);
-  const Tensor dout = random_tensor({sentences, steps, channels}, generator);
+  const Tensor dout = stored(random_tensor({sentences, steps, channels}, generator), storage);
   const Tensor dtable_start = random_tensor({vocabulary, channels}, generator);
   const Tensor dpositions_start = random_tensor({positions, channels}, generator);
-  const Tensor gpu_tokens = on_gpu(tokens), gpu_dout = on_gpu(dout);
+  const Tensor gpu_tokens = on_gpu(tokens), gpu_dout = on_gpu_as(dout, storage);
   for (bool with_positions : {true, false}) {
     const std::string what =
-        "embedding_backward C=" + std::to_string(channels) + " ids " + std::to_string(ids) +
-        (with_positions ? "" : " without positions");
+        "embedding_backward " + dtype_name(storage) + " C=" + std::to_string(channels) +
+        " ids " + std::to_string(ids) + (with_positions ? "" : " without positions");
     Tensor dtable = dtable_start.clone();
     Tensor dpositions = with_positions ? dpositions_start.clone() : Tensor();
     embedding_backward(dtable, dpositions, dout, tokens, scale);
@@ -722,6 +745,48 @@ TEST_P(TrainingOps16BitCuda, ResidualLayerNorm) {
   expect_close(to_host_float(gpu_dinp), dinp, tolerance(), what + " dinp");
   expect_close(gpu_dgamma, dgamma, kSumTolerance, what + " dgamma");
   expect_close(gpu_dbeta, dbeta, kSumTolerance, what + " dbeta");
+}
+
+TEST_P(TrainingOps16BitCuda, AttentionBackward) {
+  check_attention_backward(dtype(), tolerance());  // the long case through float32 copies too
+}
+
+// The same gathered sums, of the values the storage holds: the CPU's tolerance.
+TEST_P(TrainingOps16BitCuda, EmbeddingBackward) {
+  check_embedding_backward(/*sentences=*/4, /*steps=*/33, /*channels=*/72, /*ids=*/10, dtype());
+}
+
+// dout, inp and weight stored in 16 bits: dinp in their type, dweight and dbias float32 sums of
+// the stored values (summed in float32 on both devices); ReLU's backward in the storage type.
+TEST_P(TrainingOps16BitCuda, LinearAndReluBackward) {
+  std::mt19937 generator(18);
+  const int64_t rows = 300, outputs = 72, inputs = 40;
+  const Tensor dout = rounded(random_tensor({rows, outputs}, generator));
+  const Tensor inp = rounded(random_tensor({rows, inputs}, generator));
+  const Tensor weight = rounded(random_tensor({outputs, inputs}, generator, 0.5f));
+  const Tensor dinp_start = rounded(random_tensor({rows, inputs}, generator));
+  const Tensor dweight_start = random_tensor({outputs, inputs}, generator);
+  const Tensor dbias_start = random_tensor({outputs}, generator);
+  const std::string what = dtype_name(dtype()) + " linear_backward";
+  for (GradientWrite write : {GradientWrite::kOverwrite, GradientWrite::kAccumulate}) {
+    Tensor dinp = dinp_start.clone(), dweight = dweight_start.clone();
+    Tensor dbias = dbias_start.clone();
+    linear_backward(dinp, dweight, dbias, dout, inp, weight, write);
+    Tensor gpu_dinp = on_gpu_stored(dinp_start), gpu_dweight = on_gpu(dweight_start);
+    Tensor gpu_dbias = on_gpu(dbias_start);
+    linear_backward(gpu_dinp, gpu_dweight, gpu_dbias, on_gpu_stored(dout), on_gpu_stored(inp),
+                    on_gpu_stored(weight), write);
+    expect_close(gpu_dinp, dinp, tolerance(), what + " dinp");
+    expect_close(gpu_dweight, dweight, kSumTolerance, what + " dweight");
+    expect_close(gpu_dbias, dbias, kSumTolerance, what + " dbias");
+  }
+  // A selection without arithmetic: the stored values themselves, in place over dout.
+  const Tensor relu_out = rounded(random_tensor({rows, outputs}, generator));
+  Tensor relu_dinp = empty_cpu({rows, outputs});
+  relu_backward(relu_dinp, dout, relu_out);
+  Tensor gpu_relu_dinp = on_gpu_stored(dout);
+  relu_backward(gpu_relu_dinp, gpu_relu_dinp, on_gpu_stored(relu_out));
+  expect_identical(gpu_relu_dinp, relu_dinp, dtype_name(dtype()) + " relu_backward");
 }
 
 INSTANTIATE_TEST_SUITE_P(Storage, TrainingOps16BitCuda,

@@ -73,7 +73,17 @@ void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor&
   weight_shape.transpose_a = true;
   weight_shape.m = outputs, weight_shape.n = inputs, weight_shape.k = rows;
   weight_shape.lda = outputs, weight_shape.ldb = inputs, weight_shape.ldc = inputs;
-  if (const kernels::ElementType copies = gemm.rounding_copy_type(); copies != kFloat32) {
+  const kernels::ElementType type = cuda_backend::element_type(dout.dtype());
+  if (type != kFloat32) {
+    // 16-bit activations and weights: dinp in their type, dweight float32 (the master
+    // gradient), both summed in float32.
+    if (dinp.defined()) {
+      gemm.matmul(dinp.raw_data(), dout.raw_data(), weight.raw_data(), input_shape, 1.f,
+                  input_beta, type);
+    }
+    gemm.matmul_to_float32(dweight.raw_data(), dout.raw_data(), inp.raw_data(), weight_shape,
+                           1.f, 1.f, type);
+  } else if (const kernels::ElementType copies = gemm.rounding_copy_type(); copies != kFloat32) {
     // Both products read dout: round it to 16 bits once, not once per product (with weight and
     // inp, each read once; packed, so the shapes' leading dimensions hold). Each copy is a block
     // of the caching allocator, 512-byte multiples into cudaMalloc'ed segments (256-byte
@@ -101,14 +111,14 @@ void linear_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor&
   }
   if (dbias.defined()) {
     Tensor workspace = float_workspace(kernels::column_sums_workspace_floats(rows, outputs));
-    kernels::add_column_sums(dbias.data<float>(), dout.data<float>(), rows, outputs,
-                             workspace.data<float>(), cuda_backend::stream());
+    kernels::add_column_sums(dbias.data<float>(), dout.raw_data(), rows, outputs,
+                             workspace.data<float>(), type, cuda_backend::stream());
   }
 }
 
 void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out) {
-  kernels::relu_backward(dinp.data<float>(), dout.data<float>(), out.data<float>(), out.numel(),
-                         cuda_backend::stream());
+  kernels::relu_backward(dinp.raw_data(), dout.raw_data(), out.raw_data(), out.numel(),
+                         cuda_backend::element_type(out.dtype()), cuda_backend::stream());
 }
 
 void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
@@ -173,10 +183,25 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
   shape.heads = heads, shape.key_dim = static_cast<int>(head_k);
   shape.value_dim = static_cast<int>(head_v);
   if (kernels::attention_backward_fits(shape)) {  // short sentences: one kernel, no products
-    kernels::attention_backward(dq.data<float>(), dk.data<float>(), dv.data<float>(),
-                                dout.data<float>(), probs.data<float>(), q.data<float>(),
-                                k.data<float>(), v.data<float>(), shape, scale,
+    kernels::attention_backward(dq.raw_data(), dk.raw_data(), dv.raw_data(), dout.raw_data(),
+                                probs.data<float>(), q.raw_data(), k.raw_data(), v.raw_data(),
+                                shape, scale, cuda_backend::element_type(q.dtype()),
                                 cuda_backend::stream());
+    return;
+  }
+  if (q.dtype() != DType::kFloat32) {
+    // Sentences too long for the fused kernel in 16-bit storage (rare): the float32 products
+    // below on float32 copies, the gradients rounded back once.
+    Tensor dq32 = Tensor::empty(dq.shape(), DType::kFloat32, Device::kCUDA);
+    Tensor dk32 = Tensor::empty(dk.shape(), DType::kFloat32, Device::kCUDA);
+    Tensor dv32 = Tensor::empty(dv.shape(), DType::kFloat32, Device::kCUDA);
+    cuda::attention_backward(dq32, dk32, dv32, dout.to_float32(), probs, q.to_float32(),
+                       k.to_float32(), v.to_float32(), heads);
+    for (const auto& [gradient, copy] : {std::pair<Tensor*, const Tensor*>{&dq, &dq32},
+                                         {&dk, &dk32}, {&dv, &dv32}}) {
+      cuda_backend::convert(gradient->raw_data(), gradient->dtype(), copy->raw_data(),
+                            DType::kFloat32, gradient->numel());
+    }
     return;
   }
   Tensor dscores = Tensor::empty(probs.shape(), DType::kFloat32, Device::kCUDA);  // [N, h, T, S]
@@ -268,8 +293,9 @@ void embedding_backward(Tensor& dtable, Tensor& dpositions, const Tensor& dout,
       kernels::embedding_backward_workspace_bytes(rows * steps, vocabulary));
   kernels::embedding_backward(dtable.data<float>(),
                               dpositions.defined() ? dpositions.data<float>() : nullptr,
-                              dout.data<float>(), tokens.data<int32_t>(), rows, steps, channels,
-                              vocabulary, scale, workspace.get(), cuda_backend::stream());
+                              dout.raw_data(), tokens.data<int32_t>(), rows, steps, channels,
+                              vocabulary, scale, workspace.get(),
+                              cuda_backend::element_type(dout.dtype()), cuda_backend::stream());
 }
 
 double sum_of_squares(const Tensor& x) {
