@@ -33,38 +33,42 @@ __device__ float smoothed_gradient(float log_prob, int64_t v, int32_t target, fl
 // One block per row. Reads the row's logits twice (max, then Σ exp) and writes once: the
 // log-probabilities, or with kGradient the loss's gradient (dloss given). The reference's logit
 // is read before any thread writes (the output may alias logits).
-template <bool kGradient>
-__global__ void cross_entropy_forward_kernel(float* out, double* row_losses, const float* logits,
+template <bool kGradient, typename T>
+__global__ void cross_entropy_forward_kernel(T* out, double* row_losses, const T* logits,
                                              const int32_t* targets, int64_t classes,
                                              float smoothing, int ignore_id, float dloss) {
   __shared__ float scratch[32];
   __shared__ double scratch_double[32];
   const int64_t row = blockIdx.x;
   const int32_t target = targets[row];
-  float* out_row = out + row * classes;
+  T* out_row = out + row * classes;
   if (target == ignore_id) {
     if (threadIdx.x == 0) row_losses[2 * row] = row_losses[2 * row + 1] = 0.0;
     if (kGradient) {
-      for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) out_row[v] = 0.f;
+      for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) out_row[v] = from_float<T>(0.f);
     }
     return;
   }
-  const float* x = logits + row * classes;
-  const float target_logit = x[target];
+  const T* x = logits + row * classes;
+  const float target_logit = to_float(x[target]);
   float maximum = -FLT_MAX;
-  for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) maximum = fmaxf(maximum, x[v]);
+  for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) {
+    maximum = fmaxf(maximum, to_float(x[v]));
+  }
   maximum = block_max(maximum, scratch);
   double total = 0.0;  // as the CPU body: a float sum over 37k terms drifts by ~1e-5
-  for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) total += expf(x[v] - maximum);
+  for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) {
+    total += expf(to_float(x[v]) - maximum);
+  }
   const float shift =
       maximum + static_cast<float>(log(block_sum_double(total, scratch_double)));
   const float off_target = classes > 1 ? smoothing / static_cast<float>(classes - 1) : 0.f;
   double sum = 0.0;
   for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) {
-    const float log_prob = x[v] - shift;
-    out_row[v] =
+    const float log_prob = to_float(x[v]) - shift;
+    out_row[v] = from_float<T>(
         kGradient ? smoothed_gradient(log_prob, v, target, off_target, smoothing, dloss)
-                  : log_prob;
+                  : log_prob);
     sum += log_prob;
   }
   sum = block_sum_double(sum, scratch_double);
@@ -78,7 +82,8 @@ __global__ void cross_entropy_forward_kernel(float* out, double* row_losses, con
   }
 }
 
-__global__ void cross_entropy_backward_kernel(float* dlogits, const float* log_probs,
+template <typename T>
+__global__ void cross_entropy_backward_kernel(T* dlogits, const T* log_probs,
                                               const int32_t* targets, int64_t rows,
                                               int64_t classes, float smoothing, int ignore_id,
                                               float dloss) {
@@ -88,40 +93,54 @@ __global__ void cross_entropy_backward_kernel(float* dlogits, const float* log_p
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = i / classes, v = i - row * classes;
     const int32_t target = targets[row];
-    dlogits[i] = target == ignore_id
-                     ? 0.f
-                     : smoothed_gradient(log_probs[i], v, target, off_target, smoothing, dloss);
+    dlogits[i] = from_float<T>(
+        target == ignore_id
+            ? 0.f
+            : smoothed_gradient(to_float(log_probs[i]), v, target, off_target, smoothing, dloss));
   }
 }
 
 }  // namespace
 
-void cross_entropy_forward(float* log_probs, double* row_losses, const float* logits,
+void cross_entropy_forward(void* log_probs, double* row_losses, const void* logits,
                            const int32_t* targets, int64_t rows, int64_t classes, float smoothing,
-                           int ignore_id, Stream stream) {
+                           int ignore_id, ElementType type, Stream stream) {
   if (rows == 0) return;
-  cross_entropy_forward_kernel<false><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-      log_probs, row_losses, logits, targets, classes, smoothing, ignore_id, 0.f);
+  dispatch_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    cross_entropy_forward_kernel<false, T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        static_cast<T*>(log_probs), row_losses, static_cast<const T*>(logits), targets, classes,
+        smoothing, ignore_id, 0.f);
+  });
   check_last_launch("cross_entropy_forward_kernel");
 }
 
-void cross_entropy_forward_backward(float* dlogits, double* row_losses, const float* logits,
+void cross_entropy_forward_backward(void* dlogits, double* row_losses, const void* logits,
                                     const int32_t* targets, int64_t rows, int64_t classes,
-                                    float smoothing, int ignore_id, float dloss, Stream stream) {
+                                    float smoothing, int ignore_id, float dloss, ElementType type,
+                                    Stream stream) {
   if (rows == 0) return;
-  cross_entropy_forward_kernel<true><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-      dlogits, row_losses, logits, targets, classes, smoothing, ignore_id, dloss);
+  dispatch_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    cross_entropy_forward_kernel<true, T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        static_cast<T*>(dlogits), row_losses, static_cast<const T*>(logits), targets, classes,
+        smoothing, ignore_id, dloss);
+  });
   check_last_launch("cross_entropy_forward_kernel<gradient>");
 }
 
-void cross_entropy_backward(float* dlogits, const float* log_probs, const int32_t* targets,
+void cross_entropy_backward(void* dlogits, const void* log_probs, const int32_t* targets,
                             int64_t rows, int64_t classes, float smoothing, int ignore_id,
-                            float dloss, Stream stream) {
+                            float dloss, ElementType type, Stream stream) {
   const int64_t count = rows * classes;
   if (count == 0) return;
   const unsigned blocks = grid_size(count, kThreads) < 65535u ? grid_size(count, kThreads) : 65535u;
-  cross_entropy_backward_kernel<<<blocks, kThreads, 0, stream>>>(
-      dlogits, log_probs, targets, rows, classes, smoothing, ignore_id, dloss);
+  dispatch_float_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    cross_entropy_backward_kernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<T*>(dlogits), static_cast<const T*>(log_probs), targets, rows, classes,
+        smoothing, ignore_id, dloss);
+  });
   check_last_launch("cross_entropy_backward_kernel");
 }
 

@@ -125,16 +125,17 @@ void dropout_relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& relu_
 
 namespace {
 
-// What both cross-entropy ops check: scores [M, V] float32 (logits or log-probabilities), out
-// of its size and device, targets int32 [M] in [0, V) or ignore_id, smoothing in [0, 1).
+// What the cross-entropy ops check: scores [M, V] (logits or log-probabilities) of a float
+// dtype (16-bit where the backend stores it), out of its size, dtype and device, targets int32
+// [M] in [0, V) or ignore_id, smoothing in [0, 1).
 void require_cross_entropy(const Tensor& out, const char* out_name, const Tensor& scores,
                            const char* scores_name, const Tensor& targets, float smoothing,
                            int ignore_id, const char* op) {
   require(scores.defined() && scores.rank() >= 1 && scores.dim(-1) > 0, op,
           std::string(scores_name) + " must be [M, V]");
   require(smoothing >= 0.f && smoothing < 1.f, op, "smoothing must be in [0, 1)");
-  require_float32(scores, scores, scores.numel(), op, scores_name);
-  require_float32(out, scores, scores.numel(), op, out_name);
+  require_float_like(scores, scores, op, scores_name);
+  require_float_like(out, scores, scores.numel(), op, out_name);
   require_targets(targets, scores, rows_of(scores), scores.dim(-1), ignore_id, op);
 }
 

@@ -95,7 +95,9 @@ class PendingCrossEntropySums {
 };
 
 // log_probs[M, V] = log_softmax(logits[M, V]) on counted rows (may alias logits; ignored rows
-// are left as they are), and the sums. targets int32 [M]. The sums do not depend on log_probs
+// are left as they are), and the sums. targets int32 [M]. logits and log_probs (and the
+// gradients of the two ops below) of one float dtype, 16-bit where the backend stores it
+// (computed in float32, the sums in double). The sums do not depend on log_probs
 // once the call returns: a backward pass may overwrite them before the sums are read.
 PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
                                               const Tensor& targets, float smoothing,

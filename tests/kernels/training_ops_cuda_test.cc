@@ -789,6 +789,43 @@ TEST_P(TrainingOps16BitCuda, LinearAndReluBackward) {
   expect_identical(gpu_relu_dinp, relu_dinp, dtype_name(dtype()) + " relu_backward");
 }
 
+// Logits stored in 16 bits: the log-probabilities and the loss's gradient written in their
+// type, the sums from the same values (in double on both devices).
+TEST_P(TrainingOps16BitCuda, CrossEntropy) {
+  std::mt19937 generator(19);
+  constexpr int kPad = 1;
+  const int64_t rows = 37, classes = 1000;
+  const Tensor logits = rounded(random_tensor({rows, classes}, generator, 3.f));
+  std::uniform_int_distribution<int32_t> any_class(0, static_cast<int32_t>(classes) - 1);
+  std::vector<int32_t> target_ids(static_cast<size_t>(rows));
+  for (size_t m = 0; m < target_ids.size(); ++m) {
+    target_ids[m] = m % 4 == 3 ? kPad : any_class(generator);
+  }
+  const Tensor targets = Tensor::from_vector(target_ids, {rows});
+  const Tensor gpu_targets = on_gpu(targets);
+  const std::string what = dtype_name(dtype()) + " cross entropy";
+  Tensor log_probs = logits.clone();
+  const CrossEntropySums sums =
+      cross_entropy_forward(log_probs, log_probs, targets, 0.1f, kPad).read();
+  Tensor dlogits = empty_cpu({rows, classes});
+  cross_entropy_backward(dlogits, log_probs, targets, 0.1f, kPad, 0.37f);
+
+  Tensor gpu_log_probs = on_gpu_stored(logits);
+  expect_same_sums(
+      cross_entropy_forward(gpu_log_probs, gpu_log_probs, gpu_targets, 0.1f, kPad).read(), sums,
+      what + " sums");
+  expect_close(gpu_log_probs, log_probs, tolerance(), what + " log_probs");
+  Tensor gpu_dlogits = empty_gpu({rows, classes});
+  cross_entropy_backward(gpu_dlogits, gpu_log_probs, gpu_targets, 0.1f, kPad, 0.37f);
+  expect_close(gpu_dlogits, dlogits, tolerance(), what + " dlogits");
+  Tensor gpu_fused = on_gpu_stored(logits);
+  const CrossEntropySums fused_sums =
+      cross_entropy_forward_backward(gpu_fused, gpu_fused, gpu_targets, 0.1f, kPad, 0.37f)
+          .read();
+  expect_same_sums(fused_sums, sums, what + " forward_backward sums");
+  expect_close(gpu_fused, dlogits, tolerance(), what + " forward_backward dlogits");
+}
+
 INSTANTIATE_TEST_SUITE_P(Storage, TrainingOps16BitCuda,
                          ::testing::Values(DType::kFloat16, DType::kBFloat16),
                          [](const ::testing::TestParamInfo<DType>& info) {

@@ -257,9 +257,10 @@ PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& l
   const int64_t classes = logits.dim(-1), rows = logits.numel() / classes;
   if (rows == 0) return PendingCrossEntropySums();
   std::shared_ptr<void> row_losses = cuda_backend::allocate(2 * rows * sizeof(double));
-  kernels::cross_entropy_forward(log_probs.data<float>(), static_cast<double*>(row_losses.get()),
-                                 logits.data<float>(), targets.data<int32_t>(), rows, classes,
-                                 smoothing, ignore_id, cuda_backend::stream());
+  kernels::cross_entropy_forward(log_probs.raw_data(), static_cast<double*>(row_losses.get()),
+                                 logits.raw_data(), targets.data<int32_t>(), rows, classes,
+                                 smoothing, ignore_id, cuda_backend::element_type(logits.dtype()),
+                                 cuda_backend::stream());
   return pending_sums(std::move(row_losses), targets, rows, ignore_id);
 }
 
@@ -270,18 +271,19 @@ PendingCrossEntropySums cross_entropy_forward_backward(Tensor& dlogits, const Te
   if (rows == 0) return PendingCrossEntropySums();
   std::shared_ptr<void> row_losses = cuda_backend::allocate(2 * rows * sizeof(double));
   kernels::cross_entropy_forward_backward(
-      dlogits.data<float>(), static_cast<double*>(row_losses.get()), logits.data<float>(),
+      dlogits.raw_data(), static_cast<double*>(row_losses.get()), logits.raw_data(),
       targets.data<int32_t>(), rows, classes, smoothing, ignore_id, dloss,
-      cuda_backend::stream());
+      cuda_backend::element_type(logits.dtype()), cuda_backend::stream());
   return pending_sums(std::move(row_losses), targets, rows, ignore_id);
 }
 
 void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tensor& targets,
                             float smoothing, int ignore_id, float dloss) {
   const int64_t classes = log_probs.dim(-1), rows = log_probs.numel() / classes;
-  kernels::cross_entropy_backward(dlogits.data<float>(), log_probs.data<float>(),
+  kernels::cross_entropy_backward(dlogits.raw_data(), log_probs.raw_data(),
                                   targets.data<int32_t>(), rows, classes, smoothing, ignore_id,
-                                  dloss, cuda_backend::stream());
+                                  dloss, cuda_backend::element_type(log_probs.dtype()),
+                                  cuda_backend::stream());
 }
 
 void embedding_backward(Tensor& dtable, Tensor& dpositions, const Tensor& dout,
