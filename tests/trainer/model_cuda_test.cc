@@ -206,6 +206,51 @@ TEST_P(ModelCudaTest, AdamStepMovesTheWeightsAsOnTheCpu) {
   }
 }
 
+// --activations 16bit: the passes on a 16-bit copy of the weights, every activation and its
+// gradient in that type, the gradients float32. Against the CPU's float32 pass, within what
+// the 16-bit rounding of each stored activation allows (a wrong kernel is off by O(1)); a key
+// projection's bias gradient (0 in exact arithmetic) within the same share of its weight's.
+TEST_P(ModelCudaTest, SixteenBitActivationsFollowTheCpu) {
+  const ModelConfig config = small_config(GetParam());
+  OnBothDevices m(config, 37);
+  const ModelInputs batch = random_batch(config, 5);
+  TransformerTraining cpu_model(config);
+  const CrossEntropySums cpu =
+      cpu_model.forward(m.cpu_parameters.weights(), batch, training_dropout()).read();
+  cpu_model.backward(m.cpu_gradients.weights(), m.cpu_parameters.weights(), 1.f);
+  const std::vector<float> expected = values(m.cpu_gradients.flat());
+  for (const auto& [storage, relative] : {std::pair{DType::kFloat16, 2e-2},
+                                          std::pair{DType::kBFloat16, 8e-2}}) {
+    const std::string what = dtype_name(storage);
+    if (storage == DType::kBFloat16 && cuda_backend::compute_capability() < 80) continue;
+    const ParameterCopy copy(m.gpu_parameters, storage);
+    FlatParameters gradients(config, Device::kCUDA);
+    TransformerTraining gpu_model(config);
+    const CrossEntropySums gpu = gpu_model
+                                     .forward_backward(gradients.weights(), copy.weights(),
+                                                       to_gpu(batch), training_dropout(), 1.f)
+                                     .read();
+    EXPECT_EQ(gpu.tokens, cpu.tokens) << what;
+    EXPECT_NEAR(gpu.loss, cpu.loss, relative * cpu.loss) << what;
+    const std::vector<float> actual = values(gradients.flat());
+    const std::vector<ParameterSlice>& slices = m.cpu_gradients.slices();
+    for (const ParameterSlice& slice : slices) {
+      float largest = largest_magnitude(expected, slice);
+      if (absl::EndsWith(slice.name, "k_proj.bias")) {
+        const std::string weight = absl::StrCat(absl::StripSuffix(slice.name, "bias"), "weight");
+        for (const ParameterSlice& other : slices) {
+          if (other.name == weight) largest = largest_magnitude(expected, other);
+        }
+      }
+      float worst = 0.f;
+      for (int64_t i = slice.offset; i < slice.offset + slice.count; ++i) {
+        worst = std::max(worst, std::fabs(actual[i] - expected[i]));
+      }
+      EXPECT_LE(worst, relative * std::max(largest, 1e-6f)) << what << " " << slice.name;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Positions, ModelCudaTest,
                          ::testing::Values(PositionalEncoding::kSinusoidal,
                                            PositionalEncoding::kLearned),

@@ -136,6 +136,27 @@ TEST(TransformerTraining, PaddedPositionsDoNotChangeTheLoss) {
   EXPECT_DOUBLE_EQ(model.forward(parameters.weights(), inputs, {}).read().loss, clean);
 }
 
+// The weights the passes read under --activations 16bit: a copy of the master in another dtype
+// (float32 here, the CPU's only one), laid out as the master, made again by refresh().
+TEST(TransformerTraining, AParameterCopyFollowsTheMasterAfterRefresh) {
+  const ModelConfig config = tiny_config(PositionalEncoding::kLearned);
+  FlatParameters master(config);
+  master.copy_from(random_weights(config, 5), config);
+  ParameterCopy copy(master, DType::kFloat32);
+  ASSERT_EQ(copy.flat().numel(), master.size());
+  EXPECT_EQ(copy.weights().shared_embedding.shape(), master.weights().shared_embedding.shape());
+  EXPECT_EQ(copy.flat().data<float>()[7], master.flat().data<float>()[7]);
+  master.flat().data<float>()[7] += 1.f;  // an update
+  EXPECT_NE(copy.flat().data<float>()[7], master.flat().data<float>()[7]);
+  copy.refresh(master);
+  EXPECT_EQ(copy.flat().data<float>()[7], master.flat().data<float>()[7]);
+  // The passes on the copy give the master's loss and gradients.
+  TransformerTraining model(config);
+  const ModelInputs inputs = tiny_batch();
+  const double on_master = model.forward(master.weights(), inputs, {}).read().loss;
+  EXPECT_EQ(model.forward(copy.weights(), inputs, {}).read().loss, on_master);
+}
+
 TEST(TransformerTraining, GradientsAccumulateOverCalls) {
   const ModelConfig config = tiny_config(PositionalEncoding::kSinusoidal);
   FlatParameters parameters(config), once(config), twice(config);

@@ -267,6 +267,9 @@ class TrainerCliTest(RunsOnTheCliCorpus):
             (["--loss_scale", "fp16"], '--loss_scale is "fp16"; it must be auto, none or dynamic'),
             (["--precision", "fp8"], '--precision is "fp8"; it must be auto, fp32, fp16 or bf16'),
             (["--precision", "fp16"], "--precision fp16 needs --device cuda"),
+            (["--activations", "fp8"], '--activations is "fp8"; it must be fp32 or 16bit'),
+            (["--device", "cpu", "--activations", "16bit"],
+             "--activations 16bit needs --device cuda and --precision fp16 or bf16"),
             (["--loss_scale", "dynamic", "--initial_loss_scale", "100"],
              "--initial_loss_scale is 100; it must be a power of two"),
         ]
@@ -404,6 +407,9 @@ class OutOfMemoryTest(unittest.TestCase):
         resumed = h.train(data, output, "--max_steps", "2", *options)
         self.assertIn("resumed from", resumed.stderr)
         self.assertEqual([e["step"] for e in h.log_events(output, "train")], [1, 2])
+
+
+DTYPE_NAMES = {"fp16": "float16", "bf16": "bfloat16"}
 
 
 class TrainerGpuTest(RunsOnTheCliCorpus):
@@ -550,6 +556,14 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
             resumed = h.train(self.data, run, "--device", "cpu", "--max_steps", "7",
                               "--checkpoint_every_steps", "3", *COMMON)
             self.assertIn("resumed from", resumed.stderr)
+            # Activations stored in the precision's 16-bit type too (twice the rounding: looser).
+            stored = self.run_dir(precision + "-16bit")
+            result = h.train(self.data, stored, "--precision", precision, "--activations",
+                             "16bit", *args)
+            self.assertIn("activations stored in " + DTYPE_NAMES[precision], result.stderr)
+            np.testing.assert_allclose([e["loss"] for e in h.log_events(stored, "train")],
+                                       fp32_losses, rtol=2 * tolerance,
+                                       err_msg=precision + " 16bit")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,29 @@ TEST(TrainingPrecision, WhatTheDeviceCannotRunIsRefusedNamingIt) {
             "use --precision fp32");
 }
 
+// --activations 16bit stores them in the precision's 16-bit type, on a GPU only.
+TEST(TrainingPrecision, SixteenBitActivationsTakeThePrecisionsType) {
+  const auto dtype = [](const std::string& activations, Device device,
+                        TrainingPrecision precision) {
+    absl::StatusOr<DType> result = resolve_activation_dtype(activations, device, precision);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? *result : DType::kInt32;
+  };
+  EXPECT_EQ(dtype("fp32", Device::kCUDA, TrainingPrecision::kBFloat16), DType::kFloat32);
+  EXPECT_EQ(dtype("16bit", Device::kCUDA, TrainingPrecision::kFloat16), DType::kFloat16);
+  EXPECT_EQ(dtype("16bit", Device::kCUDA, TrainingPrecision::kBFloat16), DType::kBFloat16);
+  for (const auto& [device, precision] :
+       {std::pair{Device::kCPU, TrainingPrecision::kFloat32},
+        std::pair{Device::kCUDA, TrainingPrecision::kFloat32}}) {
+    const absl::StatusOr<DType> refused = resolve_activation_dtype("16bit", device, precision);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(std::string(refused.status().message())
+                  .find("--activations 16bit needs --device cuda and --precision fp16 or bf16"),
+              std::string::npos)
+        << refused.status();
+  }
+}
+
 TEST(TrainingPrecision, LossScalingFollowsThePrecisionUnlessChosen) {
   EXPECT_EQ(resolve_loss_scale("auto", TrainingPrecision::kFloat16), "dynamic");
   EXPECT_EQ(resolve_loss_scale("auto", TrainingPrecision::kBFloat16), "none");

@@ -5,10 +5,12 @@
 namespace xlate::trainer {
 namespace {
 
+// An activation (or its gradient) shaped as x but for the last axis: of x's dtype and device
+// (float32, or the 16-bit storage of 16-bit activations).
 Tensor like(const Tensor& x, int64_t last) {
   std::vector<int64_t> shape = x.shape();
   shape.back() = last;
-  return Tensor::empty(shape, DType::kFloat32, x.device());
+  return Tensor::empty(shape, x.dtype(), x.device());
 }
 
 Tensor project(const Tensor& x, const LinearWeights& w,

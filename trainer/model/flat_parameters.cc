@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "engine/backend/cuda_backend.h"
+
 namespace xlate::trainer {
 
 FlatParameters::FlatParameters(const ModelConfig& config, Device device) : config_(config) {
@@ -20,9 +22,10 @@ FlatParameters::FlatParameters(const ModelConfig& config, Device device) : confi
 }
 
 TransformerWeights FlatParameters::views_of(const Tensor& flat) const {
-  if (flat.numel() != flat_.numel() || flat.dtype() != DType::kFloat32) {
-    throw std::logic_error("FlatParameters::views_of: a buffer of " + flat.shape_string() +
-                           " for " + std::to_string(flat_.numel()) + " float32 parameters");
+  if (flat.numel() != flat_.numel() || !is_float(flat.dtype())) {
+    throw std::logic_error("FlatParameters::views_of: a buffer of " + flat.shape_string() + " " +
+                           dtype_name(flat.dtype()) + " for " + std::to_string(flat_.numel()) +
+                           " parameters");
   }
   TransformerWeights views;
   std::vector<NamedParameter> named = named_parameters(views, config_);
@@ -48,5 +51,20 @@ void FlatParameters::copy_from(const TransformerWeights& source, const ModelConf
 }
 
 void FlatParameters::set_zero() { flat_.fill_zero(); }
+
+ParameterCopy::ParameterCopy(const FlatParameters& master, DType dtype)
+    : flat_(Tensor::empty({master.size()}, dtype, master.device())),
+      weights_(master.views_of(flat_)) {
+  refresh(master);
+}
+
+void ParameterCopy::refresh(const FlatParameters& master) {
+  if (flat_.device() == Device::kCUDA) {  // one conversion kernel, no temporary
+    cuda_backend::convert(flat_.raw_data(), flat_.dtype(), master.flat().raw_data(),
+                          DType::kFloat32, flat_.numel());
+    return;
+  }
+  flat_.copy_from(master.flat().to_dtype(flat_.dtype()));
+}
 
 }  // namespace xlate::trainer

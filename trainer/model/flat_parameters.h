@@ -21,6 +21,11 @@ struct ParameterSlice {
   bool trainable = true;  // false for the fixed sinusoidal position tables
 };
 
+// The parameters in the storage type of 16-bit activations (float16 / bfloat16): a copy of the
+// float32 master weights, made again by refresh() after each optimizer step (one conversion over
+// the flat buffer), that the forward and backward passes read instead of the master.
+class ParameterCopy;
+
 class FlatParameters {
  public:
   // Zero-initialised storage for every parameter of `config` on `device`.
@@ -41,8 +46,8 @@ class FlatParameters {
   // buffer.
   void copy_from(const TransformerWeights& source, const ModelConfig& config);
   void set_zero();
-  // The typed views of this layout into another flat buffer [P] (a host copy of flat(), for
-  // checkpoints).
+  // The typed views of this layout into another flat buffer [P] of any float dtype (a host copy
+  // of flat(), for checkpoints; a 16-bit copy, for 16-bit activations).
   TransformerWeights views_of(const Tensor& flat) const;
 
  private:
@@ -50,6 +55,22 @@ class FlatParameters {
   Tensor flat_;
   TransformerWeights weights_;
   std::vector<ParameterSlice> slices_;
+};
+
+class ParameterCopy {
+ public:
+  ParameterCopy(const FlatParameters& master, DType dtype);
+  ParameterCopy(const ParameterCopy&) = delete;
+  ParameterCopy& operator=(const ParameterCopy&) = delete;
+
+  // Converts the master's current values into this copy.
+  void refresh(const FlatParameters& master);
+  const TransformerWeights& weights() const { return weights_; }
+  const Tensor& flat() const { return flat_; }
+
+ private:
+  Tensor flat_;
+  TransformerWeights weights_;
 };
 
 }  // namespace xlate::trainer

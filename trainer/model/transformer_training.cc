@@ -15,13 +15,13 @@ enum Stack { kEncoderStack = 1, kDecoderStack = 2 };
 enum Slot { kSelfAttention = 0, kCrossAttention = 1, kFeedForward = 2 };
 
 Tensor embed(const Tensor& tokens, const Tensor& table, const Tensor& positions, int channels) {
-  Tensor x = Tensor::empty({tokens.dim(0), tokens.dim(1), channels}, DType::kFloat32,
+  Tensor x = Tensor::empty({tokens.dim(0), tokens.dim(1), channels}, table.dtype(),
                            table.device());
   embedding_forward(x, tokens, table, positions, std::sqrt(static_cast<float>(channels)), 0);
   return x;
 }
 
-Tensor zeros_like(const Tensor& x) { return Tensor::zeros(x.shape(), DType::kFloat32, x.device()); }
+Tensor zeros_like(const Tensor& x) { return Tensor::zeros(x.shape(), x.dtype(), x.device()); }
 
 // LN(x + Dropout(FFN(x))), the last sub-layer of an encoder and of a decoder layer (their caches
 // and weights name the members alike).
@@ -163,7 +163,7 @@ void TransformerTraining::forward_to_logits(const TransformerWeights& weights,
   }
   const int64_t rows = y.dim(0) * y.dim(1);
   decoder_output_ = y.reshape({rows, channels});
-  logits_ = Tensor::empty({rows, config_.vocab_size}, DType::kFloat32, device);
+  logits_ = Tensor::empty({rows, config_.vocab_size}, decoder_output_.dtype(), device);
   linear_forward(logits_, decoder_output_, weights.shared_embedding,
                  weights.logits_bias.reshape({config_.vocab_size}), Activation::kNone);
 }
@@ -206,7 +206,7 @@ void TransformerTraining::backward_from_logits(TransformerWeights& grads,
   };
   const int64_t rows = decoder_output_.dim(0);
   const int channels = config_.d_model;
-  Tensor dy = Tensor::empty({rows, channels}, DType::kFloat32, decoder_output_.device());
+  Tensor dy = Tensor::empty({rows, channels}, decoder_output_.dtype(), decoder_output_.device());
   Tensor dlogits_bias = grads.logits_bias.reshape({config_.vocab_size});
   linear_backward(dy, grads.shared_embedding, dlogits_bias, logits_, decoder_output_,
                   weights.shared_embedding, GradientWrite::kOverwrite);

@@ -40,7 +40,9 @@ class TransformerTraining {
 
   // The loss sums of the batch (on a GPU read when asked: after backward() has been queued);
   // keeps the activations for backward(). Runs on the weights' device; `inputs` must be there
-  // too (the activations are allocated there).
+  // too (the activations are allocated there). The activations take the weights' dtype: float32,
+  // or on a GPU float16 / bfloat16 (the weights a ParameterCopy of the float32 master; the
+  // gradients stay float32).
   PendingCrossEntropySums forward(const TransformerWeights& weights, const ModelInputs& inputs,
                                   const DropoutSettings& dropout);
   // grads += dloss · ∂(Σ label-smoothed loss)/∂weights for the last forward() batch. The sum

@@ -51,6 +51,11 @@ ABSL_FLAG(std::string, precision, "auto",
           "bfloat16 inputs, on tensor cores where it has them (weights, activations, "
           "gradients stay float32); auto: bf16 from compute capability 8.0, fp16 from 7.0, "
           "fp32 below (fp16 runs there, without tensor cores: no faster) and on the CPU");
+ABSL_FLAG(std::string, activations, "fp32",
+          "fp32 or 16bit: 16bit (on a GPU under --precision fp16 or bf16) stores activations "
+          "and their gradients in that 16-bit type and runs the passes on a 16-bit copy of the "
+          "float32 master weights: about half the activation memory and traffic (gradients, "
+          "Adam's state and the master weights stay float32)");
 ABSL_FLAG(std::string, loss_scale, "auto",
           "auto, none or dynamic (auto: dynamic for fp16, none otherwise). dynamic: start the "
           "backward pass from a power-of-two scale, skip a step "
@@ -79,6 +84,7 @@ TrainingOptions options_from_flags() {
   options.output_directory = absl::GetFlag(FLAGS_output);
   options.device = absl::GetFlag(FLAGS_device);
   options.precision = absl::GetFlag(FLAGS_precision);
+  options.activations = absl::GetFlag(FLAGS_activations);
   ArchitectureOptions& a = options.architecture;
   a.preset = absl::GetFlag(FLAGS_preset);
   a.layers = absl::GetFlag(FLAGS_layers);

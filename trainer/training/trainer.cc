@@ -179,6 +179,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
       resolve_training_precision(options.precision, *device, compute_capability);
   if (!precision.ok()) return precision.status();
   if (!(status = check_precision_runs(*device, *precision)).ok()) return status;
+  absl::StatusOr<DType> activation_dtype =
+      resolve_activation_dtype(options.activations, *device, *precision);
+  if (!activation_dtype.ok()) return activation_dtype.status();
   TrainingOptions resolved = options;
   resolved.loss_scale = resolve_loss_scale(options.loss_scale, *precision);
   std::unique_ptr<Trainer> trainer;
@@ -186,9 +189,17 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
     trainer.reset(new Trainer(resolved, communicator, std::move(*train), std::move(valid),
                               *config, *device));
     trainer->precision_ = *precision;
+    trainer->activation_dtype_ = *activation_dtype;
     trainer->device_note_ = absl::StrCat(device_note, device_note.empty() ? "" : "; ",
                                          "precision ", precision_name(*precision),
                                          precision_note(*precision, compute_capability),
+                                         *activation_dtype == DType::kFloat32
+                                             ? ""
+                                             : absl::StrCat(
+                                                   ", activations stored in ",
+                                                   *activation_dtype == DType::kFloat16
+                                                       ? "float16"
+                                                       : "bfloat16"),
                                          ", loss scaling ",
                                          resolved.loss_scale);
     if (!(status = trainer->initialise()).ok()) return status;
@@ -275,6 +286,9 @@ absl::Status Trainer::initialise() {
   }
   state_.loss_scaler.reset();
   if (loss_scaler_) state_.loss_scaler = loss_scaler_->state();
+  if (activation_dtype_ != DType::kFloat32) {
+    parameter_copy_ = std::make_unique<ParameterCopy>(parameters_, activation_dtype_);
+  }
   const Tensor start_weights = parameters_.flat().on(Device::kCPU);
   absl::Status same = check_same_on_all_ranks(
       communicator_,
@@ -411,7 +425,7 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
     const DropoutSettings dropout{config_.dropout, config_.activation_dropout, state_.seed,
                                   state_.step, micro, communicator_.rank()};
     losses.push_back(model_.forward_backward(
-        gradients_.weights(), parameters_.weights(), model_inputs(batch, device_), dropout,
+        gradients_.weights(), pass_weights(), model_inputs(batch, device_), dropout,
         static_cast<float>(loss_scale), listener ? &*listener : nullptr));
     sums[3] += static_cast<double>(batch.source_token_count);
   }
@@ -482,6 +496,7 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
     report->reduce_seconds += seconds;
     report->exposed_reduce_seconds += seconds;
   }
+  if (parameter_copy_) parameter_copy_->refresh(parameters_);
   report->gradient_norm = norm;
   ++state_.step;
   report->step = state_.step;
@@ -522,6 +537,10 @@ absl::Status Trainer::all_reduce_gradients(StepReport* report) {
   report->reduce_seconds += seconds;  // all of it exposed: nothing runs beside it
   report->exposed_reduce_seconds += seconds;
   return status;
+}
+
+const TransformerWeights& Trainer::pass_weights() const {
+  return parameter_copy_ ? parameter_copy_->weights() : parameters_.weights();
 }
 
 absl::Status Trainer::load_translator() {
@@ -584,7 +603,7 @@ absl::Status Trainer::validate() {
         shard(batches->next(), communicator_.rank(), communicator_.world_size());
     if (pairs.empty()) continue;
     const TrainingBatch batch = make_training_batch(*valid_, pairs, config_);
-    losses.push_back(model_.forward(parameters_.weights(), model_inputs(batch, device_), {}));
+    losses.push_back(model_.forward(pass_weights(), model_inputs(batch, device_), {}));
   }
   for (PendingCrossEntropySums& pending : losses) {
     const CrossEntropySums& loss = pending.read();

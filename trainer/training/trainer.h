@@ -65,6 +65,8 @@ class Trainer {
   // translator_ over a model of the current parameters.
   absl::Status load_translator();
   absl::StatusOr<double> validation_bleu();
+  // The weights the forward and backward passes read: the float32 master, or its 16-bit copy.
+  const TransformerWeights& pass_weights() const;
   absl::Status checkpoint();
   bool checkpoint_due();
   double elapsed_seconds() const;
@@ -77,9 +79,12 @@ class Trainer {
   ModelConfig config_;
   Device device_;  // where the parameters, gradients, Adam's moments and activations live
   TrainingPrecision precision_ = TrainingPrecision::kFloat32;
+  DType activation_dtype_ = DType::kFloat32;
   std::string device_note_;  // for the log
   FlatParameters parameters_;
   FlatParameters gradients_;
+  // --activations 16bit: the weights the passes read, refreshed after every update.
+  std::unique_ptr<ParameterCopy> parameter_copy_;
   std::optional<Adam> optimizer_;  // made once the reducer says which parameters this rank updates
   std::optional<DynamicLossScaler> loss_scaler_;  // --loss_scale dynamic
   LearningRateSchedule schedule_;

@@ -44,6 +44,9 @@ absl::Status TrainingOptions::Validate() const {
   if (loss_scale != "auto" && loss_scale != "none" && loss_scale != "dynamic") {
     return out_of_range("loss_scale", "\"" + loss_scale + "\"", "auto, none or dynamic");
   }
+  if (activations != "fp32" && activations != "16bit") {
+    return out_of_range("activations", "\"" + activations + "\"", "fp32 or 16bit");
+  }
   if (precision != "auto" && precision != "fp32" && precision != "fp16" && precision != "bf16") {
     return out_of_range("precision", "\"" + precision + "\"", "auto, fp32, fp16 or bf16");
   }
@@ -116,6 +119,18 @@ absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& 
     return TrainingPrecision::kBFloat16;
   }
   return TrainingPrecision::kFloat32;
+}
+
+absl::StatusOr<DType> resolve_activation_dtype(const std::string& activations, Device device,
+                                               TrainingPrecision precision) {
+  if (activations != "16bit") return DType::kFloat32;
+  if (device != Device::kCUDA || precision == TrainingPrecision::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--activations 16bit needs --device cuda and --precision fp16 or bf16 (the 16-bit type "
+        "is the precision's); this run is ", device == Device::kCUDA ? "on the GPU" : "on the CPU",
+        " in ", precision_name(precision)));
+  }
+  return precision == TrainingPrecision::kFloat16 ? DType::kFloat16 : DType::kBFloat16;
 }
 
 std::string resolve_loss_scale(const std::string& loss_scale, TrainingPrecision precision) {

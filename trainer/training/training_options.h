@@ -36,6 +36,11 @@ struct TrainingOptions {
   std::string device = "auto";
   // auto | fp32 | fp16 | bf16: how the GPU's matrix products compute (resolve_training_precision).
   std::string precision = "auto";
+  // fp32 | 16bit: how activations and their gradients are stored. 16bit (a GPU under fp16 or
+  // bf16) stores them in the precision's 16-bit type, and the forward and backward passes read
+  // a 16-bit copy of the float32 master weights (trainer/model/flat_parameters.h,
+  // ParameterCopy); gradients, Adam's moments and the master stay float32.
+  std::string activations = "fp32";
   ArchitectureOptions architecture;
 
   int64_t max_tokens = 50000;  // padded source+target tokens per micro-batch, all ranks together
@@ -105,6 +110,11 @@ absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& 
                                                              int compute_capability);
 
 // --loss_scale auto resolved for `precision`: "dynamic" or "none".
+// The dtype activations are stored in: float32, or for --activations 16bit the precision's
+// 16-bit type; 16bit on the CPU or under fp32 is refused naming what it needs.
+absl::StatusOr<DType> resolve_activation_dtype(const std::string& activations, Device device,
+                                               TrainingPrecision precision);
+
 std::string resolve_loss_scale(const std::string& loss_scale, TrainingPrecision precision);
 
 // The preset with the overrides applied, for a vocabulary of `vocab_size` pieces; validated.
