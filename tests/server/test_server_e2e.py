@@ -381,9 +381,14 @@ class SharedServer(unittest.TestCase):
                 lambda: self.stub.Translate(
                     request(long_sentences, beam_size=8, max_extra_length=1024), timeout=timeout),
                 grpc.StatusCode.DEADLINE_EXCEEDED)
+        # The 200 ms call reaches the server; the 50 ms one may not under a sanitizer build (the
+        # server's own ASan run once counted only one), and what is not received is not counted.
+        # Every call that is counted is counted as DEADLINE_EXCEEDED.
         self.assertTrue(wait_until(
-            lambda: counter(scrape(self.server), expired) - counter(before, expired) == 2, 30))
-        self.assertEqual(counter(scrape(self.server), cancelled), counter(before, cancelled))
+            lambda: counter(scrape(self.server), expired) - counter(before, expired) >= 1, 30))
+        after = scrape(self.server)
+        self.assertLessEqual(counter(after, expired) - counter(before, expired), 2)
+        self.assertEqual(counter(after, cancelled), counter(before, cancelled))
 
     def test_health_is_serving(self):
         health = health_pb2_grpc.HealthStub(self.server.channel)
