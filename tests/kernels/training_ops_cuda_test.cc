@@ -669,7 +669,6 @@ class TrainingOps16BitCuda : public ::testing::TestWithParam<DType> {
   Tensor empty_gpu(std::vector<int64_t> shape) const {
     return Tensor::empty(std::move(shape), dtype(), Device::kCUDA);
   }
-  Tensor to_host_float(const Tensor& gpu) const { return gpu.to(Device::kCPU).to_float32(); }
 };
 
 // Each kept element's product is the same float on both devices and is rounded once: the GPU's
@@ -686,16 +685,16 @@ TEST_P(TrainingOps16BitCuda, DropoutDrawsTheCpuMask) {
     dropout_forward(out, inp, p, key);
     Tensor gpu_out = empty_gpu(shape);
     dropout_forward(gpu_out, on_gpu_stored(inp), p, key);
-    expect_identical(to_host_float(gpu_out), rounded(out), what);
+    expect_identical(gpu_out, rounded(out), what);
     Tensor gpu_in_place = on_gpu_stored(inp);
     dropout_backward(gpu_in_place, gpu_in_place, p, key);
-    expect_identical(to_host_float(gpu_in_place), rounded(out), what + " backward in place");
+    expect_identical(gpu_in_place, rounded(out), what + " backward in place");
 
     Tensor relu_dinp = empty_cpu(shape);
     dropout_relu_backward(relu_dinp, inp, relu_out, p, key);
     Tensor gpu_relu_dinp = empty_gpu(shape);
     dropout_relu_backward(gpu_relu_dinp, on_gpu_stored(inp), on_gpu_stored(relu_out), p, key);
-    expect_identical(to_host_float(gpu_relu_dinp), rounded(relu_dinp), what + " with ReLU's");
+    expect_identical(gpu_relu_dinp, rounded(relu_dinp), what + " with ReLU's");
   }
 }
 
@@ -722,9 +721,9 @@ TEST_P(TrainingOps16BitCuda, ResidualLayerNorm) {
                               nan_gpu({rows})};  // the sum over inp, as the model runs it
   add_layer_norm_forward(gpu_out, gpu_saved.sum, on_gpu_stored(residual), on_gpu_stored(gamma),
                          on_gpu_stored(beta), 1e-6f, &gpu_saved);
-  expect_close(to_host_float(gpu_out), out, tolerance(), what + " out");
+  expect_close(gpu_out, out, tolerance(), what + " out");
   // The sum is one float addition of the same two values, rounded once.
-  expect_identical(to_host_float(gpu_saved.sum), rounded(saved.sum), what + " sum");
+  expect_identical(gpu_saved.sum, rounded(saved.sum), what + " sum");
   expect_close(gpu_saved.mean, saved.mean, kTolerance, what + " mean");
   expect_close(gpu_saved.rstd, saved.rstd, 1e-4, what + " rstd");
 
@@ -741,8 +740,8 @@ TEST_P(TrainingOps16BitCuda, ResidualLayerNorm) {
   Tensor gpu_dgamma = on_gpu(dgamma_start), gpu_dbeta = on_gpu(dbeta_start);
   layer_norm_backward(gpu_dout, gpu_dinp, gpu_dgamma, gpu_dbeta, gpu_dout, gpu_stored,
                       on_gpu_stored(gamma));  // the residual's gradient over dout
-  expect_close(to_host_float(gpu_dout), dresidual, tolerance(), what + " dresidual");
-  expect_close(to_host_float(gpu_dinp), dinp, tolerance(), what + " dinp");
+  expect_close(gpu_dout, dresidual, tolerance(), what + " dresidual");
+  expect_close(gpu_dinp, dinp, tolerance(), what + " dinp");
   expect_close(gpu_dgamma, dgamma, kSumTolerance, what + " dgamma");
   expect_close(gpu_dbeta, dbeta, kSumTolerance, what + " dbeta");
 }

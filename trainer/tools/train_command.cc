@@ -49,8 +49,9 @@ ABSL_FLAG(double, clip_norm, 0, "clip the gradient's global L2 norm to this (0 =
 ABSL_FLAG(std::string, precision, "auto",
           "auto, fp32, fp16 or bf16: fp16/bf16 run the GPU's matrix products with float16 / "
           "bfloat16 inputs, on tensor cores where it has them (weights, activations, "
-          "gradients stay float32); auto: bf16 from compute capability 8.0, fp16 from 7.0, "
-          "fp32 below (fp16 runs there, without tensor cores: no faster) and on the CPU");
+          "gradients stay float32 unless --activations 16bit); auto: bf16 from compute "
+          "capability 8.0, fp16 from 7.0, fp32 below (fp16 runs there, without tensor cores: "
+          "no faster) and on the CPU");
 ABSL_FLAG(std::string, activations, "fp32",
           "fp32 or 16bit: 16bit (on a GPU under --precision fp16 or bf16) stores activations "
           "and their gradients in that 16-bit type and runs the passes on a 16-bit copy of the "

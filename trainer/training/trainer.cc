@@ -46,10 +46,15 @@ absl::Status check_lengths(const TokenCorpus& corpus, const ModelConfig& config,
   return absl::OkStatus();
 }
 
-std::string precision_note(TrainingPrecision precision, int compute_capability) {
+std::string precision_note(TrainingPrecision precision, int compute_capability,
+                           DType activations) {
   if (precision == TrainingPrecision::kFloat32) return "";
-  return absl::StrCat(" (float32 weights, activations and gradients; matrix products with ",
-                      precision == TrainingPrecision::kFloat16 ? "float16" : "bfloat16",
+  const char* type = precision == TrainingPrecision::kFloat16 ? "float16" : "bfloat16";
+  return absl::StrCat(activations == DType::kFloat32
+                          ? " (float32 weights, activations and gradients"
+                          : absl::StrCat(" (float32 weights and gradients, activations stored in ",
+                                         type),
+                      "; matrix products with ", type,
                       compute_capability >= 70
                           ? " inputs on tensor cores)"
                           : " copies of their inputs at the float32 rate: no tensor cores)");
@@ -192,14 +197,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
     trainer->activation_dtype_ = *activation_dtype;
     trainer->device_note_ = absl::StrCat(device_note, device_note.empty() ? "" : "; ",
                                          "precision ", precision_name(*precision),
-                                         precision_note(*precision, compute_capability),
-                                         *activation_dtype == DType::kFloat32
-                                             ? ""
-                                             : absl::StrCat(
-                                                   ", activations stored in ",
-                                                   *activation_dtype == DType::kFloat16
-                                                       ? "float16"
-                                                       : "bfloat16"),
+                                         precision_note(*precision, compute_capability,
+                                                        *activation_dtype),
                                          ", loss scaling ",
                                          resolved.loss_scale);
     if (!(status = trainer->initialise()).ok()) return status;

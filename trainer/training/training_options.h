@@ -89,8 +89,8 @@ struct TrainingOptions {
 // or a GPU that is not there is an error naming --device and the reason.
 absl::StatusOr<Device> resolve_training_device(const std::string& device, std::string* note);
 
-// Mixed precision as this trainer does it: weights, activations, gradients and Adam's state
-// stay float32; fp16 and bf16 run every matrix product of the training step with its inputs
+// Mixed precision as this trainer does it: weights, activations (unless --activations 16bit),
+// gradients and Adam's state stay float32; fp16 and bf16 run every matrix product of the training step with its inputs
 // rounded to float16 / bfloat16 on the fly, with float32 sums (kernels::Float32Math): on
 // tensor cores from compute capability 7.0; a GPU without them (a P100) multiplies float16
 // copies of the operands at its float32 rate. fp16 needs loss scaling (its smallest normal is
