@@ -415,6 +415,8 @@ def read_measurement(parser, args):
             parser.error(f"--measured_json {args.measured_json}: the xlate entry lacks "
                          "tokens_per_second, tokens or steps")
         precision = entry.get("precision", "fp32")
+        # The fastest run may be one with --activations 16bit: the projection says so.
+        context["activations"] = entry.get("activations", "fp32")
         if args.measured_tokens_per_step is not None:
             tokens_per_step = args.measured_tokens_per_step
         for r in results:
@@ -462,8 +464,9 @@ def measurement(parser, args):
         parser.error(f"the measured step ({step * 1e3:.2f} ms for {tokens_per_step:.0f} tokens) "
                      f"is shorter than the optimizer's memory traffic alone "
                      f"({optimizer * 1e3:.2f} ms): check the throughput and the tokens per step")
-    return {"gpu": gpu, "precision": precision, "preset": preset, "vocabulary": vocabulary,
-            "parameters": parameters, "pytorch_parameters": context.get("parameters"),
+    return {"gpu": gpu, "precision": precision,
+            "activations": context.get("activations", "fp32"), "preset": preset,
+            "vocabulary": vocabulary, "parameters": parameters, "pytorch_parameters": context.get("parameters"),
             "tokens_per_second": tokens_per_second, "tokens_per_step": tokens_per_step,
             "seconds_per_step": step, "optimizer_s": optimizer,
             "seconds_per_token": (step - optimizer) / tokens_per_step}
@@ -489,7 +492,8 @@ def markdown(measured, args, projections):
     add(f"Measured: xlate-trainer, {measured['preset']} model (vocabulary "
         f"{measured['vocabulary']:,}, {measured['parameters'] / 1e6:.1f} M parameters"
         + (f"; PyTorch counted {measured['pytorch_parameters'] / 1e6:.1f} M for the same model"
-           if measured["pytorch_parameters"] else "") + f"), {measured['precision']}, one "
+           if measured["pytorch_parameters"] else "") + f"), {measured['precision']}"
+        + (", 16-bit activations" if measured["activations"] == "16bit" else "") + ", one "
         f"{gpu['name']}: {measured['tokens_per_second']:,.0f} tokens/s (source + target) at "
         f"{measured['tokens_per_step']:,.0f} tokens/step, "
         f"{measured['seconds_per_step']:.3f} s/step "

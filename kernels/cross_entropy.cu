@@ -23,10 +23,12 @@ __device__ double block_sum_double(double value, double* scratch) {
 }
 
 // ∂(dloss · label-smoothed loss)/∂logit v of a counted row: dloss · (softmax − target share).
+// The target's term is a rounded product, then a rounded difference (never one FMA), so every
+// kernel that inlines this gives the same bits, and the CPU's.
 __device__ float smoothed_gradient(float log_prob, int64_t v, int32_t target, float off_target,
                                    float smoothing, float dloss) {
   float gradient = dloss * (expf(log_prob) - off_target);
-  if (v == target) gradient -= dloss * (1.f - smoothing - off_target);
+  if (v == target) gradient = __fsub_rn(gradient, __fmul_rn(dloss, 1.f - smoothing - off_target));
   return gradient;
 }
 

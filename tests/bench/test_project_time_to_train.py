@@ -220,6 +220,22 @@ class CommandLine(unittest.TestCase):
                         "214,656 |"):
             self.assertIn(heading, result.stdout)
 
+    def test_a_run_with_16bit_activations_is_named_as_such(self):
+        entry = xlate_entry("bf16", 200000.0)
+        entry["activations"] = "16bit"
+        log = self.bench_log(self.standard_results() + [entry])
+        result = self.run_script("--measured_json", log)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        self.assertEqual(report["measured"]["tokens_per_second"], 200000.0)
+        self.assertEqual(report["measured"]["activations"], "16bit")
+        self.assertIn("bf16, 16-bit activations, one", result.stdout)
+        # By precision, the first listed run of it: fp32 activations, as the trainer's default.
+        result = self.run_script("--measured_json", log, "--precision", "bf16")
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        self.assertEqual(report["measured"]["activations"], "fp32")
+        self.assertNotIn("16-bit activations", result.stdout)
+
     def test_precision_and_gpu_chosen_by_flag(self):
         log = self.bench_log(self.standard_results())
         result = self.run_script("--measured_json", log, "--precision", "fp32",

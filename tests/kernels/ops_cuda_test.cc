@@ -138,6 +138,11 @@ TEST(CudaFloat32Math, ProductsRoundTheirInputsToTheModesType) {
   for (const auto& [math, by_copies] : modes) {
     cuda_backend::set_float32_math(math);
     gemm.set_float16_inputs_by_copies(by_copies);
+    // By copies, float16 math multiplies float16 copies (a path of its own, not cuBLASLt's
+    // fast-16F mode, which would pass the same checks).
+    if (by_copies) {
+      ASSERT_EQ(gemm.rounding_copy_type(), kernels::ElementType::kFloat16);
+    }
     Tensor out = Tensor::empty({rows, outputs}, DType::kFloat32, Device::kCUDA);
     linear_forward(out, x.to(Device::kCUDA), weight.to(Device::kCUDA), Tensor(), Activation::kNone);
     const double to_exact = largest_difference(out, exact),
@@ -179,6 +184,7 @@ void check_strided_products_of_rounded_views(kernels::Float32Math math, DType co
   kernels::GemmContext gemm(cuda_backend::stream());
   gemm.set_float32_math(math);
   gemm.set_float16_inputs_by_copies(true);
+  ASSERT_EQ(gemm.rounding_copy_type(), cuda_backend::element_type(copies));
   for (bool transpose_a : {false, true}) {
     for (bool transpose_b : {false, true}) {
       kernels::MatmulShape s;

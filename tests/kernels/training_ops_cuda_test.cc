@@ -188,6 +188,7 @@ void check_linear_backward_reads_rounded_operands(kernels::Float32Math math, DTy
 
   cuda_backend::set_float32_math(math);
   cuda_backend::gemm().set_float16_inputs_by_copies(true);
+  ASSERT_EQ(cuda_backend::gemm().rounding_copy_type(), cuda_backend::element_type(copies));
   Tensor gpu_dinp = on_gpu(dinp_start), gpu_dweight = on_gpu(dweight_start);
   Tensor gpu_dbias = on_gpu(dbias_start);
   linear_backward(gpu_dinp, gpu_dweight, gpu_dbias, on_gpu(dout), on_gpu(inp), on_gpu(weight),
@@ -208,6 +209,9 @@ void check_linear_backward_reads_rounded_operands(kernels::Float32Math math, DTy
 }
 
 TEST_F(TrainingOpsCuda, LinearBackwardUnderBFloat16MathReadsRoundedOperands) {
+  if (cuda_backend::compute_capability() < 80) {
+    GTEST_SKIP() << "bfloat16 products need compute capability 8.0";
+  }
   check_linear_backward_reads_rounded_operands(kernels::Float32Math::kBFloat16Inputs,
                                                DType::kBFloat16);
 }
@@ -218,9 +222,10 @@ TEST_F(TrainingOpsCuda, LinearBackwardUnderFloat16MathByCopiesReadsRoundedOperan
 }
 
 // A selection without arithmetic: equal values. About half of ReLU's outputs are exactly 0.
-// The trainer packs parameters and gradients into one flat buffer with no padding, so a weight,
-// its bias and their gradients start at any float offset (4-byte aligned only); cuBLASLt assumes
-// 256 bytes unless told. Forward (bias and ReLU in the epilogue) and backward over such views.
+// Views at any float offset (4-byte aligned only): one head's columns, and the trainer's flat
+// buffer before its parameters were aligned to 8 elements (a caller may still pass such views);
+// cuBLASLt assumes 256 bytes unless told. Forward (bias and ReLU in the epilogue) and backward
+// over such views.
 TEST_F(TrainingOpsCuda, LinearOnViewsAtOddFloatOffsets) {
   std::mt19937 generator(11);
   const int64_t rows = 37, outputs = 72, inputs = 40;
@@ -300,7 +305,8 @@ TEST_F(TrainingOpsCuda, AddLayerNormSavesStatistics) {
   std::mt19937 generator(3);
   const int64_t rows = 37;
   for (float dropout : {0.f, 0.1f}) {
-    for (int64_t channels : {520, 72}) {
+    // 1024: the big model's width, where the kernel's blocks are 1,024 threads.
+    for (int64_t channels : {520, 72, 1024}) {
       const std::string what = "add_layer_norm C=" + std::to_string(channels) +
                                " dropout=" + std::to_string(dropout);
       const LayerNormCase c(rows, channels, dropout, generator);
@@ -330,7 +336,7 @@ TEST_F(TrainingOpsCuda, LayerNormBackward) {
   std::mt19937 generator(4);
   const int64_t rows = 300;
   for (float dropout : {0.f, 0.1f}) {
-    for (int64_t channels : {72, 520}) {
+    for (int64_t channels : {72, 520, 1024}) {  // 1024: blocks of 1,024 threads
       const std::string what = "layer_norm_backward C=" + std::to_string(channels) +
                                " dropout=" + std::to_string(dropout);
       const LayerNormCase c(rows, channels, dropout, generator);
@@ -658,6 +664,10 @@ class TrainingOps16BitCuda : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
     if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+    // The trainer refuses bf16 below 8.0: cuBLASLt has no bfloat16 products there.
+    if (dtype() == DType::kBFloat16 && cuda_backend::compute_capability() < 80) {
+      GTEST_SKIP() << "bfloat16 needs compute capability 8.0";
+    }
   }
   DType dtype() const { return GetParam(); }
   // |gpu - cpu| relative to max(1, |cpu|): one rounding to the storage type, as in

@@ -206,24 +206,53 @@ TEST_P(ModelCudaTest, AdamStepMovesTheWeightsAsOnTheCpu) {
   }
 }
 
+// The L2 norm of `flat`'s values in `slice`.
+double slice_norm(const std::vector<float>& flat, const ParameterSlice& slice) {
+  double sum = 0;
+  for (int64_t i = slice.offset; i < slice.offset + slice.count; ++i) {
+    sum += static_cast<double>(flat[i]) * flat[i];
+  }
+  return std::sqrt(sum);
+}
+
+// The L2 norm of `a` - `b` in `slice`.
+double slice_distance(const std::vector<float>& a, const std::vector<float>& b,
+                      const ParameterSlice& slice) {
+  double sum = 0;
+  for (int64_t i = slice.offset; i < slice.offset + slice.count; ++i) {
+    const double difference = static_cast<double>(a[i]) - b[i];
+    sum += difference * difference;
+  }
+  return std::sqrt(sum);
+}
+
 // --activations 16bit: the passes on a 16-bit copy of the weights, every activation and its
-// gradient in that type, the gradients float32. Against the CPU's float32 pass, within what
-// the 16-bit rounding of each stored activation allows (a wrong kernel is off by O(1)); a key
-// projection's bias gradient (0 in exact arithmetic) within the same share of its weight's.
+// gradient in that type, the gradients float32. Against the CPU's float32 pass on the same
+// rounded weights, so what differs is the rounding of each stored activation. Compared by each
+// parameter's relative L2 distance, not element by element: a ReLU input within rounding of 0
+// may take the other sign on one device (a few of the ~3,500 in bf16), which moves one term of
+// a row's gradient by O(1) but the slice by ~2 %; a wrong kernel or a miswired buffer moves a
+// slice by O(1). A key projection's bias gradient (0 in exact arithmetic, rounding noise on
+// both devices) is held to the same share of its weight's gradient.
 TEST_P(ModelCudaTest, SixteenBitActivationsFollowTheCpu) {
   const ModelConfig config = small_config(GetParam());
   OnBothDevices m(config, 37);
   const ModelInputs batch = random_batch(config, 5);
-  TransformerTraining cpu_model(config);
-  const CrossEntropySums cpu =
-      cpu_model.forward(m.cpu_parameters.weights(), batch, training_dropout()).read();
-  cpu_model.backward(m.cpu_gradients.weights(), m.cpu_parameters.weights(), 1.f);
-  const std::vector<float> expected = values(m.cpu_gradients.flat());
-  for (const auto& [storage, relative] : {std::pair{DType::kFloat16, 2e-2},
-                                          std::pair{DType::kBFloat16, 8e-2}}) {
+  for (const auto& [storage, relative] : {std::pair{DType::kFloat16, 3e-2},
+                                          std::pair{DType::kBFloat16, 1.5e-1}}) {
     const std::string what = dtype_name(storage);
     if (storage == DType::kBFloat16 && cuda_backend::compute_capability() < 80) continue;
     const ParameterCopy copy(m.gpu_parameters, storage);
+    ASSERT_EQ(copy.weights().shared_embedding.dtype(), storage);
+
+    FlatParameters rounded(config), expected_gradients(config);
+    rounded.flat().copy_from(copy.flat().to(Device::kCPU).to_dtype(DType::kFloat32));
+    TransformerTraining cpu_model(config);
+    const CrossEntropySums cpu =
+        cpu_model.forward(rounded.weights(), batch, training_dropout()).read();
+    cpu_model.backward(expected_gradients.weights(), rounded.weights(), 1.f);
+    const std::vector<float> expected = values(expected_gradients.flat());
+
     FlatParameters gradients(config, Device::kCUDA);
     TransformerTraining gpu_model(config);
     const CrossEntropySums gpu = gpu_model
@@ -231,22 +260,19 @@ TEST_P(ModelCudaTest, SixteenBitActivationsFollowTheCpu) {
                                                        to_gpu(batch), training_dropout(), 1.f)
                                      .read();
     EXPECT_EQ(gpu.tokens, cpu.tokens) << what;
-    EXPECT_NEAR(gpu.loss, cpu.loss, relative * cpu.loss) << what;
+    EXPECT_NEAR(gpu.loss, cpu.loss, relative / 10 * cpu.loss) << what;
     const std::vector<float> actual = values(gradients.flat());
-    const std::vector<ParameterSlice>& slices = m.cpu_gradients.slices();
+    const std::vector<ParameterSlice>& slices = expected_gradients.slices();
     for (const ParameterSlice& slice : slices) {
-      float largest = largest_magnitude(expected, slice);
+      double scale = slice_norm(expected, slice);
       if (absl::EndsWith(slice.name, "k_proj.bias")) {
         const std::string weight = absl::StrCat(absl::StripSuffix(slice.name, "bias"), "weight");
         for (const ParameterSlice& other : slices) {
-          if (other.name == weight) largest = largest_magnitude(expected, other);
+          if (other.name == weight) scale = slice_norm(expected, other);
         }
       }
-      float worst = 0.f;
-      for (int64_t i = slice.offset; i < slice.offset + slice.count; ++i) {
-        worst = std::max(worst, std::fabs(actual[i] - expected[i]));
-      }
-      EXPECT_LE(worst, relative * std::max(largest, 1e-6f)) << what << " " << slice.name;
+      EXPECT_LE(slice_distance(actual, expected, slice), relative * std::max(scale, 1e-6))
+          << what << " " << slice.name << ": |cpu| " << scale;
     }
   }
 }
