@@ -265,23 +265,27 @@ TEST(CachingAllocator, StepsOfVaryingSizeKeepTheReserveNearThePeak) {
 }
 
 // Without caching (XLATE_CUDA_MEMORY_CACHING=0, for compute-sanitizer) every block is an
-// allocation of its own, returned when freed.
+// allocation of its own and of the request's size (not rounded: the sanitizer sees the byte
+// after it), returned when freed.
 TEST(CachingAllocator, WithoutCachingEveryBlockIsABackingAllocationOfItsOwn) {
   auto used = std::make_shared<size_t>(0);
   CachingAllocator allocator(std::make_unique<CountingMemory>(64 * kMiB, used), nullptr,
                              /*cache=*/false);
   void* a = allocator.allocate(1000);
-  void* b = allocator.allocate(30 * kMiB);
-  EXPECT_EQ(*used, 1024 + 30 * kMiB);
+  void* b = allocator.allocate(30 * kMiB + 2);
+  EXPECT_EQ(*used, 1000 + 30 * kMiB + 2);
+  EXPECT_EQ(allocator.stats().bytes_in_use, 1000 + 30 * kMiB + 2);
   allocator.free(a);
-  EXPECT_EQ(*used, 30 * kMiB);
+  EXPECT_EQ(*used, 30 * kMiB + 2);
   allocator.free(allocator.allocate(1000));
-  EXPECT_EQ(allocator.stats().backing_allocations, 3);
+  allocator.free(allocator.allocate(0));  // a block of its own all the same
+  EXPECT_EQ(allocator.stats().backing_allocations, 4);
   EXPECT_EQ(allocator.stats().cache_hits, 0);
   allocator.free(b);
   EXPECT_EQ(*used, 0u);
   EXPECT_EQ(allocator.stats().bytes_reserved, 0u);
-  EXPECT_EQ(allocator.stats().peak_bytes_in_use, 1024 + 30 * kMiB);
+  EXPECT_EQ(allocator.stats().bytes_in_use, 0u);
+  EXPECT_EQ(allocator.stats().peak_bytes_in_use, 1000 + 30 * kMiB + 2);
 }
 
 TEST(CachingAllocator, ForeignPointersAndDoubleFreesLeaveTheCacheIntact) {
