@@ -16,14 +16,6 @@ namespace {
 
 using testing::random_tensor;
 
-std::vector<FlatRange> trainable_ranges(const FlatParameters& parameters) {
-  std::vector<FlatRange> ranges;
-  for (const ParameterSlice& slice : parameters.slices()) {
-    if (slice.trainable) ranges.push_back({slice.offset, slice.count});
-  }
-  return ranges;
-}
-
 void expect_identical(const Tensor& got, const Tensor& expected, const char* what) {
   ASSERT_EQ(got.numel(), expected.numel()) << what;
   for (int64_t i = 0; i < got.numel(); ++i) {
@@ -38,7 +30,7 @@ TEST(AdamRuns, JoinedRangesUpdateAsOneCallPerRange) {
   const Tensor start = random_tensor({joined.size()}, generator);
   joined.flat().copy_from(start);
   separate.flat().copy_from(start);
-  const std::vector<FlatRange> ranges = trainable_ranges(joined);
+  const std::vector<FlatRange> ranges = joined.trainable_ranges();
   ASSERT_GT(ranges.size(), 3u);
 
   // The default joins every trainable neighbour: the fixed tables split the buffer into a few

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/model_directory.h"
+#include "engine/safetensors.h"
 #include "tests/smallest_model_config.h"
 #include "trainer/checkpoint/checkpoint.h"
 
@@ -121,6 +122,55 @@ TEST_F(CheckpointStateTest, RefusesFieldsARunCannotResumeFrom) {
     EXPECT_NE(state.status().message().find("trainer_state.json"), std::string::npos)
         << state.status();
   }
+}
+
+// Every parameter starts at a multiple of kParameterAlignment elements (the smallest model's are
+// 4 and 6 long: gaps after most of them), and the gaps stay out of the checkpoint: its moments
+// are the parameters back to back, as before the gaps, and read back into the aligned layout.
+TEST(FlatParametersLayout, AlignedParametersAndCheckpointMomentsWithoutTheGaps) {
+  const ModelConfig config = smallest_model_config();
+  FlatParameters parameters(config), gradients(config);
+  int64_t counts = 0;
+  for (const ParameterSlice& slice : parameters.slices()) {
+    EXPECT_EQ(slice.offset % kParameterAlignment, 0) << slice.name;
+    counts += slice.count;
+  }
+  EXPECT_EQ(parameters.size_without_gaps(), counts);
+  ASSERT_GT(parameters.size(), counts);  // this config has gaps
+
+  parameters.copy_from(random_weights(config, 9), config);
+  for (const ParameterSlice& slice : gradients.slices()) {  // the gaps stay zero, as in training
+    for (int64_t i = slice.offset; i < slice.offset + slice.count; ++i) {
+      gradients.flat().data<float>()[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+    }
+  }
+  Adam optimizer(parameters, {});
+  optimizer.update(parameters, gradients, 1e-3, 1.0, Adam::gradient_norm(gradients, 1.0));
+  TrainerState state;
+  state.step = 1;
+  const std::string run = ::testing::TempDir() + "/checkpoint_layout";
+  std::filesystem::remove_all(run);
+  const AdamMoments moments = optimizer.moments();
+  auto written = write_checkpoint(run, {config, parameters, moments, state, ""}, 1);
+  ASSERT_TRUE(written.ok()) << written.status();
+
+  absl::StatusOr<TensorMap> file = read_safetensors(*written + "/optimizer.safetensors");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->at("adam.first_moment").numel(), counts);
+  EXPECT_EQ(file->at("adam.second_moment").numel(), counts);
+
+  FlatParameters restored(config);
+  Adam restored_optimizer(restored, {});
+  ASSERT_TRUE(read_checkpoint(*written, config, restored, restored_optimizer).ok());
+  const AdamMoments again = restored_optimizer.moments();
+  for (int64_t i = 0; i < parameters.size(); ++i) {
+    ASSERT_EQ(again.first.data<float>()[i], moments.first.data<float>()[i]) << i;
+    ASSERT_EQ(again.second.data<float>()[i], moments.second.data<float>()[i]) << i;
+    ASSERT_EQ(restored.flat().data<float>()[i], parameters.flat().data<float>()[i]) << i;
+  }
+  double squares = 0;
+  for (int64_t i = 0; i < moments.second.numel(); ++i) squares += moments.second.data<float>()[i];
+  EXPECT_GT(squares, 0);  // the update moved the moments: the comparison above compared values
 }
 
 }  // namespace

@@ -175,6 +175,22 @@ TEST(TransformerTraining, GradientsAccumulateOverCalls) {
   }
 }
 
+// The trainer drops the activations between steps and after validation: a backward pass after
+// that, or a second one after one forward, is refused (the backward consumed the logits).
+TEST(TransformerTraining, ReleasedActivationsLeaveNothingToGoBackThrough) {
+  const ModelConfig config = tiny_config(PositionalEncoding::kSinusoidal);
+  FlatParameters parameters(config), gradients(config);
+  parameters.copy_from(random_weights(config, 4), config);
+  TransformerTraining model(config);
+  const ModelInputs inputs = tiny_batch();
+  model.forward(parameters.weights(), inputs, {});
+  model.release_activations();
+  EXPECT_THROW(model.backward(gradients.weights(), parameters.weights(), 1.f), std::logic_error);
+  model.forward(parameters.weights(), inputs, {});
+  model.backward(gradients.weights(), parameters.weights(), 1.f);
+  EXPECT_THROW(model.backward(gradients.weights(), parameters.weights(), 1.f), std::logic_error);
+}
+
 // Keeps a copy of every gradient tensor at the moment the backward pass reports it final.
 class SnapshotListener final : public GradientListener {
  public:

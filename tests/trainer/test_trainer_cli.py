@@ -361,6 +361,23 @@ class LossScalingTest(RunsOnTheCliCorpus):
         self.assertEqual([e["loss"] for e in events],
                          [e["loss"] for e in h.log_events(split, "train")])
 
+    def test_a_loss_that_is_not_finite_is_skipped_like_an_overflow(self):
+        # A step of lr_scale 1e30 makes every later loss NaN: with loss scaling, each such step
+        # is skipped and halves the scale (as an fp16 activation's overflow would), until the
+        # scale falls below the minimum and the run stops naming the step.
+        run = self.run_dir("loss-not-finite")
+        result = h.train(self.data, run, "--max_steps", "4", "--lr_scale", "1e30",
+                         "--loss_scale", "dynamic", "--min_loss_scale", "32", *COMMON,
+                         expect_ok=False)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("step 2: the loss is not finite at loss scale 128; step skipped, loss "
+                      "scale halved to 64", self.messages(run))
+        self.assertIn("step 2: the loss is not finite at loss scale 64; step skipped, loss "
+                      "scale halved to 32", self.messages(run))
+        self.assertIn("the gradient of step 2 is not finite even at loss scale 32",
+                      result.stderr)
+        self.assertNotIn("the training loss is not finite", result.stderr)
+
     def test_a_scale_below_the_minimum_stops_the_run_naming_the_step(self):
         run = self.run_dir("diverged")
         result = h.train(self.data, run, "--max_steps", "2", "--loss_scale", "dynamic",

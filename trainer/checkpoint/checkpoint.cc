@@ -222,9 +222,10 @@ absl::StatusOr<std::string> write_checkpoint(const std::string& run_directory,
       temporary, contents.config,
       contents.parameters.views_of(contents.parameters.flat().on(Device::kCPU)), DType::kFloat32);
   if (!status.ok()) return status;
+  // The moments without the layout's alignment gaps: the file does not depend on them.
   const TensorMap moments{
-      {"adam.first_moment", contents.moments.first.on(Device::kCPU)},
-      {"adam.second_moment", contents.moments.second.on(Device::kCPU)}};
+      {"adam.first_moment", contents.parameters.without_gaps(contents.moments.first)},
+      {"adam.second_moment", contents.parameters.without_gaps(contents.moments.second)}};
   status = write_safetensors(temporary + "/optimizer.safetensors", moments,
                              {{"adam_steps", std::to_string(contents.moments.steps)}});
   if (!status.ok()) return status;
@@ -289,11 +290,15 @@ absl::StatusOr<TrainerState> read_checkpoint(const std::string& checkpoint,
   const std::string optimizer_file = checkpoint + "/optimizer.safetensors";
   absl::StatusOr<TensorMap> moments = read_safetensors(optimizer_file);
   if (!moments.ok()) return moments.status();
+  Tensor stored_m = Tensor::empty({parameters.size_without_gaps()}, DType::kFloat32);
+  Tensor stored_v = Tensor::empty({parameters.size_without_gaps()}, DType::kFloat32);
+  absl::Status status = take_vector(*moments, "adam.first_moment", stored_m, optimizer_file);
+  if (status.ok()) status = take_vector(*moments, "adam.second_moment", stored_v, optimizer_file);
+  if (!status.ok()) return status;
   Tensor m = Tensor::empty({parameters.size()}, DType::kFloat32);
   Tensor v = Tensor::empty({parameters.size()}, DType::kFloat32);
-  absl::Status status = take_vector(*moments, "adam.first_moment", m, optimizer_file);
-  if (status.ok()) status = take_vector(*moments, "adam.second_moment", v, optimizer_file);
-  if (!status.ok()) return status;
+  parameters.fill_from_without_gaps(m, stored_m);
+  parameters.fill_from_without_gaps(v, stored_v);
   optimizer.restore(m, v, state->step);
   return state;
 }

@@ -14,6 +14,7 @@ FlatParameters::FlatParameters(const ModelConfig& config, Device device) : confi
     for (int64_t extent : parameter.shape) count *= extent;
     const bool fixed = parameter.kind == ParameterKind::kPositions &&
                        config.positional == PositionalEncoding::kSinusoidal;
+    total = (total + kParameterAlignment - 1) / kParameterAlignment * kParameterAlignment;
     slices_.push_back({parameter.name, total, count, !fixed});
     total += count;
   }
@@ -33,6 +34,52 @@ TransformerWeights FlatParameters::views_of(const Tensor& flat) const {
     *named[i].tensor = flat.view(slices_[i].offset, named[i].shape);
   }
   return views;
+}
+
+std::vector<FlatRange> FlatParameters::trainable_ranges() const {
+  std::vector<FlatRange> ranges;
+  for (size_t i = 0; i < slices_.size(); ++i) {
+    if (!slices_[i].trainable) continue;
+    const int64_t end = i + 1 < slices_.size() ? slices_[i + 1].offset : flat_.numel();
+    ranges.push_back({slices_[i].offset, end - slices_[i].offset});
+  }
+  return ranges;
+}
+
+int64_t FlatParameters::size_without_gaps() const {
+  int64_t total = 0;
+  for (const ParameterSlice& slice : slices_) total += slice.count;
+  return total;
+}
+
+Tensor FlatParameters::without_gaps(const Tensor& flat) const {
+  if (flat.numel() != flat_.numel() || flat.dtype() != DType::kFloat32) {
+    throw std::logic_error("FlatParameters::without_gaps: a buffer of " + flat.shape_string() +
+                           " " + dtype_name(flat.dtype()) + " for " +
+                           std::to_string(flat_.numel()) + " float32 values");
+  }
+  const Tensor host = flat.on(Device::kCPU);
+  Tensor unpadded = Tensor::empty({size_without_gaps()}, DType::kFloat32);
+  int64_t at = 0;
+  for (const ParameterSlice& slice : slices_) {
+    unpadded.view(at, {slice.count}).copy_from(host.view(slice.offset, {slice.count}));
+    at += slice.count;
+  }
+  return unpadded;
+}
+
+void FlatParameters::fill_from_without_gaps(Tensor& flat, const Tensor& unpadded) const {
+  if (flat.numel() != flat_.numel() || unpadded.numel() != size_without_gaps() ||
+      flat.dtype() != DType::kFloat32 || unpadded.dtype() != DType::kFloat32 ||
+      flat.device() != Device::kCPU) {
+    throw std::logic_error("FlatParameters::fill_from_without_gaps: sizes, dtypes or device");
+  }
+  flat.fill_zero();
+  int64_t at = 0;
+  for (const ParameterSlice& slice : slices_) {
+    flat.view(slice.offset, {slice.count}).copy_from(unpadded.view(at, {slice.count}));
+    at += slice.count;
+  }
 }
 
 void FlatParameters::copy_from(const TransformerWeights& source, const ModelConfig& config) {

@@ -10,8 +10,16 @@
 
 #include "engine/model_config.h"
 #include "engine/model_weights.h"
+#include "trainer/distributed/flat_range.h"
 
 namespace xlate::trainer {
+
+// Every parameter starts at a multiple of this many elements of the flat buffer (32 bytes in
+// float32, 16 in a 16-bit ParameterCopy): cuBLASLt's vectorised kernels and bias epilogue load 16
+// bytes at a time, and a weight after a vocabulary-sized vector of odd length would otherwise sit
+// at 2-byte alignment in 16 bits. The gaps hold zeros and belong to no parameter: no gradient,
+// no optimizer moment, nothing in a checkpoint.
+inline constexpr int64_t kParameterAlignment = 8;
 
 // A parameter's place in the flat buffer.
 struct ParameterSlice {
@@ -35,10 +43,14 @@ class FlatParameters {
 
   TransformerWeights& weights() { return weights_; }
   const TransformerWeights& weights() const { return weights_; }
-  Tensor& flat() { return flat_; }  // [P]
+  Tensor& flat() { return flat_; }  // [P]: the parameters, each aligned (kParameterAlignment)
   const Tensor& flat() const { return flat_; }
   int64_t size() const { return flat_.numel(); }
   const std::vector<ParameterSlice>& slices() const { return slices_; }
+  // The trainable parameters as ranges of the flat buffer, in layout order, each with the
+  // alignment gap after it (zeros on every rank: reducing or updating them changes nothing), so
+  // that neighbours meet and join into one all-reduce bucket or one optimizer call.
+  std::vector<FlatRange> trainable_ranges() const;
 
   Device device() const { return flat_.device(); }
 
@@ -49,6 +61,14 @@ class FlatParameters {
   // The typed views of this layout into another flat buffer [P] of any float dtype (a host copy
   // of flat(), for checkpoints; a 16-bit copy, for 16-bit activations).
   TransformerWeights views_of(const Tensor& flat) const;
+
+  // A float32 buffer of this layout [P] (any device) with the alignment gaps taken out: the
+  // parameters back to back, as checkpoints store the optimizer's moments (and as this layout
+  // was before the gaps, so older checkpoints read the same). On the host.
+  Tensor without_gaps(const Tensor& flat) const;
+  // The inverse: `unpadded` [sum of the counts] into `flat` [P] (host), the gaps zero.
+  void fill_from_without_gaps(Tensor& flat, const Tensor& unpadded) const;
+  int64_t size_without_gaps() const;
 
  private:
   ModelConfig config_;

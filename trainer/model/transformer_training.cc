@@ -1,6 +1,7 @@
 #include "trainer/model/transformer_training.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "engine/key_rows.h"
 #include "engine/ops/ops.h"
@@ -178,6 +179,7 @@ PendingCrossEntropySums TransformerTraining::forward(const TransformerWeights& w
 
 void TransformerTraining::backward(TransformerWeights& grads, const TransformerWeights& weights,
                                    float dloss, GradientListener* listener) {
+  require_forward_pass();
   // In place: the log-probabilities are not needed after.
   cross_entropy_backward(logits_, logits_, inputs_.target_output.reshape({logits_.dim(0)}),
                          config_.label_smoothing, config_.pad_id, dloss);
@@ -198,9 +200,26 @@ PendingCrossEntropySums TransformerTraining::forward_backward(TransformerWeights
   return sums;
 }
 
+void TransformerTraining::require_forward_pass() const {
+  if (!logits_.defined() || decoder_.empty()) {
+    throw std::logic_error(
+        "TransformerTraining::backward: no forward pass to go back through (each forward's "
+        "activations serve one backward, and release_activations() drops them)");
+  }
+}
+
+void TransformerTraining::release_activations() {
+  inputs_ = ModelInputs();
+  encoder_.clear();
+  decoder_.clear();
+  source_rows_ = target_rows_ = causal_lengths_ = Tensor();
+  encoder_output_ = decoder_output_ = logits_ = Tensor();
+}
+
 void TransformerTraining::backward_from_logits(TransformerWeights& grads,
                                                const TransformerWeights& weights,
                                                GradientListener* listener) {
+  require_forward_pass();
   const auto report = [listener](const auto& gradient) {
     if (listener != nullptr) listener->ready(gradient);
   };

@@ -61,6 +61,11 @@ class TransformerTraining {
                                            const DropoutSettings& dropout, float dloss,
                                            GradientListener* listener = nullptr);
 
+  // Drops what the last forward pass kept for the backward (every layer's activations, the
+  // logits, the batch): between steps, and before validation's translations, that memory is
+  // free for other tensors. backward() needs a forward() after this.
+  void release_activations();
+
  private:
   struct EncoderLayerCache {
     Tensor input;  // [N, S, C]
@@ -83,6 +88,8 @@ class TransformerTraining {
   };
 
   DropoutSite site(int stack, int64_t layer, int slot, bool activation = false) const;
+  // Throws std::logic_error unless a forward pass's activations are there to go back through.
+  void require_forward_pass() const;
   // The forward up to the logits [N·T, V], left in logits_.
   void forward_to_logits(const TransformerWeights& weights, const ModelInputs& inputs,
                          const DropoutSettings& dropout);

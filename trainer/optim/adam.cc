@@ -7,20 +7,8 @@
 
 namespace xlate::trainer {
 
-namespace {
-
-std::vector<FlatRange> trainable_ranges(const FlatParameters& parameters) {
-  std::vector<FlatRange> ranges;
-  for (const ParameterSlice& slice : parameters.slices()) {
-    if (slice.trainable) ranges.push_back({slice.offset, slice.count});
-  }
-  return ranges;
-}
-
-}  // namespace
-
 Adam::Adam(const FlatParameters& parameters, AdamOptions options)
-    : Adam(parameters, options, trainable_ranges(parameters)) {}
+    : Adam(parameters, options, parameters.trainable_ranges()) {}
 
 Adam::Adam(const FlatParameters& parameters, AdamOptions options, std::vector<FlatRange> owned)
     : options_(options), parameter_count_(parameters.size()), owned_(std::move(owned)) {

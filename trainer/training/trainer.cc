@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <new>
 #include <optional>
 
@@ -14,6 +15,7 @@
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
 #include "engine/ops/ops.h"
+#include "engine/ops/training_ops.h"
 #include "evaluation/bleu.h"
 #include "trainer/data/shard.h"
 #include "trainer/data/training_batch.h"
@@ -90,41 +92,73 @@ class PrecisionScope {
   kernels::Float32Math previous_ = kernels::Float32Math::kExact;
 };
 
-// One small product in `precision` on the GPU: a cuBLASLt that has no algorithm for float32
-// tensors with 16-bit inputs on this GPU is refused at start, naming it, not mid-step.
-absl::Status check_precision_runs(Device device, TrainingPrecision precision) {
+// A small linear layer (bias and ReLU) on zeros stored in `storage` on the GPU, forward, then
+// backward when `backward` (the weight and bias gradients float32, as the trainer's), waited for.
+void run_small_linear(DType storage, bool backward) {
+  const Tensor inp = Tensor::zeros({16, 32}, storage, Device::kCUDA);
+  const Tensor weight = Tensor::zeros({16, 32}, storage, Device::kCUDA);
+  const Tensor bias = Tensor::zeros({16}, storage, Device::kCUDA);
+  Tensor out = Tensor::empty({16, 16}, storage, Device::kCUDA);
+  linear_forward(out, inp, weight, bias, Activation::kRelu);
+  if (backward) {
+    Tensor dinp = Tensor::empty({16, 32}, storage, Device::kCUDA);
+    Tensor dweight = Tensor::zeros({16, 32}, DType::kFloat32, Device::kCUDA);
+    Tensor dbias = Tensor::zeros({16}, DType::kFloat32, Device::kCUDA);
+    linear_backward(dinp, dweight, dbias, out, inp, weight, GradientWrite::kAccumulate);
+  }
+  cuda_backend::synchronize();
+}
+
+// One small product in `precision` on the GPU, and with 16-bit activations a linear layer's
+// forward and backward in that storage: a cuBLASLt that has no algorithm for them on this GPU
+// is refused at start, naming it, not mid-step.
+absl::Status check_precision_runs(Device device, TrainingPrecision precision,
+                                  DType activation_dtype) {
   if (device != Device::kCUDA || precision == TrainingPrecision::kFloat32) {
     return absl::OkStatus();
   }
+  const char* inputs = precision == TrainingPrecision::kFloat16 ? "float16" : "bfloat16";
+  const PrecisionScope scope(device, precision);
   try {
-    const PrecisionScope scope(device, precision);
-    const Tensor inp = Tensor::zeros({16, 32}, DType::kFloat32, Device::kCUDA);
-    const Tensor weight = Tensor::zeros({16, 32}, DType::kFloat32, Device::kCUDA);
-    const Tensor bias = Tensor::zeros({16}, DType::kFloat32, Device::kCUDA);
-    Tensor out = Tensor::empty({16, 16}, DType::kFloat32, Device::kCUDA);
-    linear_forward(out, inp, weight, bias, Activation::kRelu);
-    cuda_backend::synchronize();
+    run_small_linear(DType::kFloat32, /*backward=*/false);
   } catch (const std::exception& error) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--precision ", precision_name(precision), ": this GPU (",
-        cuda_backend::device_description(), ") cannot run float32 products with ",
-        precision == TrainingPrecision::kFloat16 ? "float16" : "bfloat16", " inputs (",
-        error.what(), "); use --precision fp32"));
+        cuda_backend::device_description(), ") cannot run float32 products with ", inputs,
+        " inputs (", error.what(), "); use --precision fp32"));
+  }
+  if (activation_dtype == DType::kFloat32) return absl::OkStatus();
+  try {
+    run_small_linear(activation_dtype, /*backward=*/true);
+  } catch (const std::exception& error) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--activations 16bit: this GPU (", cuda_backend::device_description(),
+        ") cannot run a linear layer on ", inputs, " activations (", error.what(),
+        "); use --activations fp32"));
   }
   return absl::OkStatus();
 }
 
-// Tells the bucketed reduction which part of the flat gradient the backward pass has finished.
+// Tells the bucketed reduction which part of the flat gradient the backward pass has finished:
+// a gradient tensor with the alignment gap after it (the ranges the buckets were cut from).
 class ReduceWhenReady final : public GradientListener {
  public:
-  ReduceWhenReady(BucketedAllReduce& reducer, const float* flat) : reducer_(reducer), flat_(flat) {}
+  ReduceWhenReady(BucketedAllReduce& reducer, const FlatParameters& gradients)
+      : reducer_(reducer), flat_(gradients.flat().data<float>()) {
+    for (const FlatRange& range : gradients.trainable_ranges()) {
+      range_count_at_.emplace(range.offset, range.count);
+    }
+  }
   void tensor_ready(const Tensor& gradient) override {
-    reducer_.ready({gradient.data<float>() - flat_, gradient.numel()});
+    const int64_t offset = gradient.data<float>() - flat_;
+    const auto range = range_count_at_.find(offset);
+    reducer_.ready({offset, range != range_count_at_.end() ? range->second : gradient.numel()});
   }
 
  private:
   BucketedAllReduce& reducer_;
   const float* flat_;
+  std::map<int64_t, int64_t> range_count_at_;  // by offset: the parameter's count and its gap
 };
 
 std::string loss_scaler_text(const TrainingOptions& options) {
@@ -151,7 +185,7 @@ uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run
       "|", options.max_steps, "|", options.warmup_steps, "|", options.learning_rate_scale, "|",
       options.zero_stage, "|", options.gradient_reduction, "|", options.adam_beta1, "|", options.adam_beta2, "|",
       options.adam_epsilon, "|", options.clip_norm, "|", options.validate_every_steps, "|",
-      loss_scaler_text(options), "|", options.precision);
+      loss_scaler_text(options), "|", options.precision, "|", options.activations);
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
 }
 
@@ -183,10 +217,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
   absl::StatusOr<TrainingPrecision> precision =
       resolve_training_precision(options.precision, *device, compute_capability);
   if (!precision.ok()) return precision.status();
-  if (!(status = check_precision_runs(*device, *precision)).ok()) return status;
   absl::StatusOr<DType> activation_dtype =
       resolve_activation_dtype(options.activations, *device, *precision);
   if (!activation_dtype.ok()) return activation_dtype.status();
+  if (!(status = check_precision_runs(*device, *precision, *activation_dtype)).ok()) return status;
   TrainingOptions resolved = options;
   resolved.loss_scale = resolve_loss_scale(options.loss_scale, *precision);
   std::unique_ptr<Trainer> trainer;
@@ -366,11 +400,8 @@ absl::Status Trainer::create_reducer() {
   // The parameters are laid out in forward order (embedding, encoder, decoder), so the backward
   // pass finishes them from the end of the buffer towards its start; the fixed sinusoidal tables
   // get no gradient and are not reduced.
-  std::vector<FlatRange> ranges;
-  const std::vector<ParameterSlice>& slices = gradients_.slices();
-  for (auto slice = slices.rbegin(); slice != slices.rend(); ++slice) {
-    if (slice->trainable) ranges.push_back({slice->offset, slice->count});
-  }
+  std::vector<FlatRange> ranges = gradients_.trainable_ranges();
+  std::reverse(ranges.begin(), ranges.end());
   const auto bucket_elements = static_cast<int64_t>(
       std::max(1.0, options_.bucket_mb * 1024 * 1024 / sizeof(float)));
   const BucketedAllReduce::Threading threading =
@@ -415,7 +446,7 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
     // Only the last micro-batch's backward pass reduces (the earlier ones only accumulate).
     if (reducer_ && micro + 1 == options_.update_frequency) {
       reducer_->begin(gradients_.flat().data<float>());
-      listener.emplace(*reducer_, gradients_.flat().data<float>());
+      listener.emplace(*reducer_, gradients_);
     }
     const std::vector<int64_t> pairs =
         shard(batches_->next(), communicator_.rank(), communicator_.world_size());
@@ -428,6 +459,7 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
         static_cast<float>(loss_scale), listener ? &*listener : nullptr));
     sums[3] += static_cast<double>(batch.source_token_count);
   }
+  model_.release_activations();  // free for the next step's different shapes
   for (PendingCrossEntropySums& pending : losses) {  // in micro-batch order
     const CrossEntropySums& loss = pending.read();
     sums[0] += loss.loss;
@@ -444,7 +476,10 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   }
   if (status.ok()) status = communicator_.all_reduce_sum(sums, 4);
   if (!status.ok()) return status;
-  if (!std::isfinite(sums[0])) {
+  // With loss scaling, a loss that is not finite (a float16 activation past 65504) is an
+  // overflow like the gradient's: the step is skipped. Without, the run has diverged.
+  const bool loss_finite = std::isfinite(sums[0]);
+  if (!loss_finite && !loss_scaler_) {
     return absl::InternalError(absl::StrCat("the training loss is not finite at step ", state_.step + 1,
                                             "; lower --lr_scale or set --clip_norm"));
   }
@@ -458,14 +493,15 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   state_.data_batch = position.batch;
   if (loss_scaler_) {
     absl::StatusOr<DynamicLossScaler::Outcome> outcome =
-        loss_scaler_->record(std::isfinite(norm), state_.step);
+        loss_scaler_->record(loss_finite && std::isfinite(norm), state_.step);
     if (!outcome.ok()) return outcome.status();
     state_.loss_scaler = loss_scaler_->state();
     report->loss_scale = loss_scaler_->scale();
     if (*outcome == DynamicLossScaler::Outcome::kSkip) {
       ++report->skipped_steps;
       if (log_) {
-        log_->message(absl::StrCat("step ", state_.step + 1, ": the gradient is not finite at loss "
+        log_->message(absl::StrCat("step ", state_.step + 1, ": the ",
+                                   loss_finite ? "gradient" : "loss", " is not finite at loss "
                                    "scale ", loss_scale, "; step skipped, loss scale halved to ",
                                    loss_scaler_->scale()));
       }
@@ -604,6 +640,7 @@ absl::Status Trainer::validate() {
     const TrainingBatch batch = make_training_batch(*valid_, pairs, config_);
     losses.push_back(model_.forward(pass_weights(), model_inputs(batch, device_), {}));
   }
+  model_.release_activations();  // before the translations of validation BLEU
   for (PendingCrossEntropySums& pending : losses) {
     const CrossEntropySums& loss = pending.read();
     sums[0] += loss.loss;
