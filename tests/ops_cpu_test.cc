@@ -210,6 +210,18 @@ TEST(OpsCpu, TheAvx512SumOfExponentialsEqualsThePortableOne) {
   }
 }
 
+// A diverged run's NaN score stays NaN through the exponential (the trainer then sees a loss that
+// is not finite), and computing it is defined behaviour (the sanitizer build checks that): the
+// exponent of a NaN is never converted to an integer.
+TEST(OpsCpu, TheExponentialOfNaNIsNaN) {
+  std::vector<float> x = {0.f, -1.f, NAN, -100.f, 2.f}, y(x.size());
+  const float sum = cpu::exp_shifted_sum(y.data(), x.data(), 2.f, static_cast<int64_t>(x.size()));
+  EXPECT_TRUE(std::isnan(sum));
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_NEAR(y[4], 1.f, 1e-6f);
+  EXPECT_NEAR(y[0], std::exp(-2.f), 1e-6f);
+}
+
 // The floor of the top-k's first pass leaves at least min(k, 32) values at or above it, for rows
 // shorter than the kernel's 32 subsets too, and the maximum is the row's.
 TEST(OpsCpu, TheAvx512RowFloorLeavesAtLeastKValuesAboveIt) {

@@ -28,7 +28,9 @@ inline float exp_approx(float x) {
   const float p =
       1.f +
       r * (1.f + r * (0.5f + r * (1.f / 6 + r * (1.f / 24 + r * (1.f / 120 + r * (1.f / 720))))));
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  // A NaN input (a diverged run's score) stays NaN through p, so the result is NaN and the loss
+  // says so; its exponent must not be converted to an integer (undefined behaviour).
+  const int32_t bits = ((x == x ? static_cast<int32_t>(n) : 0) + 127) << 23;
   float scale;
   __builtin_memcpy(&scale, &bits, sizeof(scale));
   return p * scale;
