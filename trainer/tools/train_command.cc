@@ -60,7 +60,7 @@ ABSL_FLAG(std::string, activations, "fp32",
 ABSL_FLAG(std::string, loss_scale, "auto",
           "auto, none or dynamic (auto: dynamic for fp16, none otherwise). dynamic: start the "
           "backward pass from a power-of-two scale, skip a step "
-          "whose gradient is not finite and halve the scale, double it after "
+          "whose gradient or loss is not finite and halve the scale, double it after "
           "--loss_scale_window finite steps (exact in float32: the same weights until a step "
           "overflows)");
 ABSL_FLAG(double, initial_loss_scale, 128, "first dynamic loss scale (a power of two)");
