@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/device_math.cuh"
 
@@ -15,6 +17,9 @@ constexpr int kColumnSumThreads = 128;
 // thread's sum is a chain of dependent additions, and with a load before each the kernels ran
 // at a third of the memory's bandwidth (H200: the layer norm's dgamma, 114 us for [25k, 512]).
 constexpr int kColumnSumRowsInFlight = 8;
+
+// Row blocks are grid.y of the first stage (at most 65,535).
+constexpr int64_t kMaxColumnSumBlocks = 65535;
 
 inline int64_t column_sum_blocks(int64_t rows) {
   return (rows + kColumnSumBlockRows - 1) / kColumnSumBlockRows;
@@ -97,6 +102,11 @@ void add_column_sums_of(ColumnSumTargets<Value::kOutputs> targets, int64_t rows,
                         int64_t columns, Value value, float* partials, Stream stream) {
   if (rows == 0 || columns == 0) return;
   const int64_t blocks = column_sum_blocks(rows);
+  if (blocks > kMaxColumnSumBlocks) {  // grid.y's limit: 16,776,960 rows
+    throw std::invalid_argument("column sums over " + std::to_string(rows) +
+                                " rows: at most " +
+                                std::to_string(kMaxColumnSumBlocks * kColumnSumBlockRows));
+  }
   const dim3 grid(grid_size(columns, kColumnSumThreads), static_cast<unsigned>(blocks));
   column_partials_kernel<<<grid, kColumnSumThreads, 0, stream>>>(partials, rows, columns, value);
   const dim3 add_grid(grid_size(columns, kColumnSumThreads), Value::kOutputs);

@@ -222,6 +222,26 @@ TEST_F(TrainingOpsCuda, LinearBackwardUnderFloat16MathByCopiesReadsRoundedOperan
 }
 
 // A selection without arithmetic: equal values. About half of ReLU's outputs are exactly 0.
+// A bias gradient over more rows than the column sums' grid holds (65,535 blocks of 256 rows) is
+// refused naming the limit, before any launch (which would fail with "invalid configuration").
+TEST_F(TrainingOpsCuda, ColumnSumsBeyondTheirGridAreRefusedNamingTheLimit) {
+  const int64_t rows = 65535 * 256 + 1;
+  const Tensor dout = Tensor::zeros({rows, 1}, DType::kFloat32, Device::kCUDA);
+  const Tensor inp = Tensor::zeros({rows, 1}, DType::kFloat32, Device::kCUDA);
+  const Tensor weight = Tensor::zeros({1, 1}, DType::kFloat32, Device::kCUDA);
+  Tensor dinp = Tensor::empty({rows, 1}, DType::kFloat32, Device::kCUDA);
+  Tensor dweight = Tensor::zeros({1, 1}, DType::kFloat32, Device::kCUDA);
+  Tensor dbias = Tensor::zeros({1}, DType::kFloat32, Device::kCUDA);
+  try {
+    linear_backward(dinp, dweight, dbias, dout, inp, weight, GradientWrite::kOverwrite);
+    cuda_backend::synchronize();
+    ADD_FAILURE() << "a bias gradient over " << rows << " rows was not refused";
+  } catch (const std::exception& error) {
+    EXPECT_NE(std::string(error.what()).find("at most 16776960"), std::string::npos)
+        << error.what();
+  }
+}
+
 // Views at any float offset (4-byte aligned only): one head's columns, and the trainer's flat
 // buffer before its parameters were aligned to 8 elements (a caller may still pass such views);
 // cuBLASLt assumes 256 bytes unless told. Forward (bias and ReLU in the epilogue) and backward
