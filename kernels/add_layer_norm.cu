@@ -9,7 +9,7 @@ namespace {
 // One block per row. The summed row [C] is kept in shared memory (float32) so that the mean and
 // the variance are two exact passes (no E[x²] - E[x]² cancellation) and `out` may alias inputs.
 // With kTraining, inp is dropped out on its way in and the summed row is written to sum (which
-// may alias inp: each thread writes the columns it read).
+// may alias inp: each thread writes the columns it read) in T, and normalised as written.
 template <typename T, bool kTraining>
 __global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* residual,
                                               const T* gamma, const T* beta, int64_t channels,
@@ -21,9 +21,12 @@ __global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* res
   float sum = 0.f;
   for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
     if constexpr (kTraining) {
-      row[c] = dropout.apply(to_float(inp[offset + c]), offset + c) +
-               to_float(residual[offset + c]);
-      saved_sum[offset + c] = from_float<T>(row[c]);
+      // The row normalised is the sum as stored (rounded once in 16 bits), the one the backward
+      // pass reads: the statistics and the output are those of the values it differentiates.
+      const T stored = from_float<T>(dropout.apply(to_float(inp[offset + c]), offset + c) +
+                                     to_float(residual[offset + c]));
+      saved_sum[offset + c] = stored;
+      row[c] = to_float(stored);
     } else {
       row[c] = to_float(inp[offset + c]) + to_float(residual[offset + c]);
     }

@@ -53,8 +53,8 @@ struct LayerNormTraining {
   float dropout = 0.f;       // p of inp's dropout (dropout_forward's mask under dropout_key)
   uint64_t dropout_key = 0;
   Tensor sum;                // [M, C] receives Dropout(inp) + residual; may alias inp
-  Tensor mean;               // [M] of each summed row
-  Tensor rstd;               // [M] 1 / sqrt(variance + eps)
+  Tensor mean;               // [M] of each summed row, as stored in `sum` (rounded, in 16 bits)
+  Tensor rstd;               // [M] 1 / sqrt(variance + eps), likewise
 };
 
 // out[M, C] = LayerNorm(inp[M, C] + residual[M, C]) * gamma[C] + beta[C], eps inside the sqrt.

@@ -751,21 +751,31 @@ TEST_P(TrainingOps16BitCuda, ResidualLayerNorm) {
                               nan_gpu({rows})};  // the sum over inp, as the model runs it
   add_layer_norm_forward(gpu_out, gpu_saved.sum, on_gpu_stored(residual), on_gpu_stored(gamma),
                          on_gpu_stored(beta), 1e-6f, &gpu_saved);
-  expect_close(gpu_out, out, tolerance(), what + " out");
-  // The sum is one float addition of the same two values, rounded once.
+  // The sum is one float addition of the same two values, rounded once ...
   expect_identical(gpu_saved.sum, rounded(saved.sum), what + " sum");
-  expect_close(gpu_saved.mean, saved.mean, kTolerance, what + " mean");
-  expect_close(gpu_saved.rstd, saved.rstd, 1e-4, what + " rstd");
+  // ... and what is normalised is that stored sum (the values the backward pass reads): the
+  // CPU's layer norm of the rounded sum, nothing added.
+  Tensor stored_out = empty_cpu({rows, channels});
+  LayerNormTraining stored_statistics{0.f, key, empty_cpu({rows, channels}), empty_cpu({rows}),
+                                      empty_cpu({rows})};
+  add_layer_norm_forward(stored_out, rounded(saved.sum),
+                         Tensor::zeros({rows, channels}, DType::kFloat32), gamma, beta, 1e-6f,
+                         &stored_statistics);
+  expect_close(gpu_out, stored_out, tolerance(), what + " out");
+  expect_close(gpu_saved.mean, stored_statistics.mean, kTolerance, what + " mean");
+  expect_close(gpu_saved.rstd, stored_statistics.rstd, 1e-4, what + " rstd");
 
-  // The backward from the sum as stored: the CPU reads its rounded values.
-  const LayerNormTraining stored{dropout, key, rounded(saved.sum), saved.mean, saved.rstd};
+  // The backward from the sum as stored, with its statistics: the CPU reads the same values.
+  const LayerNormTraining stored{dropout, key, rounded(saved.sum), stored_statistics.mean,
+                                 stored_statistics.rstd};
   const Tensor dgamma_start = random_tensor({channels}, generator);
   const Tensor dbeta_start = random_tensor({channels}, generator);
   Tensor dresidual = empty_cpu({rows, channels}), dinp = empty_cpu({rows, channels});
   Tensor dgamma = dgamma_start.clone(), dbeta = dbeta_start.clone();
   layer_norm_backward(dresidual, dinp, dgamma, dbeta, dout, stored, gamma);
-  const LayerNormTraining gpu_stored{dropout, key, on_gpu_stored(saved.sum), on_gpu(saved.mean),
-                                     on_gpu(saved.rstd)};
+  const LayerNormTraining gpu_stored{dropout, key, on_gpu_stored(saved.sum),
+                                     on_gpu(stored_statistics.mean),
+                                     on_gpu(stored_statistics.rstd)};
   Tensor gpu_dout = on_gpu_stored(dout), gpu_dinp = empty_gpu({rows, channels});
   Tensor gpu_dgamma = on_gpu(dgamma_start), gpu_dbeta = on_gpu(dbeta_start);
   layer_norm_backward(gpu_dout, gpu_dinp, gpu_dgamma, gpu_dbeta, gpu_dout, gpu_stored,
