@@ -418,6 +418,7 @@ absl::Status Trainer::create_reducer() {
                                 reduction);
   if (!reducer.ok()) return reducer.status();
   reducer_ = std::move(*reducer);
+  reduce_when_ready_ = std::make_unique<ReduceWhenReady>(*reducer_, gradients_);
   if (log_) {
     log_->message(absl::StrCat(
         options_.zero_stage == 1
@@ -441,12 +442,12 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   double sums[4] = {0, 0, 0, 0};
   // Read once every micro-batch's backward pass is queued: on a GPU, reading waits for it.
   std::vector<PendingCrossEntropySums> losses;
-  std::optional<ReduceWhenReady> listener;
+  GradientListener* listener = nullptr;
   for (int micro = 0; micro < options_.update_frequency; ++micro) {
     // Only the last micro-batch's backward pass reduces (the earlier ones only accumulate).
     if (reducer_ && micro + 1 == options_.update_frequency) {
       reducer_->begin(gradients_.flat().data<float>());
-      listener.emplace(*reducer_, gradients_);
+      listener = reduce_when_ready_.get();
     }
     const std::vector<int64_t> pairs =
         shard(batches_->next(), communicator_.rank(), communicator_.world_size());
@@ -456,7 +457,7 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
                                   state_.step, micro, communicator_.rank()};
     losses.push_back(model_.forward_backward(
         gradients_.weights(), pass_weights(), model_inputs(batch, device_), dropout,
-        static_cast<float>(loss_scale), listener ? &*listener : nullptr));
+        static_cast<float>(loss_scale), listener));
     sums[3] += static_cast<double>(batch.source_token_count);
   }
   model_.release_activations();  // free for the next step's different shapes

@@ -94,6 +94,8 @@ class Trainer {
   // builds without NCCL, where the gradient is reduced by communicator_ (through host memory).
   std::unique_ptr<Communicator> device_communicator_;
   std::unique_ptr<BucketedAllReduce> reducer_;  // null: one all-reduce after the backward pass
+  // With reducer_: tells it which gradients the last micro-batch's backward pass has finished.
+  std::unique_ptr<GradientListener> reduce_when_ready_;
   std::unique_ptr<TrainingLog> log_;             // rank 0 only
   std::unique_ptr<Translator> translator_;       // rank 0 only, for validation BLEU
   TrainerState state_;
