@@ -11,7 +11,7 @@
 #              stage that ran float16 with batch 32, whose plan it reuses)
 #   trainkernels  per-kernel device time of base-model training steps (Nsight Compute, on the
 #              bundle's prepared training data; XLATE_TRAIN_PRECISION, default bf16;
-#              XLATE_PROFILE_STEPS, default 3)
+#              XLATE_PROFILE_STEPS, default 3; XLATE_TRAIN_ACTIVATIONS=16bit for --activations)
 #   torchkernels  the same for PyTorch's step (bench/pytorch_transformer_train.py, same data,
 #              tokens per step and precision): the table to set trainkernels' against
 #   engines    the server's engine (ContinuousDecoder) against Translator's batches on that
@@ -179,7 +179,8 @@ for stage in "${stages[@]}"; do
         program=("$bundle/bin/xlate-trainer" train --data "$data" --output /tmp/trainkernels
                  --preset base --max_tokens "$tokens" --max_steps "$steps"
                  --validate_every_steps 0 --checkpoint_every_steps 0 --bleu_sentences 0
-                 --device cuda --precision "$precision")
+                 --device cuda --precision "$precision"
+                 ${XLATE_TRAIN_ACTIVATIONS:+--activations "$XLATE_TRAIN_ACTIVATIONS"})
       else
         program=(python3 bench/pytorch_transformer_train.py --spm "$data/spm.model"
                  --source "$bundle/data/multi30k/train.en.gz"

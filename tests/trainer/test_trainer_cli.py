@@ -199,6 +199,12 @@ class TrainerCliTest(RunsOnTheCliCorpus):
                 self.assertIn("the ranks disagree on the model, the training data, the "
                               "training options and the device", result.stderr)
                 self.assertIn("rank 1 differs from rank 0", result.stderr)
+        # Ranks compare what they run: auto resolves to fp32 and float32 activations on a CPU,
+        # so ranks that spell it out agree with one left at the defaults.
+        run = self.run_dir("agree-resolved")
+        h.run([h.MPIEXEC, *flags, "-np", "1", *base, "--output", run, ":", "-np", "1", *base,
+               "--output", run, "--precision", "fp32", "--activations", "fp32"], timeout=120)
+        self.assertEqual(h.log_events(run, "train")[-1]["step"], 2)
 
     def test_keeps_the_last_checkpoints_and_averages_them(self):
         run = self.run_dir("average")
@@ -267,7 +273,7 @@ class TrainerCliTest(RunsOnTheCliCorpus):
             (["--loss_scale", "fp16"], '--loss_scale is "fp16"; it must be auto, none or dynamic'),
             (["--precision", "fp8"], '--precision is "fp8"; it must be auto, fp32, fp16 or bf16'),
             (["--precision", "fp16"], "--precision fp16 needs --device cuda"),
-            (["--activations", "fp8"], '--activations is "fp8"; it must be fp32 or 16bit'),
+            (["--activations", "fp8"], '--activations is "fp8"; it must be auto, fp32 or 16bit'),
             (["--device", "cpu", "--activations", "16bit"],
              "--activations 16bit needs --device cuda and --precision fp16 or bf16"),
             (["--loss_scale", "dynamic", "--initial_loss_scale", "100"],
@@ -552,7 +558,8 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
 
     def test_mixed_precision_trains_like_fp32(self):
         # fp16 and bf16 round the products' inputs; the losses stay near fp32's, fp16 scales its
-        # loss, and a mixed-precision checkpoint resumes in fp32 on the CPU.
+        # loss, and a mixed-precision checkpoint resumes in fp32 on the CPU. With float32
+        # activations first, then the default (--activations auto: stored in 16 bits).
         self.require_gpu()
         args = ["--device", "cuda", "--max_steps", "6", "--checkpoint_every_steps", "3", *COMMON]
         reference = self.run_dir("fp32")
@@ -560,11 +567,13 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
         fp32_losses = [e["loss"] for e in h.log_events(reference, "train")]
         for precision, tolerance in (("fp16", 0.02), ("bf16", 0.05)):
             run = self.run_dir(precision)
-            result = h.train(self.data, run, "--precision", precision, *args, expect_ok=False)
+            result = h.train(self.data, run, "--precision", precision, "--activations", "fp32",
+                             *args, expect_ok=False)
             if result.returncode != 0 and "needs compute capability" in result.stderr:
                 continue  # bf16 before Ampere: refused naming the capability
             self.assertEqual(result.returncode, 0, result.stderr)
-            self.assertIn(f"precision {precision} (float32 weights", result.stderr)
+            self.assertIn(f"precision {precision} (float32 weights, activations and gradients",
+                          result.stderr)
             events = h.log_events(run, "train")
             self.assertEqual(len(events), 6)
             np.testing.assert_allclose([e["loss"] for e in events], fp32_losses, rtol=tolerance,
@@ -573,10 +582,10 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
             resumed = h.train(self.data, run, "--device", "cpu", "--max_steps", "7",
                               "--checkpoint_every_steps", "3", *COMMON)
             self.assertIn("resumed from", resumed.stderr)
-            # Activations stored in the precision's 16-bit type too (twice the rounding: looser).
+            # The default: activations stored in the precision's 16-bit type (twice the
+            # rounding: looser).
             stored = self.run_dir(precision + "-16bit")
-            result = h.train(self.data, stored, "--precision", precision, "--activations",
-                             "16bit", *args)
+            result = h.train(self.data, stored, "--precision", precision, *args)
             self.assertIn("activations stored in " + DTYPE_NAMES[precision], result.stderr)
             np.testing.assert_allclose([e["loss"] for e in h.log_events(stored, "train")],
                                        fp32_losses, rtol=2 * tolerance,

@@ -26,7 +26,10 @@ std::string refusal(const std::string& precision, Device device, int capability)
 
 TEST(TrainingPrecision, AutoPicksWhatEachGpuGenerationRunsFastest) {
   EXPECT_EQ(resolved("auto", Device::kCPU, 0), TrainingPrecision::kFloat32);
-  EXPECT_EQ(resolved("auto", Device::kCUDA, 60), TrainingPrecision::kFloat32);  // P100
+  // P100: no tensor cores, but fp16 halves the stored activations (--activations auto).
+  EXPECT_EQ(resolved("auto", Device::kCUDA, 60), TrainingPrecision::kFloat16);
+  EXPECT_EQ(resolved("auto", Device::kCUDA, 61), TrainingPrecision::kFloat16);  // P40, GTX 10x0
+  EXPECT_EQ(resolved("auto", Device::kCUDA, 52), TrainingPrecision::kFloat32);  // Maxwell
   EXPECT_EQ(resolved("auto", Device::kCUDA, 70), TrainingPrecision::kFloat16);  // V100
   EXPECT_EQ(resolved("auto", Device::kCUDA, 75), TrainingPrecision::kFloat16);  // T4
   EXPECT_EQ(resolved("auto", Device::kCUDA, 80), TrainingPrecision::kBFloat16); // A100
@@ -52,7 +55,8 @@ TEST(TrainingPrecision, WhatTheDeviceCannotRunIsRefusedNamingIt) {
             "use --precision fp32");
 }
 
-// --activations 16bit stores them in the precision's 16-bit type, on a GPU only.
+// --activations 16bit stores them in the precision's 16-bit type, on a GPU only; auto (the
+// default) does wherever 16bit runs and keeps float32 elsewhere without refusing.
 TEST(TrainingPrecision, SixteenBitActivationsTakeThePrecisionsType) {
   const auto dtype = [](const std::string& activations, Device device,
                         TrainingPrecision precision) {
@@ -63,6 +67,10 @@ TEST(TrainingPrecision, SixteenBitActivationsTakeThePrecisionsType) {
   EXPECT_EQ(dtype("fp32", Device::kCUDA, TrainingPrecision::kBFloat16), DType::kFloat32);
   EXPECT_EQ(dtype("16bit", Device::kCUDA, TrainingPrecision::kFloat16), DType::kFloat16);
   EXPECT_EQ(dtype("16bit", Device::kCUDA, TrainingPrecision::kBFloat16), DType::kBFloat16);
+  EXPECT_EQ(dtype("auto", Device::kCUDA, TrainingPrecision::kFloat16), DType::kFloat16);
+  EXPECT_EQ(dtype("auto", Device::kCUDA, TrainingPrecision::kBFloat16), DType::kBFloat16);
+  EXPECT_EQ(dtype("auto", Device::kCUDA, TrainingPrecision::kFloat32), DType::kFloat32);
+  EXPECT_EQ(dtype("auto", Device::kCPU, TrainingPrecision::kFloat32), DType::kFloat32);
   for (const auto& [device, precision] :
        {std::pair{Device::kCPU, TrainingPrecision::kFloat32},
         std::pair{Device::kCUDA, TrainingPrecision::kFloat32}}) {

@@ -49,14 +49,15 @@ ABSL_FLAG(double, clip_norm, 0, "clip the gradient's global L2 norm to this (0 =
 ABSL_FLAG(std::string, precision, "auto",
           "auto, fp32, fp16 or bf16: fp16/bf16 run the GPU's matrix products with float16 / "
           "bfloat16 inputs, on tensor cores where it has them (weights, activations, "
-          "gradients stay float32 unless --activations 16bit); auto: bf16 from compute "
-          "capability 8.0, fp16 from 7.0, fp32 below (fp16 runs there, without tensor cores: "
-          "no faster) and on the CPU");
-ABSL_FLAG(std::string, activations, "fp32",
-          "fp32 or 16bit: 16bit (on a GPU under --precision fp16 or bf16) stores activations "
-          "and their gradients in that 16-bit type and runs the passes on a 16-bit copy of the "
-          "float32 master weights: about half the activation memory and traffic (gradients, "
-          "Adam's state and the master weights stay float32)");
+          "gradients stay float32 unless activations are stored in 16 bits, --activations); "
+          "auto: bf16 from compute capability 8.0, fp16 from 6.0 (below 7.0 without tensor "
+          "cores: the gain is the 16-bit activations' memory and traffic), fp32 on the CPU");
+ABSL_FLAG(std::string, activations, "auto",
+          "auto, fp32 or 16bit: 16bit (on a GPU under --precision fp16 or bf16) stores "
+          "activations and their gradients in that 16-bit type and runs the passes on a 16-bit "
+          "copy of the float32 master weights: about half the activation memory and traffic "
+          "(gradients, Adam's state and the master weights stay float32); auto: 16bit where it "
+          "runs (a GPU under fp16 or bf16), fp32 otherwise");
 ABSL_FLAG(std::string, loss_scale, "auto",
           "auto, none or dynamic (auto: dynamic for fp16, none otherwise). dynamic: start the "
           "backward pass from a power-of-two scale, skip a step "

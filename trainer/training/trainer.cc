@@ -57,9 +57,10 @@ std::string precision_note(TrainingPrecision precision, int compute_capability,
                           : absl::StrCat(" (float32 weights and gradients, activations stored in ",
                                          type),
                       "; matrix products with ", type,
-                      compute_capability >= 70
-                          ? " inputs on tensor cores)"
-                          : " copies of their inputs at the float32 rate: no tensor cores)");
+                      compute_capability >= 70 ? " inputs on tensor cores)"
+                      : activations == DType::kFloat32
+                          ? " copies of their inputs at the float32 rate: no tensor cores)"
+                          : " inputs at the float32 rate: no tensor cores)");
 }
 
 kernels::Float32Math float32_math(TrainingPrecision precision) {
@@ -221,8 +222,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
       resolve_activation_dtype(options.activations, *device, *precision);
   if (!activation_dtype.ok()) return activation_dtype.status();
   if (!(status = check_precision_runs(*device, *precision, *activation_dtype)).ok()) return status;
+  // The resolved choices, so that ranks compare what they run, not what they were asked
+  // (auto on two GPU generations can differ).
   TrainingOptions resolved = options;
   resolved.loss_scale = resolve_loss_scale(options.loss_scale, *precision);
+  resolved.precision = precision_name(*precision);
+  resolved.activations = *activation_dtype == DType::kFloat32 ? "fp32" : "16bit";
   std::unique_ptr<Trainer> trainer;
   try {
     trainer.reset(new Trainer(resolved, communicator, std::move(*train), std::move(valid),

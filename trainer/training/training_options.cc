@@ -44,8 +44,8 @@ absl::Status TrainingOptions::Validate() const {
   if (loss_scale != "auto" && loss_scale != "none" && loss_scale != "dynamic") {
     return out_of_range("loss_scale", "\"" + loss_scale + "\"", "auto, none or dynamic");
   }
-  if (activations != "fp32" && activations != "16bit") {
-    return out_of_range("activations", "\"" + activations + "\"", "fp32 or 16bit");
+  if (activations != "auto" && activations != "fp32" && activations != "16bit") {
+    return out_of_range("activations", "\"" + activations + "\"", "auto, fp32 or 16bit");
   }
   if (precision != "auto" && precision != "fp32" && precision != "fp16" && precision != "bf16") {
     return out_of_range("precision", "\"" + precision + "\"", "auto, fp32, fp16 or bf16");
@@ -106,7 +106,7 @@ absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& 
   }
   if (precision == "auto") {
     if (compute_capability >= 80) return TrainingPrecision::kBFloat16;
-    if (compute_capability >= 70) return TrainingPrecision::kFloat16;
+    if (compute_capability >= 60) return TrainingPrecision::kFloat16;
     return TrainingPrecision::kFloat32;
   }
   if (precision == "fp16") return TrainingPrecision::kFloat16;
@@ -123,8 +123,12 @@ absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& 
 
 absl::StatusOr<DType> resolve_activation_dtype(const std::string& activations, Device device,
                                                TrainingPrecision precision) {
-  if (activations != "16bit") return DType::kFloat32;
-  if (device != Device::kCUDA || precision == TrainingPrecision::kFloat32) {
+  const bool sixteen_bit_runs =
+      device == Device::kCUDA && precision != TrainingPrecision::kFloat32;
+  if (activations == "fp32" || (activations == "auto" && !sixteen_bit_runs)) {
+    return DType::kFloat32;
+  }
+  if (!sixteen_bit_runs) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--activations 16bit needs --device cuda and --precision fp16 or bf16 (the 16-bit type "
         "is the precision's); this run is ", device == Device::kCUDA ? "on the GPU" : "on the CPU",

@@ -36,11 +36,12 @@ struct TrainingOptions {
   std::string device = "auto";
   // auto | fp32 | fp16 | bf16: how the GPU's matrix products compute (resolve_training_precision).
   std::string precision = "auto";
-  // fp32 | 16bit: how activations and their gradients are stored. 16bit (a GPU under fp16 or
-  // bf16) stores them in the precision's 16-bit type, and the forward and backward passes read
-  // a 16-bit copy of the float32 master weights (trainer/model/flat_parameters.h,
-  // ParameterCopy); gradients, Adam's moments and the master stay float32.
-  std::string activations = "fp32";
+  // auto | fp32 | 16bit: how activations and their gradients are stored. 16bit (a GPU under fp16
+  // or bf16) stores them in the precision's 16-bit type, and the forward and backward passes
+  // read a 16-bit copy of the float32 master weights (trainer/model/flat_parameters.h,
+  // ParameterCopy); gradients, Adam's moments and the master stay float32. auto: 16bit wherever
+  // it can run (resolve_activation_dtype).
+  std::string activations = "auto";
   ArchitectureOptions architecture;
 
   int64_t max_tokens = 50000;  // padded source+target tokens per micro-batch, all ranks together
@@ -101,17 +102,19 @@ const char* precision_name(TrainingPrecision precision);  // "fp32", "fp16", "bf
 
 // `precision` (TrainingOptions::precision) on `device`, whose compute capability is
 // `compute_capability` (10 · major + minor; ignored on the CPU). auto: bf16 from 8.0 (Ampere),
-// fp16 from 7.0 (Volta's tensor cores), fp32 below (without tensor cores the rounded inputs do
-// not speed the products up, and with float32 activations fp16 saves no memory: it runs, for
-// the numerics of a newer GPU's fp16, at a little more than fp32's cost) and on the CPU. fp16
-// or bf16 on the CPU and bf16 below 8.0 are refused naming the compute capability.
+// fp16 from 6.0 (Volta's tensor cores from 7.0; on a P100, 6.0, the products run at the float32
+// rate, and what fp16 gains there is activations stored in 16 bits: half the memory and the
+// traffic of every element-wise kernel), fp32 below 6.0 and on the CPU. fp16 or bf16 on the CPU
+// and bf16 below 8.0 are refused naming the compute capability.
 absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& precision,
                                                              Device device,
                                                              int compute_capability);
 
 // --loss_scale auto resolved for `precision`: "dynamic" or "none".
 // The dtype activations are stored in: float32, or for --activations 16bit the precision's
-// 16-bit type; 16bit on the CPU or under fp32 is refused naming what it needs.
+// 16-bit type; 16bit on the CPU or under fp32 is refused naming what it needs. auto: the
+// precision's 16-bit type on a GPU under fp16 or bf16 (1.6-1.7x the tokens/s of float32
+// activations at half the memory on an H100, docs/cuda-backend.md), float32 otherwise.
 absl::StatusOr<DType> resolve_activation_dtype(const std::string& activations, Device device,
                                                TrainingPrecision precision);
 
