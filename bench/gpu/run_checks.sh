@@ -20,7 +20,8 @@
 #              (xlate_training_ops_bench, bench/gpu/torch_training_ops.py)
 #   trainer    xlate-trainer --device cuda as a user runs it: resume bit-identity, validation
 #              BLEU on the GPU, losses and checkpoints against the CPU's, one NCCL rank against
-#              the plain run (test_trainer_cli.py TrainerGpuTest); two GPU ranks under the
+#              the plain run, an overflow skipped (test_trainer_cli.py TrainerGpuTest); the
+#              tiny model trained 600 steps (test_training_converges.py); two GPU ranks under the
 #              bundle's Open MPI, one killed with SIGKILL (test_trainer_killed.py)
 #   multi30k   the default model's recipe (models/train-en-de-multi30k.sh) trained on the GPU
 #              with --device auto, resumable (run the stage again if it hits its time limit:
@@ -201,6 +202,11 @@ for stage in "${stages[@]}"; do
     trainer)
       timeout 300 python3 tests/trainer/test_trainer_cli.py TrainerGpuTest > "$out/trainer.log" 2>&1
       echo "trainer: exit $?"; grep -E "^test_|^OK|^FAILED|Error" "$out/trainer.log"
+      # The tiny model's 600 steps in the GPU's default precision, as the CPU test trains it.
+      timeout 200 python3 tests/trainer/test_training_converges.py \
+        ShortTrainingTest.test_on_a_gpu_it_converges_as_on_the_cpu > "$out/converges.log" 2>&1
+      echo "trainer converges on the GPU: exit $?"
+      grep -E "^test_|training loss|^OK|^FAILED|Error" "$out/converges.log"
       # Two GPU ranks on the one GPU, one killed (Open MPI from the bundle).
       timeout 200 python3 tests/trainer/test_trainer_killed.py \
         KilledRank.test_sigkill_of_one_gpu_rank_ends_the_job_and_the_rerun_resumes_exactly \

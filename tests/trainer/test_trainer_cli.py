@@ -311,6 +311,44 @@ class TrainerCliTest(RunsOnTheCliCorpus):
 HUGE_SCALE = str(2.0 ** 127)
 
 
+def check_overflow_skips_and_resumes_exactly(test, name, *device):
+    """A backward pass started from HUGE_SCALE overflows: the step is skipped and the scale
+    halved until it fits, skips do not count as steps, and 3 + resume + 3 steps equal 6 straight
+    to the bit (the scale and the skipped steps are in the checkpoint). `device`: the trainer's
+    device and precision options (none: the CPU)."""
+    straight, split = test.run_dir(name + "-straight"), test.run_dir(name + "-split")
+    args = ["--checkpoint_every_steps", "3", "--loss_scale", "dynamic",
+            "--initial_loss_scale", HUGE_SCALE, "--loss_scale_window", "2", *device, *COMMON]
+
+    def messages(run):
+        return [e["text"] for e in h.log_events(run, "message")]
+
+    h.train(test.data, straight, "--max_steps", "6", *args)
+    h.train(test.data, split, "--max_steps", "3", *args)
+    resumed = h.train(test.data, split, "--max_steps", "6", *args)
+    test.assertIn("resumed from", resumed.stderr)
+    skips = [m for m in messages(straight) if "step skipped" in m]
+    test.assertGreater(len(skips), 0)
+    test.assertTrue(skips[0].startswith(
+        "step 1: the gradient is not finite at loss scale 1.70141e+38; step skipped, loss "
+        "scale halved to 8.50706e+37"), skips[0])
+    events = h.log_events(straight, "train")
+    test.assertEqual([e["step"] for e in events], [1, 2, 3, 4, 5, 6])  # skips do not count
+    test.assertEqual(sum(e["skipped_steps"] for e in events), len(skips))
+    with open(os.path.join(h.checkpoint_path(straight, 6), "trainer_state.json")) as f:
+        state = h.json.load(f)
+    test.assertEqual(state["skipped_steps"], len(skips))
+    test.assertEqual(state["loss_scale"], events[-1]["loss_scale"])
+    for file in ("model.safetensors", "optimizer.safetensors", "trainer_state.json"):
+        a = h.read_bytes(os.path.join(h.checkpoint_path(straight, 6), file))
+        b = h.read_bytes(os.path.join(h.checkpoint_path(split, 6), file))
+        if file == "trainer_state.json":  # the wall time differs
+            a, b = (dict(h.json.loads(x), elapsed_seconds=0) for x in (a, b))
+        test.assertEqual(a, b, f"{file} differs after resuming")
+    test.assertEqual([e["loss"] for e in events],
+                     [e["loss"] for e in h.log_events(split, "train")])
+
+
 class LossScalingTest(RunsOnTheCliCorpus):
     runs = "loss-scale-runs"
 
@@ -339,33 +377,7 @@ class LossScalingTest(RunsOnTheCliCorpus):
             self.assertNotIn("loss_scale", h.json.load(f))  # an unscaled run has no scaler
 
     def test_overflow_skips_the_step_halves_the_scale_and_resumes_exactly(self):
-        straight, split = self.run_dir("overflow-straight"), self.run_dir("overflow-split")
-        args = ["--checkpoint_every_steps", "3", "--loss_scale", "dynamic",
-                "--initial_loss_scale", HUGE_SCALE, "--loss_scale_window", "2", *COMMON]
-        h.train(self.data, straight, "--max_steps", "6", *args)
-        h.train(self.data, split, "--max_steps", "3", *args)
-        resumed = h.train(self.data, split, "--max_steps", "6", *args)
-        self.assertIn("resumed from", resumed.stderr)
-        skips = [m for m in self.messages(straight) if "step skipped" in m]
-        self.assertGreater(len(skips), 0)
-        self.assertTrue(skips[0].startswith(
-            "step 1: the gradient is not finite at loss scale 1.70141e+38; step skipped, loss "
-            "scale halved to 8.50706e+37"), skips[0])
-        events = h.log_events(straight, "train")
-        self.assertEqual([e["step"] for e in events], [1, 2, 3, 4, 5, 6])  # skips do not count
-        self.assertEqual(sum(e["skipped_steps"] for e in events), len(skips))
-        with open(os.path.join(h.checkpoint_path(straight, 6), "trainer_state.json")) as f:
-            state = h.json.load(f)
-        self.assertEqual(state["skipped_steps"], len(skips))
-        self.assertEqual(state["loss_scale"], events[-1]["loss_scale"])
-        for name in ("model.safetensors", "optimizer.safetensors", "trainer_state.json"):
-            a = h.read_bytes(os.path.join(h.checkpoint_path(straight, 6), name))
-            b = h.read_bytes(os.path.join(h.checkpoint_path(split, 6), name))
-            if name == "trainer_state.json":  # the wall time differs
-                a, b = (dict(h.json.loads(x), elapsed_seconds=0) for x in (a, b))
-            self.assertEqual(a, b, f"{name} differs after resuming")
-        self.assertEqual([e["loss"] for e in events],
-                         [e["loss"] for e in h.log_events(split, "train")])
+        check_overflow_skips_and_resumes_exactly(self, "overflow")
 
     def test_a_loss_that_is_not_finite_is_skipped_like_an_overflow(self):
         # A step of lr_scale 1e30 makes every later loss NaN: with loss scaling, each such step
@@ -443,24 +455,14 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
         super().setUpClass()
         cls.refusal = h.cuda_refusal(cls.data, os.path.join(cls.root, "probe"))
 
-    @staticmethod
-    def names_no_gpu(refusal):
-        return "no CUDA device is visible" in refusal or "no CUDA backend" in refusal
-
     def require_gpu(self):
-        if self.refusal is None:
-            return
-        # Only a machine without a GPU (or a build without CUDA) skips: a probe step that failed
-        # on a GPU is the GPU path failing, which these tests must report, not skip.
-        if not self.names_no_gpu(self.refusal):
-            self.fail("one training step with --device cuda failed:\n" + self.refusal[-4000:])
-        self.skipTest("no GPU: " + self.refusal.strip())
+        h.require_gpu(self, self.refusal)
 
     def test_without_a_gpu_cuda_is_refused_naming_the_reason(self):
         if self.refusal is None:
             self.skipTest("this machine has a GPU")
         self.assertIn("--device cuda: ", self.refusal)
-        self.assertTrue(self.names_no_gpu(self.refusal), self.refusal)
+        self.assertTrue(h.names_no_gpu(self.refusal), self.refusal)
         self.assertFalse(os.path.exists(os.path.join(self.run_dir("probe"), "checkpoints")))
 
     def test_gpu_resume_is_bit_identical_and_checkpoints_cross_devices(self):
@@ -508,6 +510,14 @@ class TrainerGpuTest(RunsOnTheCliCorpus):
         self.assertIn("resumed from", resumed.stderr)
         crossed_losses = [e["loss"] for e in h.log_events(crossed, "train")]
         np.testing.assert_allclose(crossed_losses, gpu_losses[5:], rtol=1e-3)
+
+    def test_overflow_on_the_gpu_skips_the_step_halves_the_scale_and_resumes_exactly(self):
+        # fp16 with its activations in float16 (the default): the scaled loss gradient overflows
+        # in the device's first backward kernel, and the device's check of the summed gradient
+        # finds it.
+        self.require_gpu()
+        check_overflow_skips_and_resumes_exactly(self, "gpu-overflow", "--device", "cuda",
+                                                 "--precision", "fp16")
 
     def test_nccl_with_one_rank_trains_as_the_plain_gpu_run(self):
         # NCCL puts one rank on a GPU, so the trainer's NCCL path is checked here with one rank

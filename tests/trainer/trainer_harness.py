@@ -76,6 +76,21 @@ def cuda_refusal(data, output):
     return None if result.returncode == 0 else result.stderr
 
 
+def names_no_gpu(refusal):
+    """Whether cuda_refusal's text says there is no GPU (or no CUDA in the build)."""
+    return "no CUDA device is visible" in refusal or "no CUDA backend" in refusal
+
+
+def require_gpu(test, refusal):
+    """Skips `test` on a machine without a GPU (refusal from cuda_refusal); fails it when the
+    probe step failed on a GPU, which is the GPU path failing, not a reason to skip."""
+    if refusal is None:
+        return
+    if not names_no_gpu(refusal):
+        test.fail("one training step with --device cuda failed:\n" + refusal[-4000:])
+    test.skipTest("no GPU: " + refusal.strip())
+
+
 def log_events(run_directory, event):
     with open(os.path.join(run_directory, "train_log.jsonl"), encoding="utf-8") as log:
         return [entry for entry in map(json.loads, log) if entry["event"] == event]
