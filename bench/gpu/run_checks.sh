@@ -35,8 +35,9 @@
 #              (bench/compare_pytorch_training.py --device cuda; XLATE_TRAIN_TOKENS, default
 #              50000 padded tokens per step, the paper's ~25k + 25k), and from it the projected
 #              time to train on 8 GPUs (bench/project_time_to_train.py: time_to_train.md/.json);
-#              XLATE_TRAIN_PRECISIONS the xlate runs (default fp32,fp16,bf16,bf16:16bit: the
-#              last with --activations 16bit); XLATE_TORCH_COMPILE lists the precisions PyTorch
+#              XLATE_TRAIN_PRECISIONS the xlate runs (default fp32,fp16,bf16,fp16:16bit,bf16:16bit:
+#              plain fp16/bf16 with --activations fp32, ":16bit" with 16bit, the trainer's default
+#              under fp16/bf16); XLATE_TORCH_COMPILE lists the precisions PyTorch
 #              also runs compiled in (default
 #              bf16; empty: none; each compiles for a minute or more)
 # usage: bench/gpu/run_checks.sh BUNDLE OUT_DIR STAGE... [-- extra compare_ctranslate2 flags]
@@ -236,7 +237,7 @@ for stage in "${stages[@]}"; do
       PYTHONUNBUFFERED=1 python3 bench/compare_pytorch_training.py --device cuda \
         --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/trainbench \
         --max_tokens "${XLATE_TRAIN_TOKENS:-50000}" --steps 10 --warmup 2 \
-        --xlate_precisions "${XLATE_TRAIN_PRECISIONS:-fp32,fp16,bf16,bf16:16bit}" \
+        --xlate_precisions "${XLATE_TRAIN_PRECISIONS:-fp32,fp16,bf16,fp16:16bit,bf16:16bit}" \
         --torch_precisions fp32,fp16,bf16 \
         --torch_compile "${XLATE_TORCH_COMPILE-bf16}" \
         > "$out/trainbench.log" 2>&1
