@@ -100,7 +100,11 @@ def run_xlate(args, data, precision="fp32"):
             # (launching kernels, planning products, batching), not the GPU.
             "host_wait_share": (sum(e["device_wait_seconds"] for e in timed) /
                                 sum(e["interval_seconds"] for e in timed))
-                               if all("device_wait_seconds" in e for e in timed) else None}
+                               if all("device_wait_seconds" in e for e in timed) else None,
+            # Per-shape plans (cuBLASLt's, oneDNN's) made per timed step and the host seconds
+            # they took: a new batch shape plans its products anew.
+            "plans_per_step": sum(e.get("plans_made", 0) for e in timed) / len(timed),
+            "plan_seconds_per_step": sum(e.get("plan_seconds", 0) for e in timed) / len(timed)}
 
 
 def run_pytorch(args, data, precision="fp32", compiled=False):
@@ -171,6 +175,9 @@ def main():
             memory += f", {r['reserved_memory_bytes'] / 2**30:.2f} GiB reserved"
         if r.get("host_wait_share") is not None:
             memory += f", host waited for the GPU {100 * r['host_wait_share']:.0f}% of the time"
+        if r.get("plans_per_step") is not None:
+            memory += (f", {r['plans_per_step']:.0f} plans/step made in "
+                       f"{1000 * r['plan_seconds_per_step']:.1f} ms")
         if r.get("compiled"):
             memory += f", {r['warmup_seconds']:.0f} s to compile and warm up"
         label = r.get("precision", "fp32") + (":16bit" if r.get("activations") == "16bit" else "")
@@ -190,9 +197,12 @@ def main():
                   f"({precision} eager) = "
                   f"{xlate['tokens_per_second'] / find('pytorch', precision)['tokens_per_second']:.3f}")
     for precision in compiled:
-        if find("xlate", precision):
-            print(f"xlate / pytorch ({precision} torch.compile) = "
-                  f"{find('xlate', precision)['tokens_per_second'] / find('pytorch-compiled', precision)['tokens_per_second']:.3f}")
+        for activations in ("fp32", "16bit"):
+            xlate = find("xlate", precision, activations)
+            if xlate:
+                print(f"xlate{' (16-bit activations)' if activations == '16bit' else ''} / "
+                      f"pytorch ({precision} torch.compile) = "
+                      f"{xlate['tokens_per_second'] / find('pytorch-compiled', precision)['tokens_per_second']:.3f}")
     print(f"xlate / pytorch (fp32 eager) = {ratio:.3f}   (preset {args.preset}, {args.device}, "
           f"{args.max_tokens} tokens/step, {args.threads} threads, {time.time() - started:.0f} s)")
     print(json.dumps({"results": results, "ratio": ratio}))

@@ -250,6 +250,7 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
                                                 OperandAlignments alignments) {
   const Key key{m, n, k, epilogue, type, key_math(type), alignments.tie()};
   if (std::unique_ptr<Plan>* cached = plans.find(key)) return **cached;
+  const Stopwatch stopwatch;
   auto plan = std::make_unique<Plan>();
   const cudaDataType_t operands = cuda_data_type(operand_type(type));
   const cudaDataType_t result = cuda_data_type(type);
@@ -268,7 +269,7 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
   plan->second = make_layout(operands, k, m, k, 1, 0);  // inp
   plan->out = make_layout(result, n, m, n, 1, 0);
   choose_algorithm(*plan, alignments, shape_text(m, n, k));
-  return *plans.insert(key, std::move(plan));
+  return *plans.insert(key, std::move(plan), stopwatch.seconds());
 }
 
 GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s,
@@ -281,6 +282,7 @@ GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s,
                       s.stride_b,       s.stride_c,    operand_element, result_element, compute,
                       alignments.tie()};
   if (std::unique_ptr<Plan>* cached = matmul_plans.find(key)) return **cached;
+  const Stopwatch stopwatch;
   auto plan = std::make_unique<Plan>();
   const cudaDataType_t operands = cuda_data_type(operand_element);
   const cudaDataType_t result = cuda_data_type(result_element);
@@ -293,7 +295,7 @@ GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s,
                                : make_layout(operands, s.k, s.m, s.lda, s.batch, s.stride_a);
   plan->out = make_layout(result, s.n, s.m, s.ldc, s.batch, s.stride_c);
   choose_algorithm(*plan, alignments, shape_text(s.m, s.n, s.k));
-  return *matmul_plans.insert(key, std::move(plan));
+  return *matmul_plans.insert(key, std::move(plan), stopwatch.seconds());
 }
 
 const void* GemmContext::State::epilogue_bias(const void* bias, size_t bytes) {
@@ -347,7 +349,7 @@ PlanCacheCounts GemmContext::plan_counts() const {
   const PlanCacheCounts& linear = state_->plans.counts();
   const PlanCacheCounts& general = state_->matmul_plans.counts();
   return {linear.hits + general.hits, linear.misses + general.misses,
-          linear.evictions + general.evictions};
+          linear.evictions + general.evictions, linear.making_seconds + general.making_seconds};
 }
 
 size_t GemmContext::cached_plans() const {

@@ -7,6 +7,7 @@
 // a GemmContext belongs to one stream's thread; the CPU backend locks around its cache.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -16,10 +17,25 @@
 
 namespace xlate::kernels {
 
+// Host seconds since construction, for the time a plan takes to make.
+class Stopwatch {
+ public:
+  Stopwatch() : started_(std::chrono::steady_clock::now()) {}
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point started_;
+};
+
 struct PlanCacheCounts {
   uint64_t hits = 0;       // lookups that found their plan
   uint64_t misses = 0;     // lookups that had to make it
   uint64_t evictions = 0;  // plans dropped to stay within the capacity
+  // Host seconds the misses' plans took to make (as their makers reported to insert()): what a
+  // process whose shapes keep changing pays for planning.
+  double making_seconds = 0;
 };
 
 template <typename Key, typename Plan>
@@ -43,9 +59,11 @@ class PlanCache {
 
   // Stores `plan` under `key` as the most recently used, replacing a plan already there (two
   // threads that missed the same key both insert), and drops the least recently used plan when
-  // the cache would exceed its capacity. The reference stays valid until the next insert.
-  Plan& insert(const Key& key, Plan plan) {
+  // the cache would exceed its capacity; `making_seconds`: how long making it took. The
+  // reference stays valid until the next insert.
+  Plan& insert(const Key& key, Plan plan, double making_seconds = 0) {
     ++counts_.misses;
+    counts_.making_seconds += making_seconds;
     auto found = index_.find(key);
     if (found != index_.end()) {
       found->second->second = std::move(plan);
@@ -62,11 +80,14 @@ class PlanCache {
     return entries_.front().second;
   }
 
-  // find(), or insert(make()) when absent. If make() throws, the cache is unchanged.
+  // find(), or insert(make()) when absent, timing make(). If make() throws, the cache is
+  // unchanged.
   template <typename Make>
   Plan& get_or_make(const Key& key, Make&& make) {
     if (Plan* plan = find(key)) return *plan;
-    return insert(key, make());
+    const Stopwatch stopwatch;
+    Plan plan = make();
+    return insert(key, std::move(plan), stopwatch.seconds());
   }
 
   void clear() {

@@ -147,4 +147,9 @@ void synchronize() {
 
 double wait_seconds() { return worker().wait_seconds; }
 
+kernels::PlanCacheCounts plan_counts() {
+  const Worker& current = worker();
+  return current.gemm == nullptr ? kernels::PlanCacheCounts{} : current.gemm->plan_counts();
+}
+
 }  // namespace xlate::cuda_backend

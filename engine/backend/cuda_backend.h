@@ -15,6 +15,7 @@
 
 #include "engine/dtype.h"
 #include "kernels/element_type.h"
+#include "kernels/plan_cache.h"
 
 namespace xlate::kernels {
 class GemmContext;
@@ -67,5 +68,8 @@ void synchronize();
 // (batching, launching kernels, planning products): a step that hardly waits is bound by the
 // host, not the GPU. 0 in a CPU-only build.
 double wait_seconds();
+// The calling worker's cuBLASLt plans made so far and their host seconds (none before its first
+// product).
+kernels::PlanCacheCounts plan_counts();
 
 }  // namespace xlate::cuda_backend

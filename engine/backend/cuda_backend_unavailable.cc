@@ -22,6 +22,7 @@ size_t bytes_in_use() { return 0; }
 size_t peak_bytes_in_use() { return 0; }
 size_t bytes_reserved() { return 0; }
 double wait_seconds() { return 0; }
+kernels::PlanCacheCounts plan_counts() { return {}; }
 size_t device_memory_free() { return 0; }
 kernels::Stream stream() { unavailable(); }
 kernels::GemmContext& gemm() { unavailable(); }

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
+#include "kernels/plan_cache.h"
 
 // Every op of ops.h and training_ops.h that a backend implements, by name.
 #define XLATE_FOR_EACH_OP(X) \
@@ -74,6 +75,10 @@ struct OpBackend {
   // OK when this backend packs int8 weights (and multiplies by them) on this machine, else why
   // not (the processor lacks what they need); null: the backend has no int8 products.
   absl::Status (*int8_available)() = nullptr;
+  // The per-shape plans made so far (cuBLASLt's descriptors and algorithms for the calling
+  // thread's stream; oneDNN's primitives, shared by every thread) and the host seconds they
+  // took: a training step whose batch shapes are new pays them every step.
+  kernels::PlanCacheCounts (*plan_counts)() = nullptr;
 
 #define XLATE_OP_BACKEND_MEMBER(op) decltype(&::xlate::op) op = nullptr;
   XLATE_FOR_EACH_OP(XLATE_OP_BACKEND_MEMBER)

@@ -212,6 +212,10 @@ class TrainerCliTest(RunsOnTheCliCorpus):
                 "--keep_checkpoints", "3", *COMMON)
         kept = sorted(os.listdir(os.path.join(run, "checkpoints")))
         self.assertEqual(kept, ["step-00000002", "step-00000003", "step-00000004"])
+        # The run's oneDNN primitives (one per new shape) and the host time they took.
+        report = h.log_events(run, "train")[-1]
+        self.assertGreater(report["plans_made"], 0)
+        self.assertGreater(report["plan_seconds"], 0)
         model = os.path.join(self.root, "averaged")
         h.run([h.TRAINER, "average", "--last", "2", "--source_lang", "en", "--target_lang", "de",
                "--output", model, run])

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
+#include "engine/ops/backend.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
 #include "evaluation/bleu.h"
@@ -744,6 +745,8 @@ absl::Status Trainer::train_until_done() {
     return device_ == Device::kCUDA ? cuda_backend::wait_seconds() : 0.0;
   };
   double waits_before = device_waits();
+  const auto plan_counts = [&] { return op_backend(device_).plan_counts(); };
+  kernels::PlanCacheCounts plans_before = plan_counts();
   const int64_t first_step = state_.step;
   bool validated = false, saved = false;
   while (state_.step < options_.max_steps) {
@@ -768,6 +771,9 @@ absl::Status Trainer::train_until_done() {
         report.device_wait_seconds = device_waits() - waits_before;
         report.interval_seconds = now - report_started;
       }
+      const kernels::PlanCacheCounts plans = plan_counts();
+      report.plans_made = static_cast<int64_t>(plans.misses - plans_before.misses);
+      report.plan_seconds = plans.making_seconds - plans_before.making_seconds;
       rusage usage{};
       if (getrusage(RUSAGE_SELF, &usage) == 0) {
         report.peak_host_memory_bytes = int64_t{usage.ru_maxrss} * 1024;  // Linux: KiB
@@ -778,6 +784,7 @@ absl::Status Trainer::train_until_done() {
       report = StepReport();
       report_started = now;
       waits_before = device_waits();
+      plans_before = plans;
     }
     if (options_.validate_every_steps > 0 && state_.step % options_.validate_every_steps == 0) {
       if (!(status = validate()).ok()) return status;

@@ -70,6 +70,8 @@ void TrainingLog::step(const StepReport& r) {
     json["device_wait_seconds"] = *r.device_wait_seconds;
     json["interval_seconds"] = r.interval_seconds.value_or(0);
   }
+  json["plans_made"] = r.plans_made;
+  json["plan_seconds"] = r.plan_seconds;
   if (r.peak_host_memory_bytes > 0) json["peak_host_memory_bytes"] = r.peak_host_memory_bytes;
   if (r.loss_scale) {
     json["loss_scale"] = *r.loss_scale;

@@ -36,6 +36,11 @@ struct StepReport {
   // (cuda_backend::wait_seconds), and the seconds the interval took. Their difference is the
   // host's own work; an interval that hardly waits is bound by the host.
   std::optional<double> device_wait_seconds, interval_seconds;
+  // Since the last report (validation's translations included): the per-shape plans the
+  // device's backend made (cuBLASLt's, oneDNN's: OpBackend::plan_counts) and the host seconds
+  // they took. Batches of new shapes make new plans every step.
+  int64_t plans_made = 0;
+  double plan_seconds = 0;
   int64_t peak_host_memory_bytes = 0;  // the logging rank's peak resident set so far
 };
 

@@ -30,9 +30,16 @@ dnnl::primitive cached_primitive(const std::string& key,
     std::lock_guard<std::mutex> lock(cache_mutex);
     if (const dnnl::primitive* found = primitive_cache().find(key)) return *found;
   }
+  const kernels::Stopwatch stopwatch;
   dnnl::primitive primitive = make();  // outside the lock: creation can take milliseconds
+  const double seconds = stopwatch.seconds();
   std::lock_guard<std::mutex> lock(cache_mutex);
-  return primitive_cache().insert(key, primitive);
+  return primitive_cache().insert(key, primitive, seconds);
+}
+
+kernels::PlanCacheCounts primitive_counts() {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  return primitive_cache().counts();
 }
 
 dnnl::memory wrap_f32(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,

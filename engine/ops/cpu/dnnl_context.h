@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "engine/tensor.h"
+#include "kernels/plan_cache.h"
 
 namespace xlate::cpu {
 
@@ -21,6 +22,8 @@ const dnnl::engine& dnnl_engine();
 // The primitive cached under `key`, made by `make` on first use.
 dnnl::primitive cached_primitive(const std::string& key,
                                  const std::function<dnnl::primitive()>& make);
+// The cache's lookups and the seconds its primitives took to make, all threads together.
+kernels::PlanCacheCounts primitive_counts();
 
 // Attributes that let execute() hand each execution a scratchpad of its own.
 dnnl::primitive_attr scratchpad_attributes();

@@ -152,6 +152,7 @@ const OpBackend& op_backend() {
     table.max_beam = kMaxDeviceBeam;
     table.max_attention_head_dim = kernels::kMaxAttentionHeadDim;
     table.synchronize = cuda_backend::synchronize;
+    table.plan_counts = cuda_backend::plan_counts;
     XLATE_FOR_EACH_OP(XLATE_SET_OP_BODY)
     return table;
   }();
