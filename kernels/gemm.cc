@@ -249,27 +249,27 @@ GemmContext::Plan& GemmContext::State::plan_for(int64_t m, int64_t n, int64_t k,
                                                 GemmEpilogue epilogue, ElementType type,
                                                 OperandAlignments alignments) {
   const Key key{m, n, k, epilogue, type, key_math(type), alignments.tie()};
-  if (std::unique_ptr<Plan>* cached = plans.find(key)) return **cached;
-  const Stopwatch stopwatch;
-  auto plan = std::make_unique<Plan>();
-  const cudaDataType_t operands = cuda_data_type(operand_type(type));
-  const cudaDataType_t result = cuda_data_type(type);
-  XLATE_CUBLAS_CHECK(
-      cublaslt().matmul_desc_create(&plan->operation, compute_type(type), CUDA_R_32F));
-  set_transposes(plan->operation, /*transpose_first=*/true, /*transpose_second=*/false);
-  const cublasLtEpilogue_t cublas_epilogue_value = cublas_epilogue(epilogue);
-  XLATE_CUBLAS_CHECK(
-      cublaslt().matmul_desc_set_attribute(plan->operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                           &cublas_epilogue_value, sizeof(cublas_epilogue_value)));
-  if (has_bias(epilogue)) {  // the bias is stored as the result is, whatever the operands
+  return *plans.get_or_make(key, [&] {
+    auto plan = std::make_unique<Plan>();
+    const cudaDataType_t operands = cuda_data_type(operand_type(type));
+    const cudaDataType_t result = cuda_data_type(type);
+    XLATE_CUBLAS_CHECK(
+        cublaslt().matmul_desc_create(&plan->operation, compute_type(type), CUDA_R_32F));
+    set_transposes(plan->operation, /*transpose_first=*/true, /*transpose_second=*/false);
+    const cublasLtEpilogue_t cublas_epilogue_value = cublas_epilogue(epilogue);
     XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_set_attribute(
-        plan->operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &result, sizeof(result)));
-  }
-  plan->first = make_layout(operands, k, n, k, 1, 0);   // weight
-  plan->second = make_layout(operands, k, m, k, 1, 0);  // inp
-  plan->out = make_layout(result, n, m, n, 1, 0);
-  choose_algorithm(*plan, alignments, shape_text(m, n, k));
-  return *plans.insert(key, std::move(plan), stopwatch.seconds());
+        plan->operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &cublas_epilogue_value,
+        sizeof(cublas_epilogue_value)));
+    if (has_bias(epilogue)) {  // the bias is stored as the result is, whatever the operands
+      XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_set_attribute(
+          plan->operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &result, sizeof(result)));
+    }
+    plan->first = make_layout(operands, k, n, k, 1, 0);   // weight
+    plan->second = make_layout(operands, k, m, k, 1, 0);  // inp
+    plan->out = make_layout(result, n, m, n, 1, 0);
+    choose_algorithm(*plan, alignments, shape_text(m, n, k));
+    return plan;
+  });
 }
 
 GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s,
@@ -281,21 +281,21 @@ GemmContext::Plan& GemmContext::State::matmul_plan_for(const MatmulShape& s,
                       s.lda,            s.ldb,         s.ldc,         s.batch,     s.stride_a,
                       s.stride_b,       s.stride_c,    operand_element, result_element, compute,
                       alignments.tie()};
-  if (std::unique_ptr<Plan>* cached = matmul_plans.find(key)) return **cached;
-  const Stopwatch stopwatch;
-  auto plan = std::make_unique<Plan>();
-  const cudaDataType_t operands = cuda_data_type(operand_element);
-  const cudaDataType_t result = cuda_data_type(result_element);
-  XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_create(&plan->operation, compute, CUDA_R_32F));
-  set_transposes(plan->operation, s.transpose_b, s.transpose_a);
-  // b as stored is row-major [k, n] ([n, k] when transposed): column-major n x k (k x n).
-  plan->first = s.transpose_b ? make_layout(operands, s.k, s.n, s.ldb, s.batch, s.stride_b)
-                              : make_layout(operands, s.n, s.k, s.ldb, s.batch, s.stride_b);
-  plan->second = s.transpose_a ? make_layout(operands, s.m, s.k, s.lda, s.batch, s.stride_a)
-                               : make_layout(operands, s.k, s.m, s.lda, s.batch, s.stride_a);
-  plan->out = make_layout(result, s.n, s.m, s.ldc, s.batch, s.stride_c);
-  choose_algorithm(*plan, alignments, shape_text(s.m, s.n, s.k));
-  return *matmul_plans.insert(key, std::move(plan), stopwatch.seconds());
+  return *matmul_plans.get_or_make(key, [&] {
+    auto plan = std::make_unique<Plan>();
+    const cudaDataType_t operands = cuda_data_type(operand_element);
+    const cudaDataType_t result = cuda_data_type(result_element);
+    XLATE_CUBLAS_CHECK(cublaslt().matmul_desc_create(&plan->operation, compute, CUDA_R_32F));
+    set_transposes(plan->operation, s.transpose_b, s.transpose_a);
+    // b as stored is row-major [k, n] ([n, k] when transposed): column-major n x k (k x n).
+    plan->first = s.transpose_b ? make_layout(operands, s.k, s.n, s.ldb, s.batch, s.stride_b)
+                                : make_layout(operands, s.n, s.k, s.ldb, s.batch, s.stride_b);
+    plan->second = s.transpose_a ? make_layout(operands, s.m, s.k, s.lda, s.batch, s.stride_a)
+                                 : make_layout(operands, s.k, s.m, s.lda, s.batch, s.stride_a);
+    plan->out = make_layout(result, s.n, s.m, s.ldc, s.batch, s.stride_c);
+    choose_algorithm(*plan, alignments, shape_text(s.m, s.n, s.k));
+    return plan;
+  });
 }
 
 const void* GemmContext::State::epilogue_bias(const void* bias, size_t bytes) {

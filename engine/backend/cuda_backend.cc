@@ -1,7 +1,6 @@
 // The CUDA build's cuda_backend (cuda_backend_unavailable.cc is the CPU-only build's).
 #include "engine/backend/cuda_backend.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -58,14 +57,10 @@ Worker& worker() {
 // Adds the lifetime of the object to the worker's wait_seconds.
 class WaitTimer {
  public:
-  WaitTimer() : started_(std::chrono::steady_clock::now()) {}
-  ~WaitTimer() {
-    worker().wait_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  }
+  ~WaitTimer() { worker().wait_seconds += stopwatch_.seconds(); }
 
  private:
-  std::chrono::steady_clock::time_point started_;
+  const kernels::Stopwatch stopwatch_;
 };
 
 }  // namespace
