@@ -1,6 +1,7 @@
 #include "engine/alignment.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 
@@ -67,7 +68,21 @@ void maps_of_pass(const TransformerModel& model,
   }
 }
 
+// Every field, in order; a field added to AlignmentOptions stops this from compiling until it is
+// listed (see all_fields in engine/translator.cc).
+auto all_fields(const AlignmentOptions& options) {
+  const auto& [layer, head] = options;
+  return std::tie(layer, head);
+}
+
 }  // namespace
+
+bool operator==(const AlignmentOptions& a, const AlignmentOptions& b) {
+  return all_fields(a) == all_fields(b);
+}
+bool operator<(const AlignmentOptions& a, const AlignmentOptions& b) {
+  return all_fields(a) < all_fields(b);
+}
 
 absl::Status check_alignment_options(const AlignmentOptions& options, const ModelConfig& config,
                                      absl::string_view prefix) {

@@ -9,6 +9,7 @@
 #include <new>
 #include <numeric>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "engine/ops/backend.h"
@@ -25,7 +26,28 @@ absl::Status out_of_range(absl::string_view prefix, const char* option,
                                                  " is out of range: it must be ", limit));
 }
 
+// Every field of the options, in declaration order. The structured binding names exactly as many
+// fields as the struct has: a field added to TranslationOptions stops this from compiling until
+// it is listed here too, so no comparison built on it can leave one out (as a hand-copied batch
+// key once left out `alignment`, and requests inherited a neighbour's).
+auto all_fields(const TranslationOptions& options) {
+  const auto& [beam_size, length_penalty, max_extra_length, max_output_length, min_output_length,
+               n_best, max_batch_size, workers, return_scores, report_stable_prefixes,
+               alignment] = options;
+  return std::tie(beam_size, length_penalty, max_extra_length, max_output_length,
+                  min_output_length, n_best, max_batch_size, workers, return_scores,
+                  report_stable_prefixes, alignment);
+}
+
 }  // namespace
+
+bool operator==(const TranslationOptions& a, const TranslationOptions& b) {
+  return all_fields(a) == all_fields(b);
+}
+bool operator!=(const TranslationOptions& a, const TranslationOptions& b) { return !(a == b); }
+bool operator<(const TranslationOptions& a, const TranslationOptions& b) {
+  return all_fields(a) < all_fields(b);
+}
 
 absl::Status TranslationOptions::Validate(absl::string_view prefix) const {
   if (beam_size < 1 || beam_size > 256) {

@@ -55,6 +55,12 @@ struct TranslationOptions {
   int max_output_tokens(int64_t source_tokens, int capacity) const;
 };
 
+// Whole-struct comparisons (every field, derived in translator.cc so that adding a field without
+// comparing it does not compile): what decides whether two requests may share a batch.
+bool operator==(const TranslationOptions& a, const TranslationOptions& b);
+bool operator!=(const TranslationOptions& a, const TranslationOptions& b);
+bool operator<(const TranslationOptions& a, const TranslationOptions& b);
+
 struct Translation {
   std::vector<std::string> hypotheses;  // n_best, best first
   std::vector<float> scores;            // log P / lp, when asked for

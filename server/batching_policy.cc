@@ -20,16 +20,21 @@ BatchDecision decide_batch(const std::deque<PendingSentence>& queue, absl::Time 
   }
   if (live.empty()) return decision;
 
-  // The batch grows from the oldest sentence (so nobody starves) with the sentences of the same
-  // decoding options that are closest to it in length (so that little padding and few
-  // decoding steps are wasted), while the padded token budget and the sentence limit allow.
-  const PendingSentence& oldest = queue[live.front()];
-  std::vector<size_t> candidates;
+  // The batch grows from the first sentence in fair order (so no client starves, nor a
+  // sentence) with the sentences of the same decoding options that are closest to it in length
+  // (so that little padding and few decoding steps are wasted), while the padded token budget
+  // and the sentence limit allow.
+  size_t first = live.front();
   for (size_t i : live) {
-    if (queue[i].options_group == oldest.options_group) candidates.push_back(i);
+    if (queue[i].fair_start < queue[first].fair_start) first = i;
+  }
+  const PendingSentence& anchor = queue[first];
+  std::vector<size_t> candidates{first};
+  for (size_t i : live) {
+    if (i != first && queue[i].options_group == anchor.options_group) candidates.push_back(i);
   }
   std::stable_sort(candidates.begin() + 1, candidates.end(), [&](size_t a, size_t b) {
-    return std::abs(queue[a].tokens - oldest.tokens) < std::abs(queue[b].tokens - oldest.tokens);
+    return std::abs(queue[a].tokens - anchor.tokens) < std::abs(queue[b].tokens - anchor.tokens);
   });
   int64_t longest = 0;
   bool full = false;
@@ -45,7 +50,7 @@ BatchDecision decide_batch(const std::deque<PendingSentence>& queue, absl::Time 
     longest = std::max(longest, queue[i].tokens);
   }
   std::sort(decision.batch.begin(), decision.batch.end());
-  const absl::Duration waited = now - oldest.enqueued;
+  const absl::Duration waited = now - anchor.enqueued;
   if (full || waited >= limits.max_queue_delay) return decision;
   if (static_cast<int>(decision.batch.size()) >= limits.max_batch_sentences ||
       longest * static_cast<int64_t>(decision.batch.size()) >= limits.max_batch_tokens) {

@@ -1,6 +1,7 @@
 // The dynamic-batching policy: a pure function of (queue, clock), so that it can be tested with
-// a fake clock. Triton's semantics: a batch is dispatched when it is full or when its oldest
-// sentence has waited max_queue_delay; otherwise the caller waits the returned time.
+// a fake clock. Triton's semantics: a batch is dispatched when it is full or when its first
+// sentence has waited max_queue_delay; otherwise the caller waits the returned time. The first
+// sentence is the first in fair order (PendingSentence::fair_start), the oldest among equals.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,12 @@ struct PendingSentence {
   absl::Time enqueued;       // when it entered the queue
   absl::Time deadline = absl::InfiniteFuture();
   int64_t options_group = 0; // only sentences with equal decoding options share a batch
+  // The sentence's place in fair order (start-time fair queuing over clients: the scheduler
+  // gives each client's sentences consecutive slices of virtual time, in source tokens, from
+  // the later of now and its previous sentence's end). Batches grow from the first sentence in
+  // this order, so one client's flood cannot hold a lighter client's sentence behind it. Equal
+  // values keep arrival order.
+  double fair_start = 0;
 };
 
 struct BatchingLimits {
@@ -28,11 +35,11 @@ struct BatchingLimits {
 
 struct BatchDecision {
   std::vector<size_t> expired;  // queue indices whose deadline has passed: drop them
-  // Queue indices to dispatch now, ascending (may be empty): the oldest sentence and those
-  // closest to it in length, with the same options.
+  // Queue indices to dispatch now, ascending (may be empty): the first sentence in fair order
+  // (the oldest, among equals) and those closest to it in length, with the same options.
   std::vector<size_t> batch;
   // When `batch` is empty: how long until the decision may change without a new arrival
-  // (the oldest sentence's delay running out, or the next deadline). InfiniteDuration when
+  // (the first sentence's delay running out, or the next deadline). InfiniteDuration when
   // the queue is empty.
   absl::Duration wait = absl::InfiniteDuration();
 };

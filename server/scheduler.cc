@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
 
 namespace xlate::server {
 
@@ -92,21 +95,26 @@ Scheduler::~Scheduler() {
 }
 
 int64_t Scheduler::OptionsGroupLocked(const TranslationOptions& options) {
-  OptionsKey key;
-  key.beam_size = options.beam_size;
-  key.length_penalty = options.length_penalty;
-  key.max_extra_length = options.max_extra_length;
-  key.n_best = options.n_best;
-  key.min_output_length = options.min_output_length;
-  key.max_output_length = options.max_output_length;
-  key.report_stable_prefixes = options.report_stable_prefixes;
-  auto [entry, inserted] = option_groups_.emplace(key, static_cast<int64_t>(option_groups_.size()));
+  // Groups only need telling apart among the sentences queued now. Once most groups have no
+  // sentence left (clients that vary a float option each call), they are numbered afresh from
+  // the queue, so the table stays within a few times the queue's length.
+  if (option_groups_.size() > 2 * queued_.size() + 16) {
+    option_groups_.clear();
+    for (size_t i = 0; i < queued_.size(); ++i) {
+      auto [entry, inserted] = option_groups_.emplace(
+          queued_[i].options, static_cast<int64_t>(option_groups_.size()));
+      pending_[i].options_group = entry->second;
+    }
+  }
+  auto [entry, inserted] =
+      option_groups_.emplace(options, static_cast<int64_t>(option_groups_.size()));
   return entry->second;
 }
 
 absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     std::vector<std::vector<int32_t>> sources, TranslationOptions options, absl::Time deadline,
-    TranslationJob::DoneCallback on_done, TranslationJob::ProgressCallback on_progress) {
+    TranslationJob::DoneCallback on_done, TranslationJob::ProgressCallback on_progress,
+    const std::string& client) {
   if (sources.empty()) return absl::InvalidArgumentError("a job needs at least one sentence");
   // The job calls back on whichever thread completes it (the engine thread, mostly); the
   // callback itself runs on the completion thread, so the engine never waits on it.
@@ -142,12 +150,29 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
           "the translation queue is full (" + std::to_string(queued_.size()) + " of " +
           std::to_string(options_.queue_capacity) + " sentences waiting); retry later");
     }
+    const int64_t client_limit = options_.max_queued_per_client > 0
+                                     ? options_.max_queued_per_client
+                                     : options_.queue_capacity;
+    const auto known = clients_.find(client);
+    const int64_t client_queued = known == clients_.end() ? 0 : known->second.queued;
+    if (client_queued + static_cast<int64_t>(sources.size()) > client_limit) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "this client already has ", client_queued, " sentences waiting and sends ",
+          sources.size(), " more; one client may have ", client_limit,
+          " waiting (--max_queued_sentences_per_client); retry later"));
+    }
     const absl::Time now = clock_();
     const int64_t group = OptionsGroupLocked(options);
+    ClientShare& share = clients_[client];
+    double fair_end = std::max(share.fair_end, virtual_time_);
     for (size_t i = 0; i < sources.size(); ++i) {
-      pending_.push_back({static_cast<int64_t>(sources[i].size()) + 1, now, deadline, group});
-      queued_.push_back({job, i, std::move(sources[i]), options});
+      const int64_t tokens = static_cast<int64_t>(sources[i].size()) + 1;
+      pending_.push_back({tokens, now, deadline, group, fair_end});
+      fair_end += static_cast<double>(tokens);
+      queued_.push_back({job, i, std::move(sources[i]), options, client});
     }
+    share.queued += static_cast<int64_t>(sources.size());
+    share.fair_end = fair_end;
     depth = static_cast<int64_t>(queued_.size());
     wake_.Signal();
   }
@@ -155,9 +180,15 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
   return job;
 }
 
+void Scheduler::ForgetQueuedLocked(size_t index) {
+  const auto share = clients_.find(queued_[index].client);
+  if (share != clients_.end() && --share->second.queued <= 0) clients_.erase(share);
+}
+
 void Scheduler::RemoveJobLocked(const TranslationJob* job) {
   for (size_t i = queued_.size(); i-- > 0;) {
     if (queued_[i].job.get() == job) {
+      ForgetQueuedLocked(i);
       queued_.erase(queued_.begin() + static_cast<std::ptrdiff_t>(i));
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
     }
@@ -190,7 +221,15 @@ int64_t Scheduler::queue_depth() const {
 
 std::vector<Scheduler::QueuedSentence> Scheduler::TakeLocked(const std::vector<size_t>& indices) {
   std::vector<QueuedSentence> taken;
-  for (size_t i : indices) taken.push_back(std::move(queued_[i]));
+  // Virtual time moves to the batch's first place (its anchor's), not its last: the batch took
+  // sentences close in length from anywhere in the queue.
+  double first_place = std::numeric_limits<double>::infinity();
+  for (size_t i : indices) {
+    first_place = std::min(first_place, pending_[i].fair_start);
+    ForgetQueuedLocked(i);
+    taken.push_back(std::move(queued_[i]));
+  }
+  if (!indices.empty()) virtual_time_ = std::max(virtual_time_, first_place);
   for (size_t k = indices.size(); k-- > 0;) {
     queued_.erase(queued_.begin() + static_cast<std::ptrdiff_t>(indices[k]));
     pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(indices[k]));

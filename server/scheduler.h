@@ -15,8 +15,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -117,6 +117,9 @@ class Scheduler {
   struct Options {
     BatchingLimits limits;
     int64_t queue_capacity = 4096;  // sentences waiting, over all requests
+    // Sentences one client may have waiting (0 = queue_capacity): past it its requests get
+    // RESOURCE_EXHAUSTED, so that one client's flood cannot fill the queue for everyone.
+    int64_t max_queued_per_client = 0;
   };
   // `clock` returns the current time (tests may pass a fake). `engine` must outlive the
   // scheduler; `observer` may be null and must outlive it too.
@@ -128,8 +131,10 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues the sentences of one request. RESOURCE_EXHAUSTED at once when they do not fit in
-  // the queue; UNAVAILABLE after Shutdown. On success the scheduler holds the sentences until
+  // Queues the sentences of one request from `client` (who sent it: an API key or a peer; the
+  // engine is shared fairly between clients, PendingSentence::fair_start). RESOURCE_EXHAUSTED
+  // at once when they do not fit in the queue or in the client's share of it; UNAVAILABLE
+  // after Shutdown. On success the scheduler holds the sentences until
   // they are translated, their deadline passes (the job fails with DEADLINE_EXCEEDED) or the
   // job is cancelled.
   // `on_done` (may be empty) is called once when the job is done, on the completion thread;
@@ -139,7 +144,7 @@ class Scheduler {
   absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
       std::vector<std::vector<int32_t>> sources, TranslationOptions options,
       absl::Time deadline, TranslationJob::DoneCallback on_done = nullptr,
-      TranslationJob::ProgressCallback on_progress = nullptr);
+      TranslationJob::ProgressCallback on_progress = nullptr, const std::string& client = "");
   // Removes the job's queued sentences and fails it with `status` (nobody waits for it); its
   // sentences already decoding leave the decode before the engine's next step.
   void Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status status);
@@ -153,30 +158,18 @@ class Scheduler {
     size_t index;  // position within the job's request
     std::vector<int32_t> source;
     TranslationOptions options;
+    std::string client;
+  };
+  // A client with sentences waiting: how many, and where its last one ends in virtual time.
+  struct ClientShare {
+    int64_t queued = 0;
+    double fair_end = 0;
   };
   // Where an admitted sentence's result goes.
   struct Destination {
     std::shared_ptr<TranslationJob> job;
     size_t index;
   };
-  // The decoding options a batch shares (sentences with other options go to another batch).
-  struct OptionsKey {
-    int beam_size;
-    float length_penalty;
-    int max_extra_length;
-    int n_best;
-    int min_output_length;
-    int max_output_length;
-    bool report_stable_prefixes;
-    bool operator<(const OptionsKey& other) const {
-      return std::tie(beam_size, length_penalty, max_extra_length, n_best, min_output_length,
-                      max_output_length, report_stable_prefixes) <
-             std::tie(other.beam_size, other.length_penalty, other.max_extra_length,
-                      other.n_best, other.min_output_length, other.max_output_length,
-                      other.report_stable_prefixes);
-    }
-  };
-
   Scheduler(const Options& options, StreamingEngine* engine, SchedulerObserver* observer,
             std::function<absl::Time()> clock);
   void Run();
@@ -184,6 +177,8 @@ class Scheduler {
   std::vector<QueuedSentence> TakeLocked(const std::vector<size_t>& indices)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   void RemoveJobLocked(const TranslationJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Accounts for queue entry `index` leaving the queue (before it is erased).
+  void ForgetQueuedLocked(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Admits a batch into the engine (engine thread); failures fail its jobs.
   void AdmitBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens);
   // One engine step; reports the stable prefixes that grew and delivers the sentences that
@@ -205,7 +200,14 @@ class Scheduler {
   // Two views of one queue, index for index: what the policy needs, and what the engine needs.
   std::deque<PendingSentence> pending_ ABSL_GUARDED_BY(mutex_);
   std::deque<QueuedSentence> queued_ ABSL_GUARDED_BY(mutex_);
-  std::map<OptionsKey, int64_t> option_groups_ ABSL_GUARDED_BY(mutex_);
+  // The decoding options a batch shares, whole (sentences with other options go to another
+  // batch): the group number of each set of options seen.
+  std::map<TranslationOptions, int64_t> option_groups_ ABSL_GUARDED_BY(mutex_);
+  // Clients with sentences waiting (an entry goes when its last sentence leaves the queue).
+  std::map<std::string, ClientShare> clients_ ABSL_GUARDED_BY(mutex_);
+  // Fair queuing's virtual time, in source tokens: the place of the last batch's first
+  // sentence. A client's next sentence starts at the later of this and its previous one's end.
+  double virtual_time_ ABSL_GUARDED_BY(mutex_) = 0;
   // Jobs cancelled since the engine thread last looked (their sentences may be decoding).
   std::vector<std::shared_ptr<TranslationJob>> cancelled_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;

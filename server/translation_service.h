@@ -42,6 +42,8 @@ struct RequestLimits {
   int64_t max_entry_code_points = 10000;
   int64_t max_request_code_points = 30000;
   int max_sentences_per_request = 256;
+  // Entries of contents, blank or not: counted on the wire before the request is parsed.
+  int64_t max_entries_per_request = 256;
   // <= kMaxDeviceBeam: the server's continuous decoder searches with the device beam step.
   int max_beam_size = kDefaultMaxBeamSize;
 };
@@ -86,9 +88,10 @@ class TranslationService final
   // Takes a call's request: refuses it while draining, routes it to a model, checks it and
   // submits its sentences to that model's scheduler (the call's Answer, and its progress
   // callback if any, get the results); a call refused, or with nothing to decode, is answered at
-  // once.
+  // once. `client` (gRPC's peer: one client connection) is whom the scheduler shares the engine
+  // fairly between.
   template <typename CallType>
-  void Start(CallType* call, const grpc::ByteBuffer& request_bytes);
+  void Start(CallType* call, const grpc::ByteBuffer& request_bytes, const std::string& client);
   // Counts a call in, or refuses it (false) once draining.
   bool Enter();
   void Leave();

@@ -114,5 +114,26 @@ TEST(BatchingPolicy, BatchIndicesAscend) {
   EXPECT_EQ(decision.batch, (std::vector<size_t>{0, 1, 2}));
 }
 
+// A batch grows from the first sentence in fair order, not the oldest: a light client's
+// sentence, queued behind a flood, anchors the next batch (of one sentence, here).
+TEST(BatchingPolicy, TheFirstInFairOrderAnchorsTheBatch) {
+  std::deque<PendingSentence> queue;
+  for (int i = 0; i < 4; ++i) {
+    queue.push_back(sentence(10, absl::Milliseconds(i)));
+    queue.back().fair_start = 110.0 + 10 * i;  // a flooding client's slices, after now (100)
+  }
+  queue.push_back(sentence(50, absl::Milliseconds(9)));
+  queue.back().fair_start = 100.0;  // another client's first sentence, which starts now
+  // Budget 60: the 50-token sentence cannot take a 10-token one along (2 x 50 padded).
+  BatchDecision decision =
+      decide_batch(queue, kStart + absl::Milliseconds(20), limits(60, 8, absl::Milliseconds(5)));
+  EXPECT_EQ(decision.batch, (std::vector<size_t>{4}));
+  // Equal places keep arrival order.
+  queue.back().fair_start = 110.0;
+  decision =
+      decide_batch(queue, kStart + absl::Milliseconds(20), limits(60, 8, absl::Milliseconds(5)));
+  EXPECT_EQ(decision.batch.front(), 0u);
+}
+
 }  // namespace
 }  // namespace xlate::server

@@ -28,6 +28,7 @@ class FakeEngine : public StreamingEngine {
     {
       absl::MutexLock lock(&mutex_);
       batches_.push_back(sources);
+      batch_options_.push_back(options);
       reporting_batches_ += options.report_stable_prefixes;
     }
     if (!started_.HasBeenNotified()) started_.Notify();  // admissions run on one thread
@@ -96,6 +97,10 @@ class FakeEngine : public StreamingEngine {
     absl::MutexLock lock(&mutex_);
     return batches_;
   }
+  std::vector<TranslationOptions> batch_options() {
+    absl::MutexLock lock(&mutex_);
+    return batch_options_;
+  }
   int reporting_batches() {
     absl::MutexLock lock(&mutex_);
     return reporting_batches_;
@@ -115,6 +120,7 @@ class FakeEngine : public StreamingEngine {
   int64_t next_handle_ = 0;
   absl::Mutex mutex_;
   std::vector<std::vector<std::vector<int32_t>>> batches_;
+  std::vector<TranslationOptions> batch_options_;  // of each admission, as batches_
   std::vector<int64_t> dropped_;
   int reporting_batches_ = 0;
   std::atomic<bool> blocking_{false}, finish_{false};
@@ -407,6 +413,123 @@ TEST(Scheduler, ShutdownDrainsQueuedWorkAndRefusesNewWork) {
   EXPECT_TRUE((*job)->status().ok());
   auto refused = (*scheduler)->Submit({{4}}, {}, kNoDeadline);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+}
+
+// Requests whose options differ in any field, alignment and scores included, never share an
+// admission: each sentence is decoded with its own request's options (a batch key that copied
+// some fields by hand once let a request inherit a neighbour's alignment choice).
+TEST(Scheduler, RequestsThatDifferInAnyOptionNeverShareABatch) {
+  FakeEngine engine;
+  engine.block();
+  auto scheduler = Scheduler::Create(options(8, absl::ZeroDuration()), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto first = (*scheduler)->Submit({{1, 100}}, {}, kNoDeadline);  // holds the engine
+  ASSERT_TRUE(first.ok());
+  engine.wait_started();
+  std::vector<TranslationOptions> variants(6);
+  variants[1].alignment = AlignmentOptions{};
+  variants[2].alignment = AlignmentOptions{0, 1};
+  variants[3].alignment = AlignmentOptions{0, -1};
+  variants[4].return_scores = false;
+  variants[5].n_best = 2;
+  std::vector<std::shared_ptr<TranslationJob>> jobs;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    // Two sentences per request, marked with the request's number.
+    const int32_t mark = static_cast<int32_t>(v);
+    auto job = (*scheduler)->Submit({{1, mark}, {1, mark}}, variants[v], kNoDeadline);
+    ASSERT_TRUE(job.ok());
+    jobs.push_back(*job);
+  }
+  engine.release();
+  for (const auto& job : jobs) {
+    ASSERT_TRUE(job->WaitUntil(absl::Now() + absl::Seconds(10)));
+    EXPECT_TRUE(job->status().ok());
+  }
+  const auto batches = engine.batches();
+  const auto admitted_options = engine.batch_options();
+  ASSERT_EQ(batches.size(), admitted_options.size());
+  std::vector<int> sentences_seen(variants.size());
+  for (size_t b = 1; b < batches.size(); ++b) {
+    for (const auto& source : batches[b]) {
+      const size_t v = static_cast<size_t>(source[1]);
+      ++sentences_seen[v];
+      EXPECT_TRUE(admitted_options[b] == variants[v]) << "request " << v << " in admission " << b;
+    }
+  }
+  for (int seen : sentences_seen) EXPECT_EQ(seen, 2);
+}
+
+// A client with one sentence, queued behind another client's flood, is admitted in the next
+// batch, not after the flood (fair queuing over clients); a client past its share of the queue
+// is refused, naming the limit, while others are still taken.
+TEST(Scheduler, ClientsShareTheEngineFairly) {
+  FakeEngine engine;
+  engine.block();
+  Scheduler::Options fair = options(1, absl::ZeroDuration());
+  fair.max_queued_per_client = 30;
+  auto scheduler = Scheduler::Create(fair, &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto blocker = (*scheduler)->Submit({{1, 0}}, {}, kNoDeadline, nullptr, nullptr, "a");
+  ASSERT_TRUE(blocker.ok());
+  engine.wait_started();
+  std::vector<std::shared_ptr<TranslationJob>> jobs;
+  for (int i = 0; i < 3; ++i) {  // the flood: 30 sentences, marked 100 + their number
+    std::vector<std::vector<int32_t>> sources;
+    for (int k = 0; k < 10; ++k) sources.push_back({1, 100 + 10 * i + k});
+    auto flood = (*scheduler)->Submit(sources, {}, kNoDeadline, nullptr, nullptr, "a");
+    ASSERT_TRUE(flood.ok());
+    jobs.push_back(*flood);
+  }
+  auto over = (*scheduler)->Submit({{1, 999}}, {}, kNoDeadline, nullptr, nullptr, "a");
+  ASSERT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(over.status().message().find("--max_queued_sentences_per_client"),
+            std::string::npos);
+  EXPECT_NE(over.status().message().find("30"), std::string::npos);
+  auto light = (*scheduler)->Submit({{1, 7}}, {}, kNoDeadline, nullptr, nullptr, "b");
+  ASSERT_TRUE(light.ok());
+  jobs.push_back(*light);
+  engine.release();
+  for (const auto& job : jobs) ASSERT_TRUE(job->WaitUntil(absl::Now() + absl::Seconds(10)));
+  const auto batches = engine.batches();
+  ASSERT_EQ(batches.size(), 32u);  // the blocker, the flood, the light client's, one each
+  size_t light_batch = 0;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    if (batches[b][0][1] == 7) light_batch = b;
+  }
+  // Client b's sentence starts at virtual time 0 as the flood's first does: it goes second.
+  EXPECT_LE(light_batch, 2u);
+  // The flood's own sentences keep their order.
+  int32_t last = 0;
+  for (const auto& batch : batches) {
+    if (batch[0][1] < 100) continue;
+    EXPECT_GT(batch[0][1], last);
+    last = batch[0][1];
+  }
+}
+
+// The whole-struct comparison the batch key rests on sees every field.
+TEST(Scheduler, TranslationOptionsCompareEveryField) {
+  const TranslationOptions plain;
+  std::vector<TranslationOptions> changed(11, plain);
+  changed[0].beam_size = 5;
+  changed[1].length_penalty = 0.7f;
+  changed[2].max_extra_length = 10;
+  changed[3].max_output_length = 9;
+  changed[4].min_output_length = 2;
+  changed[5].n_best = 2;
+  changed[6].max_batch_size = 4;
+  changed[7].workers = 2;
+  changed[8].return_scores = false;
+  changed[9].report_stable_prefixes = true;
+  changed[10].alignment = AlignmentOptions{};
+  for (size_t i = 0; i < changed.size(); ++i) {
+    EXPECT_FALSE(changed[i] == plain) << "field " << i;
+    EXPECT_TRUE(changed[i] < plain || plain < changed[i]) << "field " << i;
+  }
+  TranslationOptions other_head = changed[10];
+  other_head.alignment->head = 0;
+  EXPECT_FALSE(other_head == changed[10]);
+  EXPECT_TRUE(TranslationOptions(plain) == plain);
 }
 
 TEST(Scheduler, BadOptionsAreRefused) {
