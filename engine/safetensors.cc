@@ -1,7 +1,6 @@
 #include "engine/safetensors.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,8 +29,89 @@ absl::Status corrupt(const std::string& path, const std::string& what) {
   return absl::DataLossError(absl::StrCat(path, ": ", what));
 }
 
+// The file's identity and size when it was opened. A file replaced or rewritten while it is
+// read (a deploy copying over it, `kubectl cp`, a sync) differs in one of them afterwards.
+struct FileFacts {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  timespec modified{};
+  bool operator==(const FileFacts& other) const {
+    return device == other.device && inode == other.inode && size == other.size &&
+           modified.tv_sec == other.modified.tv_sec && modified.tv_nsec == other.modified.tv_nsec;
+  }
+};
+
+FileFacts facts_of(const struct stat& facts) {
+  return {facts.st_dev, facts.st_ino, facts.st_size, facts.st_mtim};
+}
+
+// An open file read with pread(2) into buffers of the reader's: unlike a memory map (whose pages
+// past a shrunken end raise SIGBUS and end the process), a file that shrinks or is replaced
+// while read gives a short read or other facts, and an error.
+class OpenFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpenFile>> Open(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+    }
+    auto file = std::unique_ptr<OpenFile>(new OpenFile(path, fd));
+    struct stat facts {};
+    if (::fstat(fd, &facts) != 0 || !S_ISREG(facts.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+    }
+    file->opened_ = facts_of(facts);
+    return file;
+  }
+  ~OpenFile() { ::close(fd_); }
+  uint64_t size() const { return static_cast<uint64_t>(opened_.size); }
+
+  // Reads bytes [offset, offset + bytes) into `out`.
+  absl::Status Read(uint64_t offset, uint64_t bytes, void* out) const {
+    char* into = static_cast<char*>(out);
+    uint64_t done = 0;
+    while (done < bytes) {
+      const ssize_t n = ::pread(fd_, into + done, bytes - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        return absl::DataLossError(absl::StrCat(path_, ": read failed at byte ", offset + done,
+                                                ": ", std::strerror(errno)));
+      }
+      if (n == 0) {
+        return absl::DataLossError(absl::StrCat(
+            path_, ": the file ended at byte ", offset + done, " of the ", size(),
+            " it had when opened: it was truncated or replaced while being read"));
+      }
+      done += static_cast<uint64_t>(n);
+    }
+    return absl::OkStatus();
+  }
+
+  // OK when the path still names the file opened, unchanged; what was read is then the file
+  // as it was: a writer that rewrote it in place (cp) changes its size or modification time, one
+  // that renamed another over it (an atomic deploy) its inode.
+  absl::Status CheckUnchanged() const {
+    struct stat now_open {}, now_named {};
+    if (::fstat(fd_, &now_open) != 0 || !(facts_of(now_open) == opened_) ||
+        ::stat(path_.c_str(), &now_named) != 0 || !(facts_of(now_named) == opened_)) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": the file changed while it was read (replaced, rewritten or truncated); "
+                 "nothing of it was used: load it again once it is complete"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  OpenFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  const std::string path_;
+  const int fd_;
+  FileFacts opened_;
+};
+
 absl::StatusOr<Tensor> parse_entry(const std::string& path, const std::string& name,
-                                   const Json& entry, const char* data, uint64_t data_bytes) {
+                                   const Json& entry, const OpenFile& file, uint64_t data_start,
+                                   uint64_t data_bytes) {
   const std::string where = absl::StrCat("tensor \"", name, "\"");
   if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
       !entry.contains("data_offsets")) {
@@ -70,86 +150,47 @@ absl::StatusOr<Tensor> parse_entry(const std::string& path, const std::string& n
                                       count * dtype_size(dtype)));
   }
   Tensor tensor = Tensor::empty(shape, dtype);
-  std::memcpy(tensor.raw_data(), data + begin, end - begin);
-  // The copied file pages leave this process's memory at once (the file is mapped, read-only):
-  // loading then needs the weights' size, not twice it.
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t first = reinterpret_cast<uintptr_t>(data + begin) / page * page;
-  const uintptr_t last = reinterpret_cast<uintptr_t>(data + end) / page * page;
-  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  if (auto read = file.Read(data_start + begin, end - begin, tensor.raw_data()); !read.ok()) {
+    return read;
+  }
   return tensor;
 }
-
-// A file mapped read-only for the length of a read; empty files map nothing.
-class MappedFile {
- public:
-  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-    }
-    struct stat facts {};
-    if (::fstat(fd, &facts) != 0 || !S_ISREG(facts.st_mode)) {
-      ::close(fd);
-      return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
-    }
-    auto file = std::unique_ptr<MappedFile>(new MappedFile());
-    file->size_ = static_cast<size_t>(facts.st_size);
-    if (file->size_ > 0) {
-      void* mapped = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (mapped == MAP_FAILED) {
-        const std::string reason = std::strerror(errno);
-        ::close(fd);
-        return absl::ResourceExhaustedError(absl::StrCat(path, ": cannot map: ", reason));
-      }
-      file->data_ = static_cast<const char*>(mapped);
-    }
-    ::close(fd);
-    return file;
-  }
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  const char* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  MappedFile() = default;
-  const char* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 }  // namespace
 
 absl::StatusOr<TensorMap> read_safetensors(const std::string& path) {
-  absl::StatusOr<std::unique_ptr<MappedFile>> file = MappedFile::Open(path);
-  if (!file.ok()) return file.status();
-  const absl::string_view bytes((*file)->data(), (*file)->size());
-  if (bytes.size() < 8) {
-    return corrupt(path, absl::StrCat("file is ", bytes.size(),
+  absl::StatusOr<std::unique_ptr<OpenFile>> opened = OpenFile::Open(path);
+  if (!opened.ok()) return opened.status();
+  const OpenFile& file = **opened;
+  if (file.size() < 8) {
+    return corrupt(path, absl::StrCat("file is ", file.size(),
                                       " bytes, shorter than the 8-byte header length"));
   }
+  unsigned char length_bytes[8];
+  if (auto read = file.Read(0, 8, length_bytes); !read.ok()) return read;
   uint64_t header_bytes = 0;
-  for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | static_cast<uint8_t>(bytes[i]);
-  if (header_bytes > kMaxHeaderBytes || header_bytes > bytes.size() - 8) {
+  for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | length_bytes[i];
+  if (header_bytes > kMaxHeaderBytes || header_bytes > file.size() - 8) {
     return corrupt(path, absl::StrCat("header length ", header_bytes, " exceeds the file (",
-                                      bytes.size(), " bytes) or the ", kMaxHeaderBytes,
+                                      file.size(), " bytes) or the ", kMaxHeaderBytes,
                                       "-byte limit"));
   }
-  const Json header = Json::parse(bytes.begin() + 8, bytes.begin() + 8 + header_bytes, nullptr,
-                                  /*allow_exceptions=*/false);
+  std::string header_text(header_bytes, '\0');
+  if (auto read = file.Read(8, header_bytes, header_text.data()); !read.ok()) return read;
+  const Json header = Json::parse(header_text, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object()) {
     return corrupt(path, "header is not a JSON object");
   }
-  const char* data = bytes.data() + 8 + header_bytes;
-  const uint64_t data_bytes = bytes.size() - 8 - header_bytes;
+  const uint64_t data_start = 8 + header_bytes;
+  const uint64_t data_bytes = file.size() - data_start;
   TensorMap tensors;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
-    auto tensor = parse_entry(path, name, entry, data, data_bytes);
+    auto tensor = parse_entry(path, name, entry, file, data_start, data_bytes);
     if (!tensor.ok()) return tensor.status();
     tensors.emplace(name, *std::move(tensor));
   }
+  if (auto unchanged = file.CheckUnchanged(); !unchanged.ok()) return unchanged;
   return tensors;
 }
 
