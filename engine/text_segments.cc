@@ -57,6 +57,21 @@ size_t skip_blank_backward(const std::string& text, size_t begin, size_t end) {
   return last_content_end;
 }
 
+// Whether text[begin, end) holds a letter or a digit: something a model can translate. A piece
+// of punctuation, symbols or emoji alone ("-", "?!", "🙂") is kept as given; a model asked to
+// translate it invents a sentence.
+bool has_words(const std::string& text, size_t begin, size_t end) {
+  size_t at = begin;
+  char32_t c;
+  while (at < end && decode_utf8(std::string_view(text).substr(0, end), &at, &c)) {
+    if (u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_ALPHABETIC) ||
+        u_isdigit(static_cast<UChar32>(c))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 bool is_blank_code_point(char32_t c) {
@@ -124,7 +139,9 @@ void SegmentedTexts::AddText(std::string text, const std::vector<size_t>& bounda
     const size_t content_begin = skip_blank_forward(text, begin, end);
     const size_t content_end = skip_blank_backward(text, content_begin, end);
     keep(begin, content_begin);
-    if (content_begin < content_end) {
+    if (content_begin < content_end && !has_words(text, content_begin, content_end)) {
+      keep(content_begin, content_end);
+    } else if (content_begin < content_end) {
       pieces.push_back({content_begin, content_end, true});
       sentences_.push_back(text.substr(content_begin, content_end - content_begin));
       text_of_sentence_.push_back(texts_.size());

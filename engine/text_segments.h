@@ -1,9 +1,10 @@
 // Texts as the sentences a model trained on single sentences expects. Each text (a paragraph, a
 // few lines of a document) is cut into sentences by ICU's sentence BreakIterator for the source
 // language; the whitespace and control characters around each sentence, and a text or line
-// that holds nothing else, are kept exactly as given and never decoded. A text's translation is
-// the text again with each sentence replaced by its translation, so line breaks, indentation
-// and paragraph structure survive.
+// that holds nothing else, are kept exactly as given and never decoded; so is a piece with no
+// letter or digit in it (".", "?!", "🙂"), for which a model would only invent a sentence. A
+// text's translation is the text again with each sentence replaced by its translation, so line
+// breaks, indentation and paragraph structure survive.
 //
 //   "  A dog runs. A cat sleeps.\n\nTwo men.\n" -> pieces
 //   kept "  " | sentence 0 "A dog runs." | kept " " | sentence 1 "A cat sleeps." |

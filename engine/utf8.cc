@@ -65,4 +65,23 @@ bool is_valid_utf8(std::string_view text, size_t* error_offset) {
   return true;
 }
 
+std::string excerpt(std::string_view text, size_t max_code_points) {
+  size_t pos = 0, kept_bytes = 0, code_points = 0;
+  char32_t code_point;
+  bool malformed = false;
+  while (pos < text.size()) {
+    if (!decode_utf8(text, &pos, &code_point)) {
+      malformed = true;
+      break;
+    }
+    if (++code_points == max_code_points) kept_bytes = pos;
+  }
+  if (!malformed && code_points <= max_code_points) return std::string(text);
+  if (code_points < max_code_points) kept_bytes = pos;  // malformed before the cut
+  std::string result(text.substr(0, kept_bytes));
+  result += "...";
+  if (!malformed) result += " (" + std::to_string(code_points) + " code points)";
+  return result;
+}
+
 }  // namespace xlate

@@ -20,4 +20,10 @@ void append_utf8(char32_t code_point, std::string* out);
 // byte offset of the first bad sequence.
 bool is_valid_utf8(std::string_view text, size_t* error_offset);
 
+// `text` for an error message that quotes what a user sent: whole when it has at most
+// `max_code_points` code points, else its first `max_code_points` code points (cut between
+// code points, never inside one) and "... (N code points)", so that an echoed field stays short
+// (gRPC clients refuse metadata past 8-16 KB). A malformed sequence ends the excerpt there.
+std::string excerpt(std::string_view text, size_t max_code_points = 40);
+
 }  // namespace xlate

@@ -3,6 +3,7 @@
 #include <unicode/locid.h>
 
 #include "absl/strings/str_cat.h"
+#include "engine/utf8.h"
 
 namespace xlate::server {
 
@@ -11,7 +12,7 @@ absl::StatusOr<std::string> language_subtag(const std::string& field, const std:
   const icu::Locale locale = icu::Locale::forLanguageTag(tag, error);
   if (U_FAILURE(error) || locale.isBogus() || locale.getLanguage()[0] == '\0') {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, " \"", tag, "\" is not a BCP-47 language code (e.g. \"en\", \"de-CH\")"));
+        field, " \"", excerpt(tag), "\" is not a BCP-47 language code (e.g. \"en\", \"de-CH\")"));
   }
   return std::string(locale.getLanguage());
 }
@@ -24,9 +25,9 @@ absl::Status check_language(const std::string& field, const std::string& request
   // A model directory's own code is trusted to parse; one that does not is compared as given.
   absl::StatusOr<std::string> served_language = language_subtag("the model's language", served);
   if (*language == (served_language.ok() ? *served_language : served)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(field, " \"", requested, "\" is not served; the "
-                                                 "model translates ", direction, " \"", served,
-                                                 "\""));
+  return absl::InvalidArgumentError(absl::StrCat(field, " \"", excerpt(requested),
+                                                 "\" is not served; the model translates ",
+                                                 direction, " \"", served, "\""));
 }
 
 }  // namespace xlate::server

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/utf8.h"
 #include "absl/strings/str_join.h"
 #include "server/language_code.h"
 
@@ -99,7 +100,7 @@ absl::Status ModelRegistry::Add(const std::string& name, const std::string& dir)
 }
 
 std::string ModelRegistry::NotServedLocked(const std::string& name) const {
-  return absl::StrCat("model \"", name, "\" is not served here; this server serves ",
+  return absl::StrCat("model \"", excerpt(name), "\" is not served here; this server serves ",
                       ServedListLocked());
 }
 
@@ -139,8 +140,9 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRegistry::Route(
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "no served model translates from \"", source_language.empty() ? "any" : source_language,
-      "\" into \"", target_language.empty() ? "any" : target_language, "\"; this server serves ",
+      "no served model translates from \"",
+      source_language.empty() ? "any" : excerpt(source_language), "\" into \"",
+      target_language.empty() ? "any" : excerpt(target_language), "\"; this server serves ",
       ServedListLocked()));
 }
 

@@ -6,6 +6,7 @@
 #include <google/protobuf/descriptor.pb.h>
 
 #include "absl/strings/str_cat.h"
+#include "engine/utf8.h"
 
 namespace xlate::server {
 namespace {
@@ -69,11 +70,12 @@ ServerReflectionResponse ReflectionV1Service::Answer(const ServerReflectionReque
       break;
     case ServerReflectionRequest::kFileByFilename:
       answer_with_file(pool->FindFileByName(request.file_by_filename()),
-                       absl::StrCat("no file \"", request.file_by_filename(), "\""));
+                       absl::StrCat("no file \"", excerpt(request.file_by_filename()), "\""));
       break;
     case ServerReflectionRequest::kFileContainingSymbol:
       answer_with_file(pool->FindFileContainingSymbol(request.file_containing_symbol()),
-                       absl::StrCat("no symbol \"", request.file_containing_symbol(), "\""));
+                       absl::StrCat("no symbol \"", excerpt(request.file_containing_symbol()),
+                                    "\""));
       break;
     case ServerReflectionRequest::kFileContainingExtension: {
       const auto& wanted = request.file_containing_extension();
@@ -82,14 +84,15 @@ ServerReflectionResponse ReflectionV1Service::Answer(const ServerReflectionReque
           type ? pool->FindExtensionByNumber(type, wanted.extension_number()) : nullptr;
       answer_with_file(extension ? extension->file() : nullptr,
                        absl::StrCat("no extension ", wanted.extension_number(), " of \"",
-                                    wanted.containing_type(), "\""));
+                                    excerpt(wanted.containing_type()), "\""));
       break;
     }
     case ServerReflectionRequest::kAllExtensionNumbersOfType: {
       const auto* type = pool->FindMessageTypeByName(request.all_extension_numbers_of_type());
       if (type == nullptr) {
         set_error(response, grpc::NOT_FOUND,
-                  absl::StrCat("no type \"", request.all_extension_numbers_of_type(), "\""));
+                  absl::StrCat("no type \"",
+                               excerpt(request.all_extension_numbers_of_type()), "\""));
         break;
       }
       std::vector<const google::protobuf::FieldDescriptor*> extensions;

@@ -6,7 +6,9 @@
 #include <map>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/utf8.h"
 #include "server/language_code.h"
 #include "server/request_parsing.h"
 
@@ -317,7 +319,8 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
 };
 
 template <typename CallType>
-void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_bytes) {
+void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_bytes,
+                               const std::string& client) {
   TranslationOptions options;
   std::optional<SegmentedTexts> texts;
   std::vector<std::vector<int32_t>> sources;
@@ -331,7 +334,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
                                        " bytes; the limit is ", limits_.max_request_bytes,
                                        " bytes (--max_receive_message_bytes)"));
   } else {
-    status = parse_request(request_bytes, call->request());
+    status = parse_request(request_bytes, limits_.max_entries_per_request, call->request());
   }
   if (status.ok()) {
     const xlate::v1::TranslateRequest& request = call->request();
@@ -354,7 +357,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
       [call, n_best](absl::Status status, std::vector<std::vector<Hypothesis>> results) {
         call->Answer(std::move(status), n_best, std::move(results));
       },
-      call->progress_callback());
+      call->progress_callback(), client);
   if (job.ok()) {
     call->set_job(*std::move(job));
   } else {
@@ -366,7 +369,7 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request_bytes,
                                                         grpc::ByteBuffer* response_bytes) {
   auto* call = new UnaryCall(this, absl::FromChrono(context->deadline()), response_bytes);
-  Start(call, *request_bytes);
+  Start(call, *request_bytes, context->peer());
   call->Release();
   return call;
 }
@@ -374,7 +377,7 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
   auto* call = new StreamCall(this, absl::FromChrono(context->deadline()));
-  Start(call, *request_bytes);
+  Start(call, *request_bytes, context->peer());
   call->Release();
   return call;
 }
@@ -398,8 +401,9 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
                        config.target_lang, "into")}) {
     if (!language.ok()) return to_grpc(language);
   }
-  if (!request.mime_type().empty() && request.mime_type() != "text/plain") {
-    return invalid(absl::StrCat("mime_type \"", request.mime_type(),
+  // MIME types are case-insensitive (RFC 2045): "TEXT/PLAIN" is text/plain.
+  if (!request.mime_type().empty() && !absl::EqualsIgnoreCase(request.mime_type(), "text/plain")) {
+    return invalid(absl::StrCat("mime_type \"", excerpt(request.mime_type()),
                                 "\" is not supported; send \"text/plain\" (or leave it empty)"));
   }
   if (request.contents_size() == 0) return invalid("contents is empty: send at least 1 text");
@@ -464,7 +468,7 @@ grpc::Status TranslationService::Check(const ServedModel& model,
       const size_t entry = texts->text_of(s);
       return invalid(absl::StrCat(
           "contents[", entry, "], sentence ", s - texts->first_sentence(entry) + 1, " (\"",
-          sentence.substr(0, 40), sentence.size() > 40 ? "...\"" : "\"", ") has ",
+          excerpt(sentence), "\") has ",
           ids->size() + 1, " tokens; the limit is ", token_limit, " (--max_input_tokens, ",
           "end token included)"));
     }

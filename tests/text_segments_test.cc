@@ -67,6 +67,28 @@ TEST(SegmentedTexts, BlankTextsHaveNoSentences) {
   EXPECT_EQ(split->text_of(0), 5u);
 }
 
+TEST(SegmentedTexts, PiecesWithoutLettersOrDigitsAreKeptNotTranslated) {
+  const std::vector<std::string> texts = {".", "-", "?!", "\U0001F642", "A dog.\n-\nA cat.",
+                                          "42", "\u00bfQu\u00e9?"};
+  for (Segmentation segmentation : {Segmentation::kSentences, Segmentation::kWholeText}) {
+    auto split = SegmentedTexts::Split(texts, "en", segmentation);
+    ASSERT_TRUE(split.ok());
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(split->end_sentence(i), split->first_sentence(i)) << "text " << i;
+      EXPECT_EQ(split->Join(i, {}), texts[i]);
+    }
+    EXPECT_EQ(split->end_sentence(5) - split->first_sentence(5), 1u);  // digits are words
+    EXPECT_EQ(split->end_sentence(6) - split->first_sentence(6), 1u);
+  }
+  auto split = SegmentedTexts::Split(texts, "en", Segmentation::kSentences);
+  ASSERT_TRUE(split.ok());
+  // A line of "-" between two sentences is kept as it is, between their translations.
+  const size_t first = split->first_sentence(4);
+  ASSERT_EQ(split->end_sentence(4) - first, 2u);
+  EXPECT_EQ(split->sentences()[first], "A dog.");
+  EXPECT_EQ(split->Join(4, {"Ein Hund.", "Eine Katze."}), "Ein Hund.\n-\nEine Katze.");
+}
+
 TEST(SegmentedTexts, WholeTextSegmentationKeepsALineOneSentence) {
   auto split = SegmentedTexts::Split({"Mr. Smith runs. He is fast.", " ", "x"}, "en",
                                      Segmentation::kWholeText);

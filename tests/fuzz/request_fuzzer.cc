@@ -14,7 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   grpc::Slice slice(data, size);
   grpc::ByteBuffer bytes(&slice, 1);
   xlate::v1::TranslateRequest request;
-  grpc::Status status = xlate::server::parse_request(bytes, request);
+  constexpr int64_t kMaxEntries = 64;
+  grpc::Status status = xlate::server::parse_request(bytes, kMaxEntries, request);
+  if (status.ok() && request.contents_size() > kMaxEntries) __builtin_trap();
   if (!status.ok()) {
     if (status.error_code() != grpc::INVALID_ARGUMENT || status.error_message().empty()) {
       __builtin_trap();
