@@ -55,7 +55,10 @@ RUN apt-get update \
 ENV FLAGS_model_dir=/opt/xlate/share/xlate/models/en-de-multi30k
 EXPOSE 50051 9464
 # The server of the cuda and cpu images (their stages add /opt/xlate); the trainer's overrides it.
-ENTRYPOINT ["/opt/xlate/bin/xlate-server", "--port=50051", "--metrics_port=9464", "--tryfromenv=model_dir,model_name,device,compute_type,threads,max_batch_tokens,max_batch_sentences,max_queue_delay_ms,queue_capacity,decoding_sentences,max_beam_size,max_input_tokens,max_output_tokens,max_sentences_per_request,max_entry_code_points,max_request_code_points,max_receive_message_bytes,grace_period_seconds"]
+# Flags come from FLAGS_<name> variables too. With TLS (FLAGS_tls_cert, FLAGS_tls_key), set
+# FLAGS_tls_ca (the roots that verify the certificate; itself when self-signed) and, when the
+# certificate does not name 127.0.0.1, FLAGS_tls_server_name: the HEALTHCHECK's probe reads them.
+ENTRYPOINT ["/opt/xlate/bin/xlate-server", "--port=50051", "--metrics_port=9464", "--tryfromenv=model_dir,model_name,device,compute_type,threads,max_batch_tokens,max_batch_sentences,max_queue_delay_ms,queue_capacity,decoding_sentences,max_beam_size,max_input_tokens,max_output_tokens,max_sentences_per_request,max_entry_code_points,max_request_code_points,max_receive_message_bytes,max_entries_per_request,max_queued_sentences_per_client,grace_period_seconds,tls_cert,tls_key,admin_address"]
 
 # --- cuda: runtime-base plus the CUDA 12.x runtime libraries ---------------------------------
 FROM runtime-base AS cuda
@@ -73,7 +76,7 @@ ENV NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
 COPY --from=build-cuda /opt/xlate /opt/xlate
 USER 10001
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
-  CMD ["/opt/xlate/bin/xlate-health", "--target=127.0.0.1:50051"]
+  CMD ["/opt/xlate/bin/xlate-health", "--target=127.0.0.1:50051", "--tryfromenv=tls_ca,tls_server_name"]
 
 # --- trainer: the CUDA runtime plus xlate-trainer and Open MPI (mpirun -np N) ----------------
 FROM cuda AS trainer
@@ -97,4 +100,4 @@ FROM runtime-base AS cpu
 COPY --from=build /opt/xlate /opt/xlate
 USER 10001
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
-  CMD ["/opt/xlate/bin/xlate-health", "--target=127.0.0.1:50051"]
+  CMD ["/opt/xlate/bin/xlate-health", "--target=127.0.0.1:50051", "--tryfromenv=tls_ca,tls_server_name"]

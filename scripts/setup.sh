@@ -14,7 +14,7 @@ debian_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libicu-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   prometheus
-  libopenmpi-dev openmpi-bin zlib1g-dev
+  libopenmpi-dev openmpi-bin zlib1g-dev libssl-dev openssl
   debootstrap clang libclang-rt-14-dev libomp-dev
   libplplot-dev plplot-driver-cairo fonts-dejavu-core
   python3

@@ -8,12 +8,17 @@
 #include <iostream>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <vector>
 
+#include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <prometheus/exposer.h>
 
 #include "absl/flags/flag.h"
@@ -28,6 +33,7 @@
 #include "engine/continuous_decoder.h"
 #include "engine/placement_flags.h"
 #include "server/metrics.h"
+#include "server/listen_address.h"
 #include "server/model_admin_service.h"
 #include "server/model_registry.h"
 #include "server/reflection_v1.h"
@@ -61,6 +67,10 @@ ABSL_FLAG(int64_t, max_batch_tokens, 8192, "padded source tokens per engine batc
 ABSL_FLAG(int, max_batch_sentences, 64, "sentences per engine batch");
 ABSL_FLAG(int, max_queue_delay_ms, 5, "longest a sentence waits for its batch to fill, in ms");
 ABSL_FLAG(int64_t, queue_capacity, 4096, "sentences waiting at most; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_queued_sentences_per_client, 2048,
+          "sentences one client (one connection) may have waiting; more get RESOURCE_EXHAUSTED, "
+          "so that one client's flood leaves room in the queue for the others (who are also "
+          "served fairly: the engine's turns go round the clients)");
 ABSL_FLAG(int64_t, max_receive_message_bytes, 4 << 20,
           "largest serialized TranslateRequest accepted, in bytes; a larger one gets "
           "RESOURCE_EXHAUSTED naming this limit");
@@ -70,6 +80,9 @@ ABSL_FLAG(int64_t, max_request_code_points, 30000,
           "most Unicode code points in all the contents of one request");
 ABSL_FLAG(int, max_sentences_per_request, 256,
           "most sentences in one request, after its texts are cut into sentences");
+ABSL_FLAG(int64_t, max_entries_per_request, 256,
+          "most entries in a request's contents, blank ones included (counted before the "
+          "request is parsed)");
 ABSL_FLAG(int, max_beam_size, xlate::server::kDefaultMaxBeamSize,
           "largest beam_size a request may ask for, <= 15 (the decoder reserves this many "
           "KV-cache rows per decoding sentence)");
@@ -98,6 +111,31 @@ absl::StatusOr<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
+// The TLS pair as OpenSSL reads it: a PEM certificate, a PEM private key, and the key the
+// certificate's. gRPC would refuse a bad pair only when the server starts, as a failure to
+// listen that blames the port.
+absl::Status check_tls_pair(const std::string& cert_pem, const std::string& key_pem) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> cert_bio(
+      BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())), BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> certificate(
+      PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr), X509_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> key_bio(
+      BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())), BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> private_key(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr), EVP_PKEY_free);
+  ERR_clear_error();
+  if (!certificate) return absl::InvalidArgumentError("the certificate is not a PEM certificate");
+  if (!private_key) {
+    return absl::InvalidArgumentError(
+        "the key is not an unencrypted PEM private key");
+  }
+  if (X509_check_private_key(certificate.get(), private_key.get()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError("the key is not the certificate's private key");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials() {
   const std::string cert = absl::GetFlag(FLAGS_tls_cert), key = absl::GetFlag(FLAGS_tls_key);
   if (cert.empty() != key.empty()) {
@@ -108,9 +146,27 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials() {
   auto key_text = read_file(key);
   if (!cert_text.ok()) return cert_text.status();
   if (!key_text.ok()) return key_text.status();
+  if (auto pair = check_tls_pair(*cert_text, *key_text); !pair.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tls_cert ", cert, " and --tls_key ", key,
+                                                   ": ", pair.message()));
+  }
   grpc::SslServerCredentialsOptions options;
   options.pem_key_cert_pairs.push_back({*key_text, *cert_text});
   return grpc::SslServerCredentials(options);
+}
+
+// The admin service has no authentication: it must never share the clients' port. gRPC's own
+// SO_REUSEPORT (turned off below) would let two servers bind one port and split connections
+// between them.
+absl::Status check_admin_apart(const ListenAddress& admin, int serving_port) {
+  const std::string host = absl::GetFlag(FLAGS_host);
+  if (admin.port != 0 && admin.port == serving_port && hosts_overlap(admin.host, host)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--admin_address ", admin.host, ":", admin.port, " overlaps the clients' address ", host,
+        ":", serving_port, " (--host, --port): the unauthenticated admin service must listen "
+        "on another port (or 0 for any free one)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status check_flags() {
@@ -118,10 +174,12 @@ absl::Status check_flags() {
       {"--max_batch_tokens", absl::GetFlag(FLAGS_max_batch_tokens)},
       {"--max_batch_sentences", absl::GetFlag(FLAGS_max_batch_sentences)},
       {"--queue_capacity", absl::GetFlag(FLAGS_queue_capacity)},
+      {"--max_queued_sentences_per_client", absl::GetFlag(FLAGS_max_queued_sentences_per_client)},
       {"--max_entry_code_points", absl::GetFlag(FLAGS_max_entry_code_points)},
       {"--max_request_code_points", absl::GetFlag(FLAGS_max_request_code_points)},
       {"--max_receive_message_bytes", absl::GetFlag(FLAGS_max_receive_message_bytes)},
       {"--max_sentences_per_request", absl::GetFlag(FLAGS_max_sentences_per_request)},
+      {"--max_entries_per_request", absl::GetFlag(FLAGS_max_entries_per_request)},
       {"--max_beam_size", absl::GetFlag(FLAGS_max_beam_size)}};
   for (const auto& [name, value] : positive) {
     if (value < 1) return absl::InvalidArgumentError(absl::StrCat(name, " must be >= 1"));
@@ -243,6 +301,21 @@ int serve(const std::vector<std::string>& model_flags) {
   if (!specs.ok()) return fail(std::string(specs.status().message()), 2);
   auto server_credentials = credentials();
   if (!server_credentials.ok()) return fail(std::string(server_credentials.status().message()), 2);
+  const std::string admin_address = absl::GetFlag(FLAGS_admin_address);
+  std::optional<ListenAddress> admin_listen;
+  if (!admin_address.empty()) {
+    auto parsed = parse_listen_address(admin_address, "--admin_address");
+    if (!parsed.ok()) return fail(std::string(parsed.status().message()), 2);
+    if (auto overlap = check_admin_apart(*parsed, absl::GetFlag(FLAGS_port)); !overlap.ok()) {
+      return fail(std::string(overlap.message()), 2);
+    }
+    if (!is_loopback_host(parsed->host) && absl::GetFlag(FLAGS_tls_cert).empty()) {
+      std::cerr << "xlate-server: warning: --admin_address " << admin_address
+                << " is not a loopback address and there is no TLS: anyone who reaches it can "
+                   "reload models, unauthenticated\n";
+    }
+    admin_listen = *parsed;
+  }
   auto placement =
       resolve_placement(absl::GetFlag(FLAGS_device), absl::GetFlag(FLAGS_compute_type));
   if (!placement.ok()) return fail(std::string(placement.status().message()), 2);
@@ -256,6 +329,7 @@ int serve(const std::vector<std::string>& model_flags) {
   settings.scheduler.limits.max_queue_delay =
       absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_delay_ms));
   settings.scheduler.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
+  settings.scheduler.max_queued_per_client = absl::GetFlag(FLAGS_max_queued_sentences_per_client);
   settings.decoder.max_sentences = absl::GetFlag(FLAGS_decoding_sentences);
   settings.decoder.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
   settings.decoder.max_source_tokens = absl::GetFlag(FLAGS_max_input_tokens);
@@ -294,6 +368,7 @@ int serve(const std::vector<std::string>& model_flags) {
   RequestLimits limits;
   limits.max_request_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   limits.max_sentences_per_request = absl::GetFlag(FLAGS_max_sentences_per_request);
+  limits.max_entries_per_request = absl::GetFlag(FLAGS_max_entries_per_request);
   limits.max_entry_code_points = absl::GetFlag(FLAGS_max_entry_code_points);
   limits.max_request_code_points = absl::GetFlag(FLAGS_max_request_code_points);
   limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
@@ -308,6 +383,7 @@ int serve(const std::vector<std::string>& model_flags) {
   int port = 0;
   builder.AddListeningPort(absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port)),
                            *server_credentials, &port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&service);
   builder.RegisterService(&reflection_v1);
   // The service, not gRPC, enforces --max_receive_message_bytes: gRPC's own refusal happens
@@ -322,9 +398,14 @@ int serve(const std::vector<std::string>& model_flags) {
   // The admin service on a server of its own, so that it never answers on the clients' port.
   ModelAdminService admin(models.get());
   std::unique_ptr<grpc::Server> admin_server;
-  const std::string admin_address = absl::GetFlag(FLAGS_admin_address);
-  if (!admin_address.empty()) {
+  if (admin_listen) {
+    // With --port 0 the clients' port is known only now.
+    if (auto overlap = check_admin_apart(*admin_listen, port); !overlap.ok()) {
+      server->Shutdown(std::chrono::system_clock::now());
+      return fail(std::string(overlap.message()), 2);
+    }
     grpc::ServerBuilder admin_builder;
+    admin_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     int admin_port = 0;
     admin_builder.AddListeningPort(admin_address, *server_credentials, &admin_port);
     admin_builder.RegisterService(&admin);

@@ -17,10 +17,12 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import grpc
@@ -148,6 +150,73 @@ class ReloadUnderLoad(unittest.TestCase):
         self.assertEqual(self.server.terminate(), 0)
 
 
+class ReloadOfAFileBeingReplaced(unittest.TestCase):
+    """A model file truncated or copied over while a reload reads it (a deploy, `kubectl cp`):
+    the reload is refused or loads a whole file, the server keeps serving, never crashes (it
+    read the weights through a memory map once, and a truncated file's pages raised SIGBUS)."""
+
+    def test_the_server_survives_and_keeps_serving(self):
+        workdir = tempfile.mkdtemp(prefix="xlate_replaced_")
+        served = model_copy(workdir, "served", source=DEFAULT_MODEL)
+        weights = os.path.join(served, "model.safetensors")
+        with open(weights, "rb") as f:
+            whole = f.read()
+        server = Server(f"--model=m={served}", "--admin_address=127.0.0.1:0", model_dir=None)
+        try:
+            admin = admin_pb2_grpc.ModelAdminStub(
+                grpc.insecure_channel(f"127.0.0.1:{server.admin_port}"))
+            sentence = "A dog runs through the snow."
+            expected = server.stub.Translate(pb2.TranslateRequest(contents=[sentence]),
+                                             timeout=120).translations[0].translated_text
+            outcomes = []
+            for attempt, delay_ms in enumerate((0, 1, 2, 4, 6, 8, 10, 15, 20, 30) * 2):
+                with open(weights, "wb") as f:
+                    f.write(whole)
+                result = {}
+
+                def reload():
+                    try:
+                        admin.ReloadModel(admin_pb2.ReloadModelRequest(model="m"), timeout=300)
+                        result["code"] = grpc.StatusCode.OK
+                    except grpc.RpcError as error:
+                        result["code"], result["details"] = error.code(), error.details()
+
+                caller = threading.Thread(target=reload)
+                if attempt % 2:
+                    caller.start()
+                    time.sleep(delay_ms / 1000)
+                    os.truncate(weights, 1000)  # as a failed sync leaves it
+                else:
+                    caller.start()
+                    time.sleep(delay_ms / 1000)
+                    with open(weights, "wb") as f:  # as cp does: truncate, then write
+                        f.write(whole[:len(whole) // 3])
+                caller.join(300)
+                self.assertIsNone(server.process.poll(),
+                                  f"the server died (status {server.process.poll()}) "
+                                  f"after a reload {delay_ms} ms before the file was replaced")
+                self.assertIn(result.get("code"), (grpc.StatusCode.OK,
+                                                   grpc.StatusCode.FAILED_PRECONDITION), result)
+                if result["code"] != grpc.StatusCode.OK:
+                    self.assertIn("the model loaded before keeps serving", result["details"])
+                outcomes.append(result["code"])
+                reply = server.stub.Translate(pb2.TranslateRequest(contents=[sentence]),
+                                              timeout=120)
+                self.assertEqual(reply.translations[0].translated_text, expected)
+            # Some reloads raced the truncation (most are refused: the file is cut at once).
+            self.assertIn(grpc.StatusCode.FAILED_PRECONDITION, outcomes)
+            with open(weights, "wb") as f:
+                f.write(whole)
+            server.process.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_until(lambda: counter(
+                scrape(server), 'xlate_model_reloads_total{result="loaded"}') >=
+                1 + outcomes.count(grpc.StatusCode.OK), 120))
+            self.assertEqual(server.terminate(), 0)
+        finally:
+            server.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 class SeveralModels(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -244,6 +313,41 @@ class ServerFlags(unittest.TestCase):
         finally:
             server.close()
 
+    def test_an_admin_address_on_the_clients_port_is_refused(self):
+        # The same port on the same host, on the wildcard the clients' host is, or on
+        # "localhost": each would have shared the port (gRPC binds with SO_REUSEPORT) and split
+        # connections between the two services.
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        for host, admin in (("127.0.0.1", f"127.0.0.1:{port}"), ("0.0.0.0", f"127.0.0.1:{port}"),
+                            ("127.0.0.1", f"0.0.0.0:{port}"), ("127.0.0.1", f"localhost:{port}")):
+            result = subprocess.run(
+                [SERVER_BIN, f"--model_dir={MODEL_DIR}", f"--host={host}", f"--port={port}",
+                 "--metrics_port=0", f"--admin_address={admin}"],
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 2, (host, admin, result.stderr))
+            self.assertIn(f"overlaps the clients' address {host}:{port}", result.stderr)
+        # Another process's listener on the admin port (no SO_REUSEPORT): refused too.
+        with socket.socket() as taken:
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            result = subprocess.run(
+                [SERVER_BIN, f"--model_dir={MODEL_DIR}", "--host=127.0.0.1", "--port=0",
+                 "--metrics_port=0", f"--admin_address=127.0.0.1:{taken.getsockname()[1]}"],
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertIn("cannot listen on --admin_address", result.stderr)
+
+    def test_a_public_admin_address_without_tls_is_warned_about(self):
+        server = Server("--admin_address=0.0.0.0:0")
+        try:
+            self.assertTrue(any("is not a loopback address and there is no TLS" in line
+                                for line in server.stderr_lines), server.stderr_lines)
+        finally:
+            server.close()
+
     def test_bad_model_flags_stop_the_server_with_a_message(self):
         for flags, code, message in (
                 ([f"--model_dir={MODEL_DIR}", f"--model=x={MODEL_DIR}"], 2,
@@ -256,7 +360,9 @@ class ServerFlags(unittest.TestCase):
                  'cannot serve model "a" from /nonexistent/model'),
                 ([], 2, "name a model to serve"),
                 ([f"--model_dir={MODEL_DIR}", "--admin_address=256.0.0.1:1"], 2,
-                 "cannot listen on --admin_address 256.0.0.1:1")):
+                 "cannot listen on --admin_address 256.0.0.1:1"),
+                ([f"--model_dir={MODEL_DIR}", "--admin_address=127.0.0.1"], 2,
+                 '--admin_address "127.0.0.1" has no port')):
             result = subprocess.run([SERVER_BIN, *flags, "--port=0", "--metrics_port=0"],
                                     capture_output=True, text=True, timeout=120)
             self.assertEqual(result.returncode, code, (flags, result.stderr))
