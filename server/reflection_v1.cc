@@ -4,6 +4,8 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
+#include <grpcpp/impl/codegen/method_handler.h>
+#include <grpcpp/impl/codegen/rpc_service_method.h>
 
 #include "absl/strings/str_cat.h"
 #include "engine/utf8.h"
@@ -36,8 +38,34 @@ void add_file(const FileDescriptor* file, std::vector<std::string>& sent,
 
 }  // namespace
 
+// `file` and everything it imports, directly or not, into `files`.
+void add_with_imports(const FileDescriptor* file, std::set<std::string>& files) {
+  if (!files.insert(file->name()).second) return;
+  for (int i = 0; i < file->dependency_count(); ++i) add_with_imports(file->dependency(i), files);
+}
+
 ReflectionV1Service::ReflectionV1Service(std::vector<std::string> services)
-    : services_(std::move(services)) {}
+    : services_(std::move(services)) {
+  for (const std::string& name : services_) {
+    if (const auto* service = DescriptorPool::generated_pool()->FindServiceByName(name)) {
+      add_with_imports(service->file(), shown_files_);
+    }
+  }
+}
+
+ReflectionV1AlphaService::ReflectionV1AlphaService(ReflectionV1Service* v1) {
+  using Request = grpc::reflection::v1::ServerReflectionRequest;
+  using Response = grpc::reflection::v1::ServerReflectionResponse;
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+      grpc::internal::RpcMethod::BIDI_STREAMING,
+      new grpc::internal::BidiStreamingHandler<ReflectionV1Service, Request, Response>(
+          [](ReflectionV1Service* service, grpc::ServerContext* context,
+             grpc::ServerReaderWriter<Response, Request>* stream) {
+            return service->ServerReflectionInfo(context, stream);
+          },
+          v1)));
+}
 
 grpc::Status ReflectionV1Service::ServerReflectionInfo(
     grpc::ServerContext* context,
@@ -58,7 +86,9 @@ ServerReflectionResponse ReflectionV1Service::Answer(const ServerReflectionReque
   *response.mutable_original_request() = request;
   // A file is sent again when asked for by name or symbol, even if an earlier answer had it.
   auto answer_with_file = [&](const FileDescriptor* file, const std::string& missing) {
-    if (file == nullptr) return set_error(response, grpc::NOT_FOUND, missing);
+    if (file == nullptr || shown_files_.count(file->name()) == 0) {
+      return set_error(response, grpc::NOT_FOUND, missing);
+    }
     sent.erase(std::remove(sent.begin(), sent.end(), file->name()), sent.end());
     add_file(file, sent, response);
   };
@@ -89,7 +119,7 @@ ServerReflectionResponse ReflectionV1Service::Answer(const ServerReflectionReque
     }
     case ServerReflectionRequest::kAllExtensionNumbersOfType: {
       const auto* type = pool->FindMessageTypeByName(request.all_extension_numbers_of_type());
-      if (type == nullptr) {
+      if (type == nullptr || shown_files_.count(type->file()->name()) == 0) {
         set_error(response, grpc::NOT_FOUND,
                   absl::StrCat("no type \"",
                                excerpt(request.all_extension_numbers_of_type()), "\""));

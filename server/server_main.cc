@@ -13,7 +13,6 @@
 #include <vector>
 
 #include <grpc/grpc.h>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <openssl/err.h>
@@ -377,8 +376,8 @@ int serve(const std::vector<std::string>& model_flags) {
   ReflectionV1Service reflection_v1(
       {kTranslatorServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
        "grpc.reflection.v1alpha.ServerReflection"});
+  ReflectionV1AlphaService reflection_v1alpha(&reflection_v1);
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(absl::StrCat(absl::GetFlag(FLAGS_host), ":", absl::GetFlag(FLAGS_port)),
@@ -386,6 +385,7 @@ int serve(const std::vector<std::string>& model_flags) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&service);
   builder.RegisterService(&reflection_v1);
+  builder.RegisterService(&reflection_v1alpha);
   // The service, not gRPC, enforces --max_receive_message_bytes: gRPC's own refusal happens
   // before any handler (so it could not be counted or name the flag), and it saves no memory,
   // since gRPC 1.51 receives the whole message before comparing its size with its limit.

@@ -328,6 +328,12 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   if (!call->Enter()) {
     status = grpc::Status(grpc::UNAVAILABLE, "the server is shutting down; retry on another "
                                              "replica");
+  } else if (call->deadline() <= absl::Now()) {
+    // Past its deadline before it was read (a 1 ms deadline): whatever bytes arrived need not
+    // be the whole request, and an answer about them (INVALID_ARGUMENT for a cut message) would
+    // be counted under the wrong code.
+    status = grpc::Status(grpc::DEADLINE_EXCEEDED,
+                          "the deadline passed before the request could be read");
   } else if (static_cast<int64_t>(request_bytes.Length()) > limits_.max_request_bytes) {
     status = grpc::Status(grpc::RESOURCE_EXHAUSTED,
                           absl::StrCat("the request is ", request_bytes.Length(),

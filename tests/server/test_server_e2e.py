@@ -296,6 +296,9 @@ class SharedServer(unittest.TestCase):
         self.assertEqual(counter(scrape(self.server), bad) - before, 1)
         good = raw(length_delimited(1, "a dog".encode()), timeout=60)
         self.assertEqual(len(good.translations), 1)
+        # The server names the field itself: protobuf never got to log an ERROR line per call
+        # (a log flood on bad input).
+        self.assertFalse([line for line in self.server.stderr_lines if "libprotobuf" in line])
         self.assertEqual(len(self.stub.Translate(request(["a dog"]), timeout=60).translations), 1)
 
     def test_json_client_through_reflection(self):
@@ -430,6 +433,27 @@ class SharedServer(unittest.TestCase):
         self.assertLessEqual(counter(after, expired) - counter(before, expired), 2)
         self.assertEqual(counter(after, cancelled), counter(before, cancelled))
 
+    def test_a_one_millisecond_deadline_is_never_counted_under_another_code(self):
+        # Such calls may not reach the server at all, or reach it before their bytes do: none
+        # may be answered (and counted) as INVALID_ARGUMENT for a cut message, or as OK.
+        codes = ("INVALID_ARGUMENT", "CANCELLED", "INTERNAL")
+        before = scrape(self.server)
+        sentences = sample_sentences(4)
+        for _ in range(50):
+            for call in (lambda: self.stub.Translate(request(sentences), timeout=0.001),
+                         lambda: list(self.stub.TranslateStream(request(sentences),
+                                                                timeout=0.001))):
+                with self.assertRaises(grpc.RpcError) as caught:
+                    call()
+                self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        # The handlers of calls the client gave up on finish on their own.
+        self.assertTrue(wait_until(
+            lambda: counter(scrape(self.server), "xlate_in_flight_requests") == 0, 60))
+        after = scrape(self.server)
+        for code in codes:
+            selector = f'xlate_requests_total{{code="{code}"}}'
+            self.assertEqual(counter(after, selector), counter(before, selector), code)
+
     def test_health_is_serving(self):
         health = health_pb2_grpc.HealthStub(self.server.channel)
         for service in ("", "xlate.v1.Translator"):
@@ -467,6 +491,27 @@ class SharedServer(unittest.TestCase):
         self.assertEqual(responses[2].error_response.error_code, grpc.StatusCode.NOT_FOUND.value[0])
         self.assertEqual(responses[3].all_extension_numbers_response.base_type_name,
                          "xlate.v1.TranslateRequest")
+
+    def test_reflection_shows_only_the_schemas_served_on_this_port(self):
+        # The binary also holds the admin service's schema (served on --admin_address, if at
+        # all); neither reflection version shows it here.
+        for version in ("v1", "v1alpha"):
+            info = self.server.channel.stream_stream(
+                f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
+                request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+                response_deserializer=reflection_pb2.ServerReflectionResponse.FromString)
+            responses = list(info(iter([
+                reflection_pb2.ServerReflectionRequest(file_containing_symbol="xlate.v1.ModelAdmin"),
+                reflection_pb2.ServerReflectionRequest(file_by_filename="proto/model_admin.proto"),
+                reflection_pb2.ServerReflectionRequest(
+                    all_extension_numbers_of_type="xlate.v1.ReloadModelRequest"),
+                reflection_pb2.ServerReflectionRequest(file_by_filename="proto/translator.proto"),
+            ]), timeout=10))
+            for hidden in responses[:3]:
+                self.assertEqual(hidden.error_response.error_code,
+                                 grpc.StatusCode.NOT_FOUND.value[0], (version, hidden))
+            self.assertEqual(len(responses[3].file_descriptor_response.file_descriptor_proto), 1,
+                             version)
 
     def test_reflection_lists_the_services(self):
         reflection = reflection_pb2_grpc.ServerReflectionStub(self.server.channel)
