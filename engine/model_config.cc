@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +20,61 @@ absl::Status range_error(const char* key, double value, const char* limit) {
                                                  " is out of range: it must be ", limit));
 }
 
+absl::Status unsupported(const std::string& origin, const char* key, const Json& value,
+                         const std::string& supported) {
+  return absl::InvalidArgumentError(absl::StrCat(origin, ": \"", key, "\" = ", value.dump(),
+                                                 " is not supported: xlate supports ", supported));
+}
+
+// Transformers writes a token id as null when the model has none (bos_token_id, since version
+// 5) and eos_token_id as a list when generation stops at several: the ids xlate reads become
+// absent (the default stands) or the list's first entry, the model's own end token.
+absl::Status normalise_token_ids(Json& json, const std::string& origin) {
+  for (const char* key : {"pad_token_id", "unk_token_id", "bos_token_id", "eos_token_id",
+                          "decoder_start_token_id", "forced_eos_token_id"}) {
+    const auto it = json.find(key);
+    if (it == json.end()) continue;
+    if (it->is_null()) {
+      json.erase(it);
+    } else if (it->is_array()) {
+      if (it->empty()) return unsupported(origin, key, *it, "an id or a non-empty list of ids");
+      *it = Json((*it)[0]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A boolean key: absent leaves *value; another type is refused.
+absl::Status read_bool(const Json& json, const char* key, const std::string& origin,
+                       bool* value) {
+  const auto it = json.find(key);
+  if (it == json.end()) return absl::OkStatus();
+  if (!it->is_boolean()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": key \"", key, "\" has the wrong type: ",
+                                                   it->dump(), " (expected true or false)"));
+  }
+  *value = it->get<bool>();
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status read_suppressed_tokens(const nlohmann::json& json, const std::string& origin,
+                                    std::vector<int>* suppressed) {
+  const auto it = json.find("bad_words_ids");
+  if (it == json.end() || it->is_null()) return absl::OkStatus();
+  const char* form = "a list of single-token lists ([[id], ...]): sequences of several tokens "
+                     "are not supported";
+  if (!it->is_array()) return unsupported(origin, "bad_words_ids", *it, form);
+  for (const Json& words : *it) {
+    if (!words.is_array() || words.size() != 1 || !words[0].is_number_integer() ||
+        words[0].get<int64_t>() < 0 || words[0].get<int64_t>() > 1000000) {
+      return unsupported(origin, "bad_words_ids", *it, form);
+    }
+    suppressed->push_back(words[0].get<int>());
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
                                                   const std::string& origin) {
@@ -28,6 +83,12 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
     return absl::InvalidArgumentError(absl::StrCat(origin, ": not a JSON object"));
   }
   ModelConfig config;
+  if (auto status = normalise_token_ids(json, origin); !status.ok()) return status;
+  if (const auto type = json.find("model_type"); type != json.end() && *type != "marian") {
+    return unsupported(origin, "model_type", *type,
+                       "\"marian\" (xlate's own models and Hugging Face MarianMTModel, every "
+                       "OPUS-MT model); M2M100/NLLB models are not supported yet");
+  }
   std::string positional = "sinusoidal";
   const std::pair<const char*, int*> integers[] = {
       {"vocab_size", &config.vocab_size},
@@ -45,7 +106,8 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
       {"unk_token_id", &config.unk_id},
       {"bos_token_id", &config.bos_id},
       {"eos_token_id", &config.eos_id},
-      {"decoder_start_token_id", &config.decoder_start_id}};
+      {"decoder_start_token_id", &config.decoder_start_id},
+      {"decoder_vocab_size", &config.decoder_vocab_size}};
   for (const auto& [key, value] : integers) {
     int64_t number = *value;
     absl::Status status = read_json_integer(
@@ -84,13 +146,37 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
     return absl::InvalidArgumentError(absl::StrCat(
         origin, ": \"xlate_positional\" is \"", positional, "\"; expected sinusoidal or learned"));
   }
-  for (const auto& [key, expected] : {std::pair<const char*, bool>{"normalize_before", false},
-                                      {"scale_embedding", true}}) {
-    if (json.contains(key) && json[key] != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(origin, ": \"", key, "\" must be ",
-                                                     expected ? "true" : "false",
-                                                     " (xlate implements the paper's model)"));
+  // Keys that would change the computation in ways the forward does not implement (pre-norm
+  // blocks, extra layer norms around the embeddings): refused by name when set.
+  for (const char* key : {"normalize_before", "add_final_layer_norm", "normalize_embedding",
+                          "layernorm_embedding"}) {
+    if (json.contains(key) && json[key] != false) {
+      return unsupported(origin, key, json[key],
+                         "false only (post-norm blocks without extra layer norms, as the paper "
+                         "and Marian)");
     }
+  }
+  for (const auto& [key, value] :
+       {std::pair<const char*, bool*>{"scale_embedding", &config.scale_embedding},
+        {"share_encoder_decoder_embeddings", &config.share_embeddings},
+        {"tie_word_embeddings", &config.tie_output}}) {
+    if (auto status = read_bool(json, key, origin, value); !status.ok()) return status;
+  }
+  if (const auto activation = json.find("activation_function"); activation != json.end()) {
+    if (*activation == "relu") {
+      config.activation = FfnActivation::kRelu;
+    } else if (*activation == "swish" || *activation == "silu") {
+      config.activation = FfnActivation::kSwish;
+    } else if (*activation == "gelu") {
+      config.activation = FfnActivation::kGelu;
+    } else {
+      return unsupported(origin, "activation_function", *activation,
+                         "\"relu\", \"swish\", \"silu\" and \"gelu\" (exact, erf)");
+    }
+  }
+  if (auto status = read_suppressed_tokens(json, origin, &config.suppressed_tokens);
+      !status.ok()) {
+    return status;
   }
   if (auto status = config.Validate(); !status.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", status.message()));
@@ -137,11 +223,14 @@ std::string ModelConfig::ToJson() const {
                {"dropout", dropout},
                {"attention_dropout", attention_dropout},
                {"activation_dropout", activation_dropout},
-               {"activation_function", "relu"},
-               {"scale_embedding", true},
+               {"activation_function", activation == FfnActivation::kRelu    ? "relu"
+                                       : activation == FfnActivation::kSwish ? "swish"
+                                                                              : "gelu"},
+               {"scale_embedding", scale_embedding},
                {"normalize_before", false},
-               {"share_encoder_decoder_embeddings", true},
-               {"tie_word_embeddings", true},
+               {"share_encoder_decoder_embeddings", share_embeddings},
+               {"tie_word_embeddings", tie_output},
+               {"decoder_vocab_size", target_vocab_size()},
                {"pad_token_id", pad_id},
                {"unk_token_id", unk_id},
                {"bos_token_id", bos_id},
@@ -153,6 +242,11 @@ std::string ModelConfig::ToJson() const {
                {"xlate_label_smoothing", label_smoothing},
                {"source_lang", source_lang},
                {"target_lang", target_lang}};
+  if (!suppressed_tokens.empty()) {
+    Json words = Json::array();
+    for (int id : suppressed_tokens) words.push_back({id});
+    json["bad_words_ids"] = words;
+  }
   return json.dump(2) + "\n";
 }
 
@@ -191,12 +285,27 @@ absl::Status ModelConfig::Validate() const {
                                    {"xlate_label_smoothing", label_smoothing}}) {
     if (!(value >= 0.f && value < 1.f)) return range_error(key, value, "in [0, 1)");
   }
+  if (decoder_vocab_size < 0 || decoder_vocab_size > 1000000 ||
+      (share_embeddings && decoder_vocab_size != 0 && decoder_vocab_size != vocab_size)) {
+    return range_error("decoder_vocab_size", decoder_vocab_size,
+                       "in [0, 1000000], and vocab_size when share_encoder_decoder_embeddings");
+  }
+  // The special ids are the decoder's (the source side only appends eos, which a Marian
+  // vocabulary gives the same id on both sides).
+  const int target_vocabulary = target_vocab_size();
   for (const auto& [key, value] : {std::pair<const char*, int>{"pad_token_id", pad_id},
                                    {"unk_token_id", unk_id},
                                    {"bos_token_id", bos_id},
                                    {"eos_token_id", eos_id},
                                    {"decoder_start_token_id", decoder_start_id}}) {
-    if (value < 0 || value >= vocab_size) return range_error(key, value, "in [0, vocab_size)");
+    if (value < 0 || value >= std::min(vocab_size, target_vocabulary)) {
+      return range_error(key, value, "in [0, vocabulary size)");
+    }
+  }
+  for (int id : suppressed_tokens) {
+    if (id < 0 || id >= target_vocabulary || id == eos_id) {
+      return range_error("bad_words_ids", id, "in [0, target vocabulary size) and not eos");
+    }
   }
   return absl::OkStatus();
 }

@@ -3,12 +3,19 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/statusor.h"
 
 namespace xlate {
 
 enum class PositionalEncoding { kSinusoidal, kLearned };
+
+// The feed-forward networks' activation (config.json's "activation_function"): the paper's ReLU,
+// or swish (x·sigmoid(x); "swish" and "silu") or exact GELU ("gelu"), as OPUS-MT models use.
+enum class FfnActivation { kRelu, kSwish, kGelu };
 
 // The ε inside every layer norm's square root (PyTorch's nn.LayerNorm default, which Hugging
 // Face's Marian models use), in the engine and the trainer alike.
@@ -39,6 +46,20 @@ struct ModelConfig {
   int decoder_start_id = 2;  // the paper's decoder starts from BOS
   std::string source_lang;
   std::string target_lang;
+  // Variants of Hugging Face Marian models (OPUS-MT) on the one forward; the paper's (and
+  // xlate's own models') values are the defaults.
+  FfnActivation activation = FfnActivation::kRelu;
+  bool scale_embedding = true;   // embeddings × sqrt(d_model)
+  // One embedding matrix for the encoder and the decoder ("share_encoder_decoder_embeddings"),
+  // and the output projection tied to the decoder's embedding ("tie_word_embeddings").
+  bool share_embeddings = true;
+  bool tie_output = true;
+  // The decoder's vocabulary when it is not the encoder's (separate vocabularies: Hugging
+  // Face's "decoder_vocab_size"); 0 = vocab_size.
+  int decoder_vocab_size = 0;
+  // Target ids never generated: their logit is -inf before the softmax (generation_config.json's
+  // single-token "bad_words_ids", e.g. pad in every OPUS-MT model).
+  std::vector<int> suppressed_tokens;
 
   // Parses config.json text; `origin` names the file in error messages.
   static absl::StatusOr<ModelConfig> FromJson(const std::string& text, const std::string& origin);
@@ -48,9 +69,17 @@ struct ModelConfig {
   // Checks ranges and divisibility; the message names the key and the limit.
   absl::Status Validate() const;
 
+  // The size of the decoder's (output) vocabulary.
+  int target_vocab_size() const { return decoder_vocab_size > 0 ? decoder_vocab_size : vocab_size; }
+
   // d_k and d_v of a stack with `heads` heads.
   int head_dim_k(int heads) const { return d_k > 0 ? d_k : d_model / heads; }
   int head_dim_v(int heads) const { return d_v > 0 ? d_v : d_model / heads; }
 };
+
+// generation_config.json's (or an older config.json's) "bad_words_ids", when every entry is a
+// single token: appended to *suppressed; sequences of several tokens are refused by name.
+absl::Status read_suppressed_tokens(const nlohmann::json& json, const std::string& origin,
+                                    std::vector<int>* suppressed);
 
 }  // namespace xlate

@@ -9,8 +9,9 @@ namespace {
 
 class ParameterList {
  public:
-  void add(std::string name, std::vector<int64_t> shape, ParameterKind kind, Tensor* tensor) {
-    list_.push_back({std::move(name), std::move(shape), kind, tensor});
+  void add(std::string name, std::vector<int64_t> shape, ParameterKind kind, Tensor* tensor,
+           std::vector<std::string> aliases = {}) {
+    list_.push_back({std::move(name), std::move(shape), kind, tensor, std::move(aliases)});
   }
   void linear(const std::string& prefix, LinearWeights& linear, int64_t out, int64_t in) {
     add(prefix + ".weight", {out, in}, ParameterKind::kMatrix, &linear.weight);
@@ -44,9 +45,22 @@ std::vector<NamedParameter> named_parameters(TransformerWeights& weights,
   const int64_t decoder_keys = int64_t{config.decoder_heads} * config.head_dim_k(config.decoder_heads);
   const int64_t decoder_values = int64_t{config.decoder_heads} * config.head_dim_v(config.decoder_heads);
   ParameterList list;
-  list.add("model.shared.weight", {config.vocab_size, channels}, ParameterKind::kEmbedding,
-           &weights.shared_embedding);
-  list.add("final_logits_bias", {1, config.vocab_size}, ParameterKind::kBias,
+  const int64_t target_vocabulary = config.target_vocab_size();
+  if (config.share_embeddings) {
+    list.add("model.shared.weight", {config.vocab_size, channels}, ParameterKind::kEmbedding,
+             &weights.shared_embedding,
+             {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"});
+  } else {
+    list.add("model.encoder.embed_tokens.weight", {config.vocab_size, channels},
+             ParameterKind::kEmbedding, &weights.shared_embedding);
+    list.add("model.decoder.embed_tokens.weight", {target_vocabulary, channels},
+             ParameterKind::kEmbedding, &weights.decoder_embedding);
+  }
+  if (!config.tie_output) {
+    list.add("lm_head.weight", {target_vocabulary, channels}, ParameterKind::kEmbedding,
+             &weights.output_weight);
+  }
+  list.add("final_logits_bias", {1, target_vocabulary}, ParameterKind::kBias,
            &weights.logits_bias);
   list.add("model.encoder.embed_positions.weight", {config.max_positions, channels},
            ParameterKind::kPositions, &weights.encoder_positions);
@@ -90,6 +104,22 @@ Tensor sinusoidal_positions(int64_t rows, int64_t channels) {
           static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(pair) /
                                                            static_cast<double>(channels));
       values[pos * channels + i] = static_cast<float>(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+  }
+  return table;
+}
+
+Tensor marian_sinusoidal_positions(int64_t rows, int64_t channels) {
+  Tensor table = Tensor::empty({rows, channels}, DType::kFloat32);
+  float* values = table.data<float>();
+  const int64_t sines = (channels + 1) / 2;
+  for (int64_t pos = 0; pos < rows; ++pos) {
+    for (int64_t j = 0; j < sines; ++j) {
+      const double angle = static_cast<double>(pos) /
+                           std::pow(10000.0, 2.0 * static_cast<double>(j) /
+                                                 static_cast<double>(channels));
+      values[pos * channels + j] = static_cast<float>(std::sin(angle));
+      if (sines + j < channels) values[pos * channels + sines + j] = static_cast<float>(std::cos(angle));
     }
   }
   return table;

@@ -50,12 +50,27 @@ struct DecoderLayerWeights {
 };
 
 struct TransformerWeights {
-  Tensor shared_embedding;   // [V, C]: source and target embeddings and the output projection
-  Tensor logits_bias;        // [1, V]
+  // [V, C]: the source embedding; also the target embedding unless decoder_embedding is
+  // defined, and the output projection unless output_weight (or decoder_embedding) is.
+  Tensor shared_embedding;
+  // Models whose encoder and decoder do not share embeddings (config.share_embeddings false):
+  // the decoder's [V_tgt, C]; undefined otherwise.
+  Tensor decoder_embedding;
+  // Models whose output projection is not tied (config.tie_output false): [V_tgt, C];
+  // undefined otherwise.
+  Tensor output_weight;
+  Tensor logits_bias;        // [1, V_tgt]
   Tensor encoder_positions;  // [P, C]
   Tensor decoder_positions;  // [P, C]
   std::vector<EncoderLayerWeights> encoder;
   std::vector<DecoderLayerWeights> decoder;
+
+  const Tensor& target_embedding() const {
+    return decoder_embedding.defined() ? decoder_embedding : shared_embedding;
+  }
+  const Tensor& output_matrix() const {
+    return output_weight.defined() ? output_weight : target_embedding();
+  }
 };
 
 enum class ParameterKind { kEmbedding, kPositions, kMatrix, kBias, kNormGain, kNormBias };
@@ -65,6 +80,9 @@ struct NamedParameter {
   std::vector<int64_t> shape;
   ParameterKind kind;
   Tensor* tensor;
+  // Other names a file may store it under (transformers keeps one name of tied weights, not
+  // always the same one).
+  std::vector<std::string> aliases = {};
 };
 
 // Every parameter with its file name and expected shape. Resizes the layer vectors of `weights`
@@ -74,5 +92,9 @@ std::vector<NamedParameter> named_parameters(TransformerWeights& weights,
 
 // The paper's interleaved sinusoid, [rows, channels] float32.
 Tensor sinusoidal_positions(int64_t rows, int64_t channels);
+// Hugging Face Marian's sinusoid (MarianSinusoidalPositionalEmbedding), which transformers
+// computes instead of storing: the same angles pos / 10000^(2j / channels), sines in the first
+// ceil(channels / 2) columns and cosines after them instead of interleaved. [rows, channels].
+Tensor marian_sinusoidal_positions(int64_t rows, int64_t channels);
 
 }  // namespace xlate

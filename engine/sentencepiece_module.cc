@@ -21,6 +21,14 @@ class SentencePieceBackend : public Backend {
   std::string decode(const std::vector<int>& ids, std::string* text) const override {
     return message(processor_.Decode(ids, text));
   }
+  std::string encode_pieces(const std::string& text,
+                            std::vector<std::string>* pieces) const override {
+    return message(processor_.Encode(text, pieces));
+  }
+  std::string decode_pieces(const std::vector<std::string>& pieces,
+                            std::string* text) const override {
+    return message(processor_.Decode(pieces, text));
+  }
   int size() const override { return processor_.GetPieceSize(); }
   bool is_control(int id) const override { return processor_.IsControl(id); }
   int piece_to_id(const std::string& piece) const override { return processor_.PieceToId(piece); }

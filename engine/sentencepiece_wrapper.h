@@ -26,6 +26,12 @@ class Backend {
   virtual std::string load(const std::string& path) = 0;
   virtual std::string encode(const std::string& text, std::vector<int>* ids) const = 0;
   virtual std::string decode(const std::vector<int>& ids, std::string* text) const = 0;
+  // The pieces as strings: a character the model does not know stays its own surface (not
+  // "<unk>"), and decoding such a piece gives it back.
+  virtual std::string encode_pieces(const std::string& text,
+                                    std::vector<std::string>* pieces) const = 0;
+  virtual std::string decode_pieces(const std::vector<std::string>& pieces,
+                                    std::string* text) const = 0;
   virtual int size() const = 0;
   virtual bool is_control(int id) const = 0;
   virtual int piece_to_id(const std::string& piece) const = 0;

@@ -1,31 +1,198 @@
 #include "engine/tokenizer.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <sstream>
+#include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "engine/sentencepiece_wrapper.h"
 
 namespace xlate {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// A Marian vocabulary (vocab.json): the model's id of each piece, and back.
+struct PieceVocabulary {
+  std::unordered_map<std::string, int> ids;
+  std::vector<std::string> pieces;
+  int unk = 0;
+  std::vector<bool> special;  // per id: eos, pad or unk (dropped when decoding)
+};
+
+absl::StatusOr<std::string> read_file(const fs::path& path) {
+  std::ifstream file(path);
+  if (!file) return absl::NotFoundError(absl::StrCat(path.string(), ": cannot open"));
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// tokenizer_config.json's name of a special token: a string, or {"content": ...} (an
+// AddedToken as transformers writes it); `fallback` when absent.
+std::string special_token(const nlohmann::json& config, const char* key, const char* fallback) {
+  const auto it = config.find(key);
+  if (it == config.end()) return fallback;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
+    return (*it)["content"].get<std::string>();
+  }
+  return fallback;
+}
+
+absl::StatusOr<PieceVocabulary> read_vocabulary(const fs::path& path,
+                                                const nlohmann::json& tokenizer_config) {
+  auto text = read_file(path);
+  if (!text.ok()) return text.status();
+  const nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object() || json.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.string(), ": not a JSON object of pieces and their ids"));
+  }
+  PieceVocabulary vocabulary;
+  vocabulary.pieces.resize(json.size());
+  std::vector<bool> seen(json.size());
+  for (const auto& [piece, id] : json.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+        id.get<int64_t>() >= static_cast<int64_t>(json.size()) || seen[id.get<size_t>()]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path.string(), ": piece \"", piece, "\" has id ", id.dump(), "; the ", json.size(),
+          " pieces must have the ids 0 to ", json.size() - 1, ", each once"));
+    }
+    seen[id.get<size_t>()] = true;
+    vocabulary.pieces[id.get<size_t>()] = piece;
+    vocabulary.ids.emplace(piece, id.get<int>());
+  }
+  vocabulary.special.assign(json.size(), false);
+  for (const auto& [key, fallback] : {std::pair<const char*, const char*>{"unk_token", "<unk>"},
+                                      {"eos_token", "</s>"},
+                                      {"pad_token", "<pad>"}}) {
+    const std::string name = special_token(tokenizer_config, key, fallback);
+    const auto found = vocabulary.ids.find(name);
+    if (found == vocabulary.ids.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path.string(), ": has no piece \"", name, "\" (the ", key, ")"));
+    }
+    vocabulary.special[static_cast<size_t>(found->second)] = true;
+    if (key == std::string("unk_token")) vocabulary.unk = found->second;
+  }
+  return vocabulary;
+}
+
+std::unique_ptr<spm::Backend> load_processor(const std::string& path, absl::Status* status) {
+  std::string error;
+  std::unique_ptr<spm::Backend> processor = spm::create_backend(&error);
+  if (!processor) {
+    *status = absl::FailedPreconditionError(error);
+    return nullptr;
+  }
+  error = processor->load(path);
+  if (!error.empty()) {
+    *status = absl::NotFoundError(path + ": cannot load the SentencePiece model: " + error);
+    return nullptr;
+  }
+  return processor;
+}
+
+// MarianTokenizer's language code: a text that starts with ">>" and has a "<<" after it (at
+// least one character between) begins with one piece, up to and including that first "<<";
+// SentencePiece cuts the rest. Returns the code's length in bytes, 0 when there is none.
+size_t language_code_length(const std::string& text) {
+  if (text.rfind(">>", 0) != 0) return 0;
+  const size_t close = text.find("<<", 3);
+  return close == std::string::npos ? 0 : close + 2;
+}
+
+}  // namespace
+
 struct Tokenizer::Impl {
-  std::unique_ptr<spm::Backend> processor;
+  std::unique_ptr<spm::Backend> processor;         // the source side (both, without `target`)
+  std::unique_ptr<spm::Backend> target_processor;  // Marian: target.spm
+  // Marian: the model's ids of the pieces; without them the SentencePiece ids are the model's.
+  std::optional<PieceVocabulary> source_vocabulary;
+  std::optional<PieceVocabulary> target_vocabulary;  // the source's unless separate_vocabs
+
+  const spm::Backend& target() const {
+    return target_processor ? *target_processor : *processor;
+  }
+  const PieceVocabulary& target_vocab() const {
+    return target_vocabulary ? *target_vocabulary : *source_vocabulary;
+  }
 };
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadDirectory(const std::string& directory) {
+  const fs::path dir(directory);
+  if (fs::exists(dir / "spm.model")) return Load((dir / "spm.model").string());
+  const fs::path source = dir / "source.spm", target = dir / "target.spm",
+                 vocab = dir / "vocab.json";
+  if (!fs::exists(source) || !fs::exists(target) || !fs::exists(vocab)) {
+    return absl::NotFoundError(absl::StrCat(
+        directory, ": no tokenizer: a model directory holds spm.model (xlate's own) or "
+                   "source.spm, target.spm and vocab.json (Hugging Face Marian, OPUS-MT)"));
+  }
+  nlohmann::json tokenizer_config = nlohmann::json::object();
+  if (fs::exists(dir / "tokenizer_config.json")) {
+    auto text = read_file(dir / "tokenizer_config.json");
+    if (!text.ok()) return text.status();
+    tokenizer_config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (tokenizer_config.is_discarded() || !tokenizer_config.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat((dir / "tokenizer_config.json").string(), ": not a JSON object"));
+    }
+  }
   auto impl = std::make_unique<Impl>();
-  std::string error;
-  impl->processor = spm::create_backend(&error);
-  if (!impl->processor) return absl::FailedPreconditionError(error);
-  error = impl->processor->load(path);
-  if (!error.empty()) {
-    return absl::NotFoundError(path + ": cannot load the SentencePiece model: " + error);
+  absl::Status status;
+  impl->processor = load_processor(source.string(), &status);
+  if (!impl->processor) return status;
+  impl->target_processor = load_processor(target.string(), &status);
+  if (!impl->target_processor) return status;
+  auto source_vocabulary = read_vocabulary(vocab, tokenizer_config);
+  if (!source_vocabulary.ok()) return source_vocabulary.status();
+  impl->source_vocabulary = *std::move(source_vocabulary);
+  const auto separate = tokenizer_config.find("separate_vocabs");
+  if (separate != tokenizer_config.end() && *separate == true) {
+    auto target_vocabulary = read_vocabulary(dir / "target_vocab.json", tokenizer_config);
+    if (!target_vocabulary.ok()) return target_vocabulary.status();
+    impl->target_vocabulary = *std::move(target_vocabulary);
   }
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  absl::Status status;
+  impl->processor = load_processor(path, &status);
+  if (!impl->processor) return status;
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
+}
+
 absl::StatusOr<std::vector<int32_t>> Tokenizer::encode(const std::string& text) const {
+  if (impl_->source_vocabulary) {
+    const PieceVocabulary& vocabulary = *impl_->source_vocabulary;
+    auto id_of_piece = [&](const std::string& piece) {
+      const auto found = vocabulary.ids.find(piece);
+      return found == vocabulary.ids.end() ? vocabulary.unk : found->second;
+    };
+    std::vector<int32_t> ids;
+    const size_t code = language_code_length(text);
+    if (code > 0) ids.push_back(id_of_piece(text.substr(0, code)));
+    std::vector<std::string> pieces;
+    const std::string error = impl_->processor->encode_pieces(text.substr(code), &pieces);
+    if (!error.empty()) return absl::InvalidArgumentError("tokenizer: " + error);
+    for (const std::string& piece : pieces) ids.push_back(id_of_piece(piece));
+    return ids;
+  }
   std::vector<int> ids;
   const std::string error = impl_->processor->encode(text, &ids);
   if (!error.empty()) return absl::InvalidArgumentError("tokenizer: " + error);
@@ -33,6 +200,25 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::encode(const std::string& text) 
 }
 
 absl::StatusOr<std::string> Tokenizer::decode(const std::vector<int32_t>& ids) const {
+  if (impl_->source_vocabulary) {
+    const PieceVocabulary& vocabulary = impl_->target_vocab();
+    std::vector<std::string> pieces;
+    for (int32_t id : ids) {
+      if (id < 0 || id >= static_cast<int32_t>(vocabulary.pieces.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("tokenizer: id ", id,
+                                                       " is outside the vocabulary of ",
+                                                       vocabulary.pieces.size()));
+      }
+      if (!vocabulary.special[static_cast<size_t>(id)]) pieces.push_back(vocabulary.pieces[id]);
+    }
+    std::string text;
+    const std::string error = impl_->target().decode_pieces(pieces, &text);
+    if (!error.empty()) return absl::InternalError("tokenizer: " + error);
+    // As MarianTokenizer: what SentencePiece left of its space marks (in pieces it does not
+    // know) becomes spaces, and the text is trimmed.
+    text = absl::StrReplaceAll(text, {{"\xE2\x96\x81", " "}});
+    return std::string(absl::StripAsciiWhitespace(text));
+  }
   std::vector<int> pieces;
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size()) {
@@ -48,9 +234,52 @@ absl::StatusOr<std::string> Tokenizer::decode(const std::vector<int32_t>& ids) c
   return text;
 }
 
-int Tokenizer::vocab_size() const { return impl_->processor->size(); }
-int Tokenizer::id_of(const std::string& piece) const { return impl_->processor->piece_to_id(piece); }
-std::string Tokenizer::piece_of(int id) const { return impl_->processor->id_to_piece(id); }
+int Tokenizer::vocab_size() const {
+  return impl_->source_vocabulary ? static_cast<int>(impl_->source_vocabulary->pieces.size())
+                                  : impl_->processor->size();
+}
+
+int Tokenizer::target_vocab_size() const {
+  return impl_->source_vocabulary ? static_cast<int>(impl_->target_vocab().pieces.size())
+                                  : impl_->processor->size();
+}
+
+int Tokenizer::id_of(const std::string& piece) const {
+  if (!impl_->source_vocabulary) return impl_->processor->piece_to_id(piece);
+  const PieceVocabulary& vocabulary = impl_->target_vocab();
+  const auto found = vocabulary.ids.find(piece);
+  return found == vocabulary.ids.end() ? vocabulary.unk : found->second;
+}
+
+std::string Tokenizer::piece_of(int id) const {
+  if (!impl_->source_vocabulary) return impl_->processor->id_to_piece(id);
+  const PieceVocabulary& vocabulary = impl_->target_vocab();
+  return id >= 0 && id < static_cast<int>(vocabulary.pieces.size()) ? vocabulary.pieces[id] : "";
+}
+
+std::string Tokenizer::source_piece_of(int id) const {
+  if (!impl_->source_vocabulary) return impl_->processor->id_to_piece(id);
+  const PieceVocabulary& vocabulary = *impl_->source_vocabulary;
+  return id >= 0 && id < static_cast<int>(vocabulary.pieces.size()) ? vocabulary.pieces[id] : "";
+}
+
+std::vector<std::string> Tokenizer::target_languages() const {
+  std::vector<std::string> codes;
+  if (!impl_->source_vocabulary) return codes;
+  for (const std::string& piece : impl_->source_vocabulary->pieces) {
+    if (piece.size() > 4 && piece.rfind(">>", 0) == 0 &&
+        piece.compare(piece.size() - 2, 2, "<<") == 0) {
+      codes.push_back(piece.substr(2, piece.size() - 4));
+    }
+  }
+  return codes;
+}
+
+int Tokenizer::language_token(const std::string& code) const {
+  if (!impl_->source_vocabulary) return -1;
+  const auto found = impl_->source_vocabulary->ids.find(">>" + code + "<<");
+  return found == impl_->source_vocabulary->ids.end() ? -1 : found->second;
+}
 
 size_t Tokenizer::whole_words(const std::vector<int32_t>& ids) const {
   static constexpr char kWordStart[] = "\xE2\x96\x81";  // U+2581, SentencePiece's space

@@ -1,5 +1,9 @@
-// The SentencePiece vocabulary of a model (spm.model), behind Abseil statuses. SentencePiece
-// itself is reached only through sentencepiece_wrapper.h (see there why).
+// The vocabulary of a model, behind Abseil statuses: xlate's own, one SentencePiece model
+// (spm.model) whose ids are the model's for both languages; or Hugging Face Marian's, as
+// MarianTokenizer reads it: SentencePiece models for each side (source.spm, target.spm) that
+// only cut text into pieces, and vocab.json (plus target_vocab.json with separate
+// vocabularies) that gives each piece the model's id (a piece it lacks is <unk>).
+// SentencePiece itself is reached only through sentencepiece_wrapper.h (see there why).
 #pragma once
 
 #include <cstdint>
@@ -13,20 +17,34 @@ namespace xlate {
 
 class Tokenizer {
  public:
+  // One SentencePiece model (spm.model) for both sides.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& path);
+  // A model directory's tokenizer: spm.model, or Hugging Face Marian's files.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadDirectory(const std::string& directory);
   ~Tokenizer();
 
-  // Piece ids of `text`, without BOS/EOS (the caller adds the model's special ids).
+  // Source piece ids of `text`, without BOS/EOS (the caller adds the model's special ids). A
+  // Marian vocabulary's language token at the start (">>deu<< text") is one piece, as
+  // MarianTokenizer cuts it.
   absl::StatusOr<std::vector<int32_t>> encode(const std::string& text) const;
-  // Detokenised text of ids; special ids (pad, bos, eos) are dropped.
+  // Detokenised text of target ids; special ids (pad, bos, eos; a Marian vocabulary's <unk>)
+  // are dropped.
   absl::StatusOr<std::string> decode(const std::vector<int32_t>& ids) const;
   // How many of `ids` make whole words: those before the last piece that starts a word
   // (SentencePiece's "▁"), whose word may still grow. decode() of them is a prefix of decode()
   // of any continuation of `ids` (streaming shows no half words).
   size_t whole_words(const std::vector<int32_t>& ids) const;
-  int vocab_size() const;
-  int id_of(const std::string& piece) const;  // unk id when absent
-  std::string piece_of(int id) const;
+  int vocab_size() const;         // the source side's
+  int target_vocab_size() const;
+  int id_of(const std::string& piece) const;  // target id; unk id when absent
+  std::string piece_of(int id) const;         // a target id's piece
+  std::string source_piece_of(int id) const;
+  // A multilingual Marian vocabulary's target languages: the codes of its language tokens
+  // (">>deu<<" -> "deu"), which a source starts with to choose the output language; empty for
+  // a model of one target language.
+  std::vector<std::string> target_languages() const;
+  // The source id of the language token of `code` ("deu"), or -1 when the vocabulary has none.
+  int language_token(const std::string& code) const;
 
  private:
   struct Impl;

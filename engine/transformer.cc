@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "engine/backend/cuda_backend.h"
@@ -34,6 +35,19 @@ struct AttentionWidths {
 AttentionWidths attention_widths(const ModelConfig& config, int heads) {
   const int64_t k = int64_t{heads} * config.head_dim_k(heads);
   return {k, k, int64_t{heads} * config.head_dim_v(heads)};
+}
+
+Activation ffn_activation(FfnActivation activation) {
+  switch (activation) {
+    case FfnActivation::kSwish: return Activation::kSwish;
+    case FfnActivation::kGelu: return Activation::kGelu;
+    case FfnActivation::kRelu: break;
+  }
+  return Activation::kRelu;
+}
+
+float embedding_scale(const ModelConfig& config) {
+  return config.scale_embedding ? std::sqrt(static_cast<float>(config.d_model)) : 1.f;
 }
 
 // x = LN(x + sublayer_out), in place on x's storage.
@@ -142,8 +156,17 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
     : config_(std::move(config)), weights_(std::move(weights)), placement_(placement) {
   convert_weights(weights_, config_, placement_);
   fuse_projections();
-  output_projection_.weight = weights_.shared_embedding;
+  output_projection_.weight = weights_.output_matrix();
   output_projection_.bias = weights_.logits_bias;
+  if (!config_.suppressed_tokens.empty()) {
+    // A token never generated has logit -inf: the softmax gives it nothing, as transformers'
+    // bad_words_ids processor does (a copy: the weights keep the file's bias).
+    Tensor bias = weights_.logits_bias.on(Device::kCPU).to_float32();
+    for (int id : config_.suppressed_tokens) {
+      bias.data<float>()[id] = -std::numeric_limits<float>::infinity();
+    }
+    output_projection_.bias = bias.to_dtype(placement_.dtype).to(placement_.device);
+  }
   if (placement_.int8_weights || op_backend(placement_.device).pack_linear_weight != nullptr) {
     pack_weights();
   }
@@ -204,7 +227,7 @@ Tensor TransformerModel::logits_to_host(const Tensor& logits) const {
 
 Tensor TransformerModel::feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                                       const LayerNormWeights& norm, const Tensor& x) const {
-  Tensor hidden = linear(x, inner, Activation::kRelu);
+  Tensor hidden = linear(x, inner, ffn_activation(config_.activation));
   Tensor out = linear(hidden, outer);
   Tensor result = x;
   residual_norm(result, out, norm);
@@ -232,7 +255,7 @@ Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengt
   const int64_t batch = source.dim(0), steps = source.dim(1);
   Tensor x = activations({batch, steps, config_.d_model});
   embedding_forward(x, on_device(source), weights_.shared_embedding, weights_.encoder_positions,
-                    std::sqrt(static_cast<float>(config_.d_model)), 0);
+                    embedding_scale(config_), 0);
   const Tensor key_rows = on_device(batch_major_key_rows(batch, steps));
   const Tensor lengths = on_device(source_lengths);
   for (size_t i = 0; i < weights_.encoder.size(); ++i) x = encoder_layer(i, x, key_rows, lengths);
@@ -328,14 +351,14 @@ TopK TransformerModel::decode_top_k(DecoderState& state, const std::vector<int32
                                     const std::vector<float>& row_scores, int k) const {
   const int64_t rows = static_cast<int64_t>(tokens.size());
   const Tensor logits = decode_on_device(state, Tensor::from_vector(tokens, {rows, 1}));
-  return top_k_to_host(logits.reshape({rows, config_.vocab_size}), row_scores, k);
+  return top_k_to_host(logits.reshape({rows, config_.target_vocab_size()}), row_scores, k);
 }
 
 TopK TransformerModel::decode_top_k_on_device(DecoderState& state, const Tensor& tokens,
                                               const Tensor& row_scores, int k) const {
   const int64_t rows = tokens.numel();
   const Tensor logits = decode_on_device(state, tokens.reshape({rows, 1}));
-  return top_k_of(logits.reshape({rows, config_.vocab_size}), row_scores, k);
+  return top_k_of(logits.reshape({rows, config_.target_vocab_size()}), row_scores, k);
 }
 
 TopK TransformerModel::top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores,
@@ -372,8 +395,8 @@ Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& token
   const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
   const DecoderState::StepTables tables = state.advance(steps);
   Tensor x = activations({rows, steps, config_.d_model});
-  embedding_forward(x, on_device(tokens), weights_.shared_embedding, weights_.decoder_positions,
-                    std::sqrt(static_cast<float>(config_.d_model)), tables.length,
+  embedding_forward(x, on_device(tokens), weights_.target_embedding(),
+                    weights_.decoder_positions, embedding_scale(config_), tables.length,
                     tables.row_positions);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     Tensor layer_weights;

@@ -107,12 +107,15 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Load(const std::string& 
                                                              const Placement& placement) {
   auto model = TransformerModel::Load(model_dir, placement);
   if (!model.ok()) return model.status();
-  auto tokenizer = Tokenizer::Load((std::filesystem::path(model_dir) / "spm.model").string());
+  auto tokenizer = Tokenizer::LoadDirectory(model_dir);
   if (!tokenizer.ok()) return tokenizer.status();
-  if ((*tokenizer)->vocab_size() != (*model)->config().vocab_size) {
+  const ModelConfig& config = (*model)->config();
+  if ((*tokenizer)->vocab_size() != config.vocab_size ||
+      (*tokenizer)->target_vocab_size() != config.target_vocab_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        model_dir, ": spm.model has ", (*tokenizer)->vocab_size(),
-        " pieces but config.json says vocab_size = ", (*model)->config().vocab_size));
+        model_dir, ": the tokenizer has ", (*tokenizer)->vocab_size(), " source and ",
+        (*tokenizer)->target_vocab_size(), " target pieces but config.json says vocab_size = ",
+        config.vocab_size, " and ", config.target_vocab_size(), " target pieces"));
   }
   return std::make_unique<Translator>(*std::move(model), *std::move(tokenizer));
 }

@@ -8,6 +8,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/placement_flags.h"
+#include "engine/target_language.h"
 #include "engine/utf8.h"
 #include "server/language_code.h"
 #include "server/request_parsing.h"
@@ -380,6 +382,29 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
   return call;
 }
 
+grpc::ServerUnaryReactor* TranslationService::ListModels(
+    grpc::CallbackServerContext* context, const xlate::v1::ListModelsRequest* /*request*/,
+    xlate::v1::ListModelsResponse* response) {
+  for (const std::string& name : models_->names()) {
+    auto model = models_->Route(name, "", "");
+    if (!model.ok()) continue;  // removed since names() was read
+    const ModelConfig& config = (*model)->config();
+    const Placement& placement = (*model)->translator().model().placement();
+    xlate::v1::ModelInfo* info = response->add_models();
+    info->set_name(name);
+    info->set_source_language_code(config.source_lang);
+    info->set_target_language_code(config.target_lang);
+    for (const std::string& code : (*model)->translator().tokenizer().target_languages()) {
+      info->add_target_language_codes(code);
+    }
+    info->set_device(device_label(placement.device));
+    info->set_compute_type(compute_type_label(placement));
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
   auto* call = new StreamCall(this, absl::FromChrono(context->deadline()));
@@ -462,14 +487,26 @@ grpc::Status TranslationService::Check(const ServedModel& model,
                                        TranslationOptions& options,
                                        std::optional<SegmentedTexts>& texts,
                                        std::vector<std::vector<int32_t>>& sources) const {
-  grpc::Status status = check_request_text(request, model.config(), limits_, options, texts);
+  const Tokenizer& tokenizer = model.translator().tokenizer();
+  // A multilingual model's output language is chosen by a language token before each source
+  // (target_language.h), not compared with one language of its directory.
+  auto language_token =
+      target_language_token(tokenizer, request.target_language_code(), "target_language_code");
+  if (!language_token.ok()) return to_grpc(language_token.status());
+  ModelConfig checked_languages;
+  if (*language_token >= 0) {
+    checked_languages = model.config();
+    checked_languages.target_lang.clear();
+  }
+  grpc::Status status = check_request_text(
+      request, *language_token >= 0 ? checked_languages : model.config(), limits_, options, texts);
   if (!status.ok()) return status;
   const int token_limit = model.max_input_tokens();
-  const Tokenizer& tokenizer = model.translator().tokenizer();
   for (size_t s = 0; s < texts->sentences().size(); ++s) {
     const std::string& sentence = texts->sentences()[s];
     auto ids = tokenizer.encode(sentence);
     if (!ids.ok()) return to_grpc(ids.status());
+    if (*language_token >= 0) ids->insert(ids->begin(), *language_token);
     if (static_cast<int64_t>(ids->size()) + 1 > token_limit) {
       const size_t entry = texts->text_of(s);
       return invalid(absl::StrCat(
@@ -495,8 +532,8 @@ grpc::Status add_alignment(const Translator& translator, const AlignmentOptions&
   const ModelConfig& config = translator.model().config();
   alignment.set_source_text(source);
   alignment.set_target_text(target);
-  for (int32_t id : source_ids) alignment.add_source_tokens(tokenizer.piece_of(id));
-  alignment.add_source_tokens(tokenizer.piece_of(config.eos_id));
+  for (int32_t id : source_ids) alignment.add_source_tokens(tokenizer.source_piece_of(id));
+  alignment.add_source_tokens(tokenizer.source_piece_of(config.eos_id));
   for (int32_t id : best.tokens) alignment.add_target_tokens(tokenizer.piece_of(id));
   const size_t width = source_ids.size() + 1;
   if (best.alignment.size() != best.tokens.size() * width) {

@@ -63,7 +63,8 @@ std::optional<AlignmentOptions> alignment_options(const xlate::v1::TranslateRequ
 class TranslationService final
     : public xlate::v1::Translator::WithRawCallbackMethod_Translate<
           xlate::v1::Translator::WithRawCallbackMethod_TranslateStream<
-              xlate::v1::Translator::Service>> {
+              xlate::v1::Translator::WithCallbackMethod_ListModels<
+                  xlate::v1::Translator::Service>>> {
  public:
   // Calls go to a model of `models` (ModelRegistry::Route). Both pointers must outlive the
   // service.
@@ -74,6 +75,9 @@ class TranslationService final
                                       grpc::ByteBuffer* response) override;
   grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslateStream(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const xlate::v1::ListModelsRequest* request,
+                                       xlate::v1::ListModelsResponse* response) override;
 
   // From now on, calls are answered UNAVAILABLE at once; accepted calls go on.
   void StartDrain();

@@ -21,13 +21,25 @@ void expect_near_all(const Tensor& actual, const std::vector<double>& expected, 
   }
 }
 
-TEST(OpsCpu, LinearWithBiasAndReluMatchesNaiveProduct) {
+// transformers' definitions: swish x·sigmoid(x), GELU x·Φ(x) with the exact error function.
+double reference_activation(Activation activation, double x) {
+  switch (activation) {
+    case Activation::kRelu: return std::max(x, 0.0);
+    case Activation::kSwish: return x / (1.0 + std::exp(-x));
+    case Activation::kGelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kNone: break;
+  }
+  return x;
+}
+
+TEST(OpsCpu, LinearWithBiasAndEachActivationMatchesNaiveProduct) {
   std::mt19937 generator(1);
   const int64_t rows = 7, inputs = 33, outputs = 19;
   Tensor x = random_tensor({rows, inputs}, generator);
   Tensor weight = random_tensor({outputs, inputs}, generator);
   Tensor bias = random_tensor({outputs}, generator);
-  for (Activation activation : {Activation::kNone, Activation::kRelu}) {
+  for (Activation activation :
+       {Activation::kNone, Activation::kRelu, Activation::kSwish, Activation::kGelu}) {
     Tensor out = Tensor::empty({rows, outputs}, DType::kFloat32);
     linear_forward(out, x, weight, bias, activation);
     std::vector<double> expected;
@@ -37,7 +49,7 @@ TEST(OpsCpu, LinearWithBiasAndReluMatchesNaiveProduct) {
         for (int64_t k = 0; k < inputs; ++k) {
           sum += double(x.data<float>()[m * inputs + k]) * weight.data<float>()[n * inputs + k];
         }
-        expected.push_back(activation == Activation::kRelu ? std::max(sum, 0.0) : sum);
+        expected.push_back(reference_activation(activation, sum));
       }
     }
     expect_near_all(out, expected, 1e-4);

@@ -62,7 +62,8 @@ TEST(PackedFloatLinear, MultipliesAsThePlainWeightDoes) {
     ASSERT_EQ(packed.inputs, shape.inputs);
     ASSERT_FALSE(packed.quantized());
     const std::vector<double> expected = float_product(x, weight, bias);
-    for (const Activation activation : {Activation::kNone, Activation::kRelu}) {
+    for (const Activation activation :
+         {Activation::kNone, Activation::kRelu, Activation::kSwish, Activation::kGelu}) {
       for (const bool with_bias : {true, false}) {
         const Tensor used_bias = with_bias ? bias : Tensor();
         Tensor plain = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
@@ -76,6 +77,10 @@ TEST(PackedFloatLinear, MultipliesAsThePlainWeightDoes) {
               << shape.outputs;
           double reference = expected[i] - (with_bias ? 0.0 : bias.data<float>()[i % shape.outputs]);
           if (activation == Activation::kRelu) reference = std::max(0.0, reference);
+          if (activation == Activation::kSwish) reference = reference / (1 + std::exp(-reference));
+          if (activation == Activation::kGelu) {
+            reference = 0.5 * reference * (1 + std::erf(reference / std::sqrt(2.0)));
+          }
           ASSERT_NEAR(g, reference, 1e-4 * (1 + std::fabs(reference)));
         }
       }
@@ -123,6 +128,10 @@ TEST_F(QuantizedLinear, StaysWithinTheStatedBoundOfTheFloatProduct) {
     Tensor rectified = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
     packed_linear_forward(plain, x, quantized, bias, Activation::kNone);
     packed_linear_forward(rectified, x, quantized, bias, Activation::kRelu);
+    Tensor swished = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
+    Tensor gelued = Tensor::empty({shape.rows, shape.outputs}, DType::kFloat32);
+    packed_linear_forward(swished, x, quantized, bias, Activation::kSwish);
+    packed_linear_forward(gelued, x, quantized, bias, Activation::kGelu);
     double error_squares = 0, value_squares = 0;
     for (int64_t m = 0; m < shape.rows; ++m) {
       for (int64_t n = 0; n < shape.outputs; ++n) {
@@ -135,6 +144,11 @@ TEST_F(QuantizedLinear, StaysWithinTheStatedBoundOfTheFloatProduct) {
             << "row " << m << " output " << n << " of " << shape.rows << "x" << shape.inputs
             << "x" << shape.outputs;
         ASSERT_EQ(rectified.data<float>()[i], std::max(0.f, plain.data<float>()[i]));
+        // The activations apply to the dequantised sum, as in the float product.
+        const double v = plain.data<float>()[i];
+        ASSERT_NEAR(swished.data<float>()[i], v / (1 + std::exp(-v)), 1e-5 * (1 + std::fabs(v)));
+        ASSERT_NEAR(gelued.data<float>()[i], 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))),
+                    1e-5 * (1 + std::fabs(v)));
         if (shape.rows > 2 && m == 1) continue;  // the outlier's row: coarse by design
         error_squares += (got - expected[i]) * (got - expected[i]);
         value_squares += expected[i] * expected[i];

@@ -26,7 +26,10 @@ void embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& table,
                        const Tensor& positions, float scale, int64_t position_offset,
                        const Tensor& row_positions = Tensor());
 
-enum class Activation { kNone, kRelu };
+// The activation applied to a linear layer's output: none, ReLU max(0, x), swish x·sigmoid(x)
+// (transformers' "swish" and "silu") or GELU x·Φ(x) with the exact error function
+// (transformers' "gelu"), in float32 on every backend.
+enum class Activation { kNone, kRelu, kSwish, kGelu };
 
 // out[M, N] = act(inp[M, K] · weight[N, K]ᵀ + bias[N]); bias may be undefined (no bias).
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "engine/tools/commands.h"
 #include "engine/placement_flags.h"
+#include "engine/target_language.h"
 #include "engine/text_segments.h"
 #include "engine/tools/attention_pictures.h"
 #include "engine/translator.h"
@@ -25,6 +26,9 @@ ABSL_FLAG(bool, split_sentences, true,
           "cut each line into sentences (ICU's rules for the model's source language) and keep "
           "its whitespace; false: each line is one sentence (one-sentence-per-line test sets)");
 ABSL_FLAG(std::string, output, "", "file for the translations (default: stdout)");
+ABSL_FLAG(std::string, target_language, "",
+          "BCP-47 code of the output language, for a multilingual model (an OPUS-MT model with "
+          "language tokens such as >>deu<<); such a model refuses to start without one");
 ABSL_FLAG(int, beam_size, 4, "beam size; 1 = greedy search");
 ABSL_FLAG(double, length_penalty, 0.6, "length penalty alpha of ((5+|Y|)/6)^alpha");
 ABSL_FLAG(int, max_extra_length, 50, "output tokens <= input tokens + this");
@@ -112,9 +116,10 @@ absl::Status draw_chunk_attention(const std::string& dir, const Translator& tran
   for (size_t s = 0; s < translations.size(); ++s) {
     AttentionLabels labels;
     for (int32_t id : translations[s].source_tokens) {
-      labels.source_tokens.push_back(tokenizer.piece_of(id));
+      labels.source_tokens.push_back(tokenizer.source_piece_of(id));
     }
-    labels.source_tokens.push_back(tokenizer.piece_of(translator.model().config().eos_id));
+    labels.source_tokens.push_back(
+        tokenizer.source_piece_of(translator.model().config().eos_id));
     for (int32_t id : translations[s].best.tokens) {
       labels.target_tokens.push_back(tokenizer.piece_of(id));
     }
@@ -200,6 +205,17 @@ int run_translate() {
   options->return_scores = true;
 
   const std::string source_language = (*translator)->model().config().source_lang;
+  // A multilingual model's language token, before every sentence as MarianTokenizer reads it.
+  auto language_token = target_language_token((*translator)->tokenizer(),
+                                              absl::GetFlag(FLAGS_target_language),
+                                              "--target_language");
+  if (!language_token.ok()) {
+    std::cerr << "xlate translate: " << language_token.status().message() << "\n";
+    return 2;
+  }
+  const std::string language_prefix =
+      *language_token >= 0 ? (*translator)->tokenizer().source_piece_of(*language_token) + " "
+                           : std::string();
   const Segmentation segmentation =
       absl::GetFlag(FLAGS_split_sentences) ? Segmentation::kSentences : Segmentation::kWholeText;
   const absl::Time start = absl::Now();
@@ -215,8 +231,14 @@ int run_translate() {
     const size_t lines_in_chunk = chunk.size();
     auto lines = SegmentedTexts::Split(std::move(chunk), source_language, segmentation);
     chunk.clear();
+    std::vector<std::string> sources;
+    if (lines.ok()) {
+      for (const std::string& sentence : lines->sentences()) {
+        sources.push_back(language_prefix + sentence);
+      }
+    }
     absl::StatusOr<std::vector<Translation>> translations =
-        lines.ok() ? (*translator)->Translate(lines->sentences(), *options)
+        lines.ok() ? (*translator)->Translate(sources, *options)
                    : absl::StatusOr<std::vector<Translation>>(lines.status());
     if (!translations.ok()) {
       // Text k of the chunk is input line done + k + 1; the translator counts sentences.

@@ -86,7 +86,8 @@ TEST_P(OpsCuda, LinearWithEveryEpilogue) {
   const Tensor weight = rounded(random_tensor({outputs, inputs}, generator, 0.5f));
   const Tensor bias = rounded(random_tensor({outputs}, generator));
   for (bool with_bias : {false, true}) {
-    for (Activation activation : {Activation::kNone, Activation::kRelu}) {
+    for (Activation activation :
+         {Activation::kNone, Activation::kRelu, Activation::kSwish, Activation::kGelu}) {
       const Tensor b = with_bias ? bias : Tensor();
       Tensor expected = Tensor::empty({rows, outputs}, DType::kFloat32);
       linear_forward(expected, x, weight, b, activation);
@@ -94,7 +95,8 @@ TEST_P(OpsCuda, LinearWithEveryEpilogue) {
       linear_forward(out, on_gpu(x), on_gpu(weight), with_bias ? on_gpu(bias) : Tensor(),
                      activation);
       expect_close(out, expected, std::string("linear bias=") + (with_bias ? "1" : "0") +
-                                      " relu=" + (activation == Activation::kRelu ? "1" : "0"));
+                                      " activation=" +
+                                      std::to_string(static_cast<int>(activation)));
     }
   }
 }

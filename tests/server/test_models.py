@@ -235,6 +235,14 @@ class SeveralModels(unittest.TestCase):
         return self.stub.Translate(pb2.TranslateRequest(contents=["A dog runs."], **fields),
                                    timeout=60).model
 
+    def test_list_models_names_each_with_its_languages_and_placement(self):
+        reply = self.stub.ListModels(pb2.ListModelsRequest(), timeout=30)
+        self.assertEqual([(m.name, m.source_language_code, m.target_language_code)
+                          for m in reply.models], [("en-de", "en", "de"), ("de-en", "de", "en")])
+        for model in reply.models:
+            self.assertEqual((model.device, model.compute_type), ("cpu", "float32"))
+            self.assertEqual(list(model.target_language_codes), [])
+
     def test_requests_go_by_name_then_language_then_to_the_first(self):
         self.assertIn('serving models "en-de", "de-en" on', "".join(self.server.stderr_lines))
         self.assertEqual(self.model_of(), "en-de")

@@ -24,12 +24,18 @@ constexpr auto kF32 = memory::data_type::f32;
 // out[rows, outputs] = inp[rows, inputs] · weight (+ bias)(, ReLU), the weight [inputs, outputs]
 // as `weight` describes it: plain `ba` or packed.
 dnnl::primitive make_matmul(int64_t rows, int64_t outputs, int64_t inputs,
-                            const memory::desc& weight, bool bias, bool relu) {
+                            const memory::desc& weight, bool bias, Activation activation) {
   const memory::desc bias_desc = bias ? memory::desc({1, outputs}, kF32, Tag::ab) : memory::desc();
   dnnl::primitive_attr attributes = scratchpad_attributes();
-  if (relu) {
+  if (activation != Activation::kNone) {
+    // oneDNN's swish is x·sigmoid(alpha·x): alpha 1. gelu_erf is the exact GELU.
+    const dnnl::algorithm algorithm = activation == Activation::kRelu
+                                          ? dnnl::algorithm::eltwise_relu
+                                          : activation == Activation::kSwish
+                                                ? dnnl::algorithm::eltwise_swish
+                                                : dnnl::algorithm::eltwise_gelu_erf;
     dnnl::post_ops post;
-    post.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    post.append_eltwise(1.f, algorithm, activation == Activation::kSwish ? 1.f : 0.f, 0.f);
     attributes.set_post_ops(post);
   }
   const dnnl::matmul::desc description(memory::desc({rows, inputs}, kF32, Tag::ab), weight,
@@ -50,7 +56,7 @@ memory::desc packed_weight_desc(int64_t outputs, int64_t inputs) {
       .weights_desc();
 }
 
-// out[rows, outputs] = inp · weight (+ bias)(, ReLU) with the weight [inputs, outputs] laid out
+// out[rows, outputs] = act(inp · weight (+ bias)) with the weight [inputs, outputs] laid out
 // as weight_desc() says (asked only when this shape's primitive is made: finding the packed
 // layout costs as much as making a primitive).
 void multiply(Tensor& out, const Tensor& inp, const std::function<memory::desc()>& weight_desc,
@@ -58,11 +64,10 @@ void multiply(Tensor& out, const Tensor& inp, const std::function<memory::desc()
               const Tensor& bias, Activation activation) {
   const int64_t rows = inp.numel() / inputs;
   if (rows == 0) return;
-  const bool relu = activation == Activation::kRelu;
   const dnnl::primitive matmul = cached_primitive(
       absl::StrCat(weight_kind, ":", rows, ":", outputs, ":", inputs, ":", bias.defined(), ":",
-                   relu),
-      [&] { return make_matmul(rows, outputs, inputs, weight_desc(), bias.defined(), relu); });
+                   static_cast<int>(activation)),
+      [&] { return make_matmul(rows, outputs, inputs, weight_desc(), bias.defined(), activation); });
   const memory::desc made_for(*dnnl_primitive_desc_query_md(matmul.get_primitive_desc(),
                                                             dnnl_query_weights_md, 0));
   std::unordered_map<int, memory> arguments{

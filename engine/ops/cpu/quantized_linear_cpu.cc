@@ -138,8 +138,10 @@ void quantized_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight
   const bool relu = activation == Activation::kRelu;
 #pragma omp parallel for if (rows * outputs >= (1 << 16))
   for (int64_t m = 0; m < rows; ++m) {
-    dequantize_row_in_place(y + m * outputs, scratch.row_scales[m], column_scales, bias_values,
-                            relu, outputs);
+    float* row = y + m * outputs;
+    dequantize_row_in_place(row, scratch.row_scales[m], column_scales, bias_values, relu, outputs);
+    if (activation == Activation::kSwish) swish_in_place(row, outputs);
+    if (activation == Activation::kGelu) gelu_in_place(row, outputs);
   }
 }
 

@@ -111,6 +111,14 @@ XLATE_VECTORIZED void dequantize_row_in_place(float* y, float row_scale,
   }
 }
 
+void swish_in_place(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] / (1.f + std::exp(-y[i]));
+}
+
+void gelu_in_place(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * (1.f + std::erf(y[i] * 0.70710678118654752f));
+}
+
 XLATE_VECTORIZED float exp_shifted_sum(float* y, const float* x, float shift, int64_t n) {
   float sum = 0.f;
 #pragma omp simd reduction(+ : sum)

@@ -23,6 +23,10 @@ void quantize_row(int8_t* q, const float* x, float inverse_scale, int64_t n);
 // as floats on return.
 void dequantize_row_in_place(float* y, float row_scale, const float* column_scales,
                              const float* bias, bool relu, int64_t n);
+// y[i] = y[i] · sigmoid(y[i]) (swish), and y[i] = y[i] · Φ(y[i]) with the exact error function
+// (GELU): what oneDNN's eltwise_swish and eltwise_gelu_erf compute, for the int8 product.
+void swish_in_place(float* y, int64_t n);
+void gelu_in_place(float* y, int64_t n);
 // y[i] = exp(x[i] - shift); returns the sum of y. y may alias x.
 float exp_shifted_sum(float* y, const float* x, float shift, int64_t n);
 // y[i] = x[i] - shift; y may alias x.

@@ -4,6 +4,7 @@
 
 #include "engine/backend/cuda_backend.h"
 #include "engine/ops/cuda/cuda_ops.h"
+#include "kernels/activation.h"
 #include "kernels/add_layer_norm.h"
 #include "engine/ops/beam_step_views.h"
 #include "kernels/attention.h"
@@ -56,6 +57,13 @@ void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
   cuda_backend::gemm().linear_forward(out.raw_data(), inp.raw_data(), weight.raw_data(),
                                       bias.defined() ? bias.raw_data() : nullptr,
                                       inp.numel() / k, weight.dim(0), k, epilogue, type_of(out));
+  if (activation == Activation::kSwish || activation == Activation::kGelu) {
+    kernels::activation_forward(out.raw_data(), out.numel(),
+                                activation == Activation::kSwish
+                                    ? kernels::PointwiseActivation::kSwish
+                                    : kernels::PointwiseActivation::kGelu,
+                                type_of(out), cuda_backend::stream());
+  }
 }
 
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,

@@ -1,0 +1,211 @@
+// Hugging Face Marian directories (OPUS-MT's layout) as transformers saves them, loaded as they
+// are: random tiny MarianMTModel models built and saved by transformers itself
+// (tests/hf/make_marian_fixtures.py wrote tests/data/hf/, with transformers' own greedy
+// `generate` outputs and MarianTokenizer's ids). xlate must give the same source ids, the same
+// output tokens and the same log-probabilities (within float32 noise) on 100 real sentences, in
+// float32 and int8 (tokens only where int8's rounding cannot flip a choice), and refuse what it
+// does not implement by name.
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/model_directory.h"
+#include "engine/ops/backend.h"
+#include "engine/translator.h"
+
+namespace xlate {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kFixtures = std::string(XLATE_TEST_DATA_DIR) + "/hf";
+
+Json read_json(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return Json::parse(text.str());
+}
+
+class HfMarian : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfMarian, GreedyOutputsAndTokenizerEqualTransformers) {
+  const std::string dir = kFixtures + "/" + GetParam();
+  const Json expected = read_json(dir + "/expected.json");
+  auto translator = Translator::Load(dir);
+  ASSERT_TRUE(translator.ok()) << translator.status();
+  const Tokenizer& tokenizer = (*translator)->tokenizer();
+  const ModelConfig& config = (*translator)->model().config();
+
+  std::vector<std::vector<int32_t>> sources;
+  const Json& sentences = expected["sentences"];
+  ASSERT_GE(sentences.size(), 100u);
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    auto ids = tokenizer.encode(sentences[i].get<std::string>());
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    std::vector<int32_t> with_end = *ids;
+    with_end.push_back(config.eos_id);
+    EXPECT_EQ(with_end, expected["source_ids"][i].get<std::vector<int32_t>>())
+        << "sentence " << i << ": " << sentences[i];
+    sources.push_back(*ids);
+  }
+
+  TranslationOptions greedy;
+  greedy.beam_size = 1;
+  greedy.length_penalty = 0.f;  // lp = 1: the score is log P
+  auto results = (*translator)->TranslateTokens(sources, greedy);
+  ASSERT_TRUE(results.ok()) << results.status();
+  int ended = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const Json& reference = expected["greedy"][i];
+    std::vector<int32_t> tokens = reference["ids"].get<std::vector<int32_t>>();
+    if (!tokens.empty() && tokens.back() == config.eos_id) {
+      tokens.pop_back();
+      ++ended;
+    }
+    const Hypothesis& best = (*results)[i][0];
+    ASSERT_EQ(best.tokens, tokens) << "sentence " << i << ": " << sentences[i];
+    EXPECT_NEAR(best.log_prob, reference["log_prob"].get<double>(),
+                1e-4 * (1.0 + std::abs(reference["log_prob"].get<double>())))
+        << "sentence " << i;
+    auto text = tokenizer.decode(best.tokens);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(*text, reference["text"].get<std::string>()) << "sentence " << i;
+  }
+  // The fixtures were made so that outputs end both ways: by the end token and at the limit.
+  EXPECT_GT(ended, 10);
+  EXPECT_LT(ended, static_cast<int>(sources.size()));
+}
+
+TEST_P(HfMarian, Int8FollowsFloat32) {
+  const std::string dir = kFixtures + "/" + GetParam();
+  if (!int8_available(Device::kCPU).ok()) GTEST_SKIP() << "no int8 on this processor";
+  Placement int8;
+  int8.int8_weights = true;
+  auto quantized = Translator::Load(dir, int8);
+  auto plain = Translator::Load(dir);
+  ASSERT_TRUE(quantized.ok() && plain.ok());
+  const Json expected = read_json(dir + "/expected.json");
+  std::vector<std::string> sentences;
+  for (const Json& sentence : expected["sentences"]) sentences.push_back(sentence);
+  TranslationOptions options;  // beam 4, as served
+  auto a = (*quantized)->Translate(sentences, options);
+  auto b = (*plain)->Translate(sentences, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  int same = 0;
+  for (size_t i = 0; i < sentences.size(); ++i) same += (*a)[i].best.tokens == (*b)[i].best.tokens;
+  // Random weights of 32 channels make close calls common, and int8's rounding flips many of
+  // them (the ops themselves are held to the float product in packed_linear_test.cc); a
+  // wrong activation or output layer in the int8 path would leave next to nothing the same.
+  EXPECT_GT(same, static_cast<int>(sentences.size()) * 4 / 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, HfMarian,
+                         ::testing::Values("marian-relu-tied", "marian-swish-separate",
+                                           "marian-gelu-multilingual"));
+
+TEST(HfMarianTokenizer, IdsAndTextsEqualMarianTokenizer) {
+  const Json cases = read_json(kFixtures + "/tokenizer_cases.json");
+  int checked = 0;
+  for (const auto& [name, model_cases] : cases.items()) {
+    auto tokenizer = Tokenizer::LoadDirectory(kFixtures + "/" + name);
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    for (const Json& entry : model_cases["encode"]) {
+      const std::string text = entry["text"].get<std::string>();
+      // transformers reads "</s>", "<unk>" or "<pad>" written in a text as those special
+      // tokens (a "</s>" typed by a user ends the source early); xlate keeps a user's text
+      // text, and cuts it into pieces like any other.
+      if (text.find("</s>") != std::string::npos || text.find("<unk>") != std::string::npos ||
+          text.find("<pad>") != std::string::npos) {
+        continue;
+      }
+      auto ids = (*tokenizer)->encode(text);
+      ASSERT_TRUE(ids.ok());
+      std::vector<int32_t> expected = entry["input_ids"].get<std::vector<int32_t>>();
+      ASSERT_FALSE(expected.empty());
+      expected.pop_back();  // MarianTokenizer's </s>; the model's eos is the caller's
+      EXPECT_EQ(*ids, expected) << name << ": " << entry["text"];
+      ++checked;
+    }
+    for (const Json& entry : model_cases["decode"]) {
+      auto text = (*tokenizer)->decode(entry["ids"].get<std::vector<int32_t>>());
+      ASSERT_TRUE(text.ok());
+      EXPECT_EQ(*text, entry["text"].get<std::string>()) << name << ": " << entry["ids"];
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 40);
+}
+
+// A copy of a fixture directory whose config.json (and generation_config.json) `edit` changes.
+std::string edited_copy(const std::string& name, const std::function<void(Json&)>& edit,
+                        const std::string& file = "config.json") {
+  const std::string copy = std::string(XLATE_TEST_SCRATCH) + "/hf_" + name + "_edited";
+  fs::remove_all(copy);
+  fs::create_directories(copy);
+  fs::copy(kFixtures + "/" + name, copy, fs::copy_options::recursive);
+  Json json = read_json(copy + "/" + file);
+  edit(json);
+  std::ofstream(copy + "/" + file) << json.dump(2);
+  return copy;
+}
+
+void expect_refused(const std::string& dir, const std::vector<std::string>& fragments) {
+  auto translator = Translator::Load(dir);
+  ASSERT_FALSE(translator.ok());
+  for (const std::string& fragment : fragments) {
+    EXPECT_NE(translator.status().message().find(fragment), std::string::npos)
+        << translator.status().message() << "\nlacks: " << fragment;
+  }
+}
+
+TEST(HfMarianRefusals, WhatXlateDoesNotImplementIsNamed) {
+  expect_refused(edited_copy("marian-relu-tied", [](Json& c) { c["activation_function"] = "tanh"; }),
+                 {"\"activation_function\" = \"tanh\" is not supported", "\"swish\""});
+  expect_refused(edited_copy("marian-relu-tied", [](Json& c) { c["model_type"] = "m2m_100"; }),
+                 {"\"model_type\" = \"m2m_100\" is not supported", "\"marian\""});
+  expect_refused(edited_copy("marian-relu-tied", [](Json& c) { c["model_type"] = "t5"; }),
+                 {"\"model_type\" = \"t5\""});
+  expect_refused(edited_copy("marian-relu-tied", [](Json& c) { c["normalize_before"] = true; }),
+                 {"\"normalize_before\" = true is not supported"});
+  expect_refused(
+      edited_copy("marian-relu-tied", [](Json& c) { c["add_final_layer_norm"] = true; }),
+      {"\"add_final_layer_norm\" = true"});
+  expect_refused(edited_copy("marian-relu-tied",
+                             [](Json& c) { c["bad_words_ids"] = Json::parse("[[5, 6]]"); },
+                             "generation_config.json"),
+                 {"generation_config.json", "\"bad_words_ids\"", "several tokens"});
+  expect_refused(edited_copy("marian-relu-tied", [](Json& c) { c["scale_embedding"] = "yes"; }),
+                 {"\"scale_embedding\" has the wrong type"});
+}
+
+TEST(HfMarianRefusals, MissingFilesAreNamed) {
+  const std::string no_vocab = edited_copy("marian-relu-tied", [](Json&) {});
+  fs::remove(no_vocab + "/vocab.json");
+  expect_refused(no_vocab, {"no tokenizer", "source.spm, target.spm and vocab.json"});
+  const std::string pickled = edited_copy("marian-relu-tied", [](Json&) {});
+  fs::rename(pickled + "/model.safetensors", pickled + "/pytorch_model.bin");
+  expect_refused(pickled,
+                 {"pytorch_model.bin", "scripts/convert_pytorch_to_safetensors.py"});
+}
+
+TEST(HfMarianSinusoid, ColumnsAreSinesThenCosines) {
+  const Tensor table = marian_sinusoidal_positions(4, 6);
+  const float* v = table.data<float>();
+  for (int pos = 0; pos < 4; ++pos) {
+    for (int j = 0; j < 3; ++j) {
+      const double angle = pos / std::pow(10000.0, 2.0 * j / 6);
+      EXPECT_FLOAT_EQ(v[pos * 6 + j], static_cast<float>(std::sin(angle)));
+      EXPECT_FLOAT_EQ(v[pos * 6 + 3 + j], static_cast<float>(std::cos(angle)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xlate
