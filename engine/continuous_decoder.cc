@@ -115,7 +115,8 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     std::copy(sources[n].begin(), sources[n].end(), tokens.begin() + n * padded);
     tokens[n * padded + sources[n].size()] = config.eos_id;
     lengths[n] = static_cast<int32_t>(sources[n].size() + 1);
-    max_lengths[n] = options.max_output_tokens(sources[n].size(), capacity);
+    max_lengths[n] = options.max_output_tokens(sources[n].size(), capacity,
+                                               config.end_forced_at_limit);
   }
   const Tensor source_lengths = Tensor::from_vector(lengths, {count});
   // The encoder pass is the one allocation here that grows with the request (the caches exist);

@@ -178,6 +178,13 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
       !status.ok()) {
     return status;
   }
+  if (const auto forced = json.find("forced_eos_token_id"); forced != json.end()) {
+    if (!forced->is_number_integer() || forced->get<int64_t>() != config.eos_id) {
+      return unsupported(origin, "forced_eos_token_id", *forced,
+                         "null or the end token (eos_token_id)");
+    }
+    config.end_forced_at_limit = true;
+  }
   if (auto status = config.Validate(); !status.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", status.message()));
   }
@@ -236,12 +243,12 @@ std::string ModelConfig::ToJson() const {
                {"bos_token_id", bos_id},
                {"eos_token_id", eos_id},
                {"decoder_start_token_id", decoder_start_id},
-               {"forced_eos_token_id", eos_id},
                {"xlate_positional",
                 positional == PositionalEncoding::kSinusoidal ? "sinusoidal" : "learned"},
                {"xlate_label_smoothing", label_smoothing},
                {"source_lang", source_lang},
                {"target_lang", target_lang}};
+  if (end_forced_at_limit) json["forced_eos_token_id"] = eos_id;
   if (!suppressed_tokens.empty()) {
     Json words = Json::array();
     for (int id : suppressed_tokens) words.push_back({id});

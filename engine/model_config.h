@@ -60,6 +60,10 @@ struct ModelConfig {
   // Target ids never generated: their logit is -inf before the softmax (generation_config.json's
   // single-token "bad_words_ids", e.g. pad in every OPUS-MT model).
   std::vector<int> suppressed_tokens;
+  // forced_eos_token_id = eos (every OPUS-MT model): a translation that reaches the length
+  // limit ends with the end token in the limit's last place, as transformers'
+  // ForcedEOSTokenLogitsProcessor makes it, so it holds one token less than the limit.
+  bool end_forced_at_limit = false;
 
   // Parses config.json text; `origin` names the file in error messages.
   static absl::StatusOr<ModelConfig> FromJson(const std::string& text, const std::string& origin);

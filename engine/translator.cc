@@ -97,9 +97,11 @@ SearchOptions TranslationOptions::search(const ModelConfig& config) const {
   return search;
 }
 
-int TranslationOptions::max_output_tokens(int64_t source_tokens, int capacity) const {
+int TranslationOptions::max_output_tokens(int64_t source_tokens, int capacity,
+                                          bool end_forced_at_limit) const {
   int64_t limit = source_tokens + max_extra_length;
   if (max_output_length > 0) limit = std::min<int64_t>(limit, max_output_length);
+  if (end_forced_at_limit) --limit;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(limit, capacity)));
 }
 
@@ -325,7 +327,8 @@ std::unique_ptr<BatchTranslation> Translator::start_batch(
     std::copy(source.begin(), source.end(), tokens.begin() + b * padded);
     tokens[b * padded + source.size()] = config.eos_id;
     lengths[b] = static_cast<int32_t>(source.size() + 1);
-    max_lengths[b] = options.max_output_tokens(source.size(), config.max_positions);
+    max_lengths[b] = options.max_output_tokens(source.size(), config.max_positions,
+                                               config.end_forced_at_limit);
     longest_output = std::max(longest_output, max_lengths[b]);
   }
   const Tensor source_lengths = Tensor::from_vector(lengths, {batch});

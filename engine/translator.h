@@ -51,8 +51,10 @@ struct TranslationOptions {
   SearchOptions search(const ModelConfig& config) const;
   // Most tokens a source of `source_tokens` tokens (end token excluded) may produce, the end
   // token included: the paper's input + max_extra_length, within max_output_length and
-  // `capacity`, at least 1.
-  int max_output_tokens(int64_t source_tokens, int capacity) const;
+  // `capacity`, at least 1; one less (the place of the forced end token) for a model whose
+  // end is forced at the limit (ModelConfig::end_forced_at_limit).
+  int max_output_tokens(int64_t source_tokens, int capacity,
+                        bool end_forced_at_limit = false) const;
 };
 
 // Whole-struct comparisons (every field, derived in translator.cc so that adding a field without

@@ -195,6 +195,47 @@ TEST(HfMarianRefusals, MissingFilesAreNamed) {
                  {"pytorch_model.bin", "scripts/convert_pytorch_to_safetensors.py"});
 }
 
+// forced_eos_token_id = eos (every OPUS-MT model): transformers ends a translation that
+// reaches the limit with the end token in the limit's last place. The fixtures have it off; with
+// it on, exactly the outputs cut by the limit lose their last token, the others are unchanged.
+TEST(HfMarianForcedEnd, ATranslationCutByTheLimitEndsOneTokenEarlier) {
+  const std::string name = "marian-relu-tied";
+  const std::string forced =
+      edited_copy(name, [](Json& c) { c["forced_eos_token_id"] = 0; });
+  auto with = Translator::Load(forced);
+  auto without = Translator::Load(kFixtures + "/" + name);
+  ASSERT_TRUE(with.ok() && without.ok()) << with.status();
+  EXPECT_TRUE((*with)->model().config().end_forced_at_limit);
+  const Json expected = read_json(kFixtures + "/" + name + "/expected.json");
+  std::vector<std::vector<int32_t>> sources;
+  for (const Json& ids : expected["source_ids"]) {
+    std::vector<int32_t> source = ids.get<std::vector<int32_t>>();
+    source.pop_back();  // </s>
+    sources.push_back(source);
+  }
+  TranslationOptions greedy;
+  greedy.beam_size = 1;
+  greedy.length_penalty = 0.f;
+  auto a = (*with)->TranslateTokens(sources, greedy);
+  auto b = (*without)->TranslateTokens(sources, greedy);
+  ASSERT_TRUE(a.ok() && b.ok());
+  int cut = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::vector<int32_t>& free = (*b)[i][0].tokens;
+    const std::vector<int32_t>& ended = (*a)[i][0].tokens;
+    const size_t limit = sources[i].size() + 50;
+    if (free.size() == limit) {  // cut by the limit
+      ++cut;
+      EXPECT_EQ(ended, std::vector<int32_t>(free.begin(), free.end() - 1)) << "sentence " << i;
+    } else {
+      EXPECT_EQ(ended, free) << "sentence " << i;
+    }
+  }
+  EXPECT_GT(cut, 0);
+  expect_refused(edited_copy(name, [](Json& c) { c["forced_eos_token_id"] = 5; }),
+                 {"\"forced_eos_token_id\" = 5 is not supported"});
+}
+
 TEST(HfMarianSinusoid, ColumnsAreSinesThenCosines) {
   const Tensor table = marian_sinusoidal_positions(4, 6);
   const float* v = table.data<float>();
