@@ -4,9 +4,10 @@
     python3 bench/soak.py [--model_dir models/en-de-multi30k] [--duration_s 600] [--clients 16]
 
 --clients threads keep calls in flight (closed loop) with a mix: 1 to 8 texts of Multi30k
-test_2016 sentences (a third of them paragraphs of 2-4 sentences), beam 4 or greedy; 10% of the
-calls carry a deadline too short to meet (DEADLINE_EXCEEDED by design) and 10% are cancelled by
-their client after 0-100 ms. Prints, every --report_every_s, the sentences/s and the server's
+test_2016 sentences (a third of them paragraphs of 2-4 sentences), beams 1 to 5 with n-best
+lists, scores, length limits and alignments (of several layers and heads) mixed in, a fifth of
+the calls streamed; 10% of the calls carry a deadline too short to meet (DEADLINE_EXCEEDED by
+design) and 10% are cancelled by their client after 0-100 ms. Prints, every --report_every_s, the sentences/s and the server's
 resident memory; at the end the calls by status code and the RSS growth from the end of the
 warm-up (the first fifth) to the end. Exits non-zero when a call ends with a code other than
 OK, DEADLINE_EXCEEDED, CANCELLED (the client's own) or RESOURCE_EXHAUSTED, when the server
@@ -72,16 +73,29 @@ def main():
                 count = rng.randint(2, 4) if rng.random() < 1 / 3 else 1
                 texts.append(" ".join(rng.choice(sentences) for _ in range(count)))
                 count_in_request += count
-            request = pb2.TranslateRequest(contents=texts, options=pb2.DecodingOptions(
-                beam_size=rng.choice([1, 4, 4])))
+            beam = rng.choice([1, 2, 4, 4, 5])
+            options = pb2.DecodingOptions(beam_size=beam, n_best=rng.randint(1, beam),
+                                          return_scores=rng.random() < 0.3)
+            if rng.random() < 0.2:
+                options.max_extra_length = rng.randint(1, 20)
+            request = pb2.TranslateRequest(contents=texts, options=options)
+            if rng.random() < 0.3:  # alignments, of the last layer's average or another head
+                request.alignment.CopyFrom(pb2.AlignmentOptions(**rng.choice(
+                    [{}, {"layer": 0}, {"layer": -1, "head": 0}, {"head": 1}])))
             kind = rng.random()
             timeout = 0.005 if kind < 0.1 else 120
-            future = stub.Translate.future(request, timeout=timeout)
+            streamed = rng.random() < 0.2
+            call = (stub.TranslateStream(request, timeout=timeout) if streamed
+                    else stub.Translate.future(request, timeout=timeout))
             if 0.1 <= kind < 0.2:
                 time.sleep(rng.uniform(0, 0.1))
-                future.cancel()
+                call.cancel()
             try:
-                future.result()
+                if streamed:
+                    for _ in call:
+                        pass
+                else:
+                    call.result()
                 code = "OK"
             except grpc.FutureCancelledError:
                 code = "CANCELLED"

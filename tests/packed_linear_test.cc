@@ -52,8 +52,10 @@ TEST(PackedFloatLinear, MultipliesAsThePlainWeightDoes) {
   struct Shape {
     int64_t rows, inputs, outputs;
   };
+  // Rows above kExactPlanRows (engine/ops/cpu/dnnl_context.h) multiply through a primitive
+  // made for any row count.
   for (const Shape& shape : {Shape{1, 30, 67}, Shape{9, 256, 1024}, Shape{64, 100, 300},
-                             Shape{130, 256, 2000}}) {
+                             Shape{130, 256, 2000}, Shape{257, 64, 96}, Shape{1000, 256, 512}}) {
     Tensor x = random_tensor({shape.rows, shape.inputs}, generator);
     Tensor weight = random_tensor({shape.outputs, shape.inputs}, generator);
     Tensor bias = random_tensor({shape.outputs}, generator);
@@ -114,7 +116,8 @@ TEST_F(QuantizedLinear, StaysWithinTheStatedBoundOfTheFloatProduct) {
   struct Shape {
     int64_t rows, inputs, outputs;
   };
-  for (const Shape& shape : {Shape{1, 30, 67}, Shape{9, 256, 1024}, Shape{40, 100, 300}}) {
+  for (const Shape& shape : {Shape{1, 30, 67}, Shape{9, 256, 1024}, Shape{40, 100, 300},
+                             Shape{700, 100, 300}}) {
     Tensor x = random_tensor({shape.rows, shape.inputs}, generator);
     Tensor weight = random_tensor({shape.outputs, shape.inputs}, generator);
     Tensor bias = random_tensor({shape.outputs}, generator);

@@ -62,20 +62,27 @@ memory::desc packed_weight_desc(int64_t outputs, int64_t inputs) {
 void multiply(Tensor& out, const Tensor& inp, const std::function<memory::desc()>& weight_desc,
               const void* weight, const char* weight_kind, int64_t outputs, int64_t inputs,
               const Tensor& bias, Activation activation) {
-  const int64_t rows = inp.numel() / inputs;
-  if (rows == 0) return;
-  const dnnl::primitive matmul = cached_primitive(
-      absl::StrCat(weight_kind, ":", rows, ":", outputs, ":", inputs, ":", bias.defined(), ":",
-                   static_cast<int>(activation)),
-      [&] { return make_matmul(rows, outputs, inputs, weight_desc(), bias.defined(), activation); });
-  const memory::desc made_for(*dnnl_primitive_desc_query_md(matmul.get_primitive_desc(),
-                                                            dnnl_query_weights_md, 0));
-  std::unordered_map<int, memory> arguments{
-      {DNNL_ARG_SRC, wrap_f32({rows, inputs}, Tag::ab, inp.raw_data())},
-      {DNNL_ARG_WEIGHTS, memory(made_for, dnnl_engine(), const_cast<void*>(weight))},
-      {DNNL_ARG_DST, wrap_f32({rows, outputs}, Tag::ab, out.raw_data())}};
-  if (bias.defined()) arguments.emplace(DNNL_ARG_BIAS, wrap_f32({1, outputs}, Tag::ab, bias.raw_data()));
-  execute(matmul, arguments);
+  const int64_t all_rows = inp.numel() / inputs;
+  const float* x = inp.data<float>();
+  float* y = out.data<float>();
+  for_row_chunks(all_rows, [&](int64_t first, int64_t rows) {
+    const dnnl::primitive matmul = cached_primitive(
+        absl::StrCat(weight_kind, ":", rows, ":", outputs, ":", inputs, ":", bias.defined(), ":",
+                     static_cast<int>(activation)),
+        [&] {
+          return make_matmul(rows, outputs, inputs, weight_desc(), bias.defined(), activation);
+        });
+    const memory::desc made_for(*dnnl_primitive_desc_query_md(matmul.get_primitive_desc(),
+                                                              dnnl_query_weights_md, 0));
+    std::unordered_map<int, memory> arguments{
+        {DNNL_ARG_SRC, wrap_f32({rows, inputs}, Tag::ab, x + first * inputs)},
+        {DNNL_ARG_WEIGHTS, memory(made_for, dnnl_engine(), const_cast<void*>(weight))},
+        {DNNL_ARG_DST, wrap_f32({rows, outputs}, Tag::ab, y + first * outputs)}};
+    if (bias.defined()) {
+      arguments.emplace(DNNL_ARG_BIAS, wrap_f32({1, outputs}, Tag::ab, bias.raw_data()));
+    }
+    execute(matmul, arguments);
+  });
 }
 
 }  // namespace

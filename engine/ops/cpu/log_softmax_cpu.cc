@@ -7,19 +7,22 @@ namespace xlate::cpu {
 
 void log_softmax_forward(Tensor& out, const Tensor& inp) {
   const int64_t width = inp.dim(-1);
-  const int64_t rows = inp.numel() / width;
-  if (rows == 0) return;
   using Tag = dnnl::memory::format_tag;
-  const dnnl::primitive primitive =
-      cached_primitive(absl::StrCat("logsoftmax:", rows, ":", width), [&] {
-        const dnnl::memory::desc data({rows, width}, dnnl::memory::data_type::f32, Tag::ab);
-        const dnnl::logsoftmax_forward::desc description(dnnl::prop_kind::forward_inference,
-                                                         data, 1);
-        return dnnl::logsoftmax_forward(dnnl::logsoftmax_forward::primitive_desc(
-            description, scratchpad_attributes(), dnnl_engine()));
-      });
-  execute(primitive, {{DNNL_ARG_SRC, wrap_f32({rows, width}, Tag::ab, inp.raw_data())},
-                      {DNNL_ARG_DST, wrap_f32({rows, width}, Tag::ab, out.raw_data())}});
+  const float* x = inp.data<float>();
+  float* y = out.data<float>();
+  // Rows are independent: chunks keep the primitives' row counts few (for_row_chunks).
+  for_row_chunks(inp.numel() / width, [&](int64_t first, int64_t rows) {
+    const dnnl::primitive primitive =
+        cached_primitive(absl::StrCat("logsoftmax:", rows, ":", width), [&] {
+          const dnnl::memory::desc data({rows, width}, dnnl::memory::data_type::f32, Tag::ab);
+          const dnnl::logsoftmax_forward::desc description(dnnl::prop_kind::forward_inference,
+                                                           data, 1);
+          return dnnl::logsoftmax_forward(dnnl::logsoftmax_forward::primitive_desc(
+              description, scratchpad_attributes(), dnnl_engine()));
+        });
+    execute(primitive, {{DNNL_ARG_SRC, wrap_f32({rows, width}, Tag::ab, x + first * width)},
+                        {DNNL_ARG_DST, wrap_f32({rows, width}, Tag::ab, y + first * width)}});
+  });
 }
 
 }  // namespace xlate::cpu

@@ -119,18 +119,20 @@ void quantized_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight
                  largest > 0.f ? 127.f / largest : 0.f, inputs);
   }
 
-  const dnnl::primitive matmul =
-      cached_primitive(absl::StrCat("matmul_s8:", rows, ":", outputs, ":", inputs),
-                       [&] { return make_int8_matmul(rows, outputs, inputs); });
-  execute(matmul,
-          {{DNNL_ARG_SRC, memory(memory::desc({rows, inputs}, Type::s8, Tag::ab), dnnl_engine(),
-                                 scratch.rows.data())},
-           {DNNL_ARG_WEIGHTS,
-            memory(memory::desc(*dnnl_primitive_desc_query_md(matmul.get_primitive_desc(),
-                                                              dnnl_query_weights_md, 0)),
-                   dnnl_engine(), const_cast<void*>(weight.packed.raw_data()))},
-           {DNNL_ARG_DST, memory(memory::desc({rows, outputs}, Type::s32, Tag::ab), dnnl_engine(),
-                                 out.raw_data())}});
+  for_row_chunks(rows, [&](int64_t first, int64_t count) {
+    const dnnl::primitive matmul =
+        cached_primitive(absl::StrCat("matmul_s8:", count, ":", outputs, ":", inputs),
+                         [&] { return make_int8_matmul(count, outputs, inputs); });
+    execute(matmul,
+            {{DNNL_ARG_SRC, memory(memory::desc({count, inputs}, Type::s8, Tag::ab),
+                                   dnnl_engine(), scratch.rows.data() + first * inputs)},
+             {DNNL_ARG_WEIGHTS,
+              memory(memory::desc(*dnnl_primitive_desc_query_md(matmul.get_primitive_desc(),
+                                                                dnnl_query_weights_md, 0)),
+                     dnnl_engine(), const_cast<void*>(weight.packed.raw_data()))},
+             {DNNL_ARG_DST, memory(memory::desc({count, outputs}, Type::s32, Tag::ab),
+                                   dnnl_engine(), out.data<float>() + first * outputs)}});
+  });
 
   float* y = out.data<float>();
   const float* column_scales = weight.scales.data<float>();
