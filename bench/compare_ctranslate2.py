@@ -7,7 +7,9 @@ very same weights, on the CPU or (--device cuda) on a GPU.
         [--work_dir W] [--json_out results.json]
 
 Steps:
-  1. Tokenize the source and reference files with the model's spm.model.
+  1. Tokenize the source and reference files with the model's spm.model (or, for a Hugging
+     Face Marian directory, its source.spm / target.spm and vocab.json; CTranslate2 then gets
+     the model from its own ct2-transformers-converter).
   2. Sort the first N sentences by source token count and cut them into batches of batch_size.
   3. A model with random (or weak) weights decodes to arbitrary lengths, so every batch is
      decoded for a FIXED number of steps: L_b = max over the batch of the reference token count
@@ -114,6 +116,9 @@ def ct2_worker(job_path, out_path):
     #  So min_decoding_length = max_decoding_length = L_b yields exactly L_b non-EOS tokens from
     #  exactly L_b decoder steps (a greedy step callback fires L_b times), the same work as
     #  xlate's fixed L_b steps. No +1 adjustment is needed; each hypothesis is checked below.
+    if job.get("append_source_eos"):  # a Marian model converted by CTranslate2's own converter
+        for batch in job["batches"]:
+            batch["source"] = [pieces + [eos] for pieces in batch["source"]]
     warmup = job.get("warmup_batches", 0)
     for batch in job["batches"][:warmup]:
         translator.translate_batch(
@@ -278,6 +283,36 @@ def read_lines(path, n):
     return lines if n <= 0 else lines[:n]
 
 
+class MarianPieces:
+    """A Hugging Face Marian directory's tokenizer, as the plan needs it (the subset of
+    SentencePieceProcessor that make_plan calls): sources cut by source.spm, references counted
+    by target.spm, pieces mapped through vocab.json as MarianTokenizer does (a piece it lacks is
+    <unk>). CTranslate2's own converter (ct2-transformers-converter) converts such a directory,
+    and its Marian models take the source's </s> as a piece of the input."""
+
+    def __init__(self, model_dir):
+        import sentencepiece
+        self.source = sentencepiece.SentencePieceProcessor(
+            model_file=os.path.join(model_dir, "source.spm"))
+        self.target = sentencepiece.SentencePieceProcessor(
+            model_file=os.path.join(model_dir, "target.spm"))
+        with open(os.path.join(model_dir, "vocab.json"), encoding="utf-8") as f:
+            self.vocabulary = json.load(f)
+        self.pieces = {i: piece for piece, i in self.vocabulary.items()}
+
+    def encode(self, texts, out_type=int):
+        if out_type is str:
+            return self.source.encode(texts, out_type=str)
+        return self.target.encode(texts)
+
+    def piece_to_id(self, pieces):
+        unk = self.vocabulary["<unk>"]
+        return [self.vocabulary.get(piece, unk) for piece in pieces]
+
+    def id_to_piece(self, i):
+        return self.pieces[i]
+
+
 def make_plan(sp, sources, references, batch_size, max_extra, max_positions, natural=False):
     """Returns a list of batches {indices, length, source (pieces), text}; natural plans have
     length 0 (stop at the end token) and CTranslate2's max_decoding_length."""
@@ -407,7 +442,10 @@ def main():
     model_dir = os.path.abspath(args.model_dir)
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         cfg = json.load(f)
-    sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(model_dir, "spm.model"))
+    if os.path.exists(os.path.join(model_dir, "spm.model")):
+        sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(model_dir, "spm.model"))
+    else:
+        sp = MarianPieces(model_dir)  # a Hugging Face Marian directory (OPUS-MT)
 
     temp_work = args.work_dir is None
     work_dir = tempfile.mkdtemp(prefix="xlate_ct2_") if temp_work else os.path.abspath(args.work_dir)
@@ -498,6 +536,9 @@ def run(args, cfg, sp, model_dir, work_dir):
             cmd = [sys.executable, CONVERTER, "--model_dir", model_dir, "--out", ct2_dir, "--force"]
             if args.add_source_eos:
                 cmd.append("--add_source_eos")
+            if isinstance(sp, MarianPieces):  # CTranslate2's own converter of transformers' models
+                cmd = ["ct2-transformers-converter", "--model", model_dir, "--output_dir", ct2_dir,
+                       "--force"]
             subprocess.run(cmd, check=True)
         job = {
             "ct2_dir": os.path.abspath(ct2_dir),
@@ -508,6 +549,7 @@ def run(args, cfg, sp, model_dir, work_dir):
             "beam_size": args.beam_size,
             "length_penalty": args.length_penalty,
             "eos_token": eos_token,
+            "append_source_eos": isinstance(sp, MarianPieces),
             "warmup_batches": args.ct2_warmup_batches,
             "batches": [{"length": b["length"], "max_decoding_length": b["max_decoding_length"],
                          "source": b["source"]} for b in batches],
