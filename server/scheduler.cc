@@ -273,6 +273,10 @@ void Scheduler::Run() {
         if (decoding) break;  // decode a step; arrivals are looked at again after it
         wake_.WaitWithTimeout(&mutex_, decision.wait);
       }
+      // Whatever ended the wait (a batch, expiries, or a step to decode with nothing
+      // admitted), the depth reported is the queue's: a step alone once reported 0 while
+      // hundreds of sentences waited.
+      depth = static_cast<int64_t>(queued_.size());
       cancelled.swap(cancelled_);
     }
     // Completion callbacks (which answer RPCs) never run under the queue lock.

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "engine/model_directory.h"
 #include "engine/ops/backend.h"
 #include "engine/translator.h"
@@ -146,7 +147,12 @@ TEST(HfMarianTokenizer, IdsAndTextsEqualMarianTokenizer) {
 // A copy of a fixture directory whose config.json (and generation_config.json) `edit` changes.
 std::string edited_copy(const std::string& name, const std::function<void(Json&)>& edit,
                         const std::string& file = "config.json") {
-  const std::string copy = std::string(XLATE_TEST_SCRATCH) + "/hf_" + name + "_edited";
+  // One directory per test and call: CTest runs the tests of this file as processes side by
+  // side.
+  static int calls = 0;
+  const std::string copy = absl::StrCat(
+      XLATE_TEST_SCRATCH, "/hf_", name, "_",
+      ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_", ++calls);
   fs::remove_all(copy);
   fs::create_directories(copy);
   fs::copy(kFixtures + "/" + name, copy, fs::copy_options::recursive);

@@ -507,6 +507,49 @@ TEST(Scheduler, ClientsShareTheEngineFairly) {
   }
 }
 
+// What the scheduler reports of its queue depth, in order.
+class DepthRecorder : public SchedulerObserver {
+ public:
+  void on_batch(int, int64_t) override {}
+  void on_generated(int64_t) override {}
+  void on_queue_wait(absl::Duration) override {}
+  void on_dropped(int64_t) override {}
+  void on_queue_depth(int64_t sentences) override {
+    absl::MutexLock lock(&mutex_);
+    depths_.push_back(sentences);
+  }
+  std::vector<int64_t> depths() {
+    absl::MutexLock lock(&mutex_);
+    return depths_;
+  }
+
+ private:
+  absl::Mutex mutex_;
+  std::vector<int64_t> depths_;
+};
+
+// The queue depth reported while the engine decodes is the queue's (a step with nothing to
+// admit once reported 0 while sentences waited): with one engine slot and no arrivals, the
+// depth only falls.
+TEST(Scheduler, QueueDepthIsReportedTrueWhileTheEngineDecodes) {
+  FakeEngine engine(/*slots=*/1);
+  DepthRecorder recorder;
+  {
+    auto scheduler = Scheduler::Create(options(1, absl::ZeroDuration()), &engine, &recorder);
+    ASSERT_TRUE(scheduler.ok());
+    auto job = (*scheduler)->Submit({{3, 1}, {3, 2}, {3, 3}, {3, 4}}, {}, kNoDeadline);
+    ASSERT_TRUE(job.ok());
+    ASSERT_TRUE((*job)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  }
+  const std::vector<int64_t> depths = recorder.depths();
+  ASSERT_FALSE(depths.empty());
+  EXPECT_EQ(depths.front(), 4);
+  for (size_t i = 1; i < depths.size(); ++i) {
+    EXPECT_LE(depths[i], depths[i - 1]) << "report " << i;
+  }
+  EXPECT_EQ(depths.back(), 0);
+}
+
 // The whole-struct comparison the batch key rests on sees every field.
 TEST(Scheduler, TranslationOptionsCompareEveryField) {
   const TranslationOptions plain;
