@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The C++ unit tests and the process tests of the trainer and the server under
 # AddressSanitizer + UndefinedBehaviorSanitizer: a build of their own (-DXLATE_SANITIZE=address,
-# CPU only) of the GoogleTest suites, the xlate tool, xlate-trainer, xlate-server and the
-# SentencePiece module, then CTest's labels there:
+# CPU only) of the GoogleTest suites, the xlate tool, xlate-trainer, xlate-server and its health
+# probe, and the SentencePiece module, then CTest's labels there:
 #   "unit": the engine's, kernels', trainer's, data's, evaluation's and communicators' suites,
 #     the tiny-model fixture that the xlate tool trains, the xlate CLI test;
 #   "server_unit": batching policy, scheduler, model registry;
@@ -24,7 +24,7 @@ work=$1
 shift
 build=$work/build
 mkdir -p "$work"
-targets=(xlate xlate-trainer xlate-server xlate_sentencepiece xlate_tests xlate_server_unit_tests
+targets=(xlate xlate-trainer xlate-server xlate-health xlate_sentencepiece xlate_tests xlate_server_unit_tests
          xlate_kernel_tests xlate_evaluation_tests xlate_trainer_tests xlate_trainer_data_tests
          xlate_distributed_tests xlate_bucketed_all_reduce_tests)
 sentencepiece=$(bash "$repo/tests/sanitize/build_static_sentencepiece.sh" "$work/sentencepiece") \
