@@ -435,8 +435,11 @@ class SharedServer(unittest.TestCase):
 
     def test_a_one_millisecond_deadline_is_never_counted_under_another_code(self):
         # Such calls may not reach the server at all, or reach it before their bytes do: none
-        # may be answered (and counted) as INVALID_ARGUMENT for a cut message, or as OK.
-        codes = ("INVALID_ARGUMENT", "CANCELLED", "INTERNAL")
+        # may be answered (and counted) as INVALID_ARGUMENT for a cut message, or INTERNAL.
+        # CANCELLED may be counted: the client's deadline fires before the server's (which
+        # starts when the request arrives), and its cancel can reach the server first; the
+        # server cannot tell it from a client that gave up.
+        codes = ("INVALID_ARGUMENT", "INTERNAL")
         before = scrape(self.server)
         sentences = sample_sentences(4)
         for _ in range(50):
