@@ -674,8 +674,10 @@ class Tls(unittest.TestCase):
                                    capture_output=True, text=True, timeout=60)
             self.assertEqual((probe.returncode, probe.stdout.strip()), (0, "SERVING"),
                              probe.stderr)
-            named = subprocess.run([HEALTH_BIN, f"--target=localhost:{server.port}",
-                                    f"--tls_ca={self.cert}", "--tls_server_name=localhost"],
+            # The name the certificate must carry, other than the target's address (no DNS:
+            # c-ares leaks a few bytes that a sanitizer build reports at the probe's exit).
+            named = subprocess.run([HEALTH_BIN, target, f"--tls_ca={self.cert}",
+                                    "--tls_server_name=localhost"],
                                    capture_output=True, text=True, timeout=60)
             self.assertEqual(named.returncode, 0, named.stderr)
             plain = subprocess.run([HEALTH_BIN, target, "--timeout_ms=3000"],
