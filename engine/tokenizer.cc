@@ -119,6 +119,9 @@ struct Tokenizer::Impl {
   // Marian: the model's ids of the pieces; without them the SentencePiece ids are the model's.
   std::optional<PieceVocabulary> source_vocabulary;
   std::optional<PieceVocabulary> target_vocabulary;  // the source's unless separate_vocabs
+  // The codes of the source vocabulary's language tokens (">>deu<<" -> "deu"), found once at
+  // load: every request of a multilingual model looks them up.
+  std::vector<std::string> language_codes;
 
   const spm::Backend& target() const {
     return target_processor ? *target_processor : *processor;
@@ -160,6 +163,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadDirectory(const std::s
   auto source_vocabulary = read_vocabulary(vocab, tokenizer_config);
   if (!source_vocabulary.ok()) return source_vocabulary.status();
   impl->source_vocabulary = *std::move(source_vocabulary);
+  for (const std::string& piece : impl->source_vocabulary->pieces) {
+    if (piece.size() > 4 && piece.rfind(">>", 0) == 0 &&
+        piece.compare(piece.size() - 2, 2, "<<") == 0) {
+      impl->language_codes.push_back(piece.substr(2, piece.size() - 4));
+    }
+  }
   const auto separate = tokenizer_config.find("separate_vocabs");
   if (separate != tokenizer_config.end() && *separate == true) {
     auto target_vocabulary = read_vocabulary(dir / "target_vocab.json", tokenizer_config);
@@ -263,17 +272,7 @@ std::string Tokenizer::source_piece_of(int id) const {
   return id >= 0 && id < static_cast<int>(vocabulary.pieces.size()) ? vocabulary.pieces[id] : "";
 }
 
-std::vector<std::string> Tokenizer::target_languages() const {
-  std::vector<std::string> codes;
-  if (!impl_->source_vocabulary) return codes;
-  for (const std::string& piece : impl_->source_vocabulary->pieces) {
-    if (piece.size() > 4 && piece.rfind(">>", 0) == 0 &&
-        piece.compare(piece.size() - 2, 2, "<<") == 0) {
-      codes.push_back(piece.substr(2, piece.size() - 4));
-    }
-  }
-  return codes;
-}
+std::vector<std::string> Tokenizer::target_languages() const { return impl_->language_codes; }
 
 int Tokenizer::language_token(const std::string& code) const {
   if (!impl_->source_vocabulary) return -1;
