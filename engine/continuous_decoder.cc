@@ -127,6 +127,7 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     const Tensor encoded =
         model_.encode(Tensor::from_vector(tokens, {count, padded}), source_lengths);
     decoder_.set_sources(encoded, source_lengths, slots);
+    decoder_.set_forced_tokens(slots, options.forced_start_tokens);
     search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths,
                 options.search(config));
   } catch (const std::bad_alloc&) {

@@ -9,7 +9,8 @@ namespace xlate {
 DecoderState::DecoderState(const Shape& shape, std::vector<DecoderLayerCache> layers,
                            Device device)
     : shape_(shape), device_(device), layers_(std::move(layers)),
-      source_lengths_(static_cast<size_t>(shape.sentences), 0) {
+      source_lengths_(static_cast<size_t>(shape.sentences), 0),
+      forced_tokens_(static_cast<size_t>(shape.sentences)) {
   // Entries are written (decode_positions) before any attention reads them.
   row_table_ = Tensor::empty({shape.sentences * shape.rows_per_sentence, shape.positions},
                              DType::kInt32, device_);
@@ -25,6 +26,24 @@ void DecoderState::set_source_lengths(const std::vector<int32_t>& sentence_slots
   for (size_t n = 0; n < sentence_slots.size(); ++n) {
     source_lengths_.at(static_cast<size_t>(sentence_slots[n])) = lengths[n];
   }
+}
+
+void DecoderState::set_forced_tokens(const std::vector<int32_t>& sentence_slots,
+                                     const std::vector<int32_t>& forced) {
+  for (int32_t slot : sentence_slots) forced_tokens_.at(static_cast<size_t>(slot)) = forced;
+}
+
+std::vector<DecoderState::ForcedToken> DecoderState::forced_next_step() const {
+  std::vector<ForcedToken> rows;
+  for (size_t r = 0; r < host_row_sentences_.size(); ++r) {
+    // The input at position p predicts output token p (the decoder starts from its start token).
+    const int64_t position = host_row_positions_[r] + length_;
+    const std::vector<int32_t>& forced = forced_tokens_[host_row_sentences_[r]];
+    if (position < static_cast<int64_t>(forced.size())) {
+      rows.push_back({static_cast<int32_t>(r), forced[static_cast<size_t>(position)]});
+    }
+  }
+  return rows;
 }
 
 void DecoderState::place_rows(const std::vector<RowPlacement>& rows) {

@@ -51,6 +51,18 @@ class DecoderState {
   void set_source_lengths(const std::vector<int32_t>& sentence_slots,
                           const std::vector<int32_t>& lengths);
 
+  // Tokens forced at the first output positions of the sentences in `sentence_slots` (an
+  // M2M100/NLLB model's target-language token, which transformers forces with
+  // forced_bos_token_id): output position p < forced.size() of their rows is forced[p].
+  void set_forced_tokens(const std::vector<int32_t>& sentence_slots,
+                         const std::vector<int32_t>& forced);
+  struct ForcedToken {
+    int32_t row;
+    int32_t token;
+  };
+  // The live rows whose next step (one position) predicts a forced output position.
+  std::vector<ForcedToken> forced_next_step() const;
+
   // The positions and key tables of a decoding call that appends T positions to every live row.
   struct StepTables {
     // Row r decodes positions row_positions[r] + length .. + T - 1 (int32 [R]).
@@ -78,6 +90,7 @@ class DecoderState {
   Device device_;
   std::vector<DecoderLayerCache> layers_;
   std::vector<int32_t> source_lengths_;  // [sentence slots], host
+  std::vector<std::vector<int32_t>> forced_tokens_;  // [sentence slots], host
   // On the device, so that a GPU step needs no upload. row_table [R_cap, S_max]: entry [r, s] =
   // s·R_cap + the slot that holds position s of row r, i.e. the row of the time-major cache
   // viewed as [S_max·R_cap, width]. Beam reordering gathers this table's rows (shared by every

@@ -84,12 +84,23 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
   }
   ModelConfig config;
   if (auto status = normalise_token_ids(json, origin); !status.ok()) return status;
-  if (const auto type = json.find("model_type"); type != json.end() && *type != "marian") {
-    return unsupported(origin, "model_type", *type,
-                       "\"marian\" (xlate's own models and Hugging Face MarianMTModel, every "
-                       "OPUS-MT model); M2M100/NLLB models are not supported yet");
-  }
   std::string positional = "sinusoidal";
+  if (const auto type = json.find("model_type"); type != json.end() && *type != "marian") {
+    if (*type != "m2m_100") {
+      return unsupported(origin, "model_type", *type,
+                         "\"marian\" (xlate's own models and Hugging Face MarianMTModel, every "
+                         "OPUS-MT model) and \"m2m_100\" (M2M100ForConditionalGeneration: "
+                         "M2M100 and NLLB-200)");
+    }
+    // M2M100's fixed architecture and fairseq's special ids (<s> 0, <pad> 1, </s> 2, <unk> 3;
+    // the decoder starts from </s>); config.json may restate the ids.
+    config.pre_norm = true;
+    positional = "fairseq";
+    config.bos_id = 0;
+    config.pad_id = 1;
+    config.eos_id = config.decoder_start_id = 2;
+    config.unk_id = 3;
+  }
   const std::pair<const char*, int*> integers[] = {
       {"vocab_size", &config.vocab_size},
       {"d_model", &config.d_model},
@@ -142,9 +153,12 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
     config.positional = PositionalEncoding::kSinusoidal;
   } else if (positional == "learned") {
     config.positional = PositionalEncoding::kLearned;
+  } else if (positional == "fairseq") {
+    config.positional = PositionalEncoding::kFairseq;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": \"xlate_positional\" is \"", positional, "\"; expected sinusoidal or learned"));
+        origin, ": \"xlate_positional\" is \"", positional,
+        "\"; expected sinusoidal, learned or fairseq"));
   }
   // Keys that would change the computation in ways the forward does not implement (pre-norm
   // blocks, extra layer norms around the embeddings): refused by name when set.
@@ -214,8 +228,9 @@ absl::StatusOr<ModelConfig> ModelConfig::Preset(const std::string& name) {
 }
 
 std::string ModelConfig::ToJson() const {
-  Json json = {{"model_type", "marian"},
-               {"architectures", {"MarianMTModel"}},
+  Json json = {{"model_type", pre_norm ? "m2m_100" : "marian"},
+               {"architectures",
+                {pre_norm ? "M2M100ForConditionalGeneration" : "MarianMTModel"}},
                {"vocab_size", vocab_size},
                {"d_model", d_model},
                {"encoder_layers", encoder_layers},
@@ -234,7 +249,6 @@ std::string ModelConfig::ToJson() const {
                                        : activation == FfnActivation::kSwish ? "swish"
                                                                               : "gelu"},
                {"scale_embedding", scale_embedding},
-               {"normalize_before", false},
                {"share_encoder_decoder_embeddings", share_embeddings},
                {"tie_word_embeddings", tie_output},
                {"decoder_vocab_size", target_vocab_size()},
@@ -243,11 +257,13 @@ std::string ModelConfig::ToJson() const {
                {"bos_token_id", bos_id},
                {"eos_token_id", eos_id},
                {"decoder_start_token_id", decoder_start_id},
-               {"xlate_positional",
-                positional == PositionalEncoding::kSinusoidal ? "sinusoidal" : "learned"},
+               {"xlate_positional", positional == PositionalEncoding::kSinusoidal ? "sinusoidal"
+                                    : positional == PositionalEncoding::kLearned  ? "learned"
+                                                                                   : "fairseq"},
                {"xlate_label_smoothing", label_smoothing},
                {"source_lang", source_lang},
                {"target_lang", target_lang}};
+  if (!pre_norm) json["normalize_before"] = false;
   if (end_forced_at_limit) json["forced_eos_token_id"] = eos_id;
   if (!suppressed_tokens.empty()) {
     Json words = Json::array();

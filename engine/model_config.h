@@ -11,7 +11,10 @@
 
 namespace xlate {
 
-enum class PositionalEncoding { kSinusoidal, kLearned };
+// kSinusoidal: the paper's (interleaved in xlate's own files, stored; Marian's, computed when
+// absent). kFairseq: M2M100's and NLLB's, never stored: [sin | cos] with frequencies
+// 10000^(-i / (C/2 - 1)), position p of a sentence at fairseq's row p + 2 (model_weights.h).
+enum class PositionalEncoding { kSinusoidal, kLearned, kFairseq };
 
 // The feed-forward networks' activation (config.json's "activation_function"): the paper's ReLU,
 // or swish (x·sigmoid(x); "swish" and "silu") or exact GELU ("gelu"), as OPUS-MT models use.
@@ -64,6 +67,9 @@ struct ModelConfig {
   // limit ends with the end token in the limit's last place, as transformers'
   // ForcedEOSTokenLogitsProcessor makes it, so it holds one token less than the limit.
   bool end_forced_at_limit = false;
+  // M2M100 and NLLB-200 (model_type "m2m_100"): pre-norm blocks, x + Sublayer(LN(x)), and a
+  // layer norm after each stack's last layer (model.encoder.layer_norm, model.decoder.layer_norm).
+  bool pre_norm = false;
 
   // Parses config.json text; `origin` names the file in error messages.
   static absl::StatusOr<ModelConfig> FromJson(const std::string& text, const std::string& origin);

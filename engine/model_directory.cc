@@ -133,11 +133,14 @@ absl::StatusOr<LoadedModel> load_model_directory(const std::string& directory) {
       found = stored->find(parameter.aliases[a]);
     }
     if (found == stored->end()) {
-      // What transformers does not store: Marian's sinusoids (computed at load since 2020)
-      // and a zero logits bias.
+      // What transformers does not store: Marian's sinusoids (computed at load since 2020),
+      // M2M100's (never stored) and a zero logits bias (M2M100 has none).
       if (parameter.kind == ParameterKind::kPositions &&
-          model.config.positional == PositionalEncoding::kSinusoidal) {
-        *parameter.tensor = marian_sinusoidal_positions(parameter.shape[0], parameter.shape[1]);
+          model.config.positional != PositionalEncoding::kLearned) {
+        *parameter.tensor =
+            model.config.positional == PositionalEncoding::kFairseq
+                ? fairseq_sinusoidal_positions(parameter.shape[0], parameter.shape[1])
+                : marian_sinusoidal_positions(parameter.shape[0], parameter.shape[1]);
         continue;
       }
       if (parameter.name == "final_logits_bias") {
@@ -215,7 +218,9 @@ TransformerWeights random_weights(const ModelConfig& config, uint64_t seed) {
         break;
       }
       case ParameterKind::kPositions:
-        if (config.positional == PositionalEncoding::kSinusoidal) {
+        if (config.positional == PositionalEncoding::kFairseq) {
+          tensor = fairseq_sinusoidal_positions(parameter.shape[0], parameter.shape[1]);
+        } else if (config.positional == PositionalEncoding::kSinusoidal) {
           tensor = sinusoidal_positions(parameter.shape[0], parameter.shape[1]);
         } else {
           std::normal_distribution<float> normal(0.f, 0.02f);

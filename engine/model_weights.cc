@@ -1,5 +1,6 @@
 #include "engine/model_weights.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -91,6 +92,10 @@ std::vector<NamedParameter> named_parameters(TransformerWeights& weights,
     list.linear(prefix + ".fc2", layer.ffn_outer, channels, config.decoder_ffn_dim);
     list.norm(prefix + ".final_layer_norm", layer.ffn_norm, channels);
   }
+  if (config.pre_norm) {
+    list.norm("model.encoder.layer_norm", weights.encoder_final_norm, channels);
+    list.norm("model.decoder.layer_norm", weights.decoder_final_norm, channels);
+  }
   return list.take();
 }
 
@@ -120,6 +125,23 @@ Tensor marian_sinusoidal_positions(int64_t rows, int64_t channels) {
                                                  static_cast<double>(channels));
       values[pos * channels + j] = static_cast<float>(std::sin(angle));
       if (sines + j < channels) values[pos * channels + sines + j] = static_cast<float>(std::cos(angle));
+    }
+  }
+  return table;
+}
+
+Tensor fairseq_sinusoidal_positions(int64_t rows, int64_t channels) {
+  Tensor table = Tensor::zeros({rows, channels}, DType::kFloat32);
+  float* values = table.data<float>();
+  const int64_t half = channels / 2;
+  // fairseq computes the frequencies in float32: exp(i · -(log(10000) / (h - 1))).
+  const float step = std::log(10000.f) / static_cast<float>(std::max<int64_t>(1, half - 1));
+  for (int64_t row = 0; row < rows; ++row) {
+    const float position = static_cast<float>(row + 2);
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = position * std::exp(static_cast<float>(i) * -step);
+      values[row * channels + i] = std::sin(angle);
+      values[row * channels + half + i] = std::cos(angle);
     }
   }
   return table;

@@ -64,6 +64,9 @@ struct TransformerWeights {
   Tensor decoder_positions;  // [P, C]
   std::vector<EncoderLayerWeights> encoder;
   std::vector<DecoderLayerWeights> decoder;
+  // Pre-norm models (config.pre_norm): the layer norm after each stack's last layer; undefined
+  // otherwise.
+  LayerNormWeights encoder_final_norm, decoder_final_norm;
 
   const Tensor& target_embedding() const {
     return decoder_embedding.defined() ? decoder_embedding : shared_embedding;
@@ -96,5 +99,10 @@ Tensor sinusoidal_positions(int64_t rows, int64_t channels);
 // computes instead of storing: the same angles pos / 10000^(2j / channels), sines in the first
 // ceil(channels / 2) columns and cosines after them instead of interleaved. [rows, channels].
 Tensor marian_sinusoidal_positions(int64_t rows, int64_t channels);
+// fairseq's sinusoid as M2M100 and NLLB compute it (M2M100SinusoidalPositionalEmbedding), which
+// is never stored: row p is fairseq's position p + 2 (its positions start after the padding id
+// 1), sines of p' · 10000^(-i / (h - 1)) in the first h = channels / 2 columns, cosines in the
+// next h, a last odd column 0. [rows, channels].
+Tensor fairseq_sinusoidal_positions(int64_t rows, int64_t channels);
 
 }  // namespace xlate

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "engine/sentencepiece_wrapper.h"
@@ -87,6 +88,34 @@ absl::StatusOr<PieceVocabulary> read_vocabulary(const fs::path& path,
   return vocabulary;
 }
 
+absl::StatusOr<nlohmann::json> read_json_object(const fs::path& path) {
+  auto text = read_file(path);
+  if (!text.ok()) return text.status();
+  nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": not a JSON object"));
+  }
+  return json;
+}
+
+// The language code of an M2M100 or NLLB language token: "__de__" -> "de" (M2M100),
+// "deu_Latn" -> "deu_Latn" (NLLB: ISO 639-3, "_", an ISO 15924 script); "" for another token.
+std::string language_code_of(const std::string& token) {
+  auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  if (token.size() > 4 && token.rfind("__", 0) == 0 &&
+      token.compare(token.size() - 2, 2, "__") == 0) {
+    const std::string code = token.substr(2, token.size() - 4);
+    if (std::all_of(code.begin(), code.end(), lower)) return code;
+    return "";
+  }
+  if (token.size() == 8 && lower(token[0]) && lower(token[1]) && lower(token[2]) &&
+      token[3] == '_' && token[4] >= 'A' && token[4] <= 'Z' && lower(token[5]) &&
+      lower(token[6]) && lower(token[7])) {
+    return token;
+  }
+  return "";
+}
+
 std::unique_ptr<spm::Backend> load_processor(const std::string& path, absl::Status* status) {
   std::string error;
   std::unique_ptr<spm::Backend> processor = spm::create_backend(&error);
@@ -119,9 +148,16 @@ struct Tokenizer::Impl {
   // Marian: the model's ids of the pieces; without them the SentencePiece ids are the model's.
   std::optional<PieceVocabulary> source_vocabulary;
   std::optional<PieceVocabulary> target_vocabulary;  // the source's unless separate_vocabs
-  // The codes of the source vocabulary's language tokens (">>deu<<" -> "deu"), found once at
-  // load: every request of a multilingual model looks them up.
+  // The codes of the vocabulary's language tokens (">>deu<<" -> "deu", "__de__" -> "de",
+  // "deu_Latn"), and their ids, found once at load: every request of a multilingual model looks
+  // them up.
+  LanguageTokenStyle style = LanguageTokenStyle::kNone;
   std::vector<std::string> language_codes;
+  std::unordered_map<std::string, int> language_ids;
+
+  void add_language(std::string code, int id) {
+    if (language_ids.emplace(code, id).second) language_codes.push_back(std::move(code));
+  }
 
   const spm::Backend& target() const {
     return target_processor ? *target_processor : *processor;
@@ -137,22 +173,20 @@ Tokenizer::~Tokenizer() = default;
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadDirectory(const std::string& directory) {
   const fs::path dir(directory);
   if (fs::exists(dir / "spm.model")) return Load((dir / "spm.model").string());
+  nlohmann::json tokenizer_config = nlohmann::json::object();
+  if (fs::exists(dir / "tokenizer_config.json")) {
+    auto config = read_json_object(dir / "tokenizer_config.json");
+    if (!config.ok()) return config.status();
+    tokenizer_config = *std::move(config);
+  }
+  if (fs::exists(dir / "sentencepiece.bpe.model")) return LoadM2M100(dir, tokenizer_config);
   const fs::path source = dir / "source.spm", target = dir / "target.spm",
                  vocab = dir / "vocab.json";
   if (!fs::exists(source) || !fs::exists(target) || !fs::exists(vocab)) {
     return absl::NotFoundError(absl::StrCat(
-        directory, ": no tokenizer: a model directory holds spm.model (xlate's own) or "
-                   "source.spm, target.spm and vocab.json (Hugging Face Marian, OPUS-MT)"));
-  }
-  nlohmann::json tokenizer_config = nlohmann::json::object();
-  if (fs::exists(dir / "tokenizer_config.json")) {
-    auto text = read_file(dir / "tokenizer_config.json");
-    if (!text.ok()) return text.status();
-    tokenizer_config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (tokenizer_config.is_discarded() || !tokenizer_config.is_object()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat((dir / "tokenizer_config.json").string(), ": not a JSON object"));
-    }
+        directory, ": no tokenizer: a model directory holds spm.model (xlate's own), "
+                   "source.spm, target.spm and vocab.json (Hugging Face Marian, OPUS-MT) or "
+                   "sentencepiece.bpe.model (M2M100, with vocab.json; NLLB-200)"));
   }
   auto impl = std::make_unique<Impl>();
   absl::Status status;
@@ -163,18 +197,98 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadDirectory(const std::s
   auto source_vocabulary = read_vocabulary(vocab, tokenizer_config);
   if (!source_vocabulary.ok()) return source_vocabulary.status();
   impl->source_vocabulary = *std::move(source_vocabulary);
-  for (const std::string& piece : impl->source_vocabulary->pieces) {
+  for (size_t id = 0; id < impl->source_vocabulary->pieces.size(); ++id) {
+    const std::string& piece = impl->source_vocabulary->pieces[id];
     if (piece.size() > 4 && piece.rfind(">>", 0) == 0 &&
         piece.compare(piece.size() - 2, 2, "<<") == 0) {
-      impl->language_codes.push_back(piece.substr(2, piece.size() - 4));
+      impl->add_language(piece.substr(2, piece.size() - 4), static_cast<int>(id));
     }
   }
+  if (!impl->language_codes.empty()) impl->style = LanguageTokenStyle::kTargetBeforeSource;
   const auto separate = tokenizer_config.find("separate_vocabs");
   if (separate != tokenizer_config.end() && *separate == true) {
     auto target_vocabulary = read_vocabulary(dir / "target_vocab.json", tokenizer_config);
     if (!target_vocabulary.ok()) return target_vocabulary.status();
     impl->target_vocabulary = *std::move(target_vocabulary);
   }
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadM2M100(
+    const std::filesystem::path& dir, const nlohmann::json& tokenizer_config) {
+  auto impl = std::make_unique<Impl>();
+  absl::Status status;
+  impl->processor = load_processor((dir / "sentencepiece.bpe.model").string(), &status);
+  if (!impl->processor) return status;
+  PieceVocabulary vocabulary;
+  if (fs::exists(dir / "vocab.json")) {
+    // M2M100Tokenizer: vocab.json gives the pieces' ids (fairseq's dictionary).
+    auto read = read_vocabulary(dir / "vocab.json", tokenizer_config);
+    if (!read.ok()) return read.status();
+    vocabulary = *std::move(read);
+  } else {
+    // NllbTokenizer: fairseq's dictionary is the SentencePiece model's pieces shifted by one,
+    // after <s> 0, <pad> 1, </s> 2, <unk> 3 (SentencePiece's own <unk>, <s>, </s> at 0-2 map
+    // to fairseq's).
+    const int pieces = impl->processor->size();
+    vocabulary.pieces = {"<s>", "<pad>", "</s>", "<unk>"};
+    for (int id = 3; id < pieces; ++id) vocabulary.pieces.push_back(impl->processor->id_to_piece(id));
+    for (size_t id = 0; id < vocabulary.pieces.size(); ++id) {
+      vocabulary.ids.emplace(vocabulary.pieces[id], static_cast<int>(id));
+    }
+    vocabulary.unk = 3;
+    vocabulary.special.assign(vocabulary.pieces.size(), false);
+    for (int id = 0; id < 4; ++id) vocabulary.special[id] = true;
+  }
+  // The language tokens (and <mask>) come after the dictionary, as tokens added to it:
+  // tokenizer.json's "added_tokens" or tokenizer_config.json's "added_tokens_decoder" name them
+  // with their ids.
+  std::vector<std::pair<int, std::string>> added;
+  if (fs::exists(dir / "tokenizer.json")) {
+    auto json = read_json_object(dir / "tokenizer.json");
+    if (!json.ok()) return json.status();
+    if (const auto tokens = json->find("added_tokens"); tokens != json->end() && tokens->is_array()) {
+      for (const nlohmann::json& token : *tokens) {
+        if (token.is_object() && token.contains("id") && token["id"].is_number_integer() &&
+            token.contains("content") && token["content"].is_string()) {
+          added.emplace_back(token["id"].get<int>(), token["content"].get<std::string>());
+        }
+      }
+    }
+  }
+  if (const auto decoder = tokenizer_config.find("added_tokens_decoder");
+      decoder != tokenizer_config.end() && decoder->is_object()) {
+    for (const auto& [id, token] : decoder->items()) {
+      int number = -1;
+      if (absl::SimpleAtoi(id, &number) && token.is_object() && token.contains("content") &&
+          token["content"].is_string()) {
+        added.emplace_back(number, token["content"].get<std::string>());
+      }
+    }
+  }
+  for (const auto& [id, content] : added) {
+    if (id < 0 || id > 2000000) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          (dir / "tokenizer_config.json").string(), ": added token \"", content, "\" has id ", id,
+          ", outside [0, 2000000]"));
+    }
+    if (id < static_cast<int>(vocabulary.pieces.size())) continue;  // a dictionary piece
+    vocabulary.pieces.resize(static_cast<size_t>(id) + 1);
+    vocabulary.special.resize(static_cast<size_t>(id) + 1, true);
+    vocabulary.pieces[id] = content;
+    vocabulary.special[id] = true;
+    vocabulary.ids.emplace(content, id);
+    std::string code = language_code_of(content);
+    if (!code.empty()) impl->add_language(std::move(code), id);
+  }
+  if (impl->language_codes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        dir.string(), ": an M2M100/NLLB tokenizer without language tokens: neither "
+        "tokenizer.json's \"added_tokens\" nor tokenizer_config.json's "
+        "\"added_tokens_decoder\" names tokens such as \"__en__\" or \"eng_Latn\""));
+  }
+  impl->style = LanguageTokenStyle::kSourceAndForcedTarget;
+  impl->source_vocabulary = std::move(vocabulary);
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
@@ -194,7 +308,9 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::encode(const std::string& text) 
       return found == vocabulary.ids.end() ? vocabulary.unk : found->second;
     };
     std::vector<int32_t> ids;
-    const size_t code = language_code_length(text);
+    // MarianTokenizer's ">>xxx<<" (M2M100's and NLLB's tokenizers cut it as text).
+    const size_t code =
+        impl_->style == LanguageTokenStyle::kSourceAndForcedTarget ? 0 : language_code_length(text);
     if (code > 0) ids.push_back(id_of_piece(text.substr(0, code)));
     std::vector<std::string> pieces;
     const std::string error = impl_->processor->encode_pieces(text.substr(code), &pieces);
@@ -272,12 +388,13 @@ std::string Tokenizer::source_piece_of(int id) const {
   return id >= 0 && id < static_cast<int>(vocabulary.pieces.size()) ? vocabulary.pieces[id] : "";
 }
 
-std::vector<std::string> Tokenizer::target_languages() const { return impl_->language_codes; }
+std::vector<std::string> Tokenizer::languages() const { return impl_->language_codes; }
+
+LanguageTokenStyle Tokenizer::language_style() const { return impl_->style; }
 
 int Tokenizer::language_token(const std::string& code) const {
-  if (!impl_->source_vocabulary) return -1;
-  const auto found = impl_->source_vocabulary->ids.find(">>" + code + "<<");
-  return found == impl_->source_vocabulary->ids.end() ? -1 : found->second;
+  const auto found = impl_->language_ids.find(code);
+  return found == impl_->language_ids.end() ? -1 : found->second;
 }
 
 size_t Tokenizer::whole_words(const std::vector<int32_t>& ids) const {

@@ -7,19 +7,31 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/statusor.h"
 
 namespace xlate {
 
+// How a multilingual vocabulary's language tokens are used. kTargetBeforeSource: OPUS-MT's
+// multilingual Marian models start the source with the target language's token (">>deu<<").
+// kSourceAndForcedTarget: M2M100 and NLLB-200 start the source with its own language's token
+// ("__en__", "eng_Latn") and force the target language's token as the first output token.
+enum class LanguageTokenStyle { kNone, kTargetBeforeSource, kSourceAndForcedTarget };
+
 class Tokenizer {
  public:
   // One SentencePiece model (spm.model) for both sides.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& path);
-  // A model directory's tokenizer: spm.model, or Hugging Face Marian's files.
+  // A model directory's tokenizer: spm.model, Hugging Face Marian's files, or M2M100's
+  // (sentencepiece.bpe.model + vocab.json) or NLLB's (sentencepiece.bpe.model, whose ids are
+  // fairseq's: the SentencePiece ids shifted by one after <s> <pad> </s> <unk>), each with the
+  // language tokens that tokenizer.json or tokenizer_config.json adds.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadDirectory(const std::string& directory);
   ~Tokenizer();
 
@@ -39,16 +51,19 @@ class Tokenizer {
   int id_of(const std::string& piece) const;  // target id; unk id when absent
   std::string piece_of(int id) const;         // a target id's piece
   std::string source_piece_of(int id) const;
-  // A multilingual Marian vocabulary's target languages: the codes of its language tokens
-  // (">>deu<<" -> "deu"), which a source starts with to choose the output language; empty for
-  // a model of one target language.
-  std::vector<std::string> target_languages() const;
-  // The source id of the language token of `code` ("deu"), or -1 when the vocabulary has none.
+  // A multilingual vocabulary's languages: the codes of its language tokens (">>deu<<" ->
+  // "deu", "__de__" -> "de", "deu_Latn"); empty for a model of one language pair.
+  std::vector<std::string> languages() const;
+  // How those tokens choose the languages (engine/target_language.h).
+  LanguageTokenStyle language_style() const;
+  // The id of the language token of `code` ("deu"), or -1 when the vocabulary has none.
   int language_token(const std::string& code) const;
 
  private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadM2M100(
+      const std::filesystem::path& directory, const nlohmann::json& tokenizer_config);
   std::unique_ptr<Impl> impl_;
 };
 

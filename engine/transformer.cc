@@ -55,6 +55,20 @@ void residual_norm(Tensor& x, const Tensor& sublayer_out, const LayerNormWeights
   add_layer_norm_forward(x, sublayer_out, x, norm.gamma, norm.beta, kLayerNormEps);
 }
 
+// LN(x + residual) into a new tensor, keeping the sum in residual_out's place: the op's
+// training form with no dropout, whose saved sum is the pre-norm residual stream.
+Tensor add_and_norm(Tensor& sum_out, const Tensor& inp, const Tensor& residual,
+                    const LayerNormWeights& norm) {
+  Tensor normed = Tensor::empty(inp.shape(), inp.dtype(), inp.device());
+  const int64_t rows = inp.numel() / inp.dim(-1);
+  LayerNormTraining keep;
+  keep.sum = sum_out;
+  keep.mean = Tensor::empty({rows}, DType::kFloat32, inp.device());
+  keep.rstd = Tensor::empty({rows}, DType::kFloat32, inp.device());
+  add_layer_norm_forward(normed, inp, residual, norm.gamma, norm.beta, kLayerNormEps, &keep);
+  return normed;
+}
+
 std::vector<int32_t> identity(int64_t count) {
   std::vector<int32_t> values(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) values[i] = static_cast<int32_t>(i);
@@ -225,30 +239,65 @@ Tensor TransformerModel::logits_to_host(const Tensor& logits) const {
   return logits.on(Device::kCPU).to_float32();
 }
 
-Tensor TransformerModel::feed_forward(const LinearWeights& inner, const LinearWeights& outer,
-                                      const LayerNormWeights& norm, const Tensor& x) const {
-  Tensor hidden = linear(x, inner, ffn_activation(config_.activation));
-  Tensor out = linear(hidden, outer);
-  Tensor result = x;
-  residual_norm(result, out, norm);
-  return result;
+TransformerModel::Residual TransformerModel::start_stack(Tensor embedded,
+                                                         const LayerNormWeights& first) const {
+  Residual stream;
+  stream.input = config_.pre_norm ? add_and_norm(embedded, embedded,
+                                                 Tensor::zeros(embedded.shape(),
+                                                               embedded.dtype(),
+                                                               embedded.device()),
+                                                 first)
+                                  : embedded;
+  stream.x = std::move(embedded);
+  return stream;
 }
 
-Tensor TransformerModel::encoder_layer(size_t index, const Tensor& x, const Tensor& key_rows,
-                                       const Tensor& lengths) const {
+void TransformerModel::add_sublayer(Residual& stream, Tensor sublayer_out,
+                                    const LayerNormWeights& own,
+                                    const LayerNormWeights& next) const {
+  if (config_.pre_norm) {
+    stream.input = add_and_norm(sublayer_out, sublayer_out, stream.x, next);
+    stream.x = std::move(sublayer_out);
+  } else {
+    residual_norm(stream.x, sublayer_out, own);
+    stream.input = stream.x;
+  }
+}
+
+void TransformerModel::feed_forward(const LinearWeights& inner, const LinearWeights& outer,
+                                    const LayerNormWeights& norm, Residual& stream,
+                                    const LayerNormWeights& next) const {
+  Tensor hidden = linear(stream.input, inner, ffn_activation(config_.activation));
+  add_sublayer(stream, linear(hidden, outer), norm, next);
+}
+
+const LayerNormWeights& TransformerModel::norm_after_encoder_layer(size_t index) const {
+  return index + 1 < weights_.encoder.size() ? weights_.encoder[index + 1].self_attention_norm
+                                             : weights_.encoder_final_norm;
+}
+
+const LayerNormWeights& TransformerModel::norm_after_decoder_layer(size_t index) const {
+  return index + 1 < weights_.decoder.size() ? weights_.decoder[index + 1].self_attention_norm
+                                             : weights_.decoder_final_norm;
+}
+
+void TransformerModel::encoder_layer(size_t index, Residual& stream, const Tensor& key_rows,
+                                     const Tensor& lengths) const {
   const EncoderLayerWeights& layer = weights_.encoder[index];
   const AttentionWeights& attention = layer.self_attention;
   const auto [query_width, key_width, value_width] =
       attention_widths(config_, config_.encoder_heads);
+  const Tensor& x = stream.input;
   const Tensor projected = linear(x, encoder_projections_[index]);  // [B, S, q | k | v]
   Tensor context = activations({x.dim(0), x.dim(1), value_width});
   attention_forward(context, Columns(projected, 0, query_width),
                     Columns(projected, query_width, key_width),
                     Columns(projected, query_width + key_width, value_width), key_rows, lengths,
                     config_.encoder_heads, /*causal=*/false);
-  Tensor hidden = x;
-  residual_norm(hidden, linear(context, attention.output), layer.self_attention_norm);
-  return feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, hidden);
+  add_sublayer(stream, linear(context, attention.output), layer.self_attention_norm,
+               layer.ffn_norm);
+  feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, stream,
+               norm_after_encoder_layer(index));
 }
 
 Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengths) const {
@@ -258,8 +307,11 @@ Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengt
                     embedding_scale(config_), 0);
   const Tensor key_rows = on_device(batch_major_key_rows(batch, steps));
   const Tensor lengths = on_device(source_lengths);
-  for (size_t i = 0; i < weights_.encoder.size(); ++i) x = encoder_layer(i, x, key_rows, lengths);
-  return x;
+  Residual stream = start_stack(std::move(x), weights_.encoder.front().self_attention_norm);
+  for (size_t i = 0; i < weights_.encoder.size(); ++i) {
+    encoder_layer(i, stream, key_rows, lengths);
+  }
+  return stream.input;
 }
 
 DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
@@ -315,13 +367,14 @@ DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape,
   return DecoderState(shape, std::move(layers), placement_.device);
 }
 
-Tensor TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
-                                       const DecoderState::StepTables& tables, const Tensor& x,
-                                       Tensor* cross_weights) const {
+void TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
+                                     const DecoderState::StepTables& tables, Residual& stream,
+                                     Tensor* cross_weights) const {
   const DecoderLayerWeights& layer = weights_.decoder[index];
   const AttentionWeights& self = layer.self_attention;
   const auto [query_width, key_width, value_width] =
       attention_widths(config_, config_.decoder_heads);
+  const Tensor x = stream.input;
   const Tensor projected = linear(x, decoder_projections_[index]);  // [R, T, q | k | v]
   append_to_cache(cache.self_key_values,
                   Columns(projected, query_width, key_width + value_width), tables.cache_rows);
@@ -330,17 +383,19 @@ Tensor TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
                     Columns(cache.self_key_values, 0, key_width),
                     Columns(cache.self_key_values, key_width, value_width), tables.self_rows,
                     tables.self_lengths, config_.decoder_heads, /*causal=*/true);
-  Tensor hidden = x;
-  residual_norm(hidden, linear(context, self.output), layer.self_attention_norm);
+  add_sublayer(stream, linear(context, self.output), layer.self_attention_norm,
+               layer.cross_attention_norm);
 
   const AttentionWeights& cross = layer.cross_attention;
-  const Tensor query = linear(hidden, cross.query);
+  const Tensor query = linear(stream.input, cross.query);
   attention_forward(context, query, Columns(cache.cross_key_values, 0, key_width),
                     Columns(cache.cross_key_values, key_width, value_width), tables.cross_rows,
                     tables.cross_lengths, config_.decoder_heads, /*causal=*/false,
                     cross_weights);
-  residual_norm(hidden, linear(context, cross.output), layer.cross_attention_norm);
-  return feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, hidden);
+  add_sublayer(stream, linear(context, cross.output), layer.cross_attention_norm,
+               layer.ffn_norm);
+  feed_forward(layer.ffn_inner, layer.ffn_outer, layer.ffn_norm, stream,
+               norm_after_decoder_layer(index));
 }
 
 Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const {
@@ -350,15 +405,31 @@ Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const
 TopK TransformerModel::decode_top_k(DecoderState& state, const std::vector<int32_t>& tokens,
                                     const std::vector<float>& row_scores, int k) const {
   const int64_t rows = static_cast<int64_t>(tokens.size());
-  const Tensor logits = decode_on_device(state, Tensor::from_vector(tokens, {rows, 1}));
-  return top_k_to_host(logits.reshape({rows, config_.target_vocab_size()}), row_scores, k);
+  return top_k_to_host(step_logits(state, Tensor::from_vector(tokens, {rows, 1})), row_scores,
+                       k);
 }
 
 TopK TransformerModel::decode_top_k_on_device(DecoderState& state, const Tensor& tokens,
                                               const Tensor& row_scores, int k) const {
-  const int64_t rows = tokens.numel();
-  const Tensor logits = decode_on_device(state, tokens.reshape({rows, 1}));
-  return top_k_of(logits.reshape({rows, config_.target_vocab_size()}), row_scores, k);
+  return top_k_of(step_logits(state, tokens.reshape({tokens.numel(), 1})), row_scores, k);
+}
+
+Tensor TransformerModel::step_logits(DecoderState& state, const Tensor& tokens) const {
+  const std::vector<DecoderState::ForcedToken> forced = state.forced_next_step();
+  const int64_t vocabulary = config_.target_vocab_size();
+  Tensor logits = decode_on_device(state, tokens).reshape({tokens.dim(0), vocabulary});
+  if (forced.empty()) return logits;
+  const auto count = static_cast<int64_t>(forced.size());
+  Tensor certain = Tensor::empty({count, vocabulary}, DType::kFloat32);
+  std::fill_n(certain.data<float>(), certain.numel(), -std::numeric_limits<float>::infinity());
+  std::vector<int32_t> rows;
+  for (int64_t i = 0; i < count; ++i) {
+    certain.data<float>()[i * vocabulary + forced[i].token] = 0.f;
+    rows.push_back(forced[i].row);
+  }
+  scatter_rows(logits, certain.to_dtype(logits.dtype()).on(logits.device()),
+               Tensor::from_vector(rows, {count}).on(logits.device()));
+  return logits;
 }
 
 TopK TransformerModel::top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores,
@@ -398,17 +469,18 @@ Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& token
   embedding_forward(x, on_device(tokens), weights_.target_embedding(),
                     weights_.decoder_positions, embedding_scale(config_), tables.length,
                     tables.row_positions);
+  Residual stream = start_stack(std::move(x), weights_.decoder.front().self_attention_norm);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     Tensor layer_weights;
     if (cross_weights != nullptr) {
       layer_weights = Tensor::empty({rows, config_.decoder_heads, steps, tables.cross_rows.dim(1)},
                                     DType::kFloat32, placement_.device);
     }
-    x = decoder_layer(i, state.layers()[i], tables, x,
-                      cross_weights != nullptr ? &layer_weights : nullptr);
+    decoder_layer(i, state.layers()[i], tables, stream,
+                  cross_weights != nullptr ? &layer_weights : nullptr);
     if (cross_weights != nullptr) cross_weights->push_back(std::move(layer_weights));
   }
-  return x;
+  return stream.input;
 }
 
 DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_source_tokens,

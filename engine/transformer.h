@@ -99,14 +99,32 @@ class TransformerModel {
   // every linear layer the model multiplies by, the output projection included, as float32 or
   // int8, dropping the plain copies (the embedding table stays).
   void pack_weights();
-  Tensor encoder_layer(size_t index, const Tensor& x, const Tensor& key_rows,
-                       const Tensor& lengths) const;
+  // A stack's activations [rows, T, C] between sub-layers. Each sub-layer k has one layer norm
+  // N_k. Post-norm (the paper's, Marian's): x = N_k(x + F_k(x)), and F_k reads x. Pre-norm
+  // (config.pre_norm, M2M100): x = x + F_k(N_k(x)), and the stack's output is N_final(x); the
+  // norm of what comes next is applied in the same pass as the residual sum.
+  struct Residual {
+    Tensor x;      // the residual stream
+    Tensor input;  // what the next sub-layer (or the stack's caller) reads: x, or N_next(x)
+  };
+  // The stream of a stack's embedded input; `first` is its first sub-layer's norm.
+  Residual start_stack(Tensor embedded, const LayerNormWeights& first) const;
+  // Adds a sub-layer's output: `own` is the sub-layer's norm (post-norm), `next` the norm of
+  // what reads the stream next (pre-norm).
+  void add_sublayer(Residual& stream, Tensor sublayer_out, const LayerNormWeights& own,
+                    const LayerNormWeights& next) const;
+  // The norm after layer `index`: the next layer's first, or the stack's final norm.
+  const LayerNormWeights& norm_after_encoder_layer(size_t index) const;
+  const LayerNormWeights& norm_after_decoder_layer(size_t index) const;
+  void encoder_layer(size_t index, Residual& stream, const Tensor& key_rows,
+                     const Tensor& lengths) const;
   // cross_weights: null, or [R, h, T, S_src] on the device for the cross-attention's weights.
-  Tensor decoder_layer(size_t index, DecoderLayerCache& cache,
-                       const DecoderState::StepTables& tables, const Tensor& x,
-                       Tensor* cross_weights) const;
-  Tensor feed_forward(const LinearWeights& inner, const LinearWeights& outer,
-                      const LayerNormWeights& norm, const Tensor& x) const;
+  void decoder_layer(size_t index, DecoderLayerCache& cache,
+                     const DecoderState::StepTables& tables, Residual& stream,
+                     Tensor* cross_weights) const;
+  void feed_forward(const LinearWeights& inner, const LinearWeights& outer,
+                    const LayerNormWeights& norm, Residual& stream,
+                    const LayerNormWeights& next) const;
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
   Tensor on_device(const Tensor& host) const;             // a host input on the model's device
   Tensor logits_to_host(const Tensor& logits) const;      // host float32 for the search
@@ -116,6 +134,10 @@ class TransformerModel {
                            KvCacheStorage* storage = nullptr) const;
   // decode() with the logits [R, T, V] left on the model's device.
   Tensor decode_on_device(DecoderState& state, const Tensor& tokens) const;
+  // decode_on_device of one step (T = 1), logits [R, V], with each forced row's distribution
+  // made certain of its token (logit 0, every other -inf: log P = 0, as transformers' forced
+  // BOS processor leaves it).
+  Tensor step_logits(DecoderState& state, const Tensor& tokens) const;
   // The decoder layers of decode(): the last layer's output [R, T, C]; with cross_weights, each
   // layer's cross-attention weights [R, h, T, S_src] (on the device) are appended to it.
   Tensor decoder_layers(DecoderState& state, const Tensor& tokens,

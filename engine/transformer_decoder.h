@@ -35,6 +35,12 @@ class TransformerDecoder : public IncrementalDecoder, public DeviceIncrementalDe
   void set_sources(const Tensor& encoder_output, const Tensor& source_lengths,
                    const std::vector<int32_t>& sentence_slots);
 
+  // DecoderState::set_forced_tokens: the first outputs of the sentences in these slots.
+  void set_forced_tokens(const std::vector<int32_t>& sentence_slots,
+                         const std::vector<int32_t>& forced) {
+    state_.set_forced_tokens(sentence_slots, forced);
+  }
+
   // Logits [R, T, V] for T tokens per row at once (the teacher-forced pass).
   Tensor logits(const Tensor& tokens);
 

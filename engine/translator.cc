@@ -33,10 +33,10 @@ absl::Status out_of_range(absl::string_view prefix, const char* option,
 auto all_fields(const TranslationOptions& options) {
   const auto& [beam_size, length_penalty, max_extra_length, max_output_length, min_output_length,
                n_best, max_batch_size, workers, return_scores, report_stable_prefixes,
-               alignment] = options;
+               alignment, forced_start_tokens] = options;
   return std::tie(beam_size, length_penalty, max_extra_length, max_output_length,
                   min_output_length, n_best, max_batch_size, workers, return_scores,
-                  report_stable_prefixes, alignment);
+                  report_stable_prefixes, alignment, forced_start_tokens);
 }
 
 }  // namespace
@@ -81,6 +81,12 @@ absl::Status TranslationOptions::Validate(absl::string_view prefix) const {
 
 absl::Status TranslationOptions::ValidateFor(const ModelConfig& config) const {
   if (auto status = Validate(); !status.ok()) return status;
+  for (int32_t id : forced_start_tokens) {
+    if (id < 0 || id >= config.target_vocab_size()) {
+      return out_of_range("option ", "forced_start_tokens", id,
+                          absl::StrCat("ids in [0, ", config.target_vocab_size(), ")"));
+    }
+  }
   if (!alignment.has_value()) return absl::OkStatus();
   return check_alignment_options(*alignment, config, "option alignment.");
 }
@@ -127,7 +133,12 @@ Translator::Translator(std::shared_ptr<const TransformerModel> model,
     : model_(std::move(model)), tokenizer_(std::move(tokenizer)) {}
 
 absl::StatusOr<std::vector<Translation>> Translator::Translate(
-    const std::vector<std::string>& sentences, const TranslationOptions& options) const {
+    const std::vector<std::string>& sentences, const TranslationOptions& given_options,
+    const LanguageTokens& languages) const {
+  TranslationOptions options = given_options;
+  options.forced_start_tokens.insert(options.forced_start_tokens.end(),
+                                     languages.forced_target.begin(),
+                                     languages.forced_target.end());
   std::vector<std::vector<int32_t>> sources;
   sources.reserve(sentences.size());
   for (size_t i = 0; i < sentences.size(); ++i) {
@@ -138,6 +149,7 @@ absl::StatusOr<std::vector<Translation>> Translator::Translate(
     }
     auto ids = tokenizer_->encode(sentences[i]);
     if (!ids.ok()) return ids.status();
+    ids->insert(ids->begin(), languages.source_prefix.begin(), languages.source_prefix.end());
     sources.push_back(*std::move(ids));
   }
   auto hypotheses = TranslateTokens(sources, options);
@@ -336,6 +348,11 @@ std::unique_ptr<BatchTranslation> Translator::start_batch(
       model_->encode(Tensor::from_vector(tokens, {batch, padded}), source_lengths);
   auto decoder = std::make_unique<TransformerDecoder>(
       *model_, encoded, source_lengths, batch * options.beam_size, longest_output, storage);
+  if (!options.forced_start_tokens.empty()) {
+    std::vector<int32_t> slots(static_cast<size_t>(batch));
+    for (int32_t b = 0; b < batch; ++b) slots[b] = b;
+    decoder->set_forced_tokens(slots, options.forced_start_tokens);
+  }
   const SearchOptions search_options = options.search(config);
   std::unique_ptr<SearchRun> run;
   const Device device = model_->placement().device;

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "engine/alignment.h"
 #include "engine/decoding/search.h"
+#include "engine/target_language.h"
 #include "engine/tokenizer.h"
 #include "engine/transformer.h"
 
@@ -41,11 +42,16 @@ struct TranslationOptions {
   // one teacher-forced decoder pass after the search. Checked against the model where the
   // model is known (Translator, ContinuousDecoder).
   std::optional<AlignmentOptions> alignment;
+  // Target tokens forced at the start of every output, each scored log P = 0 and kept in the
+  // hypothesis's tokens: a multilingual M2M100/NLLB model's target-language token (transformers'
+  // forced_bos_token_id), chosen by the caller from the request's language
+  // (engine/target_language.h). Checked against the model's target vocabulary.
+  std::vector<int32_t> forced_start_tokens;
 
   // Names the option (after `prefix`: "option beam_size", or the server's "options.beam_size")
   // and its limit when out of range.
   absl::Status Validate(absl::string_view prefix = "option ") const;
-  // Validate, then what depends on the model: the alignment's layer and head.
+  // Validate, then what depends on the model: the alignment's layer and head, the forced ids.
   absl::Status ValidateFor(const ModelConfig& config) const;
   // The search's settings, with `config`'s start and end tokens.
   SearchOptions search(const ModelConfig& config) const;
@@ -100,8 +106,11 @@ class Translator {
                                                          const Placement& placement = {});
   Translator(std::shared_ptr<const TransformerModel> model, std::unique_ptr<Tokenizer> tokenizer);
 
+  // `languages`: a multilingual model's language tokens (engine/target_language.h), put
+  // before each source and forced at the start of each output.
   absl::StatusOr<std::vector<Translation>> Translate(const std::vector<std::string>& sentences,
-                                                     const TranslationOptions& options) const;
+                                                     const TranslationOptions& options,
+                                                     const LanguageTokens& languages = {}) const;
 
   // The same on token ids (no end token; it is appended): hypotheses per sentence. A batch whose
   // decoding state does not fit in memory is a ResourceExhausted error naming its size.

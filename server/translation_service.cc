@@ -403,7 +403,7 @@ grpc::ServerUnaryReactor* TranslationService::ListModels(
     info->set_name(name);
     info->set_source_language_code(config.source_lang);
     info->set_target_language_code(config.target_lang);
-    for (const std::string& code : (*model)->translator().tokenizer().target_languages()) {
+    for (const std::string& code : (*model)->translator().tokenizer().languages()) {
       info->add_target_language_codes(code);
     }
     info->set_device(device_label(placement.device));
@@ -478,8 +478,12 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
     if (!status.ok()) return to_grpc(status);
   }
 
-  auto split = SegmentedTexts::Split({request.contents().begin(), request.contents().end()},
-                                     config.source_lang, Segmentation::kSentences);
+  // The sentence rules of the request's source language (a multilingual model's has none of
+  // its own), else the model's.
+  auto split = SegmentedTexts::Split(
+      {request.contents().begin(), request.contents().end()},
+      request.source_language_code().empty() ? config.source_lang : request.source_language_code(),
+      Segmentation::kSentences);
   if (!split.ok()) return to_grpc(split.status());
   texts = *std::move(split);
   const int64_t sentence_count = static_cast<int64_t>(texts->sentences().size());
@@ -497,25 +501,28 @@ grpc::Status TranslationService::Check(const ServedModel& model,
                                        std::optional<SegmentedTexts>& texts,
                                        std::vector<std::vector<int32_t>>& sources) const {
   const Tokenizer& tokenizer = model.translator().tokenizer();
-  // A multilingual model's output language is chosen by a language token before each source
-  // (target_language.h), not compared with one language of its directory.
-  auto language_token =
-      target_language_token(tokenizer, request.target_language_code(), "target_language_code");
-  if (!language_token.ok()) return to_grpc(language_token.status());
-  ModelConfig checked_languages;
-  if (*language_token >= 0) {
-    checked_languages = model.config();
+  // A multilingual model's languages are chosen by its language tokens (target_language.h),
+  // not compared with one language of its directory.
+  auto languages = language_tokens(tokenizer, request.source_language_code(),
+                                   request.target_language_code());
+  if (!languages.ok()) return to_grpc(languages.status());
+  ModelConfig checked_languages = model.config();
+  if (tokenizer.language_style() != LanguageTokenStyle::kNone) {
     checked_languages.target_lang.clear();
+    if (tokenizer.language_style() == LanguageTokenStyle::kSourceAndForcedTarget) {
+      checked_languages.source_lang.clear();
+    }
   }
-  grpc::Status status = check_request_text(
-      request, *language_token >= 0 ? checked_languages : model.config(), limits_, options, texts);
+  grpc::Status status =
+      check_request_text(request, checked_languages, limits_, options, texts);
   if (!status.ok()) return status;
+  options.forced_start_tokens = languages->forced_target;
   const int token_limit = model.max_input_tokens();
   for (size_t s = 0; s < texts->sentences().size(); ++s) {
     const std::string& sentence = texts->sentences()[s];
     auto ids = tokenizer.encode(sentence);
     if (!ids.ok()) return to_grpc(ids.status());
-    if (*language_token >= 0) ids->insert(ids->begin(), *language_token);
+    ids->insert(ids->begin(), languages->source_prefix.begin(), languages->source_prefix.end());
     if (static_cast<int64_t>(ids->size()) + 1 > token_limit) {
       const size_t entry = texts->text_of(s);
       return invalid(absl::StrCat(

@@ -28,7 +28,11 @@ ABSL_FLAG(bool, split_sentences, true,
 ABSL_FLAG(std::string, output, "", "file for the translations (default: stdout)");
 ABSL_FLAG(std::string, target_language, "",
           "BCP-47 code of the output language, for a multilingual model (an OPUS-MT model with "
-          "language tokens such as >>deu<<); such a model refuses to start without one");
+          "language tokens such as >>deu<<, M2M100, NLLB-200); such a model refuses to start "
+          "without one");
+ABSL_FLAG(std::string, source_language, "",
+          "BCP-47 code of the input language, for M2M100 and NLLB-200 (whose sources start with "
+          "their language's token); such a model refuses to start without one");
 ABSL_FLAG(int, beam_size, 4, "beam size; 1 = greedy search");
 ABSL_FLAG(double, length_penalty, 0.6, "length penalty alpha of ((5+|Y|)/6)^alpha");
 ABSL_FLAG(int, max_extra_length, 50, "output tokens <= input tokens + this");
@@ -205,17 +209,15 @@ int run_translate() {
   options->return_scores = true;
 
   const std::string source_language = (*translator)->model().config().source_lang;
-  // A multilingual model's language token, before every sentence as MarianTokenizer reads it.
-  auto language_token = target_language_token((*translator)->tokenizer(),
-                                              absl::GetFlag(FLAGS_target_language),
-                                              "--target_language");
-  if (!language_token.ok()) {
-    std::cerr << "xlate translate: " << language_token.status().message() << "\n";
+  // A multilingual model's language tokens (engine/target_language.h).
+  auto languages = language_tokens((*translator)->tokenizer(),
+                                   absl::GetFlag(FLAGS_source_language),
+                                   absl::GetFlag(FLAGS_target_language), "--source_language",
+                                   "--target_language");
+  if (!languages.ok()) {
+    std::cerr << "xlate translate: " << languages.status().message() << "\n";
     return 2;
   }
-  const std::string language_prefix =
-      *language_token >= 0 ? (*translator)->tokenizer().source_piece_of(*language_token) + " "
-                           : std::string();
   const Segmentation segmentation =
       absl::GetFlag(FLAGS_split_sentences) ? Segmentation::kSentences : Segmentation::kWholeText;
   const absl::Time start = absl::Now();
@@ -234,11 +236,11 @@ int run_translate() {
     std::vector<std::string> sources;
     if (lines.ok()) {
       for (const std::string& sentence : lines->sentences()) {
-        sources.push_back(language_prefix + sentence);
+        sources.push_back(sentence);
       }
     }
     absl::StatusOr<std::vector<Translation>> translations =
-        lines.ok() ? (*translator)->Translate(sources, *options)
+        lines.ok() ? (*translator)->Translate(sources, *options, *languages)
                    : absl::StatusOr<std::vector<Translation>>(lines.status());
     if (!translations.ok()) {
       // Text k of the chunk is input line done + k + 1; the translator counts sentences.

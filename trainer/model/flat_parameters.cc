@@ -13,7 +13,7 @@ FlatParameters::FlatParameters(const ModelConfig& config, Device device) : confi
     int64_t count = 1;
     for (int64_t extent : parameter.shape) count *= extent;
     const bool fixed = parameter.kind == ParameterKind::kPositions &&
-                       config.positional == PositionalEncoding::kSinusoidal;
+                       config.positional != PositionalEncoding::kLearned;
     total = (total + kParameterAlignment - 1) / kParameterAlignment * kParameterAlignment;
     slices_.push_back({parameter.name, total, count, !fixed});
     total += count;
