@@ -65,10 +65,14 @@ void TranslationService::Leave() {
 template <typename GrpcReactor>
 class TranslationService::Call : public GrpcReactor {
  public:
-  Call(TranslationService* service, absl::Time deadline)
-      : service_(service), deadline_(deadline), start_(absl::Now()) {
+  Call(TranslationService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context), deadline_(absl::FromChrono(context->deadline())),
+        start_(absl::Now()) {
     service_->metrics_->on_request_start();
   }
+  // Whether gRPC has given up on the call (its client cancelled, its deadline passed, its
+  // connection broke): a request read then may be cut.
+  bool cancelled() const { return context_->IsCancelled(); }
   // Whether the service takes the call (it refuses calls while draining).
   bool Enter() { return entered_ = service_->Enter(); }
   absl::Time deadline() const { return deadline_; }
@@ -108,7 +112,20 @@ class TranslationService::Call : public GrpcReactor {
     }
     if (job) model_->scheduler().Cancel(job, why);
   }
-  void OnDone() override { Release(); }
+  void OnDone() override {
+    if (count_when_done_) {
+      // The client's deadline passed (by its clock) or it cancelled: what it saw.
+      const grpc::StatusCode code =
+          !context_->IsCancelled() ? outcome_
+          : context_->deadline() <= std::chrono::system_clock::now() ? grpc::DEADLINE_EXCEEDED
+                                                                     : grpc::CANCELLED;
+      service_->metrics_->on_request_done(model_ ? model_->name() : std::string(), code,
+                                          seconds_);
+    }
+    Release();
+  }
+  // Whether the request arrived as no bytes at all (see End).
+  void set_read_empty(bool empty) { read_empty_ = empty; }
   void Release() {
     if (owners_.fetch_sub(1) == 1) delete this;
   }
@@ -130,12 +147,30 @@ class TranslationService::Call : public GrpcReactor {
                            absl::StrCat("the deadline passed (", status.error_message(), ")"))
             : status;
     service->metrics_->on_request_end();
-    service->metrics_->on_request_done(model_ ? model_->name() : std::string(),
-                                       sent.error_code(), now - start_);
+    // A failure answered to a call that arrived with no bytes is counted once gRPC is done with
+    // it (OnDone), when whether its client had given up is known: a 1 ms call's request can be
+    // handed over empty, the client's cancel not yet seen, and its client sees
+    // DEADLINE_EXCEEDED, not what the server says of an empty request.
+    count_when_done_ = read_empty_ && sent.error_code() != grpc::OK &&
+                       sent.error_code() != grpc::DEADLINE_EXCEEDED &&
+                       sent.error_code() != grpc::CANCELLED;
+    if (count_when_done_) {
+      outcome_ = sent.error_code();
+      seconds_ = now - start_;
+    } else {
+      service->metrics_->on_request_done(model_ ? model_->name() : std::string(),
+                                         sent.error_code(), now - start_);
+    }
     finish(sent);
     if (entered) service->Leave();
   }
   TranslationService* const service_;
+  grpc::CallbackServerContext* const context_;
+  bool read_empty_ = false;
+  // What End() sent, and when, when OnDone counts it.
+  bool count_when_done_ = false;
+  grpc::StatusCode outcome_ = grpc::OK;
+  absl::Duration seconds_;
 
  private:
   std::atomic<int> owners_{2};
@@ -154,8 +189,9 @@ class TranslationService::Call : public GrpcReactor {
 // Translate: one response, or a status.
 class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
  public:
-  UnaryCall(TranslationService* service, absl::Time deadline, grpc::ByteBuffer* response)
-      : Call(service, deadline), response_(response) {}
+  UnaryCall(TranslationService* service, grpc::CallbackServerContext* context,
+            grpc::ByteBuffer* response)
+      : Call(service, context), response_(response) {}
   void EndWith(const grpc::Status& status) {
     End(status, [&](const grpc::Status& sent) { Finish(sent); });
   }
@@ -336,9 +372,14 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   std::optional<SegmentedTexts> texts;
   std::vector<std::vector<int32_t>> sources;
   grpc::Status status = grpc::Status::OK;
+  call->set_read_empty(request_bytes.Length() == 0);
   if (!call->Enter()) {
     status = grpc::Status(grpc::UNAVAILABLE, "the server is shutting down; retry on another "
                                              "replica");
+  } else if (call->cancelled()) {
+    // Given up on before it was read (its client cancelled, or its deadline passed by the
+    // client's clock): the bytes that arrived need not be the whole request.
+    status = grpc::Status(grpc::CANCELLED, "the call was cancelled before its request was read");
   } else if (call->deadline() <= absl::Now()) {
     // Past its deadline before it was read (a 1 ms deadline): whatever bytes arrived need not
     // be the whole request, and an answer about them (INVALID_ARGUMENT for a cut message) would
@@ -385,7 +426,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
 grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerContext* context,
                                                         const grpc::ByteBuffer* request_bytes,
                                                         grpc::ByteBuffer* response_bytes) {
-  auto* call = new UnaryCall(this, absl::FromChrono(context->deadline()), response_bytes);
+  auto* call = new UnaryCall(this, context, response_bytes);
   Start(call, *request_bytes, context->peer());
   call->Release();
   return call;
@@ -416,7 +457,7 @@ grpc::ServerUnaryReactor* TranslationService::ListModels(
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
-  auto* call = new StreamCall(this, absl::FromChrono(context->deadline()));
+  auto* call = new StreamCall(this, context);
   Start(call, *request_bytes, context->peer());
   call->Release();
   return call;

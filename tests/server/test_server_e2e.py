@@ -433,6 +433,30 @@ class SharedServer(unittest.TestCase):
         self.assertLessEqual(counter(after, expired) - counter(before, expired), 2)
         self.assertEqual(counter(after, cancelled), counter(before, cancelled))
 
+    def test_a_one_millisecond_deadline_is_never_counted_under_another_code(self):
+        # Such calls may not reach the server at all, or reach it before their bytes do: none
+        # may be answered (and counted) as INVALID_ARGUMENT for a cut message, or INTERNAL.
+        # CANCELLED may be counted: the client's deadline fires before the server's (which
+        # starts when the request arrives), and its cancel can reach the server first; the
+        # server cannot tell it from a client that gave up.
+        codes = ("INVALID_ARGUMENT", "INTERNAL")
+        before = scrape(self.server)
+        sentences = sample_sentences(4)
+        for _ in range(50):
+            for call in (lambda: self.stub.Translate(request(sentences), timeout=0.001),
+                         lambda: list(self.stub.TranslateStream(request(sentences),
+                                                                timeout=0.001))):
+                with self.assertRaises(grpc.RpcError) as caught:
+                    call()
+                self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        # The handlers of calls the client gave up on finish on their own.
+        self.assertTrue(wait_until(
+            lambda: counter(scrape(self.server), "xlate_in_flight_requests") == 0, 60))
+        after = scrape(self.server)
+        for code in codes:
+            selector = f'xlate_requests_total{{code="{code}"}}'
+            self.assertEqual(counter(after, selector), counter(before, selector), code)
+
     def test_health_is_serving(self):
         health = health_pb2_grpc.HealthStub(self.server.channel)
         for service in ("", "xlate.v1.Translator"):
