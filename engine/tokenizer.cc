@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "engine/sentencepiece_wrapper.h"
 
@@ -152,6 +153,8 @@ struct Tokenizer::Impl {
   // "deu_Latn"), and their ids, found once at load: every request of a multilingual model looks
   // them up.
   LanguageTokenStyle style = LanguageTokenStyle::kNone;
+  // NllbTokenizer's text handling is tokenizers' Metaspace, not SentencePiece's (encode, decode).
+  bool metaspace = false;
   std::vector<std::string> language_codes;
   std::unordered_map<std::string, int> language_ids;
 
@@ -237,6 +240,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadM2M100(
       vocabulary.ids.emplace(vocabulary.pieces[id], static_cast<int>(id));
     }
     vocabulary.unk = 3;
+    impl->metaspace = true;
     vocabulary.special.assign(vocabulary.pieces.size(), false);
     for (int id = 0; id < 4; ++id) vocabulary.special[id] = true;
   }
@@ -316,6 +320,11 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::encode(const std::string& text) 
     const std::string error = impl_->processor->encode_pieces(text.substr(code), &pieces);
     if (!error.empty()) return absl::InvalidArgumentError("tokenizer: " + error);
     for (const std::string& piece : pieces) ids.push_back(id_of_piece(piece));
+    // NllbTokenizer (tokenizers' Metaspace) keeps a text's trailing space as a lone "▁" piece,
+    // which SentencePiece drops.
+    if (impl_->metaspace && !text.empty() && (text.back() == ' ' || text.back() == '\t')) {
+      ids.push_back(id_of_piece("\xE2\x96\x81"));
+    }
     return ids;
   }
   std::vector<int> ids;
@@ -329,12 +338,25 @@ absl::StatusOr<std::string> Tokenizer::decode(const std::vector<int32_t>& ids) c
     const PieceVocabulary& vocabulary = impl_->target_vocab();
     std::vector<std::string> pieces;
     for (int32_t id : ids) {
+      // M2M100's and NLLB's models have a few embedding rows past the tokenizer's tokens: such
+      // an id has no text.
+      if (impl_->style == LanguageTokenStyle::kSourceAndForcedTarget && id >= 0 &&
+          id >= static_cast<int32_t>(vocabulary.pieces.size())) {
+        continue;
+      }
       if (id < 0 || id >= static_cast<int32_t>(vocabulary.pieces.size())) {
         return absl::InvalidArgumentError(absl::StrCat("tokenizer: id ", id,
                                                        " is outside the vocabulary of ",
                                                        vocabulary.pieces.size()));
       }
       if (!vocabulary.special[static_cast<size_t>(id)]) pieces.push_back(vocabulary.pieces[id]);
+    }
+    if (impl_->metaspace) {
+      // The pieces joined, "▁" read as a space, and one leading space dropped; nothing else is
+      // trimmed.
+      std::string text = absl::StrReplaceAll(absl::StrJoin(pieces, ""), {{"\xE2\x96\x81", " "}});
+      if (!text.empty() && text.front() == ' ') text.erase(0, 1);
+      return text;
     }
     std::string text;
     const std::string error = impl_->target().decode_pieces(pieces, &text);

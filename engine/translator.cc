@@ -118,8 +118,14 @@ absl::StatusOr<std::unique_ptr<Translator>> Translator::Load(const std::string& 
   auto tokenizer = Tokenizer::LoadDirectory(model_dir);
   if (!tokenizer.ok()) return tokenizer.status();
   const ModelConfig& config = (*model)->config();
-  if ((*tokenizer)->vocab_size() != config.vocab_size ||
-      (*tokenizer)->target_vocab_size() != config.target_vocab_size()) {
+  // M2M100's and NLLB's embeddings have a few rows more than the tokenizer has tokens (fairseq's
+  // padding of the dictionary); those ids are never cut from text.
+  const bool padded_rows = (*tokenizer)->language_style() ==
+                                LanguageTokenStyle::kSourceAndForcedTarget &&
+                            (*tokenizer)->vocab_size() <= config.vocab_size &&
+                            config.target_vocab_size() == config.vocab_size;
+  if (!padded_rows && ((*tokenizer)->vocab_size() != config.vocab_size ||
+                       (*tokenizer)->target_vocab_size() != config.target_vocab_size())) {
     return absl::InvalidArgumentError(absl::StrCat(
         model_dir, ": the tokenizer has ", (*tokenizer)->vocab_size(), " source and ",
         (*tokenizer)->target_vocab_size(), " target pieces but config.json says vocab_size = ",

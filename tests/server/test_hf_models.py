@@ -1,7 +1,8 @@
-"""Hugging Face Marian directories served as they are (tests/data/hf/: random tiny MarianMTModel
-models that transformers built and saved, with transformers' own greedy outputs): the server
-answers what transformers' `generate` gives, streams, aligns and lists them; a multilingual
-model takes its output language from target_language_code and refuses a request without one,
+"""Hugging Face Marian and M2M100/NLLB directories served as they are (tests/data/hf/: random
+tiny MarianMTModel and M2M100ForConditionalGeneration models that transformers built and saved,
+with transformers' own greedy outputs): the server answers what transformers' `generate` gives,
+streams, aligns and lists them; a multilingual model takes its languages from
+target_language_code (and, for NLLB, source_language_code) and refuses a request without them,
 naming the codes it knows.
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
@@ -32,6 +33,7 @@ class HfModels(unittest.TestCase):
     def setUpClass(cls):
         cls.server = Server(f"--model=separate={os.path.join(FIXTURES, 'marian-swish-separate')}",
                             f"--model=mul={os.path.join(FIXTURES, 'marian-gelu-multilingual')}",
+                            f"--model=nllb={os.path.join(FIXTURES, 'nllb-gelu')}",
                             "--max_beam_size=8", model_dir=None)
         cls.stub = cls.server.stub
 
@@ -71,18 +73,48 @@ class HfModels(unittest.TestCase):
                                     timeout=120)
         self.assertNotEqual([t.translated_text for t in other.translations],
                             [t.translated_text for t in reply.translations])
-        for code, fragment in (("", "name one in target_language_code (it knows deu, fra, spa)"),
-                               ("ja", '"ja" is not one of this model\'s target languages')):
+        for code, fragment in (("", "name a language in target_language_code (it knows deu, "
+                                    "fra, spa)"),
+                               ("ja", '"ja" is not one of this model\'s languages')):
             with self.assertRaises(grpc.RpcError) as caught:
                 self.stub.Translate(greedy(sentences, model="mul", target_language_code=code),
                                     timeout=60)
             self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
             self.assertIn(fragment, caught.exception.details())
 
+    def test_nllb_translates_between_the_request_s_languages_as_transformers(self):
+        reference = expected("nllb-gelu")
+        sentences = reference["sentences"][:10]
+        request = greedy(sentences, model="nllb", source_language_code="en",
+                         target_language_code="de")
+        reply = self.stub.Translate(request, timeout=120)
+        self.assertEqual([t.translated_text for t in reply.translations],
+                         [g["text"] for g in reference["greedy"][:10]])
+        *_, last = self.stub.TranslateStream(request, timeout=120)
+        self.assertEqual(last.response, reply)
+        # Beam 4 (as served) under continuous batching, French requests in between.
+        beam = pb2.TranslateRequest(contents=sentences, model="nllb", source_language_code="en",
+                                    target_language_code="de")
+        french = pb2.TranslateRequest(contents=sentences, model="nllb",
+                                      source_language_code="en", target_language_code="fr")
+        futures = [self.stub.Translate.future(r, timeout=120) for r in (beam, french, beam)]
+        first, other, again = (f.result() for f in futures)
+        self.assertEqual(first, again)
+        self.assertNotEqual(first, other)
+        for source, target, fragment in (("", "de", "name a language in source_language_code"),
+                                         ("en", "ja", '"ja" is not one of this model')):
+            with self.assertRaises(grpc.RpcError) as caught:
+                self.stub.Translate(greedy(sentences, model="nllb", source_language_code=source,
+                                           target_language_code=target), timeout=60)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn(fragment, caught.exception.details())
+
     def test_list_models_shows_the_languages_a_multilingual_model_chooses_from(self):
         models = {m.name: m for m in self.stub.ListModels(pb2.ListModelsRequest(),
                                                           timeout=30).models}
-        self.assertEqual(list(models), ["separate", "mul"])
+        self.assertEqual(list(models), ["separate", "mul", "nllb"])
+        self.assertEqual(sorted(models["nllb"].target_language_codes),
+                         ["deu_Latn", "eng_Latn", "fra_Latn", "spa_Latn"])
         self.assertEqual(sorted(models["mul"].target_language_codes), ["deu", "fra", "spa"])
         self.assertEqual(list(models["separate"].target_language_codes), [])
 
