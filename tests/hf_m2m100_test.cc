@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/continuous_decoder.h"
+#include "engine/ops/backend.h"
 #include "engine/target_language.h"
 #include "engine/translator.h"
 
@@ -165,6 +166,33 @@ TEST_P(HfM2M100, ContinuousBatchingForcesTheTargetLanguagePerSentence) {
     EXPECT_EQ(got_with[i], (*with)[i][0].tokens) << "sentence " << i;
     EXPECT_EQ(got_without[i], (*without)[i][0].tokens) << "sentence " << i;
   }
+}
+
+// Compute type int8 runs the pre-norm forward too (its products quantised, its norms float).
+TEST_P(HfM2M100, Int8FollowsFloat32) {
+  const std::string dir = kFixtures + "/" + GetParam();
+  if (!int8_available(Device::kCPU).ok()) GTEST_SKIP() << "no int8 on this processor";
+  Placement int8;
+  int8.int8_weights = true;
+  auto quantized = Translator::Load(dir, int8);
+  auto plain = Translator::Load(dir);
+  ASSERT_TRUE(quantized.ok() && plain.ok());
+  const Json expected = read_json(dir + "/expected.json");
+  std::vector<std::string> sentences;
+  for (const Json& sentence : expected["sentences"]) sentences.push_back(sentence);
+  auto languages = language_tokens((*plain)->tokenizer(), kSource, kTarget);
+  ASSERT_TRUE(languages.ok());
+  TranslationOptions options;  // beam 4, as served
+  auto a = (*quantized)->Translate(sentences, options, *languages);
+  auto b = (*plain)->Translate(sentences, options, *languages);
+  ASSERT_TRUE(a.ok() && b.ok());
+  int same = 0;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    EXPECT_EQ((*a)[i].best.tokens.at(0), languages->forced_target[0]);
+    same += (*a)[i].best.tokens == (*b)[i].best.tokens;
+  }
+  // As for Marian's fixtures (hf_marian_test.cc): 32 random channels make close calls common.
+  EXPECT_GT(same, static_cast<int>(sentences.size()) * 4 / 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfM2M100, ::testing::Values("m2m100-relu", "nllb-gelu"));
