@@ -635,14 +635,16 @@ grpc::Status TranslationService::Respond(const ServedModel& model,
       continue;
     }
     // Hypothesis k of an entry joins hypothesis k of each of its sentences; its score is the
-    // sum of theirs.
-    for (int k = 0; k < (with_hypotheses ? n_best : 1); ++k) {
+    // sum of theirs. A search that finished fewer than n_best hypotheses of a sentence gives
+    // its entry as many (never copies of one to make up the count).
+    size_t hypotheses = static_cast<size_t>(with_hypotheses ? n_best : 1);
+    for (size_t s = first; s < end; ++s) hypotheses = std::min(hypotheses, decoded[s].size());
+    for (size_t k = 0; k < hypotheses; ++k) {
       std::vector<std::string> sentences;
       float score = 0;
       for (size_t s = first; s < end; ++s) {
-        const size_t pick = std::min<size_t>(k, decoded[s].size() - 1);
-        sentences.push_back(decoded[s][pick]);
-        score += results[s][pick].score;
+        sentences.push_back(decoded[s][k]);
+        score += results[s][k].score;
       }
       std::string text = texts.Join(entry, sentences);
       if (k == 0) translation->set_translated_text(text);

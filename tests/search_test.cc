@@ -36,6 +36,10 @@ Encoded encode(const TransformerModel& model, const std::vector<int32_t>& source
   return encoded;
 }
 
+// GNMT's length penalty (Wu et al. 2016, eq. 14), written here rather than taken from the
+// library: the brute-force reference must not share the rule it checks.
+double gnmt_length_penalty(int length, double alpha) { return std::pow((5.0 + length) / 6.0, alpha); }
+
 // Every complete output of at most max_length tokens (end token included), scored by
 // log P / lp(|Y|) from teacher-forced passes; best first.
 std::vector<Hypothesis> enumerate_all(const TransformerModel& model, const Encoded& encoded,
@@ -60,7 +64,7 @@ std::vector<Hypothesis> enumerate_all(const TransformerModel& model, const Encod
       if (token == kEnd || length == max_length) {
         Hypothesis finished;
         finished.tokens = extended;
-        finished.score = float(next / length_penalty(length, alpha));
+        finished.score = float(next / gnmt_length_penalty(length, alpha));
         finished.log_prob = float(next);
         all.push_back(std::move(finished));
       } else {
@@ -231,7 +235,18 @@ TEST(Search, NBestListIsSortedAndSized) {
   TransformerDecoder decoder(*model, encoded.output, encoded.lengths, 4, 10);
   const auto result = make_beam_search()->search(decoder, {10}, options);
   ASSERT_EQ(result[0].size(), 4u);
-  for (size_t k = 1; k < 4; ++k) EXPECT_GE(result[0][k - 1].score, result[0][k].score);
+  for (size_t k = 1; k < 4; ++k) {
+    EXPECT_GE(result[0][k - 1].score, result[0][k].score);
+    for (size_t j = 0; j < k; ++j) EXPECT_NE(result[0][j].tokens, result[0][k].tokens) << j << k;
+  }
+}
+
+TEST(Search, LengthPenaltyIsGnmts) {
+  // ((5 + |Y|) / 6)^α by hand: 1 for one token whatever α, (15/6)^0.6 = 1.7328621 for ten.
+  EXPECT_FLOAT_EQ(length_penalty(1, 0.6f), 1.f);
+  EXPECT_NEAR(length_penalty(10, 0.6f), 1.7328621, 1e-6);
+  EXPECT_NEAR(length_penalty(7, 1.5f), 2.8284271, 1e-6);  // (12/6)^1.5 = 2^1.5
+  EXPECT_FLOAT_EQ(length_penalty(30, 0.f), 1.f);
 }
 
 }  // namespace
