@@ -1,6 +1,9 @@
 #include "engine/placement_flags.h"
 
+#include <stdexcept>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "engine/backend/cuda_backend.h"
 
 namespace xlate {
@@ -35,7 +38,13 @@ absl::StatusOr<ResolvedPlacement> resolve_placement(const std::string& device,
   } else if (device == "cuda") {
     resolved.placement.device = Device::kCUDA;
   } else if (device == "auto") {
-    const bool usable = cuda_backend::built() && cuda_backend::device_count() > 0;
+    int devices = 0;
+    try {
+      devices = cuda_backend::device_count();
+    } catch (const std::runtime_error& error) {
+      return absl::FailedPreconditionError(absl::StrCat("--device auto: ", error.what()));
+    }
+    const bool usable = cuda_backend::built() && devices > 0;
     resolved.placement.device = usable ? Device::kCUDA : Device::kCPU;
     if (!usable) {
       resolved.note = cuda_backend::built()

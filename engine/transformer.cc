@@ -150,7 +150,13 @@ absl::Status check_placement(const Placement& placement) {
     return absl::FailedPreconditionError(
         "this build of xlate has no CUDA backend (nvcc was not found when it was built)");
   }
-  if (cuda_backend::device_count() == 0) {
+  int devices = 0;
+  try {
+    devices = cuda_backend::device_count();
+  } catch (const std::runtime_error& error) {
+    return absl::FailedPreconditionError(error.what());
+  }
+  if (devices == 0) {
     return absl::FailedPreconditionError("no CUDA device is visible on this machine");
   }
   return absl::OkStatus();

@@ -3,6 +3,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda_check.h"
 
@@ -10,11 +13,15 @@ namespace xlate::kernels {
 
 int cuda_device_count() {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // no driver / no device: clear the sticky error, report none
-    return 0;
-  }
-  return count;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error == cudaSuccess) return count;
+  cudaGetLastError();  // clear the sticky error
+  // No device, or no driver installed (the runtime then reports an insufficient driver too).
+  const bool driver_loaded = std::ifstream("/proc/driver/nvidia/version").good();
+  if (error == cudaErrorNoDevice || !driver_loaded) return 0;
+  throw std::runtime_error(std::string("CUDA: cudaGetDeviceCount failed with an NVIDIA driver "
+                                       "loaded: ") +
+                           cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
 }
 
 std::string cuda_device_description(int device) {

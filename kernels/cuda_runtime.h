@@ -13,7 +13,10 @@
 
 namespace xlate::kernels {
 
-// The number of usable CUDA devices; 0 when there is no GPU or no driver (never throws).
+// The number of usable CUDA devices: 0 when the machine has no GPU or no NVIDIA driver at all.
+// A machine whose NVIDIA driver is loaded (/proc/driver/nvidia/version) but fails (too old for
+// this CUDA runtime, a device in a bad state) is a fault, not "no GPU": std::runtime_error
+// naming CUDA's error, so that nothing falls back to the CPU or skips its GPU tests in silence.
 int cuda_device_count();
 // "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB"
 std::string cuda_device_description(int device);

@@ -62,6 +62,9 @@ nccl=$(find / -xdev -name 'libnccl.so.2*' 2>/dev/null | grep -v "$bundle" | head
 export OPAL_PREFIX=$bundle/mpi PMIX_INSTALL_PREFIX=$bundle/mpi/lib/x86_64-linux-gnu/pmix2
 export XLATE_MPIEXEC=$bundle/mpi/bin/mpiexec
 export XLATE_MPIEXEC_FLAGS="--allow-run-as-root;--oversubscribe;--bind-to;none;--mca;btl;self,vader;--mca;btl_vader_single_copy_mechanism;none;--timeout;300"
+# Every CUDA test must run here: one that finds no GPU fails instead of skipping
+# (tests/gpu_required.h, tests/trainer/trainer_harness.py).
+export XLATE_EXPECT_GPU=1
 export XLATE_TINY_MODEL=$bundle/data/tiny XLATE_SAMPLE_TEXT=$bundle/data/test_2016_flickr.en
 export XLATE_SCRATCH=/tmp/xlate_scratch XLATE_TEST_DATA=$PWD/tests/data
 mkdir -p "$XLATE_SCRATCH"

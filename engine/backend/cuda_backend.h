@@ -24,7 +24,8 @@ class GemmContext;
 namespace xlate::cuda_backend {
 
 bool built();
-// Usable GPUs; 0 in a CPU-only build or on a machine without a GPU or driver.
+// Usable GPUs; 0 in a CPU-only build or on a machine without a GPU or driver. Throws
+// std::runtime_error when an NVIDIA driver is loaded but fails (kernels::cuda_device_count).
 int device_count();
 // "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB"
 std::string device_description();

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/gpu_required.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/tensor.h"
 #include "gmock/gmock.h"
@@ -33,9 +34,8 @@ TEST(NcclCommunicator, ABuildWithoutNcclRefusesNamingIt) {
 class OneRankNccl : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!nccl_built() || cuda_backend::device_count() == 0) {
-      GTEST_SKIP() << "needs a GPU and a build with NCCL";
-    }
+    XLATE_SKIP_WITHOUT_GPU();
+    if (!nccl_built()) GTEST_SKIP() << "needs a build with NCCL";
     absl::StatusOr<std::unique_ptr<Communicator>> created = create_nccl_communicator(host_);
     if (created.status().code() == absl::StatusCode::kUnavailable) {
       GTEST_SKIP() << "no NCCL library on this machine: " << created.status();

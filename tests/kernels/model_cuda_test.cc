@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/gpu_required.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/continuous_decoder.h"
 #include "engine/translator.h"
@@ -27,7 +28,7 @@ std::vector<std::string> sample_sentences(size_t count) {
 class ModelCuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+    XLATE_SKIP_WITHOUT_GPU();
   }
   std::unique_ptr<Translator> load(const Placement& placement) {
     auto loaded = Translator::Load(testing::tiny_model_dir(), placement);

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/gpu_required.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/ops/ops.h"
 #include "kernels/gemm.h"
@@ -28,7 +29,7 @@ Tensor int_tensor(const std::vector<int32_t>& values, std::vector<int64_t> shape
 class OpsCuda : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
-    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+    XLATE_SKIP_WITHOUT_GPU();
   }
   DType dtype() const { return GetParam(); }
   // Allowed |gpu - cpu| relative to max(1, |cpu|), per storage dtype.
@@ -106,7 +107,7 @@ TEST_P(OpsCuda, LinearWithEveryEpilogue) {
 // equals the CPU's on inputs rounded that way and differs from the CPU's on inputs rounded the
 // other way (bfloat16's 8-bit mantissa against float16's 11: ~1e-2 apart here, 1e-4 allowed).
 TEST(CudaFloat32Math, ProductsRoundTheirInputsToTheModesType) {
-  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  XLATE_SKIP_WITHOUT_GPU();
   std::mt19937 generator(5);
   const int64_t rows = 64, inputs = 256, outputs = 96;
   const Tensor x = random_tensor({rows, inputs}, generator, 1.f);
@@ -234,13 +235,13 @@ void check_strided_products_of_rounded_views(kernels::Float32Math math, DType co
 }
 
 TEST(CudaFloat32Math, StridedBatchedProductsOfViewsRoundToBFloat16) {
-  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  XLATE_SKIP_WITHOUT_GPU();
   check_strided_products_of_rounded_views(kernels::Float32Math::kBFloat16Inputs,
                                           DType::kBFloat16);
 }
 
 TEST(CudaFloat32Math, StridedBatchedProductsOfViewsRoundToFloat16ByCopies) {
-  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  XLATE_SKIP_WITHOUT_GPU();
   check_strided_products_of_rounded_views(kernels::Float32Math::kFloat16Inputs, DType::kFloat16);
 }
 
@@ -516,7 +517,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, OpsCuda,
 // A thread that only moves data (a model loader, an admin RPC) gets a stream and an allocator,
 // not a cuBLASLt context: the 32 MiB workspace comes with the thread's first product.
 TEST(CudaWorkers, TheCublasWorkspaceComesWithTheFirstProductNotTheFirstCopy) {
-  if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  XLATE_SKIP_WITHOUT_GPU();
   const Tensor host = Tensor::from_vector(std::vector<float>(256, 1.f), {16, 16});
   // The process's CUDA context (hundreds of MiB) exists before anything is measured.
   Tensor on_main_thread = host.to(Device::kCUDA);

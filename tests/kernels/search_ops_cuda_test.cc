@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/gpu_required.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/ops/ops.h"
 
@@ -20,7 +21,7 @@ namespace {
 class SearchOpsCuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+    XLATE_SKIP_WITHOUT_GPU();
   }
 };
 

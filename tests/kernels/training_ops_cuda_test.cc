@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/gpu_required.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
@@ -101,7 +102,7 @@ void expect_identical(const Tensor& gpu, const Tensor& cpu, const std::string& w
 class TrainingOpsCuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+    XLATE_SKIP_WITHOUT_GPU();
   }
 };
 
@@ -683,7 +684,7 @@ TEST_F(TrainingOpsCuda, AdamUpdate) {
 class TrainingOps16BitCuda : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
-    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+    XLATE_SKIP_WITHOUT_GPU();
     // The trainer refuses bf16 below 8.0: cuBLASLt has no bfloat16 products there.
     if (dtype() == DType::kBFloat16 && cuda_backend::compute_capability() < 80) {
       GTEST_SKIP() << "bfloat16 needs compute capability 8.0";

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
+#include "tests/gpu_required.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
 #include "trainer/model/flat_parameters.h"
@@ -134,7 +135,7 @@ DropoutSettings training_dropout() {
 class ModelCudaTest : public ::testing::TestWithParam<PositionalEncoding> {
  protected:
   void SetUp() override {
-    if (cuda_backend::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+    XLATE_SKIP_WITHOUT_GPU();
   }
 };
 

@@ -83,11 +83,14 @@ def names_no_gpu(refusal):
 
 def require_gpu(test, refusal):
     """Skips `test` on a machine without a GPU (refusal from cuda_refusal); fails it when the
-    probe step failed on a GPU, which is the GPU path failing, not a reason to skip."""
+    probe step failed on a GPU, which is the GPU path failing, not a reason to skip, and when
+    XLATE_EXPECT_GPU is set (the GPU bundle sets it): there no GPU is a fault."""
     if refusal is None:
         return
     if not names_no_gpu(refusal):
         test.fail("one training step with --device cuda failed:\n" + refusal[-4000:])
+    if os.environ.get("XLATE_EXPECT_GPU", "0") not in ("", "0"):
+        test.fail("XLATE_EXPECT_GPU is set, but: " + refusal.strip())
     test.skipTest("no GPU: " + refusal.strip())
 
 
