@@ -305,19 +305,33 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& pa
 }
 
 absl::StatusOr<std::vector<int32_t>> Tokenizer::encode(const std::string& text) const {
+  return encode_side(text, /*target=*/false);
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::encode_target(const std::string& text) const {
+  return encode_side(text, /*target=*/true);
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::encode_side(const std::string& text,
+                                                            bool target) const {
   if (impl_->source_vocabulary) {
-    const PieceVocabulary& vocabulary = *impl_->source_vocabulary;
+    const PieceVocabulary& vocabulary =
+        target ? impl_->target_vocab() : *impl_->source_vocabulary;
     auto id_of_piece = [&](const std::string& piece) {
       const auto found = vocabulary.ids.find(piece);
       return found == vocabulary.ids.end() ? vocabulary.unk : found->second;
     };
     std::vector<int32_t> ids;
-    // MarianTokenizer's ">>xxx<<" (M2M100's and NLLB's tokenizers cut it as text).
+    // MarianTokenizer's ">>xxx<<" on the source side (M2M100's and NLLB's tokenizers cut it as
+    // text).
     const size_t code =
-        impl_->style == LanguageTokenStyle::kSourceAndForcedTarget ? 0 : language_code_length(text);
+        target || impl_->style == LanguageTokenStyle::kSourceAndForcedTarget
+            ? 0
+            : language_code_length(text);
     if (code > 0) ids.push_back(id_of_piece(text.substr(0, code)));
     std::vector<std::string> pieces;
-    const std::string error = impl_->processor->encode_pieces(text.substr(code), &pieces);
+    const spm::Backend& processor = target ? impl_->target() : *impl_->processor;
+    const std::string error = processor.encode_pieces(text.substr(code), &pieces);
     if (!error.empty()) return absl::InvalidArgumentError("tokenizer: " + error);
     for (const std::string& piece : pieces) ids.push_back(id_of_piece(piece));
     // NllbTokenizer (tokenizers' Metaspace) keeps a text's trailing space as a lone "▁" piece,

@@ -39,6 +39,9 @@ class Tokenizer {
   // Marian vocabulary's language token at the start (">>deu<< text") is one piece, as
   // MarianTokenizer cuts it.
   absl::StatusOr<std::vector<int32_t>> encode(const std::string& text) const;
+  // Target piece ids of `text` (a translation's forced start: TranslateRequest.target_prefix),
+  // cut as the target side's tokenizer cuts (Marian: target.spm and the target vocabulary).
+  absl::StatusOr<std::vector<int32_t>> encode_target(const std::string& text) const;
   // Detokenised text of target ids; special ids (pad, bos, eos; a Marian vocabulary's <unk>)
   // are dropped.
   absl::StatusOr<std::string> decode(const std::vector<int32_t>& ids) const;
@@ -62,6 +65,7 @@ class Tokenizer {
  private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  absl::StatusOr<std::vector<int32_t>> encode_side(const std::string& text, bool target) const;
   static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadM2M100(
       const std::filesystem::path& directory, const nlohmann::json& tokenizer_config);
   std::unique_ptr<Impl> impl_;

@@ -141,8 +141,9 @@ Translator::Translator(std::shared_ptr<const TransformerModel> model,
 absl::StatusOr<std::vector<Translation>> Translator::Translate(
     const std::vector<std::string>& sentences, const TranslationOptions& given_options,
     const LanguageTokens& languages) const {
+  // The language token comes first, then any tokens the caller forces after it.
   TranslationOptions options = given_options;
-  options.forced_start_tokens.insert(options.forced_start_tokens.end(),
+  options.forced_start_tokens.insert(options.forced_start_tokens.begin(),
                                      languages.forced_target.begin(),
                                      languages.forced_target.end());
   std::vector<std::vector<int32_t>> sources;

@@ -114,8 +114,12 @@ int64_t Scheduler::OptionsGroupLocked(const TranslationOptions& options) {
 absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     std::vector<std::vector<int32_t>> sources, TranslationOptions options, absl::Time deadline,
     TranslationJob::DoneCallback on_done, TranslationJob::ProgressCallback on_progress,
-    const std::string& client) {
+    const std::string& client,
+    const std::vector<std::vector<int32_t>>& forced_starts) {
   if (sources.empty()) return absl::InvalidArgumentError("a job needs at least one sentence");
+  if (!forced_starts.empty() && forced_starts.size() != sources.size()) {
+    return absl::InvalidArgumentError("forced_starts must be empty or one per source");
+  }
   // The job calls back on whichever thread completes it (the engine thread, mostly); the
   // callback itself runs on the completion thread, so the engine never waits on it.
   TranslationJob::DoneCallback handed_over;
@@ -162,14 +166,22 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
           " waiting (--max_queued_sentences_per_client); retry later"));
     }
     const absl::Time now = clock_();
-    const int64_t group = OptionsGroupLocked(options);
+    const int64_t shared_group = OptionsGroupLocked(options);
     ClientShare& share = clients_[client];
     double fair_end = std::max(share.fair_end, virtual_time_);
     for (size_t i = 0; i < sources.size(); ++i) {
       const int64_t tokens = static_cast<int64_t>(sources[i].size()) + 1;
+      TranslationOptions sentence_options = options;
+      int64_t group = shared_group;
+      if (!forced_starts.empty() && !forced_starts[i].empty()) {
+        sentence_options.forced_start_tokens.insert(sentence_options.forced_start_tokens.end(),
+                                                    forced_starts[i].begin(),
+                                                    forced_starts[i].end());
+        group = OptionsGroupLocked(sentence_options);
+      }
       pending_.push_back({tokens, now, deadline, group, fair_end});
       fair_end += static_cast<double>(tokens);
-      queued_.push_back({job, i, std::move(sources[i]), options, client});
+      queued_.push_back({job, i, std::move(sources[i]), std::move(sentence_options), client});
     }
     share.queued += static_cast<int64_t>(sources.size());
     share.fair_end = fair_end;

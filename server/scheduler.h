@@ -141,10 +141,14 @@ class Scheduler {
   // with a failed Submit it is never called. `on_progress` (may be empty: the engine then
   // computes no stable prefixes) is called on the completion thread too, as the sentences'
   // translations grow, before on_done. Every call has run when the scheduler is destroyed.
+  // `forced_starts`: empty, or one per source: target tokens forced after
+  // options.forced_start_tokens at the start of that sentence's output (a target prefix);
+  // sentences with different ones batch apart (they are options of their own).
   absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
       std::vector<std::vector<int32_t>> sources, TranslationOptions options,
       absl::Time deadline, TranslationJob::DoneCallback on_done = nullptr,
-      TranslationJob::ProgressCallback on_progress = nullptr, const std::string& client = "");
+      TranslationJob::ProgressCallback on_progress = nullptr, const std::string& client = "",
+      const std::vector<std::vector<int32_t>>& forced_starts = {});
   // Removes the job's queued sentences and fails it with `status` (nobody waits for it); its
   // sentences already decoding leave the decode before the engine's next step.
   void Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status status);

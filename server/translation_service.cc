@@ -370,7 +370,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
                                const std::string& client) {
   TranslationOptions options;
   std::optional<SegmentedTexts> texts;
-  std::vector<std::vector<int32_t>> sources;
+  std::vector<std::vector<int32_t>> sources, forced_starts;
   grpc::Status status = grpc::Status::OK;
   call->set_read_empty(request_bytes.Length() == 0);
   if (!call->Enter()) {
@@ -404,7 +404,9 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
       status = to_grpc(model.status());
     }
   }
-  if (status.ok()) status = Check(call->model(), call->request(), options, texts, sources);
+  if (status.ok()) {
+    status = Check(call->model(), call->request(), options, texts, sources, forced_starts);
+  }
   if (!status.ok()) return call->EndWith(status);
   call->set_texts(*std::move(texts));
   if (options.alignment.has_value()) call->set_aligned_sources(sources);
@@ -415,7 +417,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
       [call, n_best](absl::Status status, std::vector<std::vector<Hypothesis>> results) {
         call->Answer(std::move(status), n_best, std::move(results));
       },
-      call->progress_callback(), client);
+      call->progress_callback(), client, forced_starts);
   if (job.ok()) {
     call->set_job(*std::move(job));
   } else {
@@ -540,7 +542,8 @@ grpc::Status TranslationService::Check(const ServedModel& model,
                                        const xlate::v1::TranslateRequest& request,
                                        TranslationOptions& options,
                                        std::optional<SegmentedTexts>& texts,
-                                       std::vector<std::vector<int32_t>>& sources) const {
+                                       std::vector<std::vector<int32_t>>& sources,
+                                       std::vector<std::vector<int32_t>>& forced_starts) const {
   const Tokenizer& tokenizer = model.translator().tokenizer();
   // A multilingual model's languages are chosen by its language tokens (target_language.h),
   // not compared with one language of its directory.
@@ -573,6 +576,49 @@ grpc::Status TranslationService::Check(const ServedModel& model,
           "end token included)"));
     }
     sources.push_back(*std::move(ids));
+  }
+  return CheckTargetPrefixes(model, request, options, *texts, sources, forced_starts);
+}
+
+grpc::Status TranslationService::CheckTargetPrefixes(
+    const ServedModel& model, const xlate::v1::TranslateRequest& request,
+    const TranslationOptions& options, const SegmentedTexts& texts,
+    const std::vector<std::vector<int32_t>>& sources,
+    std::vector<std::vector<int32_t>>& forced_starts) const {
+  if (request.target_prefix_size() == 0) return grpc::Status::OK;
+  if (request.target_prefix_size() != request.contents_size()) {
+    return invalid(absl::StrCat("target_prefix has ", request.target_prefix_size(),
+                                " entries; send none or one per entry of contents (",
+                                request.contents_size(), ")"));
+  }
+  const ModelConfig& config = model.config();
+  forced_starts.assign(sources.size(), {});
+  for (int entry = 0; entry < request.target_prefix_size(); ++entry) {
+    const std::string& prefix = request.target_prefix(entry);
+    if (prefix.empty()) continue;
+    const int64_t code_points = count_code_points(prefix);
+    if (code_points > limits_.max_entry_code_points) {
+      return invalid(absl::StrCat("target_prefix[", entry, "] has ", code_points,
+                                  " code points; the limit is ", limits_.max_entry_code_points,
+                                  " (--max_entry_code_points)"));
+    }
+    const size_t first = texts.first_sentence(static_cast<size_t>(entry));
+    if (first == texts.end_sentence(static_cast<size_t>(entry))) {
+      return invalid(absl::StrCat("contents[", entry, "] is blank, so it is not translated: "
+                                  "target_prefix[", entry, "] cannot apply (send it empty)"));
+    }
+    auto ids = model.translator().tokenizer().encode_target(prefix);
+    if (!ids.ok()) return to_grpc(ids.status());
+    const size_t forced = ids->size() + options.forced_start_tokens.size();
+    const int limit = options.max_output_tokens(static_cast<int64_t>(sources[first].size()),
+                                                config.max_positions, config.end_forced_at_limit);
+    if (static_cast<int64_t>(forced) >= limit) {
+      return invalid(absl::StrCat("target_prefix[", entry, "] (\"", excerpt(prefix), "\") is ",
+                                  ids->size(), " tokens; its sentence may have at most ", limit,
+                                  " output tokens, the end token included (its source tokens + "
+                                  "options.max_extra_length)"));
+    }
+    forced_starts[first] = *std::move(ids);
   }
   return grpc::Status::OK;
 }

@@ -110,9 +110,18 @@ class TranslationService final
   // Checks the request for `model`, every limit once, and fills in `options`, `texts` (the
   // entries cut into sentences) and `sources` (a sentence's token ids); the message names the
   // field and the limit.
+  // Also fills forced_starts: empty, or per sentence its target prefix's tokens (the first
+  // sentence of each entry that has a target_prefix).
   grpc::Status Check(const ServedModel& model, const xlate::v1::TranslateRequest& request,
                      TranslationOptions& options, std::optional<SegmentedTexts>& texts,
-                     std::vector<std::vector<int32_t>>& sources) const;
+                     std::vector<std::vector<int32_t>>& sources,
+                     std::vector<std::vector<int32_t>>& forced_starts) const;
+
+  grpc::Status CheckTargetPrefixes(const ServedModel& model,
+                                   const xlate::v1::TranslateRequest& request,
+                                   const TranslationOptions& options, const SegmentedTexts& texts,
+                                   const std::vector<std::vector<int32_t>>& sources,
+                                   std::vector<std::vector<int32_t>>& forced_starts) const;
 
   const ModelRegistry* models_;
   ServerMetrics* metrics_;

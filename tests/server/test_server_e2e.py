@@ -350,6 +350,40 @@ class SharedServer(unittest.TestCase):
         # sentences would add up to 16 x 8 per step).
         self.assertEqual(tokens_of_one_call(), alone)
 
+    def test_target_prefixes_start_their_entries_translations(self):
+        one, two, three, four = sample_sentences(4)
+        plain = self.stub.Translate(request([one, two, f"{three} {four}"]), timeout=60)
+        contents = [one, two, "", f"{three} {four}"]
+        prefixes = ["Ein Hund", "", "", "Zwei Frauen"]
+        reply = self.stub.Translate(pb2.TranslateRequest(
+            contents=contents, target_prefix=prefixes,
+            options=pb2.DecodingOptions(n_best=2)), timeout=60)
+        texts = [t.translated_text for t in reply.translations]
+        self.assertTrue(texts[0].startswith("Ein Hund"), texts[0])
+        self.assertEqual(texts[1], plain.translations[1].translated_text)  # no prefix: unchanged
+        self.assertEqual(texts[2], "")
+        # An entry of two sentences: its first starts with the prefix, its second is as before.
+        self.assertTrue(texts[3].startswith("Zwei Frauen"), texts[3])
+        self.assertNotEqual(texts[0], plain.translations[0].translated_text)
+        for entry in (0, 3):
+            for hypothesis in reply.translations[entry].hypotheses:
+                self.assertTrue(hypothesis.text.startswith(prefixes[entry]), hypothesis.text)
+        # Streamed, the prefix is there from the first partial of its entry on.
+        stream = list(self.stub.TranslateStream(pb2.TranslateRequest(
+            contents=[one], target_prefix=["Ein Hund"]), timeout=60))
+        partials = [m.partial.text for m in stream[:-1] if m.partial.text]
+        self.assertTrue(partials and partials[0].startswith("Ein"), partials[:1])
+        self.assertEqual(stream[-1].response.translations[0].translated_text, texts[0])
+        for prefixes, fragment in (
+                (["Ein Hund"], "target_prefix has 1 entries; send none or one per entry"),
+                (["", "", "Ein", ""], "contents[2] is blank"),
+                (["xqzj " * 55, "", "", ""], "its sentence may have at most"),
+                (["Hund " * 80, "", "", ""], "target_prefix[0] has 400 code points; the limit "
+                                             "is 300")):
+            self.assert_rpc_error(lambda: self.stub.Translate(pb2.TranslateRequest(
+                contents=contents, target_prefix=prefixes), timeout=60),
+                grpc.StatusCode.INVALID_ARGUMENT, fragment)
+
     def test_stream_ends_with_translates_response(self):
         # Partials of each entry grow and are prefixes of its final text; the last message is
         # Translate's response, with the same options (n-best and scores included).
