@@ -26,6 +26,14 @@ check "two workers give the same translations" cmp -s "$work/out_file.txt" "$wor
 "$xlate" translate --model_dir "$model" --workers 0 < "$work/in.txt" > /dev/null 2> "$work/err.txt"
 check "workers 0 names the option" grep -q "workers = 0 is out of range" "$work/err.txt"
 
+"$xlate" translate --model_dir "$model" --split_sentences=false --target_prefix "Ein Hund" \
+  --input "$work/in.txt" > "$work/prefixed.txt" 2>/dev/null
+check "every translation starts with --target_prefix" \
+  test "$(grep -c '^Ein Hund' "$work/prefixed.txt")" -eq 20
+"$xlate" translate --model_dir "$model" --target_prefix "Ein" < "$work/in.txt" > /dev/null \
+  2> "$work/err.txt"
+check "--target_prefix names --split_sentences" grep -q "split_sentences=false" "$work/err.txt"
+
 "$xlate" translate --model_dir "$model" --n_best 2 --input "$work/in.txt" > "$work/nbest.txt" 2>/dev/null
 check "n-best writes two lines per sentence" test "$(wc -l < "$work/nbest.txt")" -eq 40
 check "n-best lines carry the sentence index" grep -q "^19 ||| " "$work/nbest.txt"

@@ -30,6 +30,9 @@ ABSL_FLAG(std::string, target_language, "",
           "BCP-47 code of the output language, for a multilingual model (an OPUS-MT model with "
           "language tokens such as >>deu<<, M2M100, NLLB-200); such a model refuses to start "
           "without one");
+ABSL_FLAG(std::string, target_prefix, "",
+          "text every translation starts with (the search continues from its tokens); needs "
+          "--split_sentences=false, so that each line is one sentence");
 ABSL_FLAG(std::string, source_language, "",
           "BCP-47 code of the input language, for M2M100 and NLLB-200 (whose sources start with "
           "their language's token); such a model refuses to start without one");
@@ -207,6 +210,19 @@ int run_translate() {
   std::istream& in = from_file ? input_file : std::cin;
   std::ostream& out = output_file.is_open() ? output_file : std::cout;
   options->return_scores = true;
+  if (const std::string prefix = absl::GetFlag(FLAGS_target_prefix); !prefix.empty()) {
+    if (absl::GetFlag(FLAGS_split_sentences)) {
+      std::cerr << "xlate translate: --target_prefix needs --split_sentences=false (each line "
+                   "one sentence, whose translation starts with the prefix)\n";
+      return 2;
+    }
+    auto ids = (*translator)->tokenizer().encode_target(prefix);
+    if (!ids.ok()) {
+      std::cerr << "xlate translate: --target_prefix: " << ids.status().message() << "\n";
+      return 2;
+    }
+    options->forced_start_tokens = *std::move(ids);
+  }
 
   const std::string source_language = (*translator)->model().config().source_lang;
   // A multilingual model's language tokens (engine/target_language.h).
