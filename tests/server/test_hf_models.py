@@ -101,6 +101,16 @@ class HfModels(unittest.TestCase):
         first, other, again = (f.result() for f in futures)
         self.assertEqual(first, again)
         self.assertNotEqual(first, other)
+        # Aligned: the source's pieces start with its language token, the target's with the
+        # forced one.
+        aligned = self.stub.Translate(pb2.TranslateRequest(
+            contents=sentences[:2], model="nllb", source_language_code="en",
+            target_language_code="de", alignment=pb2.AlignmentOptions()), timeout=120)
+        for translation in aligned.translations:
+            alignment = translation.alignments[0]
+            self.assertEqual(alignment.source_tokens[0], "eng_Latn")
+            self.assertEqual(alignment.target_tokens[0], "deu_Latn")
+            self.assertEqual(len(alignment.target), len(alignment.target_tokens))
         for source, target, fragment in (("", "de", "name a language in source_language_code"),
                                          ("en", "ja", '"ja" is not one of this model')):
             with self.assertRaises(grpc.RpcError) as caught:
