@@ -553,7 +553,7 @@ TEST(Scheduler, QueueDepthIsReportedTrueWhileTheEngineDecodes) {
 // The whole-struct comparison the batch key rests on sees every field.
 TEST(Scheduler, TranslationOptionsCompareEveryField) {
   const TranslationOptions plain;
-  std::vector<TranslationOptions> changed(11, plain);
+  std::vector<TranslationOptions> changed(12, plain);
   changed[0].beam_size = 5;
   changed[1].length_penalty = 0.7f;
   changed[2].max_extra_length = 10;
@@ -565,6 +565,7 @@ TEST(Scheduler, TranslationOptionsCompareEveryField) {
   changed[8].return_scores = false;
   changed[9].report_stable_prefixes = true;
   changed[10].alignment = AlignmentOptions{};
+  changed[11].forced_start_tokens = {7};
   for (size_t i = 0; i < changed.size(); ++i) {
     EXPECT_FALSE(changed[i] == plain) << "field " << i;
     EXPECT_TRUE(changed[i] < plain || plain < changed[i]) << "field " << i;

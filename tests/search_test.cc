@@ -215,6 +215,34 @@ TEST(Search, KeepsSearchingWhileALiveHypothesisCanStillWin) {
   EXPECT_GT(decoder.steps(), 1);
 }
 
+TEST(Search, KeepsSearchingWhileALongerHypothesisCanWinByItsLengthPenalty) {
+  // Step 0: ending now scores log 0.5 = -0.693 (lp(1) = 1); token 4 is a little less likely
+  // (-0.72), but ending after it is nearly certain, and lp(2) = (7/6)^0.6 = 1.097 makes
+  // "4, end" score -0.721 / 1.097 = -0.657: the best. Only a bound at the longest length (the
+  // best a live hypothesis could score) sees that; one at its current length stops at step 0.
+  auto script = [](int step, int token) {
+    if (step == 0) return token == kEnd ? std::log(0.5f) : token == 4 ? -0.72f : -8.f;
+    return token == kEnd ? -0.001f : -8.f;
+  };
+  ScriptedDecoder decoder(6, script);
+  SearchOptions options;  // beam 4, α 0.6
+  const auto result = make_beam_search()->search(decoder, {40}, options);
+  EXPECT_EQ(result[0][0].tokens, (std::vector<int32_t>{4}));
+}
+
+TEST(Search, ABeamOfOneStepsOverAForbiddenEnd) {
+  // The end token is the most likely at every step but forbidden before 3 tokens: a beam of 1
+  // needs candidates beyond its best one (2·B + 1 per row) to continue at all.
+  auto always_end = [](int, int token) { return token == kEnd ? std::log(0.9f) : std::log(0.02f); };
+  ScriptedDecoder decoder(6, always_end);
+  SearchOptions options;
+  options.beam_size = 1;
+  options.min_length = 3;
+  const auto result = make_beam_search()->search(decoder, {10}, options);
+  ASSERT_FALSE(result[0].empty());
+  EXPECT_EQ(result[0][0].tokens.size(), 3u);
+}
+
 TEST(Search, MinLengthForbidsEarlyEnd) {
   auto always_end = [](int, int token) { return token == kEnd ? std::log(0.9f) : std::log(0.02f); };
   for (auto* make : {&make_beam_search, &make_greedy_search}) {
