@@ -1,5 +1,7 @@
 #include "engine/text_segments.h"
 
+#include <stdexcept>
+
 #include <unicode/brkiter.h>
 #include <unicode/uchar.h>
 #include <unicode/utext.h>
@@ -165,6 +167,12 @@ std::string SegmentedTexts::Join(size_t text, const std::vector<std::string>& tr
 
 std::string SegmentedTexts::JoinThrough(size_t text, const std::vector<std::string>& translations,
                                         size_t last) const {
+  const size_t sentences = end_sentence(text) - first_sentence(text);
+  if (last >= sentences || translations.size() <= last) {
+    throw std::logic_error("SegmentedTexts::JoinThrough: sentence " + std::to_string(last) +
+                           " of a text of " + std::to_string(sentences) + " sentences, with " +
+                           std::to_string(translations.size()) + " translations");
+  }
   std::string joined;
   size_t next = 0;
   for (const Piece& piece : pieces_[text]) {

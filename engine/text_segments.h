@@ -53,7 +53,8 @@ class SegmentedTexts {
   std::string Join(size_t text, const std::vector<std::string>& translations) const;
   // The start of Join(text, ...) up to the end of the text's sentence `last` (counted from 0
   // within the text): the pieces before it as given, its sentences 0..last replaced by
-  // `translations` (at least last + 1 entries; the last may be a translation's prefix).
+  // `translations` (at least last + 1 entries; the last may be a translation's prefix). Fewer,
+  // or `last` beyond the text's sentences, is a programming error: std::logic_error.
   std::string JoinThrough(size_t text, const std::vector<std::string>& translations,
                           size_t last) const;
 
