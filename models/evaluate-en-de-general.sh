@@ -16,7 +16,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 take() {  # take FILE: its lines (gunzipped), the first $limit when set
-  if [[ $1 == *.gz ]]; then gzip -dc "$1"; else cat "$1"; fi | { [[ $limit -gt 0 ]] && head -n "$limit" || cat; }
+  # Whole first: head closing a pipe early would end its writer with SIGPIPE, which pipefail
+  # turns into this script's silent exit.
+  if [[ $1 == *.gz ]]; then gzip -dc "$1"; else cat "$1"; fi > "$work/whole"
+  if [[ $limit -gt 0 ]]; then head -n "$limit" "$work/whole"; else cat "$work/whole"; fi
 }
 
 echo "| test set | sentences | xlate bleu (sacreBLEU-compatible) | sacreBLEU |"
