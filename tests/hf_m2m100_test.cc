@@ -19,6 +19,7 @@
 #include "engine/ops/backend.h"
 #include "engine/target_language.h"
 #include "engine/translator.h"
+#include "tests/hf_greedy_reference.h"
 
 namespace xlate {
 namespace {
@@ -72,28 +73,7 @@ TEST_P(HfM2M100, GreedyOutputsAndTokenizerEqualTransformers) {
   greedy.beam_size = 1;
   greedy.length_penalty = 0.f;  // lp = 1: the score is log P
   greedy.forced_start_tokens = languages->forced_target;
-  auto results = (*translator)->TranslateTokens(sources, greedy);
-  ASSERT_TRUE(results.ok()) << results.status();
-  int ended = 0;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    const Json& reference = expected["greedy"][i];
-    std::vector<int32_t> tokens = reference["ids"].get<std::vector<int32_t>>();
-    if (!tokens.empty() && tokens.back() == config.eos_id) {
-      tokens.pop_back();
-      ++ended;
-    }
-    const Hypothesis& best = (*results)[i][0];
-    ASSERT_EQ(best.tokens, tokens) << "sentence " << i << ": " << sentences[i];
-    EXPECT_NEAR(best.log_prob, reference["log_prob"].get<double>(),
-                1e-4 * (1.0 + std::abs(reference["log_prob"].get<double>())))
-        << "sentence " << i;
-    auto text = tokenizer.decode(best.tokens);
-    ASSERT_TRUE(text.ok()) << text.status();
-    EXPECT_EQ(*text, reference["text"].get<std::string>()) << "sentence " << i;
-  }
-  // Outputs end both ways: by the end token and at the limit.
-  EXPECT_GT(ended, 10);
-  EXPECT_LT(ended, static_cast<int>(sources.size()));
+  testing::expect_greedy_equals_transformers(**translator, expected, sources, greedy);
 
   // The same through Translate(), which puts the language tokens in itself.
   std::vector<std::string> texts;
