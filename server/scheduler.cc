@@ -144,7 +144,6 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
   options.report_stable_prefixes = static_cast<bool>(progress_handed_over);
   auto job = std::make_shared<TranslationJob>(sources.size(), std::move(handed_over),
                                               std::move(progress_handed_over));
-  int64_t depth;
   {
     absl::MutexLock lock(&mutex_);
     if (stopping_) return absl::UnavailableError("the server is shutting down");
@@ -185,10 +184,11 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     }
     share.queued += static_cast<int64_t>(sources.size());
     share.fair_end = fair_end;
-    depth = static_cast<int64_t>(queued_.size());
+    // Reported under the lock, so that reports arrive in the order the queue changed (one
+    // made after it, by the engine thread, once overtook this one and left a stale depth).
+    if (observer_) observer_->on_queue_depth(static_cast<int64_t>(queued_.size()));
     wake_.Signal();
   }
-  if (observer_) observer_->on_queue_depth(depth);
   return job;
 }
 
@@ -208,16 +208,14 @@ void Scheduler::RemoveJobLocked(const TranslationJob* job) {
 }
 
 void Scheduler::Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status status) {
-  int64_t depth;
   {
     absl::MutexLock lock(&mutex_);
     RemoveJobLocked(job.get());
-    depth = static_cast<int64_t>(queued_.size());
+    if (observer_) observer_->on_queue_depth(static_cast<int64_t>(queued_.size()));
     cancelled_.push_back(job);
     wake_.Signal();
   }
   job->Fail(std::move(status));
-  if (observer_) observer_->on_queue_depth(depth);
 }
 
 void Scheduler::Shutdown() {
@@ -254,7 +252,6 @@ void Scheduler::Run() {
     std::vector<QueuedSentence> batch;
     std::vector<std::shared_ptr<TranslationJob>> expired_jobs, cancelled;
     int64_t padded_tokens = 0;
-    int64_t depth = 0;
     {
       absl::MutexLock lock(&mutex_);
       for (;;) {
@@ -269,7 +266,6 @@ void Scheduler::Run() {
         for (size_t i : decision.expired) expired_jobs.push_back(queued_[i].job);
         if (!expired_jobs.empty()) {
           for (const auto& job : expired_jobs) RemoveJobLocked(job.get());
-          depth = static_cast<int64_t>(queued_.size());
           break;  // fail them with the lock released, then decide again
         }
         if (limits.max_batch_sentences > 0 && !decision.batch.empty()) {
@@ -279,7 +275,6 @@ void Scheduler::Run() {
           }
           padded_tokens *= static_cast<int64_t>(decision.batch.size());
           batch = TakeLocked(decision.batch);
-          depth = static_cast<int64_t>(queued_.size());
           break;
         }
         if (decoding) break;  // decode a step; arrivals are looked at again after it
@@ -288,11 +283,10 @@ void Scheduler::Run() {
       // Whatever ended the wait (a batch, expiries, or a step to decode with nothing
       // admitted), the depth reported is the queue's: a step alone once reported 0 while
       // hundreds of sentences waited.
-      depth = static_cast<int64_t>(queued_.size());
+      if (observer_) observer_->on_queue_depth(static_cast<int64_t>(queued_.size()));
       cancelled.swap(cancelled_);
     }
     // Completion callbacks (which answer RPCs) never run under the queue lock.
-    if (observer_) observer_->on_queue_depth(depth);
     for (const auto& job : expired_jobs) {
       job->Fail(absl::DeadlineExceededError(
           "the deadline passed while the request waited in the queue"));

@@ -69,6 +69,8 @@ class SchedulerObserver {
   // Target tokens of finished sentences' best hypotheses.
   virtual void on_generated(int64_t tokens) = 0;
   virtual void on_queue_wait(absl::Duration waited) = 0;
+  // Called with the queue's lock held (reports arrive in the order the queue changed): it must
+  // not call into the scheduler.
   virtual void on_queue_depth(int64_t sentences) = 0;
   // Sentences dropped from the running decode because their request was cancelled.
   virtual void on_dropped(int64_t sentences) = 0;
