@@ -2,11 +2,14 @@
 // the fixtures of tests/data/hf/*/expected.json (written by tests/hf/make_*_fixtures.py) hold,
 // per sentence, generate's ids (ending with the end token unless the length limit came
 // first), the sum of their log-probabilities and the decoded text. One check for every model
-// family (hf_marian_test.cc, hf_m2m100_test.cc).
+// family (hf_marian_test.cc, hf_m2m100_test.cc), and int8 against float32 on the same fixture.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -44,6 +47,36 @@ inline void expect_greedy_equals_transformers(const Translator& translator,
   }
   EXPECT_GT(ended, 10);
   EXPECT_LT(ended, static_cast<int>(sources.size()));
+}
+
+// The fixture in `dir` translated with compute type int8 and in float32 (beam 4, as served;
+// `languages` for a multilingual model): most best hypotheses are the same. Random weights of
+// 32 channels make close calls common, and int8's rounding flips many of them (the ops
+// themselves are held to the float product in packed_linear_test.cc); a wrong activation,
+// norm or output layer in the int8 path would leave next to nothing the same. The int8
+// translations go to *int8 for the caller's own checks.
+inline void expect_int8_follows_float32(const std::string& dir, const LanguageTokens& languages,
+                                        std::vector<Translation>* int8) {
+  Placement int8_placement;
+  int8_placement.int8_weights = true;
+  auto quantized = Translator::Load(dir, int8_placement);
+  auto plain = Translator::Load(dir);
+  ASSERT_TRUE(quantized.ok() && plain.ok());
+  std::ifstream file(dir + "/expected.json");
+  std::stringstream text;
+  text << file.rdbuf();
+  const nlohmann::json expected = nlohmann::json::parse(text.str());
+  std::vector<std::string> sentences;
+  for (const nlohmann::json& sentence : expected["sentences"]) sentences.push_back(sentence);
+  ASSERT_GE(sentences.size(), 100u);
+  const TranslationOptions options;
+  auto a = (*quantized)->Translate(sentences, options, languages);
+  auto b = (*plain)->Translate(sentences, options, languages);
+  ASSERT_TRUE(a.ok() && b.ok());
+  int same = 0;
+  for (size_t i = 0; i < sentences.size(); ++i) same += (*a)[i].best.tokens == (*b)[i].best.tokens;
+  EXPECT_GT(same, static_cast<int>(sentences.size()) * 4 / 10);
+  *int8 = *std::move(a);
 }
 
 }  // namespace xlate::testing
