@@ -57,6 +57,11 @@ gzip -dc "$data"/multi30k/train.de.gz > "$bundle/data/train.de"
 build/trainer/xlate-trainer prepare --train_source "$data"/multi30k/train.en.gz \
   --train_target "$data"/multi30k/train.de.gz --output "$bundle/data/trainbench" \
   --vocab_size 8000 > /dev/null
+# The general corpus as `xlate-trainer prepare` wrote it for models/train-en-de-general.sh (the
+# general stage of run_checks.sh), when XLATE_GENERAL_DATA names that data directory.
+if [[ -n ${XLATE_GENERAL_DATA:-} ]]; then
+  cp -r "$XLATE_GENERAL_DATA" "$bundle/data/general"
+fi
 # CTranslate2 for the GPU machine's Python 3.12, unpacked and recompressed (its wheel is 41 MiB
 # as a zip, 25 MiB as .tar.xz): bench/gpu/run_checks.sh unpacks it into /tmp/site there.
 ct2_version=${XLATE_CT2_VERSION:-4.8.5}

@@ -27,6 +27,13 @@
 #              with --device auto, resumable (run the stage again if it hits its time limit:
 #              XLATE_MULTI30K_SECONDS, default 480), then its BLEU on the Multi30k test sets
 #              (models/evaluate-en-de-multi30k.sh) next to the shipped CPU-trained model's
+#   general    issue 49's default model: models/train-en-de-general.sh at XLATE_GENERAL_SIZE
+#              (default medium) on the bundle's prepared corpus (make_bundle.sh with
+#              XLATE_GENERAL_DATA), stopped after XLATE_GENERAL_SECONDS (default 380; run the
+#              stage again to resume), the last 5 checkpoints averaged into float16 at
+#              /tmp/general/averaged
+#   hfcuda     the Hugging Face fixtures of tests/data/hf translated on the GPU against the CPU
+#              (greedy and beam 4) and transformers' greedy text (bench/gpu/hf_on_cuda.py)
 #   overlap    the trainer's NCCL path with one rank on the GPU, base model, 25,000 tokens per
 #              step: one call after the backward pass against 4 and 25 MiB buckets overlapped
 #              with it (bench/data_parallel_overlap.py --gradient_reduction nccl); with one rank
@@ -230,6 +237,26 @@ for stage in "${stages[@]}"; do
           bash models/evaluate-en-de-multi30k.sh "$model" | tee -a "$out/multi30k_bleu.md"
         done
       fi ;;
+    general)
+      run=/tmp/general
+      if [[ ! -f $run/data/corpus.json ]]; then
+        mkdir -p "$run" && cp -r "$bundle/data/general" "$run/data"
+      fi
+      XLATE_TRAINER=$bundle/bin/xlate-trainer XLATE_GENERAL_SIZE=${XLATE_GENERAL_SIZE:-medium} \
+        timeout "${XLATE_GENERAL_SECONDS:-380}" bash models/train-en-de-general.sh "$run" \
+        > "$out/general_train.log" 2>&1
+      echo "general train: exit $? (124: stopped at its time limit, resumable)"
+      grep -E "^--device|^training on|^valid" "$out/general_train.log" | tail -14
+      grep '"event":"train"' "$run/train/train_log.jsonl" | tail -1
+      cp "$run/train/train_log.jsonl" "$out/general_train_log.jsonl"
+      rm -rf "$run/averaged"
+      "$bundle/bin/xlate-trainer" average --last 5 --dtype F16 --source_lang en \
+        --target_lang de --output "$run/averaged" "$run/train" > "$out/general_average.log" 2>&1
+      echo "general average: exit $?"; tail -2 "$out/general_average.log" ;;
+    hfcuda)
+      PYTHONUNBUFFERED=1 python3 bench/gpu/hf_on_cuda.py --xlate "$bundle/bin/xlate" \
+        --fixtures tests/data/hf --workdir /tmp/hfcuda > "$out/hfcuda.log" 2>&1
+      echo "hfcuda: exit $?"; tail -12 "$out/hfcuda.log" ;;
     overlap)
       PYTHONUNBUFFERED=1 python3 bench/data_parallel_overlap.py --device cuda \
         --trainer "$bundle/bin/xlate-trainer" --data_dir "$bundle/data" --workdir /tmp/overlap \
