@@ -44,12 +44,16 @@ def main():
     for expected_file in sorted(pathlib.Path(args.fixtures).glob("*/expected.json")):
         fixture = expected_file.parent
         expected = json.loads(expected_file.read_text())
-        sentences = expected["sentences"]
+        # A multilingual Marian fixture's sentences start with their ">>deu<< " prefix, which
+        # the CLI adds itself from --target_language.
+        source_prefix = expected.get("source_prefix", "")
+        sentences = [s[len(source_prefix):] if source_prefix and s.startswith(source_prefix)
+                     else s for s in expected["sentences"]]
         sentences_file = workdir / f"{fixture.name}.src"
         sentences_file.write_text("".join(s + "\n" for s in sentences))
         # M2M100 and NLLB take both languages from the request; a multilingual Marian model the
         # target (its ">>deu<< " source prefix); others' are in the model's name.
-        prefix = expected.get("source_prefix", "").strip().strip("<>")
+        prefix = source_prefix.strip().strip("<>")
         languages = (["--source_language", "en", "--target_language", "de"]
                      if "source_lang" in expected else
                      ["--target_language", prefix] if prefix else [])
