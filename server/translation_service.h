@@ -32,6 +32,10 @@ namespace xlate::server {
 constexpr int kDefaultMaxBeamSize = 8;
 // The service name that health checks may name (besides "", the whole server).
 constexpr char kTranslatorServiceName[] = "xlate.v1.Translator";
+// The metadata under which the HTTP gateway (server/http_gateway.h) names the HTTP client its
+// in-process call is for: the client whose share of the queue the call's sentences count
+// against. Taken from in-process calls only, so a remote gRPC client cannot claim another's.
+constexpr char kHttpClientMetadata[] = "x-xlate-http-client";
 
 struct RequestLimits {
   // A request's serialized size (gRPC's own receive limit is lifted, so that a larger request

@@ -1,0 +1,471 @@
+#include "server/http_gateway.h"
+
+#include <httplib.h>
+#include <unicode/locid.h>
+#include <unicode/unistr.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/translator.grpc.pb.h"
+#include "server/translation_service.h"
+
+namespace xlate::server {
+namespace {
+
+using google::protobuf::ListValue;
+using google::protobuf::Struct;
+using google::protobuf::Value;
+using Stub = xlate::v1::Translator::Stub;
+
+constexpr char kJson[] = "application/json";
+
+// The HTTP status a gRPC status becomes (as grpc-gateway and Google's REST APIs map them).
+int http_status(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return 200;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE: return 400;
+    case grpc::StatusCode::UNAUTHENTICATED: return 401;
+    case grpc::StatusCode::PERMISSION_DENIED: return 403;
+    case grpc::StatusCode::NOT_FOUND: return 404;
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::ABORTED: return 409;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return 429;
+    case grpc::StatusCode::CANCELLED: return 499;
+    case grpc::StatusCode::UNIMPLEMENTED: return 501;
+    case grpc::StatusCode::UNAVAILABLE: return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return 504;
+    default: return 500;
+  }
+}
+
+std::string to_json(const google::protobuf::Message& message) {
+  std::string json;
+  // Every message here comes from the service or is built below: printing cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(message, &json);
+  return json;
+}
+
+Value string_value(const std::string& text) {
+  Value value;
+  value.set_string_value(text);
+  return value;
+}
+
+// A v1 error body: {"code": <gRPC code>, "message": ...}, google.rpc.Status's JSON shape.
+void v1_error(httplib::Response& response, grpc::StatusCode code, const std::string& message) {
+  Struct body;
+  (*body.mutable_fields())["code"].set_number_value(static_cast<int>(code));
+  (*body.mutable_fields())["message"] = string_value(message);
+  response.status = http_status(code);
+  response.set_content(to_json(body), kJson);
+}
+
+// LibreTranslate's error body: {"error": message}.
+void libre_error(httplib::Response& response, int status, const std::string& message) {
+  Struct body;
+  (*body.mutable_fields())["error"] = string_value(message);
+  response.status = status;
+  response.set_content(to_json(body), kJson);
+}
+
+// The call's deadline from X-Request-Timeout (seconds, > 0), and the HTTP client's address.
+grpc::Status prepare_call(const httplib::Request& request, grpc::ClientContext& context) {
+  context.AddMetadata(kHttpClientMetadata, request.remote_addr);
+  if (!request.has_header("X-Request-Timeout")) return grpc::Status::OK;
+  const std::string text = request.get_header_value("X-Request-Timeout");
+  double seconds = 0;
+  if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) || seconds <= 0 ||
+      seconds > 86400) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "header X-Request-Timeout must be a number of seconds in (0, 86400], "
+                        "not \"" + text.substr(0, 64) + "\"");
+  }
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)));
+  return grpc::Status::OK;
+}
+
+// A v1 request body: the message's JSON mapping, unknown fields refused.
+grpc::Status parse_body(const httplib::Request& request, google::protobuf::Message& message) {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(request.body, &message, options);
+  if (parsed.ok()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("the body is not a ", message.GetDescriptor()->full_name(),
+                                   " in JSON: ", std::string(parsed.message())));
+}
+
+// One TranslateStream call whose messages the response's content provider writes as lines.
+struct StreamCall {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<xlate::v1::TranslateStreamResponse>> reader;
+  xlate::v1::TranslateStreamResponse first;
+  bool finished = false;
+
+  // Ends the call whatever state it is in (the client went away: cancel, drain, finish).
+  void Abandon() {
+    if (finished) return;
+    context.TryCancel();
+    xlate::v1::TranslateStreamResponse ignored;
+    while (reader->Read(&ignored)) {
+    }
+    reader->Finish();
+    finished = true;
+  }
+};
+
+void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub) {
+  http.Post("/v1/translate", [stub](const httplib::Request& request, httplib::Response& response) {
+    xlate::v1::TranslateRequest message;
+    grpc::ClientContext context;
+    grpc::Status status = parse_body(request, message);
+    if (status.ok()) status = prepare_call(request, context);
+    xlate::v1::TranslateResponse translated;
+    if (status.ok()) status = stub->Translate(&context, message, &translated);
+    if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
+    response.set_content(to_json(translated), kJson);
+  });
+
+  http.Post("/v1/translate:stream",
+            [stub](const httplib::Request& request, httplib::Response& response) {
+    xlate::v1::TranslateRequest message;
+    auto call = std::make_shared<StreamCall>();
+    grpc::Status status = parse_body(request, message);
+    if (status.ok()) status = prepare_call(request, call->context);
+    if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
+    call->reader = stub->TranslateStream(&call->context, message);
+    // The first message is awaited here, so that a request refused at once gets its HTTP status
+    // rather than a 200 whose only line is an error.
+    if (!call->reader->Read(&call->first)) {
+      call->finished = true;
+      status = call->reader->Finish();
+      if (status.ok()) {
+        status = grpc::Status(grpc::StatusCode::INTERNAL, "the stream ended without a response");
+      }
+      return v1_error(response, status.error_code(), status.error_message());
+    }
+    response.set_chunked_content_provider(
+        "application/x-ndjson",
+        [call](size_t, httplib::DataSink& sink) {
+          std::string line = to_json(call->first) + "\n";
+          xlate::v1::TranslateStreamResponse next;
+          for (;;) {
+            if (!sink.write(line.data(), line.size())) {
+              call->Abandon();
+              return false;
+            }
+            if (!call->reader->Read(&next)) break;
+            line = to_json(next) + "\n";
+          }
+          const grpc::Status ended = call->reader->Finish();
+          call->finished = true;
+          if (!ended.ok()) {
+            // Past the headers, an error can only be the stream's last line.
+            Struct error, body;
+            (*error.mutable_fields())["code"].set_number_value(ended.error_code());
+            (*error.mutable_fields())["message"] = string_value(ended.error_message());
+            *(*body.mutable_fields())["error"].mutable_struct_value() = error;
+            line = to_json(body) + "\n";
+            sink.write(line.data(), line.size());
+          }
+          sink.done();
+          return true;
+        },
+        [call](bool) { call->Abandon(); });
+  });
+
+  http.Get("/v1/models", [stub](const httplib::Request& request, httplib::Response& response) {
+    grpc::ClientContext context;
+    grpc::Status status = prepare_call(request, context);
+    xlate::v1::ListModelsResponse models;
+    if (status.ok()) status = stub->ListModels(&context, xlate::v1::ListModelsRequest(), &models);
+    if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
+    response.set_content(to_json(models), kJson);
+  });
+}
+
+// A LibreTranslate request's fields, from a JSON body or a form (URL-encoded or multipart).
+struct LibreRequest {
+  std::vector<std::string> texts;
+  bool q_is_list = false;
+  std::string source, target, format = "text";
+  int alternatives = 0;
+};
+
+// Fails with LibreTranslate's 400 message when a field is missing or of the wrong type.
+absl::StatusOr<LibreRequest> parse_libre(const httplib::Request& request) {
+  LibreRequest parsed;
+  const bool is_json =
+      request.get_header_value("Content-Type").find("application/json") != std::string::npos;
+  std::map<std::string, Value> fields;
+  if (is_json) {
+    Struct body;
+    const auto status = google::protobuf::util::JsonStringToMessage(request.body, &body);
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the body is not a JSON object: ", std::string(status.message())));
+    }
+    for (const auto& [name, value] : body.fields()) fields[name] = value;
+  } else {
+    for (const auto& [name, value] : request.params) {
+      if (name == "q" && request.get_param_value_count("q") > 1) {
+        Value& list = fields["q"];
+        *list.mutable_list_value()->add_values() = string_value(value);
+      } else {
+        fields[name] = string_value(value);
+      }
+    }
+  }
+  const auto text_field = [&](const char* name, std::string& out) -> absl::Status {
+    const auto found = fields.find(name);
+    if (found == fields.end() || found->second.kind_case() == Value::kNullValue) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Invalid request: missing ", name, " parameter"));
+    }
+    if (found->second.kind_case() != Value::kStringValue) {
+      return absl::InvalidArgumentError(absl::StrCat("Invalid request: ", name,
+                                                     " must be a string"));
+    }
+    out = found->second.string_value();
+    return absl::OkStatus();
+  };
+  const auto q = fields.find("q");
+  if (q == fields.end() || q->second.kind_case() == Value::kNullValue) {
+    return absl::InvalidArgumentError("Invalid request: missing q parameter");
+  }
+  if (q->second.kind_case() == Value::kListValue) {
+    parsed.q_is_list = true;
+    for (const Value& item : q->second.list_value().values()) {
+      if (item.kind_case() != Value::kStringValue) {
+        return absl::InvalidArgumentError("Invalid request: q must be a string or strings");
+      }
+      parsed.texts.push_back(item.string_value());
+    }
+  } else if (q->second.kind_case() == Value::kStringValue) {
+    parsed.texts.push_back(q->second.string_value());
+  } else {
+    return absl::InvalidArgumentError("Invalid request: q must be a string or strings");
+  }
+  if (auto status = text_field("source", parsed.source); !status.ok()) return status;
+  if (auto status = text_field("target", parsed.target); !status.ok()) return status;
+  if (fields.count("format")) {
+    if (auto status = text_field("format", parsed.format); !status.ok()) return status;
+    if (parsed.format != "text" && parsed.format != "html") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Invalid request: format must be text or html, not \"", parsed.format.substr(0, 32),
+          "\""));
+    }
+  }
+  if (const auto found = fields.find("alternatives"); found != fields.end()) {
+    double count = -1;
+    if (found->second.kind_case() == Value::kNumberValue) {
+      count = found->second.number_value();
+    } else if (found->second.kind_case() == Value::kStringValue &&
+               !absl::SimpleAtod(found->second.string_value(), &count)) {
+      count = -1;
+    }
+    if (!(count >= 0 && count <= 16 && count == std::floor(count))) {
+      return absl::InvalidArgumentError(
+          "Invalid request: alternatives must be a whole number from 0 to 16");
+    }
+    parsed.alternatives = static_cast<int>(count);
+  }
+  return parsed;
+}
+
+// English names of language codes (ICU's display names), for /languages.
+std::string language_name(const std::string& code) {
+  UErrorCode error = U_ZERO_ERROR;
+  const icu::Locale locale = icu::Locale::forLanguageTag(code, error);
+  if (U_FAILURE(error) || locale.isBogus()) return code;
+  icu::UnicodeString name;
+  locale.getDisplayName(icu::Locale::getEnglish(), name);
+  std::string utf8;
+  name.toUTF8String(utf8);
+  return utf8.empty() ? code : utf8;
+}
+
+void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub) {
+  http.Post("/translate", [stub](const httplib::Request& request, httplib::Response& response) {
+    auto libre = parse_libre(request);
+    if (!libre.ok()) return libre_error(response, 400, std::string(libre.status().message()));
+    if (libre->source == "auto") {
+      return libre_error(response, 400,
+                         "source \"auto\" needs language detection, which this server does not "
+                         "do yet: name the source language (GET /languages lists them)");
+    }
+    xlate::v1::TranslateRequest message;
+    for (const std::string& text : libre->texts) message.add_contents(text);
+    message.set_source_language_code(libre->source);
+    message.set_target_language_code(libre->target);
+    if (libre->format == "html") message.set_mime_type("text/html");
+    if (libre->alternatives > 0) {
+      const int n_best = 1 + libre->alternatives;
+      message.mutable_options()->set_n_best(n_best);
+      message.mutable_options()->set_beam_size(std::max(4, n_best));
+    }
+    grpc::ClientContext context;
+    grpc::Status status = prepare_call(request, context);
+    xlate::v1::TranslateResponse translated;
+    if (status.ok()) status = stub->Translate(&context, message, &translated);
+    if (!status.ok()) {
+      const int code = http_status(status.error_code());
+      // LibreTranslate answers 400, 403, 429 and 500 only.
+      return libre_error(response, code == 404 || code == 501 ? 400 : code >= 500 ? 500 : code,
+                         status.error_message());
+    }
+    ListValue texts, alternatives;
+    for (const xlate::v1::Translation& translation : translated.translations()) {
+      *texts.add_values() = string_value(translation.translated_text());
+      ListValue others;
+      for (int i = 1; i < translation.hypotheses_size(); ++i) {
+        *others.add_values() = string_value(translation.hypotheses(i).text());
+      }
+      *alternatives.add_values()->mutable_list_value() = others;
+    }
+    Struct body;
+    auto& fields = *body.mutable_fields();
+    if (libre->q_is_list) {
+      *fields["translatedText"].mutable_list_value() = texts;
+      if (libre->alternatives > 0) *fields["alternatives"].mutable_list_value() = alternatives;
+    } else {
+      fields["translatedText"] = texts.values(0);
+      if (libre->alternatives > 0) {
+        *fields["alternatives"].mutable_list_value() = alternatives.values(0).list_value();
+      }
+    }
+    response.set_content(to_json(body), kJson);
+  });
+
+  http.Get("/languages", [stub](const httplib::Request& request, httplib::Response& response) {
+    grpc::ClientContext context;
+    grpc::Status status = prepare_call(request, context);
+    xlate::v1::ListModelsResponse models;
+    if (status.ok()) status = stub->ListModels(&context, xlate::v1::ListModelsRequest(), &models);
+    if (!status.ok()) return libre_error(response, 500, status.error_message());
+    // Each language a model reads, with the languages it can be translated into; a
+    // multilingual model (no single source language) reads every language it writes.
+    std::map<std::string, std::set<std::string>> targets;
+    for (const xlate::v1::ModelInfo& model : models.models()) {
+      std::set<std::string> writes(model.target_language_codes().begin(),
+                                   model.target_language_codes().end());
+      if (!model.target_language_code().empty()) writes.insert(model.target_language_code());
+      std::set<std::string> reads;
+      if (!model.source_language_code().empty()) {
+        reads.insert(model.source_language_code());
+      } else {
+        reads = writes;
+      }
+      for (const std::string& source : reads) {
+        for (const std::string& target : writes) {
+          if (target != source) targets[source].insert(target);
+        }
+      }
+      for (const std::string& target : writes) targets[target];
+    }
+    ListValue languages;
+    for (const auto& [code, reachable] : targets) {
+      Struct language;
+      auto& fields = *language.mutable_fields();
+      fields["code"] = string_value(code);
+      fields["name"] = string_value(language_name(code));
+      ListValue list;
+      for (const std::string& target : reachable) *list.add_values() = string_value(target);
+      *fields["targets"].mutable_list_value() = list;
+      *languages.add_values()->mutable_struct_value() = language;
+    }
+    response.set_content(to_json(languages), kJson);
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
+    std::shared_ptr<grpc::Channel> channel, const HttpGatewayOptions& options) {
+  std::unique_ptr<HttpGateway> gateway(new HttpGateway());
+  gateway->http_ = std::make_unique<httplib::Server>();
+  httplib::Server& http = *gateway->http_;
+  std::shared_ptr<Stub> stub = xlate::v1::Translator::NewStub(channel);
+  serve_v1(http, stub);
+  serve_libretranslate(http, stub);
+  // A known route asked with another method: 405 naming the one it takes.
+  const std::pair<const char*, const char*> routes[] = {
+      {"/v1/translate", "POST"}, {"/v1/translate:stream", "POST"}, {"/v1/models", "GET"},
+      {"/translate", "POST"}, {"/languages", "GET"}};
+  for (const auto& [path, method] : routes) {
+    const auto refuse = [path = std::string(path), method = std::string(method)](
+                            const httplib::Request& request, httplib::Response& response) {
+      response.set_header("Allow", method);
+      libre_error(response, 405,
+                  absl::StrCat(request.method, " ", path, ": this route takes ", method));
+    };
+    if (std::string(method) == "POST") {
+      http.Get(path, refuse);
+    } else {
+      http.Post(path, refuse);
+    }
+    http.Put(path, refuse);
+    http.Delete(path, refuse);
+  }
+  const int64_t max_body = options.max_body_bytes;
+  http.set_error_handler([max_body](const httplib::Request& request,
+                                    httplib::Response& response) {
+    if (!response.body.empty()) return;
+    if (response.status == 413) {
+      return libre_error(response, 413,
+                         absl::StrCat("the body is larger than --max_receive_message_bytes (",
+                                      max_body, " bytes)"));
+    }
+    if (response.status == 404) {
+      return libre_error(response, 404, absl::StrCat("no route ", request.method, " ",
+                                                     request.path.substr(0, 200)));
+    }
+    libre_error(response, response.status, absl::StrCat("HTTP ", response.status));
+  });
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& response,
+                                std::exception_ptr error) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& exception) {
+      what = exception.what();
+    } catch (...) {
+    }
+    libre_error(response, 500, what);
+  });
+  http.set_payload_max_length(static_cast<size_t>(max_body));
+  http.set_read_timeout(options.read_timeout_seconds, 0);
+  http.set_write_timeout(options.read_timeout_seconds, 0);
+  const int port = options.port == 0 ? http.bind_to_any_port(options.host)
+                                     : (http.bind_to_port(options.host, options.port)
+                                            ? options.port
+                                            : -1);
+  if (port <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for HTTP on ", options.host, ":", options.port));
+  }
+  gateway->port_ = port;
+  gateway->listener_ = std::thread([&http] { http.listen_after_bind(); });
+  return gateway;
+}
+
+void HttpGateway::Stop() {
+  if (!http_) return;
+  http_->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+HttpGateway::~HttpGateway() { Stop(); }
+
+}  // namespace xlate::server

@@ -1,0 +1,65 @@
+// HTTP/JSON in front of the xlate.v1.Translator service, on --http_port: every route is an
+// in-process gRPC call to the same service (grpc::Server::InProcessChannel), so an HTTP request
+// gets the limits, batching, deadlines, metrics (counted under the gRPC code it ends with) and
+// drain of a gRPC one, and nothing about a request is checked twice.
+//
+// Routes (cpp-httplib; bodies through Protobuf's JSON mapping):
+//   POST /v1/translate          TranslateRequest JSON -> TranslateResponse JSON
+//   POST /v1/translate:stream   the same request -> TranslateStreamResponse messages as
+//                               newline-delimited JSON (application/x-ndjson), one per line
+//   GET  /v1/models             ListModelsResponse JSON
+//   POST /translate             LibreTranslate's: q (string or array), source, target, format
+//                               (text; html is refused until the server takes HTML),
+//                               alternatives; JSON or form body -> {translatedText,
+//                               alternatives?}; errors {"error": message}
+//   GET  /languages             LibreTranslate's: [{code, name, targets}] from the served models
+// A gRPC status becomes its HTTP status (INVALID_ARGUMENT 400, NOT_FOUND 404,
+// RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, ...); a v1 error body is
+// {"code": <gRPC code>, "message": ...}. The header X-Request-Timeout (seconds) sets the call's
+// deadline. The HTTP client's address is forwarded as the call's client, so the scheduler's
+// per-client share holds across HTTP clients too.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/channel.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace xlate::server {
+
+struct HttpGatewayOptions {
+  std::string host = "0.0.0.0";
+  int port = 0;  // 0: any free port (HttpGateway::port() tells which)
+  // Bodies larger than this get 413 naming --max_receive_message_bytes.
+  int64_t max_body_bytes = 4 << 20;
+  // Seconds a connection may take to send its request (slow clients are cut off).
+  int read_timeout_seconds = 10;
+};
+
+class HttpGateway {
+ public:
+  // Listens on options.host:options.port and serves from a thread of its own until Stop().
+  // `channel` reaches the Translator service (the server's in-process channel).
+  static absl::StatusOr<std::unique_ptr<HttpGateway>> Start(
+      std::shared_ptr<grpc::Channel> channel, const HttpGatewayOptions& options);
+  ~HttpGateway();
+
+  int port() const { return port_; }
+  // Stops listening and waits for the requests in flight (their gRPC calls end with the
+  // service's own drain or deadline).
+  void Stop();
+
+ private:
+  HttpGateway() = default;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  int port_ = 0;
+};
+
+}  // namespace xlate::server

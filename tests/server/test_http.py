@@ -1,0 +1,191 @@
+"""The server's HTTP/JSON face (--http_port, server/http_gateway.h) against its gRPC one: the
+same requests give the same translations through /v1/translate and /v1/translate:stream as
+through Translate and TranslateStream; LibreTranslate's client from PyPI (libretranslatepy,
+written by no one here) translates and lists languages; bad input gets the HTTP status and a
+body that names what is wrong; HTTP calls are counted in /metrics like gRPC ones.
+
+Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
+"""
+import json
+import sys
+import unittest
+import urllib.error
+import urllib.request
+
+from libretranslatepy import LibreTranslateAPI
+
+from harness import Server, free_port, pb2, sample_sentences
+
+MAX_BODY = 20000
+
+
+def post(port, path, body, headers=None, method="POST"):
+    """(status, parsed JSON or raw text, headers) of one HTTP request."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json",
+                                              **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            status, text, response_headers = response.status, response.read(), response.headers
+    except urllib.error.HTTPError as error:
+        status, text, response_headers = error.code, error.read(), error.headers
+    try:
+        return status, json.loads(text), response_headers
+    except ValueError:
+        return status, text.decode(errors="replace"), response_headers
+
+
+def get(port, path):
+    return post(port, path, b"", method="GET")
+
+
+class HttpGateway(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(f"--http_port={free_port()}",
+                            f"--max_receive_message_bytes={MAX_BODY}")
+        cls.port = cls.server.http_port
+        cls.sentences = sample_sentences(6)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def grpc_translate(self, **fields):
+        return self.server.stub.Translate(pb2.TranslateRequest(**fields), timeout=120)
+
+    def test_v1_translate_equals_grpc(self):
+        options = {"beamSize": 4, "nBest": 3, "returnScores": True}
+        status, body, headers = post(self.port, "/v1/translate",
+                                     {"contents": self.sentences, "options": options})
+        self.assertEqual(status, 200, body)
+        self.assertIn("application/json", headers["Content-Type"])
+        expected = self.grpc_translate(
+            contents=self.sentences,
+            options=pb2.DecodingOptions(beam_size=4, n_best=3, return_scores=True))
+        self.assertEqual(len(body["translations"]), len(self.sentences))
+        for got, want in zip(body["translations"], expected.translations):
+            self.assertEqual(got["translatedText"], want.translated_text)
+            self.assertEqual([h["text"] for h in got["hypotheses"]],
+                             [h.text for h in want.hypotheses])
+            for h, w in zip(got["hypotheses"], want.hypotheses):
+                self.assertAlmostEqual(h["score"], w.score, places=4)
+        # Field names as written in the .proto are accepted too (the JSON mapping's rule).
+        status, snake, _ = post(self.port, "/v1/translate",
+                                {"contents": self.sentences[:1],
+                                 "options": {"beam_size": 1}})
+        self.assertEqual(status, 200, snake)
+
+    def test_v1_stream_is_lines_ending_with_the_response(self):
+        text = " ".join(self.sentences[:3])
+        status, raw, headers = post(self.port, "/v1/translate:stream", {"contents": [text]})
+        self.assertEqual(status, 200, raw)
+        self.assertIn("application/x-ndjson", headers["Content-Type"])
+        # Several lines are not one JSON document: the helper hands back the text.
+        self.assertIsInstance(raw, str)
+        lines = [json.loads(line) for line in raw.splitlines()]
+        self.assertGreaterEqual(len(lines), 2)
+        self.assertTrue(all("partial" in line for line in lines[:-1]), lines)
+        final = lines[-1]["response"]["translations"][0]["translatedText"]
+        self.assertEqual(final, self.grpc_translate(contents=[text]).translations[0]
+                         .translated_text)
+        for line in lines[:-1]:  # settled text only: each partial begins the final text
+            self.assertTrue(final.startswith(line["partial"]["text"]), line)
+
+    def test_v1_models_lists_the_served_model(self):
+        status, body, _ = get(self.port, "/v1/models")
+        self.assertEqual(status, 200, body)
+        expected = self.server.stub.ListModels(pb2.ListModelsRequest(), timeout=30)
+        self.assertEqual([m["name"] for m in body["models"]], [m.name for m in expected.models])
+
+    def test_libretranslate_client(self):
+        client = LibreTranslateAPI(f"http://127.0.0.1:{self.port}/")
+        sentence = self.sentences[0]
+        self.assertEqual(client.translate(sentence, "en", "de"),
+                         self.grpc_translate(contents=[sentence]).translations[0]
+                         .translated_text)
+        languages = {language["code"]: language for language in client.languages()}
+        self.assertEqual(languages["en"]["name"], "English")
+        self.assertEqual(languages["en"]["targets"], ["de"])
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            client.translate(sentence, "en", "fr")
+        self.assertEqual(refused.exception.code, 400)
+        self.assertIn('"fr" is not served', json.loads(refused.exception.read())["error"])
+
+    def test_libretranslate_arrays_and_alternatives(self):
+        status, body, _ = post(self.port, "/translate",
+                               {"q": self.sentences[:2], "source": "en", "target": "de",
+                                "alternatives": 2})
+        self.assertEqual(status, 200, body)
+        expected = self.grpc_translate(contents=self.sentences[:2],
+                                       options=pb2.DecodingOptions(beam_size=4, n_best=3))
+        self.assertEqual(body["translatedText"],
+                         [t.translated_text for t in expected.translations])
+        self.assertEqual(body["alternatives"],
+                         [[h.text for h in t.hypotheses[1:]] for t in expected.translations])
+        for missing, message in (({"source": "en", "target": "de"}, "missing q"),
+                                 ({"q": "x", "target": "de"}, "missing source"),
+                                 ({"q": 5, "source": "en", "target": "de"}, "q must be"),
+                                 ({"q": "x", "source": "en", "target": "de",
+                                   "alternatives": -1}, "alternatives must be"),
+                                 ({"q": "x", "source": "auto", "target": "de"},
+                                  "language detection")):
+            status, body, _ = post(self.port, "/translate", missing)
+            self.assertEqual(status, 400, missing)
+            self.assertIn(message, body["error"])
+
+    def test_bad_input_gets_its_status_and_says_why(self):
+        cases = [
+            (b'{"contents": ["a"', {}, 400, "not a xlate.v1.TranslateRequest in JSON"),
+            ({"contentz": ["a"]}, {}, 400, "contentz"),
+            ({"contents": 5}, {}, 400, "contents"),
+            ({"contents": []}, {}, 400, "contents"),
+            ({"contents": ["a"], "options": {"beamSize": 99}}, {}, 400, "beam_size"),
+            ({"contents": ["a"], "model": "nope"}, {}, 404, "nope"),
+            (b'{"contents": ["\xff\xfe"]}', {}, 400, ""),
+            ({"contents": ["a"]}, {"X-Request-Timeout": "soon"}, 400, "X-Request-Timeout"),
+            ({"contents": [" ".join(self.sentences)]}, {"X-Request-Timeout": "0.000001"}, 504,
+             ""),
+        ]
+        for body, headers, status, message in cases:
+            got, answer, _ = post(self.port, "/v1/translate", body, headers)
+            self.assertEqual(got, status, (body, answer))
+            self.assertIsInstance(answer, dict, (body, answer))
+            self.assertIn(message, answer["message"], (body, answer))
+            self.assertEqual(answer["code"], {400: 3, 404: 5, 504: 4}[status], (body, answer))
+        too_big = {"contents": ["x" * (MAX_BODY + 10)]}
+        got, answer, _ = post(self.port, "/v1/translate", too_big)
+        self.assertEqual(got, 413)
+        self.assertIn("--max_receive_message_bytes", answer["error"])
+        got, answer, _ = post(self.port, "/v2/nothing", {"contents": ["a"]})
+        self.assertEqual(got, 404)
+        self.assertIn("/v2/nothing", answer["error"])
+        got, answer, headers = get(self.port, "/v1/translate")
+        self.assertEqual(got, 405)
+        self.assertEqual(headers["Allow"], "POST")
+
+    def test_http_calls_are_counted_as_grpc_ones(self):
+        def count(code):  # over every model label
+            with urllib.request.urlopen(
+                    f"http://127.0.0.1:{self.server.metrics_port}/metrics", timeout=30) as page:
+                return sum(float(line.rsplit(" ", 1)[1])
+                           for line in page.read().decode().splitlines()
+                           if line.startswith("xlate_requests_total{")
+                           and f'code="{code}"' in line)
+
+        before_ok, before_invalid = count("OK"), count("INVALID_ARGUMENT")
+        self.assertEqual(post(self.port, "/v1/translate", {"contents": ["A dog."]})[0], 200)
+        self.assertEqual(post(self.port, "/translate",
+                              {"q": "A cat.", "source": "en", "target": "de"})[0], 200)
+        self.assertEqual(post(self.port, "/v1/translate",
+                              {"contents": ["a"], "options": {"beamSize": 99}})[0], 400)
+        self.assertEqual(count("OK"), before_ok + 2)
+        self.assertEqual(count("INVALID_ARGUMENT"), before_invalid + 1)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed, skipped = len(result.failures) + len(result.errors), len(result.skipped)
+    print(f"{result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed or not result.wasSuccessful() else 0)
