@@ -185,6 +185,17 @@ void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub) {
         [call](bool) { call->Abandon(); });
   });
 
+  http.Post("/v1/detect", [stub](const httplib::Request& request, httplib::Response& response) {
+    xlate::v1::DetectLanguageRequest message;
+    grpc::ClientContext context;
+    grpc::Status status = parse_body(request, message);
+    if (status.ok()) status = prepare_call(request, context);
+    xlate::v1::DetectLanguageResponse detected;
+    if (status.ok()) status = stub->DetectLanguage(&context, message, &detected);
+    if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
+    response.set_content(to_json(detected), kJson);
+  });
+
   http.Get("/v1/models", [stub](const httplib::Request& request, httplib::Response& response) {
     grpc::ClientContext context;
     grpc::Status status = prepare_call(request, context);
@@ -204,7 +215,8 @@ struct LibreRequest {
 };
 
 // Fails with LibreTranslate's 400 message when a field is missing or of the wrong type.
-absl::StatusOr<LibreRequest> parse_libre(const httplib::Request& request) {
+absl::StatusOr<LibreRequest> parse_libre(const httplib::Request& request,
+                                         bool with_languages = true) {
   LibreRequest parsed;
   const bool is_json =
       request.get_header_value("Content-Type").find("application/json") != std::string::npos;
@@ -257,6 +269,7 @@ absl::StatusOr<LibreRequest> parse_libre(const httplib::Request& request) {
   } else {
     return absl::InvalidArgumentError("Invalid request: q must be a string or strings");
   }
+  if (!with_languages) return parsed;
   if (auto status = text_field("source", parsed.source); !status.ok()) return status;
   if (auto status = text_field("target", parsed.target); !status.ok()) return status;
   if (fields.count("format")) {
@@ -296,15 +309,47 @@ std::string language_name(const std::string& code) {
   return utf8.empty() ? code : utf8;
 }
 
+// {"language", "confidence" (percent)}: LibreTranslate's detection.
+Struct libre_detection(const xlate::v1::DetectedLanguage& detected) {
+  Struct out;
+  (*out.mutable_fields())["language"] = string_value(detected.language_code());
+  (*out.mutable_fields())["confidence"].set_number_value(
+      std::round(detected.confidence() * 1000.0) / 10.0);
+  return out;
+}
+
 void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub) {
+  http.Post("/detect", [stub](const httplib::Request& request, httplib::Response& response) {
+    // /detect takes q alone: parse_libre's source and target are not asked for here.
+    auto libre = parse_libre(request, /*with_languages=*/false);
+    if (!libre.ok()) return libre_error(response, 400, std::string(libre.status().message()));
+    xlate::v1::DetectLanguageRequest message;
+    for (const std::string& text : libre->texts) message.add_contents(text);
+    grpc::ClientContext context;
+    grpc::Status status = prepare_call(request, context);
+    xlate::v1::DetectLanguageResponse detected;
+    if (status.ok()) status = stub->DetectLanguage(&context, message, &detected);
+    if (!status.ok()) {
+      const int code = http_status(status.error_code());
+      return libre_error(response, code >= 500 ? 500 : code == 404 ? 400 : code,
+                         status.error_message());
+    }
+    ListValue per_text;
+    for (const xlate::v1::LanguageDetection& detection : detected.detections()) {
+      ListValue candidates;
+      for (const xlate::v1::DetectedLanguage& language : detection.languages()) {
+        *candidates.add_values()->mutable_struct_value() = libre_detection(language);
+      }
+      *per_text.add_values()->mutable_list_value() = candidates;
+    }
+    response.set_content(to_json(libre->q_is_list ? per_text : per_text.values(0).list_value()),
+                         kJson);
+  });
+
+
   http.Post("/translate", [stub](const httplib::Request& request, httplib::Response& response) {
     auto libre = parse_libre(request);
     if (!libre.ok()) return libre_error(response, 400, std::string(libre.status().message()));
-    if (libre->source == "auto") {
-      return libre_error(response, 400,
-                         "source \"auto\" needs language detection, which this server does not "
-                         "do yet: name the source language (GET /languages lists them)");
-    }
     xlate::v1::TranslateRequest message;
     for (const std::string& text : libre->texts) message.add_contents(text);
     message.set_source_language_code(libre->source);
@@ -336,6 +381,17 @@ void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub) {
     }
     Struct body;
     auto& fields = *body.mutable_fields();
+    if (translated.has_detected_source_language()) {
+      // LibreTranslate's shape: the language and a confidence in percent.
+      Value& detected = fields["detectedLanguage"];
+      *detected.mutable_struct_value() =
+          libre_detection(translated.detected_source_language());
+      if (libre->q_is_list) {
+        ListValue each;
+        for (int i = 0; i < texts.values_size(); ++i) *each.add_values() = detected;
+        *fields["detectedLanguage"].mutable_list_value() = each;
+      }
+    }
     if (libre->q_is_list) {
       *fields["translatedText"].mutable_list_value() = texts;
       if (libre->alternatives > 0) *fields["alternatives"].mutable_list_value() = alternatives;
@@ -401,8 +457,9 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   serve_libretranslate(http, stub);
   // A known route asked with another method: 405 naming the one it takes.
   const std::pair<const char*, const char*> routes[] = {
-      {"/v1/translate", "POST"}, {"/v1/translate:stream", "POST"}, {"/v1/models", "GET"},
-      {"/translate", "POST"}, {"/languages", "GET"}};
+      {"/v1/translate", "POST"}, {"/v1/translate:stream", "POST"}, {"/v1/detect", "POST"},
+      {"/v1/models", "GET"},    {"/translate", "POST"},           {"/detect", "POST"},
+      {"/languages", "GET"}};
   for (const auto& [path, method] : routes) {
     const auto refuse = [path = std::string(path), method = std::string(method)](
                             const httplib::Request& request, httplib::Response& response) {

@@ -7,11 +7,14 @@
 //   POST /v1/translate          TranslateRequest JSON -> TranslateResponse JSON
 //   POST /v1/translate:stream   the same request -> TranslateStreamResponse messages as
 //                               newline-delimited JSON (application/x-ndjson), one per line
+//   POST /v1/detect             DetectLanguageRequest JSON -> DetectLanguageResponse JSON
 //   GET  /v1/models             ListModelsResponse JSON
-//   POST /translate             LibreTranslate's: q (string or array), source, target, format
-//                               (text; html is refused until the server takes HTML),
-//                               alternatives; JSON or form body -> {translatedText,
-//                               alternatives?}; errors {"error": message}
+//   POST /translate             LibreTranslate's: q (string or array), source ("auto":
+//                               detected), target, format (text; html is refused until the
+//                               server takes HTML), alternatives; JSON or form body ->
+//                               {translatedText, alternatives?, detectedLanguage?}; errors
+//                               {"error": message}
+//   POST /detect                LibreTranslate's: q -> [{language, confidence (percent)}]
 //   GET  /languages             LibreTranslate's: [{code, name, targets}] from the served models
 // A gRPC status becomes its HTTP status (INVALID_ARGUMENT 400, NOT_FOUND 404,
 // RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, ...); a v1 error body is

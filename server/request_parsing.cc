@@ -23,9 +23,10 @@ grpc::Status invalid(const std::string& message) {
   return grpc::Status(grpc::INVALID_ARGUMENT, message);
 }
 
-grpc::Status not_a_request(const grpc::ByteBuffer& bytes) {
-  return invalid(absl::StrCat("the request's ", bytes.Length(),
-                              " bytes are not a xlate.v1.TranslateRequest"));
+grpc::Status not_a_request(const grpc::ByteBuffer& bytes,
+                           const google::protobuf::Descriptor* descriptor) {
+  return invalid(absl::StrCat("the request's ", bytes.Length(), " bytes are not a ",
+                              descriptor->full_name()));
 }
 
 // One walk over the request's wire format, before protobuf parses it: counts the entries of
@@ -34,8 +35,8 @@ grpc::Status not_a_request(const grpc::ByteBuffer& bytes) {
 // the byte offset (protobuf would refuse the whole message anonymously, and write an ERROR line
 // to the log for every such call). Which fields are strings comes from the message's
 // descriptor, so a string field added to the API is checked too.
-grpc::Status scan_request(const grpc::ByteBuffer& bytes, int64_t max_entries) {
-  const google::protobuf::Descriptor* descriptor = xlate::v1::TranslateRequest::descriptor();
+grpc::Status scan_request(const grpc::ByteBuffer& bytes, int64_t max_entries,
+                          const google::protobuf::Descriptor* descriptor) {
   grpc::ByteBuffer copy(bytes);  // the reader consumes its buffer's slices
   grpc::ProtoBufferReader reader(&copy);
   google::protobuf::io::CodedInputStream input(&reader);
@@ -49,11 +50,11 @@ grpc::Status scan_request(const grpc::ByteBuffer& bytes, int64_t max_entries) {
                          WireFormatLite::GetTagWireType(tag) ==
                              WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
     if (!is_text) {
-      if (!WireFormatLite::SkipField(&input, tag)) return not_a_request(bytes);
+      if (!WireFormatLite::SkipField(&input, tag)) return not_a_request(bytes, descriptor);
       continue;
     }
     const int64_t index = occurrences[field->number()]++;
-    if (!WireFormatLite::ReadString(&input, &text)) return not_a_request(bytes);
+    if (!WireFormatLite::ReadString(&input, &text)) return not_a_request(bytes, descriptor);
     size_t offset = 0;
     if (first_bad_text.ok() && !is_valid_utf8(text, &offset)) {
       const std::string name = field->is_repeated()
@@ -63,8 +64,8 @@ grpc::Status scan_request(const grpc::ByteBuffer& bytes, int64_t max_entries) {
           name, " is not valid UTF-8 (bad byte sequence at offset ", offset, ")"));
     }
   }
-  if (!input.ConsumedEntireMessage()) return not_a_request(bytes);
-  const int64_t entries = occurrences[xlate::v1::TranslateRequest::kContentsFieldNumber];
+  if (!input.ConsumedEntireMessage()) return not_a_request(bytes, descriptor);
+  const int64_t entries = occurrences[descriptor->FindFieldByName("contents")->number()];
   if (entries > max_entries) {
     return invalid(absl::StrCat("contents has ", entries, " entries; the limit is ", max_entries,
                                 " (--max_entries_per_request; blank entries count too)"));
@@ -75,11 +76,14 @@ grpc::Status scan_request(const grpc::ByteBuffer& bytes, int64_t max_entries) {
 }  // namespace
 
 grpc::Status parse_request(const grpc::ByteBuffer& bytes, int64_t max_entries,
-                           xlate::v1::TranslateRequest& request) {
-  if (grpc::Status scanned = scan_request(bytes, max_entries); !scanned.ok()) return scanned;
+                           google::protobuf::Message& request) {
+  const google::protobuf::Descriptor* descriptor = request.GetDescriptor();
+  if (grpc::Status scanned = scan_request(bytes, max_entries, descriptor); !scanned.ok()) {
+    return scanned;
+  }
   grpc::ByteBuffer copy(bytes);
   grpc::ProtoBufferReader reader(&copy);
-  if (!request.ParseFromZeroCopyStream(&reader)) return not_a_request(bytes);
+  if (!request.ParseFromZeroCopyStream(&reader)) return not_a_request(bytes, descriptor);
   return grpc::Status::OK;
 }
 

@@ -9,12 +9,13 @@
 
 namespace xlate::server {
 
-// Parses `bytes` into `request`; INVALID_ARGUMENT naming the field and byte offset when a string
+// Parses `bytes` into `request` (a TranslateRequest or DetectLanguageRequest: a message with a
+// repeated string `contents`); INVALID_ARGUMENT naming the field and byte offset when a string
 // field is not UTF-8 ("contents[1] is not valid UTF-8 (bad byte sequence at offset 1)"), saying
-// that the bytes are not a TranslateRequest, or, before anything is parsed, naming the limit
-// when `contents` has more than `max_entries` entries, blank or not.
+// that the bytes are not such a message, or, before anything is parsed, naming the limit when
+// `contents` has more than `max_entries` entries, blank or not.
 grpc::Status parse_request(const grpc::ByteBuffer& bytes, int64_t max_entries,
-                           xlate::v1::TranslateRequest& request);
+                           google::protobuf::Message& request);
 
 // Serializes a reply (TranslateResponse, TranslateStreamResponse) into `bytes` (INTERNAL if
 // protobuf refuses, which it does not for a message the server built).

@@ -12,6 +12,7 @@
 #include "engine/target_language.h"
 #include "engine/utf8.h"
 #include "server/language_code.h"
+#include "server/language_detection.h"
 #include "server/request_parsing.h"
 
 namespace xlate::server {
@@ -24,6 +25,68 @@ grpc::Status to_grpc(const absl::Status& status) {
 
 grpc::Status invalid(const std::string& message) {
   return grpc::Status(grpc::INVALID_ARGUMENT, message);
+}
+
+// A request's contents (Translate's, DetectLanguage's): at least one entry, each and all of them
+// within their code-point limits.
+grpc::Status check_contents(const google::protobuf::RepeatedPtrField<std::string>& contents,
+                            const RequestLimits& limits) {
+  if (contents.empty()) return invalid("contents is empty: send at least 1 text");
+  int64_t request_code_points = 0;
+  for (int i = 0; i < contents.size(); ++i) {
+    const int64_t code_points = count_code_points(contents[i]);
+    if (code_points > limits.max_entry_code_points) {
+      return invalid(absl::StrCat("contents[", i, "] has ", code_points,
+                                  " code points; the limit is ", limits.max_entry_code_points,
+                                  " (--max_entry_code_points)"));
+    }
+    request_code_points += code_points;
+  }
+  if (request_code_points > limits.max_request_code_points) {
+    return invalid(absl::StrCat("contents has ", request_code_points,
+                                " code points in all; the limit is ",
+                                limits.max_request_code_points, " (--max_request_code_points)"));
+  }
+  return grpc::Status::OK;
+}
+
+void fill(const LanguageCandidate& candidate, xlate::v1::DetectedLanguage& detected) {
+  detected.set_language_code(candidate.language_code);
+  detected.set_confidence(candidate.confidence);
+  detected.set_reliable(candidate.reliable);
+}
+
+// source_language_code "auto": the language of the request's text taken together, written
+// into the request; INVALID_ARGUMENT when entries told reliably disagree or no language can be
+// told. Blank entries take no part.
+grpc::Status detect_source(xlate::v1::TranslateRequest& request,
+                           xlate::v1::DetectedLanguage& detected) {
+  std::string joined;
+  int first_reliable = -1;
+  std::string reliable_code;
+  for (int i = 0; i < request.contents_size(); ++i) {
+    const std::string& text = request.contents(i);
+    const LanguageCandidate best = detect_language(text).front();
+    if (best.reliable) {
+      if (first_reliable < 0) {
+        first_reliable = i, reliable_code = best.language_code;
+      } else if (best.language_code != reliable_code) {
+        return invalid(absl::StrCat(
+            "source_language_code \"auto\": contents[", first_reliable, "] reads as ",
+            reliable_code, " and contents[", i, "] as ", best.language_code,
+            "; send each language in a request of its own, or name source_language_code"));
+      }
+    }
+    absl::StrAppend(&joined, text, "\n");
+  }
+  const LanguageCandidate best = detect_language(joined).front();
+  if (best.language_code == "und") {
+    return invalid("source_language_code \"auto\": no language could be told from the text; "
+                   "name source_language_code");
+  }
+  fill(best, detected);
+  request.set_source_language_code(best.language_code);
+  return grpc::Status::OK;
 }
 
 // The client whose queue share a call's sentences count against: its peer, or for a call the
@@ -89,6 +152,8 @@ class TranslationService::Call : public GrpcReactor {
   bool Enter() { return entered_ = service_->Enter(); }
   absl::Time deadline() const { return deadline_; }
   xlate::v1::TranslateRequest& request() { return request_; }
+  // What source_language_code "auto" was detected as (unset without "auto").
+  std::optional<xlate::v1::DetectedLanguage>& detected() { return detected_; }
   // The model the call was routed to; set before its texts.
   void set_model(std::shared_ptr<const ServedModel> model) { model_ = std::move(model); }
   const ServedModel& model() const { return *model_; }
@@ -193,6 +258,7 @@ class TranslationService::Call : public GrpcReactor {
   std::shared_ptr<TranslationJob> job_ ABSL_GUARDED_BY(mutex_);
   absl::Status cancelled_ ABSL_GUARDED_BY(mutex_);  // why, once gRPC has cancelled the call
   xlate::v1::TranslateRequest request_;
+  std::optional<xlate::v1::DetectedLanguage> detected_;
   std::shared_ptr<const ServedModel> model_;
   std::optional<SegmentedTexts> texts_;
   std::vector<std::vector<int32_t>> aligned_sources_;
@@ -213,6 +279,7 @@ class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
     xlate::v1::TranslateResponse response;
     grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
                                     std::move(results), response);
+    if (detected()) *response.mutable_detected_source_language() = *detected();
     if (answered.ok()) answered = serialize_reply(response, *response_);
     EndWith(answered);
   }
@@ -241,6 +308,9 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
     xlate::v1::TranslateStreamResponse last;
     grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
                                     std::move(results), *last.mutable_response());
+    if (detected()) {
+      *last.mutable_response()->mutable_detected_source_language() = *detected();
+    }
     grpc::ByteBuffer bytes;
     if (answered.ok()) answered = serialize_reply(last, bytes);
     if (!answered.ok()) return EndWith(answered);
@@ -406,6 +476,9 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   } else {
     status = parse_request(request_bytes, limits_.max_entries_per_request, call->request());
   }
+  if (status.ok() && absl::EqualsIgnoreCase(call->request().source_language_code(), "auto")) {
+    status = detect_source(call->request(), call->detected().emplace());
+  }
   if (status.ok()) {
     const xlate::v1::TranslateRequest& request = call->request();
     auto model = models_->Route(request.model(), request.source_language_code(),
@@ -418,6 +491,17 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   }
   if (status.ok()) {
     status = Check(call->model(), call->request(), options, texts, sources, forced_starts);
+  }
+  if (!status.ok() && call->detected() && status.error_code() == grpc::INVALID_ARGUMENT &&
+      absl::StartsWith(status.error_message(), "source_language_code")) {
+    // A detected language no model takes: say that it was detected, and how surely.
+    status = grpc::Status(
+        grpc::INVALID_ARGUMENT,
+        absl::StrCat("source_language_code \"auto\" was detected as ",
+                     call->detected()->language_code(), " (confidence ",
+                     call->detected()->confidence(),
+                     call->detected()->reliable() ? "" : ", not reliable", "): ",
+                     status.error_message()));
   }
   if (!status.ok()) return call->EndWith(status);
   call->set_texts(*std::move(texts));
@@ -469,6 +553,40 @@ grpc::ServerUnaryReactor* TranslationService::ListModels(
   return reactor;
 }
 
+grpc::ServerUnaryReactor* TranslationService::DetectLanguage(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
+    grpc::ByteBuffer* response_bytes) {
+  xlate::v1::DetectLanguageRequest request;
+  grpc::Status status = grpc::Status::OK;
+  const bool entered = Enter();
+  if (!entered) {
+    status = grpc::Status(grpc::UNAVAILABLE, "the server is shutting down; retry on another "
+                                             "replica");
+  } else if (static_cast<int64_t>(request_bytes->Length()) > limits_.max_request_bytes) {
+    status = grpc::Status(grpc::RESOURCE_EXHAUSTED,
+                          absl::StrCat("the request is ", request_bytes->Length(),
+                                       " bytes; the limit is ", limits_.max_request_bytes,
+                                       " bytes (--max_receive_message_bytes)"));
+  } else {
+    status = parse_request(*request_bytes, limits_.max_entries_per_request, request);
+  }
+  if (status.ok()) status = check_contents(request.contents(), limits_);
+  if (status.ok()) {
+    xlate::v1::DetectLanguageResponse response;
+    for (const std::string& text : request.contents()) {
+      xlate::v1::LanguageDetection* detection = response.add_detections();
+      for (const LanguageCandidate& candidate : detect_language(text)) {
+        fill(candidate, *detection->add_languages());
+      }
+    }
+    status = serialize_reply(response, *response_bytes);
+  }
+  if (entered) Leave();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateStream(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
   auto* call = new StreamCall(this, context);
@@ -501,22 +619,7 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
     return invalid(absl::StrCat("mime_type \"", excerpt(request.mime_type()),
                                 "\" is not supported; send \"text/plain\" (or leave it empty)"));
   }
-  if (request.contents_size() == 0) return invalid("contents is empty: send at least 1 text");
-  int64_t request_code_points = 0;
-  for (int i = 0; i < request.contents_size(); ++i) {
-    const int64_t code_points = count_code_points(request.contents(i));
-    if (code_points > limits.max_entry_code_points) {
-      return invalid(absl::StrCat("contents[", i, "] has ", code_points,
-                                  " code points; the limit is ", limits.max_entry_code_points,
-                                  " (--max_entry_code_points)"));
-    }
-    request_code_points += code_points;
-  }
-  if (request_code_points > limits.max_request_code_points) {
-    return invalid(absl::StrCat("contents has ", request_code_points,
-                                " code points in all; the limit is ",
-                                limits.max_request_code_points, " (--max_request_code_points)"));
-  }
+  if (grpc::Status sized = check_contents(request.contents(), limits); !sized.ok()) return sized;
   const xlate::v1::DecodingOptions& given = request.options();
   if (given.has_beam_size()) options.beam_size = given.beam_size();
   if (given.has_length_penalty()) options.length_penalty = given.length_penalty();

@@ -67,8 +67,9 @@ std::optional<AlignmentOptions> alignment_options(const xlate::v1::TranslateRequ
 class TranslationService final
     : public xlate::v1::Translator::WithRawCallbackMethod_Translate<
           xlate::v1::Translator::WithRawCallbackMethod_TranslateStream<
-              xlate::v1::Translator::WithCallbackMethod_ListModels<
-                  xlate::v1::Translator::Service>>> {
+              xlate::v1::Translator::WithRawCallbackMethod_DetectLanguage<
+                  xlate::v1::Translator::WithCallbackMethod_ListModels<
+                      xlate::v1::Translator::Service>>>> {
  public:
   // Calls go to a model of `models` (ModelRegistry::Route). Both pointers must outlive the
   // service.
@@ -82,6 +83,11 @@ class TranslationService final
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const xlate::v1::ListModelsRequest* request,
                                        xlate::v1::ListModelsResponse* response) override;
+  // CLD2's candidates for each entry (server/language_detection.h), under the request limits
+  // of Translate that apply to text (bytes, entries, code points).
+  grpc::ServerUnaryReactor* DetectLanguage(grpc::CallbackServerContext* context,
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
 
   // From now on, calls are answered UNAVAILABLE at once; accepted calls go on.
   void StartDrain();

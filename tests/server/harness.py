@@ -71,7 +71,7 @@ class Server:
              "--metrics_port=0", "--threads=1", *flags],
             stderr=subprocess.PIPE, text=True)
         ready = threading.Event()
-        self.port = self.metrics_port = self.admin_port = None
+        self.port = self.metrics_port = self.admin_port = self.http_port = None
         # Where --device put the models: "cuda" once the server logs the GPU it runs on
         # ("running on NVIDIA H100 ..., compute capability 9.0, ... in float16"), else "cpu".
         self.device = "cpu"
@@ -81,6 +81,9 @@ class Server:
                 self.stderr_lines.append(line)
                 if re.search(r"running on (?!the CPU).*compute capability", line):
                     self.device = "cuda"
+                http = re.search(r"HTTP on 127\.0\.0\.1:(\d+)", line)
+                if http:
+                    self.http_port = int(http[1])
                 admin = re.search(r"ModelAdmin on 127\.0\.0\.1:(\d+)", line)
                 if admin:
                     self.admin_port = int(admin[1])

@@ -129,11 +129,53 @@ class HttpGateway(unittest.TestCase):
                                  ({"q": 5, "source": "en", "target": "de"}, "q must be"),
                                  ({"q": "x", "source": "en", "target": "de",
                                    "alternatives": -1}, "alternatives must be"),
-                                 ({"q": "x", "source": "auto", "target": "de"},
-                                  "language detection")):
+                                 ({"q": "12 345", "source": "auto", "target": "de"},
+                                  "no language could be told")):
             status, body, _ = post(self.port, "/translate", missing)
             self.assertEqual(status, 400, missing)
             self.assertIn(message, body["error"])
+
+    def test_detection(self):
+        english = "Two young men are playing football on a green field next to the river."
+        french = "Deux jeunes hommes jouent au football sur un terrain vert près de la rivière."
+        grpc_answer = self.server.stub.DetectLanguage(
+            pb2.DetectLanguageRequest(contents=[english, french, "Hund", ""]), timeout=30)
+        best = [d.languages[0] for d in grpc_answer.detections]
+        self.assertEqual([b.language_code for b in best], ["en", "fr", "und", "und"])
+        self.assertTrue(best[0].reliable and best[1].reliable)
+        self.assertGreater(best[0].confidence, 0.8)
+        # Too short to tell: no candidate presented as fact.
+        self.assertFalse(best[2].reliable)
+        self.assertEqual(best[3].confidence, 0)
+        status, body, _ = post(self.port, "/v1/detect", {"contents": [english]})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["detections"][0]["languages"][0]["languageCode"], "en")
+        client = LibreTranslateAPI(f"http://127.0.0.1:{self.port}/")
+        self.assertEqual(client.detect(french)[0]["language"], "fr")
+        self.assertGreater(client.detect(french)[0]["confidence"], 80)
+        # source "auto": detected, reported, translated as with the code named.
+        named = self.grpc_translate(contents=[english], source_language_code="en")
+        auto = self.grpc_translate(contents=[english], source_language_code="auto")
+        self.assertEqual(auto.translations[0].translated_text,
+                         named.translations[0].translated_text)
+        self.assertEqual(auto.detected_source_language.language_code, "en")
+        self.assertFalse(named.HasField("detected_source_language"))
+        status, body, _ = post(self.port, "/translate",
+                               {"q": english, "source": "auto", "target": "de"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["detectedLanguage"]["language"], "en")
+        self.assertEqual(body["translatedText"], named.translations[0].translated_text)
+        # A detected language no model reads, and entries that disagree, are named.
+        status, body, _ = post(self.port, "/translate",
+                               {"q": french, "source": "auto", "target": "de"})
+        self.assertEqual(status, 400, body)
+        self.assertIn("detected as fr", body["error"])
+        status, body, _ = post(self.port, "/v1/translate",
+                               {"contents": [english, french], "sourceLanguageCode": "auto"})
+        self.assertEqual(status, 400, body)
+        self.assertIn("contents[0] reads as en and contents[1] as fr", body["message"])
+        status, body, _ = post(self.port, "/v1/detect", {"contents": []})
+        self.assertEqual(status, 400, body)
 
     def test_bad_input_gets_its_status_and_says_why(self):
         cases = [
