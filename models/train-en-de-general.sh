@@ -26,7 +26,8 @@ trainer="${XLATE_TRAINER:-$repo/build/trainer/xlate-trainer}"
 # - medium: the IWSLT shape with 5+5 layers instead of 6+6, so that its float16 weights (31.6M
 #   parameters, 63 MB) stay under the model directory's 100 MB and come back from a lent GPU
 #   machine (64 MiB a call); 25,000 padded tokens a step (half the paper's batch) is ~320 steps an
-#   epoch, so 12,000 steps are ~37 epochs, under dropout 0.3.
+#   epoch, so 12,000 steps are ~37 epochs, under dropout 0.3. Not yet a working recipe: on an
+#   H200 on 2026-11-28 its loss stalled near 7 (docs/cuda-backend.md, "The next GPU session").
 # Every choice is checked on newstest2013 (the validation BLEU below) and Multi30k val only.
 case "${XLATE_GENERAL_SIZE:-small}" in
   small) size=(--layers 3 --d_model 256 --d_ff 1024 --heads 4)
