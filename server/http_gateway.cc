@@ -78,9 +78,19 @@ void libre_error(httplib::Response& response, int status, const std::string& mes
   response.set_content(to_json(body), kJson);
 }
 
-// The call's deadline from X-Request-Timeout (seconds, > 0), and the HTTP client's address.
-grpc::Status prepare_call(const httplib::Request& request, grpc::ClientContext& context) {
+// The call's deadline from X-Request-Timeout (seconds, > 0), the HTTP client's address, and
+// its API key (the Authorization or X-API-Key header, else `form_key`: LibreTranslate's
+// api_key field) as the metadata the service reads (server/caller_admission.h).
+grpc::Status prepare_call(const httplib::Request& request, grpc::ClientContext& context,
+                          const std::string& form_key = std::string()) {
   context.AddMetadata(kHttpClientMetadata, request.remote_addr);
+  if (request.has_header("Authorization")) {
+    context.AddMetadata("authorization", request.get_header_value("Authorization"));
+  } else if (request.has_header("X-API-Key")) {
+    context.AddMetadata("x-api-key", request.get_header_value("X-API-Key"));
+  } else if (!form_key.empty()) {
+    context.AddMetadata("x-api-key", form_key);
+  }
   if (!request.has_header("X-Request-Timeout")) return grpc::Status::OK;
   const std::string text = request.get_header_value("X-Request-Timeout");
   double seconds = 0;
@@ -210,7 +220,7 @@ void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub) {
 struct LibreRequest {
   std::vector<std::string> texts;
   bool q_is_list = false;
-  std::string source, target, format = "text";
+  std::string source, target, format = "text", api_key;
   int alternatives = 0;
 };
 
@@ -252,6 +262,10 @@ absl::StatusOr<LibreRequest> parse_libre(const httplib::Request& request,
     out = found->second.string_value();
     return absl::OkStatus();
   };
+  if (const auto key = fields.find("api_key");
+      key != fields.end() && key->second.kind_case() == Value::kStringValue) {
+    parsed.api_key = key->second.string_value();
+  }
   const auto q = fields.find("q");
   if (q == fields.end() || q->second.kind_case() == Value::kNullValue) {
     return absl::InvalidArgumentError("Invalid request: missing q parameter");
@@ -309,6 +323,19 @@ std::string language_name(const std::string& code) {
   return utf8.empty() ? code : utf8;
 }
 
+// A failed call in LibreTranslate's terms: it answers 400, 403 (a missing or wrong key), 429
+// and 500 only.
+void libre_status(httplib::Response& response, const grpc::Status& status) {
+  const int code = http_status(status.error_code());
+  libre_error(response,
+              code == 401   ? 403
+              : code == 429 ? 429
+              : code == 404 || code == 501 || code == 409 ? 400
+              : code >= 500 ? 500
+                            : code,
+              status.error_message());
+}
+
 // {"language", "confidence" (percent)}: LibreTranslate's detection.
 Struct libre_detection(const xlate::v1::DetectedLanguage& detected) {
   Struct out;
@@ -326,14 +353,10 @@ void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub) {
     xlate::v1::DetectLanguageRequest message;
     for (const std::string& text : libre->texts) message.add_contents(text);
     grpc::ClientContext context;
-    grpc::Status status = prepare_call(request, context);
+    grpc::Status status = prepare_call(request, context, libre->api_key);
     xlate::v1::DetectLanguageResponse detected;
     if (status.ok()) status = stub->DetectLanguage(&context, message, &detected);
-    if (!status.ok()) {
-      const int code = http_status(status.error_code());
-      return libre_error(response, code >= 500 ? 500 : code == 404 ? 400 : code,
-                         status.error_message());
-    }
+    if (!status.ok()) return libre_status(response, status);
     ListValue per_text;
     for (const xlate::v1::LanguageDetection& detection : detected.detections()) {
       ListValue candidates;
@@ -361,15 +384,10 @@ void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub) {
       message.mutable_options()->set_beam_size(std::max(4, n_best));
     }
     grpc::ClientContext context;
-    grpc::Status status = prepare_call(request, context);
+    grpc::Status status = prepare_call(request, context, libre->api_key);
     xlate::v1::TranslateResponse translated;
     if (status.ok()) status = stub->Translate(&context, message, &translated);
-    if (!status.ok()) {
-      const int code = http_status(status.error_code());
-      // LibreTranslate answers 400, 403, 429 and 500 only.
-      return libre_error(response, code == 404 || code == 501 ? 400 : code >= 500 ? 500 : code,
-                         status.error_message());
-    }
+    if (!status.ok()) return libre_status(response, status);
     ListValue texts, alternatives;
     for (const xlate::v1::Translation& translation : translated.translations()) {
       *texts.add_values() = string_value(translation.translated_text());
@@ -409,7 +427,7 @@ void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub) {
     grpc::Status status = prepare_call(request, context);
     xlate::v1::ListModelsResponse models;
     if (status.ok()) status = stub->ListModels(&context, xlate::v1::ListModelsRequest(), &models);
-    if (!status.ok()) return libre_error(response, 500, status.error_message());
+    if (!status.ok()) return libre_status(response, status);
     // Each language a model reads, with the languages it can be translated into; a
     // multilingual model (no single source language) reads every language it writes.
     std::map<std::string, std::set<std::string>> targets;

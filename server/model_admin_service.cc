@@ -2,11 +2,14 @@
 
 #include <string>
 
+#include "server/caller_admission.h"
+
 namespace xlate::server {
 
-grpc::Status ModelAdminService::ReloadModel(grpc::ServerContext* /*context*/,
+grpc::Status ModelAdminService::ReloadModel(grpc::ServerContext* context,
                                             const xlate::v1::ReloadModelRequest* request,
                                             xlate::v1::ReloadModelResponse* response) {
+  if (grpc::Status admitted = admit_caller(keys_, *context, 0); !admitted.ok()) return admitted;
   auto model = models_->Reload(request->model(), request->model_dir());
   if (!model.ok()) {
     return grpc::Status(static_cast<grpc::StatusCode>(model.status().code()),

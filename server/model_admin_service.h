@@ -3,14 +3,17 @@
 #pragma once
 
 #include "proto/model_admin.grpc.pb.h"
+#include "server/api_keys.h"
 #include "server/model_registry.h"
 
 namespace xlate::server {
 
 class ModelAdminService final : public xlate::v1::ModelAdmin::Service {
  public:
-  // `models` must outlive the service.
-  explicit ModelAdminService(ModelRegistry* models) : models_(models) {}
+  // `models` (and `keys`, when given: callers must present one of them) must outlive the
+  // service.
+  explicit ModelAdminService(ModelRegistry* models, ApiKeys* keys = nullptr)
+      : models_(models), keys_(keys) {}
 
   // Blocks one of the admin server's threads while the model loads and warms up.
   grpc::Status ReloadModel(grpc::ServerContext* context,
@@ -19,6 +22,7 @@ class ModelAdminService final : public xlate::v1::ModelAdmin::Service {
 
  private:
   ModelRegistry* const models_;
+  ApiKeys* const keys_;
 };
 
 }  // namespace xlate::server

@@ -31,6 +31,7 @@
 #include "absl/time/clock.h"
 #include "engine/continuous_decoder.h"
 #include "engine/placement_flags.h"
+#include "server/api_keys.h"
 #include "server/http_gateway.h"
 #include "server/metrics.h"
 #include "server/listen_address.h"
@@ -55,6 +56,12 @@ ABSL_FLAG(std::string, admin_address, "",
           "on a private address: it has no authentication");
 ABSL_FLAG(std::string, host, "0.0.0.0", "address to listen on");
 ABSL_FLAG(int, port, 50051, "gRPC port (0 = any free port, printed at start)");
+ABSL_FLAG(std::string, api_keys_file, "",
+          "file of API keys (a key per line, optionally a tab and its requests per minute and a "
+          "tab and its characters per day; reloaded on SIGHUP): when given, Translate, "
+          "TranslateStream, DetectLanguage and ModelAdmin calls must present one "
+          "(authorization: Bearer KEY or x-api-key: KEY); ListModels, health and metrics stay "
+          "open");
 ABSL_FLAG(int, http_port, 0,
           "HTTP/JSON port (0 = off): /v1/translate, /v1/translate:stream, /v1/models and "
           "LibreTranslate's /translate and /languages (docs/server.md)");
@@ -375,7 +382,13 @@ int serve(const std::vector<std::string>& model_flags) {
   limits.max_entry_code_points = absl::GetFlag(FLAGS_max_entry_code_points);
   limits.max_request_code_points = absl::GetFlag(FLAGS_max_request_code_points);
   limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
-  TranslationService service(models.get(), &metrics, limits);
+  std::unique_ptr<ApiKeys> api_keys;
+  if (const std::string keys_file = absl::GetFlag(FLAGS_api_keys_file); !keys_file.empty()) {
+    auto loaded = ApiKeys::Load(keys_file);
+    if (!loaded.ok()) return fail(std::string(loaded.status().message()), 2);
+    api_keys = *std::move(loaded);
+  }
+  TranslationService service(models.get(), &metrics, limits, api_keys.get());
 
   ReflectionV1Service reflection_v1(
       {kTranslatorServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
@@ -400,7 +413,7 @@ int serve(const std::vector<std::string>& model_flags) {
                              absl::GetFlag(FLAGS_port)));
   }
   // The admin service on a server of its own, so that it never answers on the clients' port.
-  ModelAdminService admin(models.get());
+  ModelAdminService admin(models.get(), api_keys.get());
   std::unique_ptr<grpc::Server> admin_server;
   if (admin_listen) {
     // With --port 0 the clients' port is known only now.
@@ -462,6 +475,13 @@ int serve(const std::vector<std::string>& model_flags) {
     if (received != SIGHUP) break;
     std::cerr << "xlate-server: SIGHUP: reloading every model from its directory" << std::endl;
     models->ReloadAllInBackground([](const std::string&, const absl::Status&) {});
+    if (api_keys) {
+      const absl::Status reloaded = api_keys->Reload();
+      std::cerr << "xlate-server: SIGHUP: "
+                << (reloaded.ok() ? std::string("API keys reloaded")
+                                  : absl::StrCat("API keys kept: ", reloaded.message()))
+                << std::endl;
+    }
   }
   const absl::Time grace_end =
       absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_grace_period_seconds));

@@ -12,6 +12,7 @@
 #include "engine/target_language.h"
 #include "engine/utf8.h"
 #include "server/language_code.h"
+#include "server/caller_admission.h"
 #include "server/language_detection.h"
 #include "server/request_parsing.h"
 
@@ -48,6 +49,12 @@ grpc::Status check_contents(const google::protobuf::RepeatedPtrField<std::string
                                 limits.max_request_code_points, " (--max_request_code_points)"));
   }
   return grpc::Status::OK;
+}
+
+int64_t characters_of(const google::protobuf::RepeatedPtrField<std::string>& contents) {
+  int64_t characters = 0;
+  for (const std::string& text : contents) characters += count_code_points(text);
+  return characters;
 }
 
 void fill(const LanguageCandidate& candidate, xlate::v1::DetectedLanguage& detected) {
@@ -104,8 +111,8 @@ std::string client_of(const grpc::CallbackServerContext& context) {
 }  // namespace
 
 TranslationService::TranslationService(const ModelRegistry* models, ServerMetrics* metrics,
-                                       RequestLimits limits)
-    : models_(models), metrics_(metrics), limits_(limits) {}
+                                       RequestLimits limits, ApiKeys* keys)
+    : models_(models), metrics_(metrics), limits_(limits), keys_(keys) {}
 
 void TranslationService::StartDrain() {
   absl::MutexLock lock(&mutex_);
@@ -148,6 +155,7 @@ class TranslationService::Call : public GrpcReactor {
   // Whether gRPC has given up on the call (its client cancelled, its deadline passed, its
   // connection broke): a request read then may be cut.
   bool cancelled() const { return context_->IsCancelled(); }
+  const grpc::CallbackServerContext* context() const { return context_; }
   // Whether the service takes the call (it refuses calls while draining).
   bool Enter() { return entered_ = service_->Enter(); }
   absl::Time deadline() const { return deadline_; }
@@ -476,6 +484,9 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   } else {
     status = parse_request(request_bytes, limits_.max_entries_per_request, call->request());
   }
+  if (status.ok()) {
+    status = admit_caller(keys_, *call->context(), characters_of(call->request().contents()));
+  }
   if (status.ok() && absl::EqualsIgnoreCase(call->request().source_language_code(), "auto")) {
     status = detect_source(call->request(), call->detected().emplace());
   }
@@ -533,6 +544,8 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* TranslationService::ListModels(
     grpc::CallbackServerContext* context, const xlate::v1::ListModelsRequest* /*request*/,
     xlate::v1::ListModelsResponse* response) {
+  // Open without a key, as health and LibreTranslate's /languages are: it says what the server
+  // serves, nothing of its clients.
   for (const std::string& name : models_->names()) {
     auto model = models_->Route(name, "", "");
     if (!model.ok()) continue;  // removed since names() was read
@@ -570,6 +583,7 @@ grpc::ServerUnaryReactor* TranslationService::DetectLanguage(
   } else {
     status = parse_request(*request_bytes, limits_.max_entries_per_request, request);
   }
+  if (status.ok()) status = admit_caller(keys_, *context, characters_of(request.contents()));
   if (status.ok()) status = check_contents(request.contents(), limits_);
   if (status.ok()) {
     xlate::v1::DetectLanguageResponse response;

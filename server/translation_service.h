@@ -22,6 +22,7 @@
 #include "engine/text_segments.h"
 #include "engine/translator.h"
 #include "proto/translator.grpc.pb.h"
+#include "server/api_keys.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/scheduler.h"
@@ -73,7 +74,10 @@ class TranslationService final
  public:
   // Calls go to a model of `models` (ModelRegistry::Route). Both pointers must outlive the
   // service.
-  TranslationService(const ModelRegistry* models, ServerMetrics* metrics, RequestLimits limits);
+  // `keys`, when given (--api_keys_file), admits each call by the key it presents
+  // (server/caller_admission.h) and must outlive the service too.
+  TranslationService(const ModelRegistry* models, ServerMetrics* metrics, RequestLimits limits,
+                     ApiKeys* keys = nullptr);
 
   grpc::ServerUnaryReactor* Translate(grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* request,
@@ -136,6 +140,7 @@ class TranslationService final
   const ModelRegistry* models_;
   ServerMetrics* metrics_;
   const RequestLimits limits_;
+  ApiKeys* const keys_;
 
   absl::Mutex mutex_;
   bool draining_ ABSL_GUARDED_BY(mutex_) = false;

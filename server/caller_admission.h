@@ -1,0 +1,24 @@
+// Who may call the gRPC services when --api_keys_file is given: the key a call presents in its
+// metadata ("authorization: Bearer KEY", or "x-api-key: KEY"; the HTTP gateway forwards its
+// clients' headers and LibreTranslate's api_key field as these), admitted by ApiKeys with the
+// request's size against the key's quotas. One check for Translator's methods and ModelAdmin's.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <string>
+
+#include "server/api_keys.h"
+
+namespace xlate::server {
+
+// The key a call presents (empty when none).
+std::string presented_api_key(const grpc::ServerContextBase& context);
+
+// OK when `keys` is null (no --api_keys_file) or admits the call's key for a request of
+// `characters` code points; else UNAUTHENTICATED or RESOURCE_EXHAUSTED saying why.
+grpc::Status admit_caller(ApiKeys* keys, const grpc::ServerContextBase& context,
+                          int64_t characters);
+
+}  // namespace xlate::server
