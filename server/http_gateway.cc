@@ -16,6 +16,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "proto/translator.grpc.pb.h"
 #include "server/translation_service.h"
+#include "server/web_page.h"
 
 namespace xlate::server {
 namespace {
@@ -473,6 +474,13 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   std::shared_ptr<Stub> stub = xlate::v1::Translator::NewStub(channel);
   serve_v1(http, stub);
   serve_libretranslate(http, stub);
+  http.Get("/", [](const httplib::Request&, httplib::Response& response) {
+    // Its script and style are inline, and it talks to this server alone.
+    response.set_header("Content-Security-Policy",
+                        "default-src 'self'; script-src 'unsafe-inline'; "
+                        "style-src 'unsafe-inline'; connect-src 'self'");
+    response.set_content(kWebPage, "text/html; charset=utf-8");
+  });
   // A known route asked with another method: 405 naming the one it takes.
   const std::pair<const char*, const char*> routes[] = {
       {"/v1/translate", "POST"}, {"/v1/translate:stream", "POST"}, {"/v1/detect", "POST"},

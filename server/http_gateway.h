@@ -15,6 +15,7 @@
 //                               {translatedText, alternatives?, detectedLanguage?}; errors
 //                               {"error": message}
 //   POST /detect                LibreTranslate's: q -> [{language, confidence (percent)}]
+//   GET  /                      a page to try it (server/web/index.html)
 //   GET  /languages             LibreTranslate's: [{code, name, targets}] from the served models
 // A gRPC status becomes its HTTP status (INVALID_ARGUMENT 400, NOT_FOUND 404,
 // RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, ...); a v1 error body is

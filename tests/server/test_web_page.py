@@ -1,0 +1,85 @@
+"""The page at GET / on the HTTP port, driven in a real browser (Debian's headless Chromium
+through Selenium and chromedriver): it lists the served languages, and text typed into it comes
+back translated as the gRPC service translates it, with the alignment shown on hover. With
+XLATE_SCREENSHOT=PATH it saves a screenshot there (docs/screenshots/web_page.png is one).
+
+Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
+"""
+import os
+import shutil
+import sys
+import unittest
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from harness import Server, free_port, pb2
+
+DEFAULT_MODEL = os.environ.get("XLATE_DEFAULT_MODEL")
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1100,800"):
+        options.add_argument(flag)
+    service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    return webdriver.Chrome(service=service, options=options)
+
+
+class WebPage(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # The shipped model, so that the page (and its screenshot) shows a real translation.
+        cls.server = Server(f"--http_port={free_port()}", model_dir=DEFAULT_MODEL)
+        cls.driver = browser()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.server.close()
+
+    def test_typed_text_is_translated_as_grpc_translates_it(self):
+        driver = self.driver
+        driver.get(f"http://127.0.0.1:{self.server.http_port}/")
+        wait = WebDriverWait(driver, 60)
+        wait.until(lambda d: d.find_element(By.ID, "translate").get_attribute("data-ready"))
+        self.assertEqual(Select(driver.find_element(By.ID, "source")).first_selected_option
+                         .get_attribute("value"), "en")
+        self.assertEqual(Select(driver.find_element(By.ID, "target")).first_selected_option
+                         .get_attribute("value"), "de")
+        text = "A man in a blue shirt is riding a bike down the street."
+        driver.find_element(By.ID, "input").send_keys(text)
+        output = driver.find_element(By.ID, "output")
+        wait.until(lambda d: output.get_attribute("data-done") == "true")
+        expected = self.server.stub.Translate(
+            pb2.TranslateRequest(contents=[text], source_language_code="en",
+                                 target_language_code="de"), timeout=60)
+        self.assertEqual(output.text, expected.translations[0].translated_text)
+        # The alignment: hovering the first target word colours source words by weight.
+        target_tokens = driver.find_elements(By.CSS_SELECTOR, "#alignment .target .token")
+        self.assertGreater(len(target_tokens), 3)
+        ActionChains(driver).move_to_element(target_tokens[1]).perform()
+        source_tokens = driver.find_elements(
+            By.CSS_SELECTOR, "#alignment .sentence > div:not(.target) .token")
+        lit = [s for s in source_tokens if s.value_of_css_property("background-color")
+               not in ("rgba(0, 0, 0, 0)", "transparent")]
+        self.assertGreater(len(lit), 0)
+        screenshot = os.environ.get("XLATE_SCREENSHOT")
+        if screenshot:
+            driver.save_screenshot(screenshot)
+        # Detection from the page: "Detect" as the source.
+        Select(driver.find_element(By.ID, "source")).select_by_value("auto")
+        wait.until(lambda d: "detected en" in d.find_element(By.ID, "status").text)
+        self.assertEqual(output.text, expected.translations[0].translated_text)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed, skipped = len(result.failures) + len(result.errors), len(result.skipped)
+    print(f"{result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed or not result.wasSuccessful() else 0)
