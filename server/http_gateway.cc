@@ -469,8 +469,48 @@ void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub) {
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     std::shared_ptr<grpc::Channel> channel, const HttpGatewayOptions& options) {
   std::unique_ptr<HttpGateway> gateway(new HttpGateway());
-  gateway->http_ = std::make_unique<httplib::Server>();
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError("HTTPS needs both --tls_cert and --tls_key");
+  }
+  if (!options.tls_cert.empty()) {
+    auto https = std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(),
+                                                      options.tls_key.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot serve HTTPS with --tls_cert ", options.tls_cert, " and --tls_key ",
+                       options.tls_key, " (OpenSSL refused the pair)"));
+    }
+    gateway->http_ = std::move(https);
+  } else {
+    gateway->http_ = std::make_unique<httplib::Server>();
+  }
   httplib::Server& http = *gateway->http_;
+  // CORS: a listed origin (or any, with "*") gets the headers that let its page read the answer;
+  // a preflight (OPTIONS) is answered 204 with the methods and headers the routes take.
+  const std::vector<std::string> origins = options.cors_origins;
+  const auto allowed = [origins](const httplib::Request& request) -> std::string {
+    if (!request.has_header("Origin")) return std::string();
+    const std::string origin = request.get_header_value("Origin");
+    for (const std::string& listed : origins) {
+      if (listed == "*" || listed == origin) return origin;
+    }
+    return std::string();
+  };
+  http.set_post_routing_handler([allowed](const httplib::Request& request,
+                                          httplib::Response& response) {
+    if (const std::string origin = allowed(request); !origin.empty()) {
+      response.set_header("Access-Control-Allow-Origin", origin);
+      response.set_header("Vary", "Origin");
+    }
+  });
+  http.Options(".*", [allowed](const httplib::Request& request, httplib::Response& response) {
+    response.status = 204;
+    if (allowed(request).empty()) return;
+    response.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    response.set_header("Access-Control-Allow-Headers",
+                        "Content-Type, Authorization, X-API-Key, X-Request-Timeout");
+    response.set_header("Access-Control-Max-Age", "600");
+  });
   std::shared_ptr<Stub> stub = xlate::v1::Translator::NewStub(channel);
   serve_v1(http, stub);
   serve_libretranslate(http, stub);

@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "grpcpp/channel.h"
@@ -44,6 +45,11 @@ struct HttpGatewayOptions {
   int64_t max_body_bytes = 4 << 20;
   // Seconds a connection may take to send its request (slow clients are cut off).
   int read_timeout_seconds = 10;
+  // HTTPS with this PEM certificate chain and key (--tls_cert, --tls_key), when both are set.
+  std::string tls_cert, tls_key;
+  // Origins whose pages may call the API from a browser (CORS): exact origins such as
+  // "https://example.org", or "*" for any; empty: none but the server's own page.
+  std::vector<std::string> cors_origins;
 };
 
 class HttpGateway {

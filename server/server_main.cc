@@ -65,6 +65,9 @@ ABSL_FLAG(std::string, api_keys_file, "",
 ABSL_FLAG(int, http_port, 0,
           "HTTP/JSON port (0 = off): /v1/translate, /v1/translate:stream, /v1/models and "
           "LibreTranslate's /translate and /languages (docs/server.md)");
+ABSL_FLAG(std::vector<std::string>, http_cors_origins, {},
+          "origins whose pages may call the HTTP API from a browser (CORS), comma-separated "
+          "(e.g. https://example.org), or * for any; default none but the server's own page");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port, printed)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto picks CUDA when present)");
 ABSL_FLAG(std::string, compute_type, "auto",
@@ -448,6 +451,9 @@ int serve(const std::vector<std::string>& model_flags) {
     http_options.host = absl::GetFlag(FLAGS_host);
     http_options.port = http_port;
     http_options.max_body_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
+    http_options.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+    http_options.tls_key = absl::GetFlag(FLAGS_tls_key);
+    http_options.cors_origins = absl::GetFlag(FLAGS_http_cors_origins);
     grpc::ChannelArguments channel_arguments;
     channel_arguments.SetMaxReceiveMessageSize(-1);
     auto started =
@@ -457,8 +463,8 @@ int serve(const std::vector<std::string>& model_flags) {
       return fail(std::string(started.status().message()), 2);
     }
     http_gateway = std::move(*started);
-    std::cerr << "xlate-server: HTTP on " << http_options.host << ":" << http_gateway->port()
-              << std::endl;
+    std::cerr << "xlate-server: " << (http_options.tls_cert.empty() ? "HTTP" : "HTTPS") << " on "
+              << http_options.host << ":" << http_gateway->port() << std::endl;
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(kTranslatorServiceName, true);

@@ -81,7 +81,7 @@ class Server:
                 self.stderr_lines.append(line)
                 if re.search(r"running on (?!the CPU).*compute capability", line):
                     self.device = "cuda"
-                http = re.search(r"HTTP on 127\.0\.0\.1:(\d+)", line)
+                http = re.search(r"HTTPS? on 127\.0\.0\.1:(\d+)", line)
                 if http:
                     self.http_port = int(http[1])
                 admin = re.search(r"ModelAdmin on 127\.0\.0\.1:(\d+)", line)
@@ -139,6 +139,16 @@ def wait_until(predicate, timeout, interval=0.05):
             return True
         time.sleep(interval)
     return predicate()
+
+
+def make_certificate(directory, name):
+    """A self-signed certificate for localhost and 127.0.0.1, and its key (openssl req)."""
+    cert, key = os.path.join(directory, f"{name}.crt"), os.path.join(directory, f"{name}.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-keyout", key, "-out", cert,
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
 
 
 def free_port():

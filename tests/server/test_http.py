@@ -7,14 +7,17 @@ body that names what is wrong; HTTP calls are counted in /metrics like gRPC ones
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
 import json
+import shutil
+import ssl
 import sys
+import tempfile
 import unittest
 import urllib.error
 import urllib.request
 
 from libretranslatepy import LibreTranslateAPI
 
-from harness import Server, free_port, pb2, sample_sentences
+from harness import Server, free_port, make_certificate, pb2, sample_sentences
 
 MAX_BODY = 20000
 
@@ -224,6 +227,56 @@ class HttpGateway(unittest.TestCase):
                               {"contents": ["a"], "options": {"beamSize": 99}})[0], 400)
         self.assertEqual(count("OK"), before_ok + 2)
         self.assertEqual(count("INVALID_ARGUMENT"), before_invalid + 1)
+
+
+class HttpsAndCors(unittest.TestCase):
+    """--tls_cert/--tls_key serve HTTPS on the HTTP port too; --http_cors_origins lets the
+    listed origins' pages read the answers, and no other origin's."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = tempfile.mkdtemp(prefix="xlate_https_")
+        cls.cert, cls.key = make_certificate(cls.workdir, "server")
+        cls.server = Server(f"--tls_cert={cls.cert}", f"--tls_key={cls.key}",
+                            f"--http_port={free_port()}",
+                            "--http_cors_origins=https://app.example,https://other.example")
+        cls.context = ssl.create_default_context(cafile=cls.cert)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        shutil.rmtree(cls.workdir, ignore_errors=True)
+
+    def call(self, method, path, headers=None, body=None):
+        request = urllib.request.Request(f"https://127.0.0.1:{self.server.http_port}{path}",
+                                         data=body, method=method, headers=headers or {})
+        with urllib.request.urlopen(request, context=self.context, timeout=60) as response:
+            return response.status, response.headers, response.read()
+
+    def test_https_serves_and_plain_http_does_not(self):
+        self.assertTrue(any("HTTPS on 127.0.0.1" in line for line in self.server.stderr_lines))
+        status, _, body = self.call("POST", "/v1/translate",
+                                    {"Content-Type": "application/json"},
+                                    json.dumps({"contents": ["A dog."]}).encode())
+        self.assertEqual(status, 200)
+        self.assertEqual(len(json.loads(body)["translations"]), 1)
+        with self.assertRaises(Exception):
+            urllib.request.urlopen(f"http://127.0.0.1:{self.server.http_port}/v1/models",
+                                   timeout=10).read()
+
+    def test_cors_answers_listed_origins_only(self):
+        _, headers, _ = self.call("GET", "/v1/models", {"Origin": "https://app.example"})
+        self.assertEqual(headers["Access-Control-Allow-Origin"], "https://app.example")
+        _, headers, _ = self.call("GET", "/v1/models", {"Origin": "https://evil.example"})
+        self.assertIsNone(headers["Access-Control-Allow-Origin"])
+        status, headers, _ = self.call(
+            "OPTIONS", "/v1/translate",
+            {"Origin": "https://other.example", "Access-Control-Request-Method": "POST",
+             "Access-Control-Request-Headers": "authorization, content-type"})
+        self.assertEqual(status, 204)
+        self.assertEqual(headers["Access-Control-Allow-Origin"], "https://other.example")
+        self.assertIn("POST", headers["Access-Control-Allow-Methods"])
+        self.assertIn("Authorization", headers["Access-Control-Allow-Headers"])
 
 
 if __name__ == "__main__":

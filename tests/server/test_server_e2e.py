@@ -23,8 +23,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from harness import (MODEL_DIR, SERVER_BIN, Server, offline_translations, pb2, pb2_grpc,
-                     sample_sentences, wait_until)
+from harness import (MODEL_DIR, SERVER_BIN, Server, make_certificate, offline_translations,
+                     pb2, pb2_grpc, sample_sentences, wait_until)
 
 
 def request(contents, **options):
@@ -670,16 +670,6 @@ class Fairness(unittest.TestCase):
 
 
 HEALTH_BIN = os.path.join(os.path.dirname(SERVER_BIN), "xlate-health")
-
-
-def make_certificate(directory, name):
-    """A self-signed certificate for localhost and 127.0.0.1, and its key (openssl req)."""
-    cert, key = os.path.join(directory, f"{name}.crt"), os.path.join(directory, f"{name}.key")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=localhost", "-keyout", key, "-out", cert,
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
-    return cert, key
 
 
 class Tls(unittest.TestCase):
