@@ -45,6 +45,10 @@ struct HttpGatewayOptions {
   int64_t max_body_bytes = 4 << 20;
   // Seconds a connection may take to send its request (slow clients are cut off).
   int read_timeout_seconds = 10;
+  // Connections served at once (--http_threads): each holds a thread while it is open (a
+  // keep-alive connection between requests too, up to 5 s), and a request's thread waits for
+  // its in-process gRPC call.
+  int threads = 64;
   // HTTPS with this PEM certificate chain and key (--tls_cert, --tls_key), when both are set.
   std::string tls_cert, tls_key;
   // Origins whose pages may call the API from a browser (CORS): exact origins such as

@@ -68,6 +68,9 @@ ABSL_FLAG(int, http_port, 0,
 ABSL_FLAG(std::vector<std::string>, http_cors_origins, {},
           "origins whose pages may call the HTTP API from a browser (CORS), comma-separated "
           "(e.g. https://example.org), or * for any; default none but the server's own page");
+ABSL_FLAG(int, http_threads, 64,
+          "HTTP connections served at once (each holds a thread while open, keep-alive "
+          "included); more wait to be accepted");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port, printed)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto picks CUDA when present)");
 ABSL_FLAG(std::string, compute_type, "auto",
@@ -451,6 +454,12 @@ int serve(const std::vector<std::string>& model_flags) {
     http_options.host = absl::GetFlag(FLAGS_host);
     http_options.port = http_port;
     http_options.max_body_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
+    http_options.threads = absl::GetFlag(FLAGS_http_threads);
+    if (http_options.threads < 1 || http_options.threads > 4096) {
+      server->Shutdown(std::chrono::system_clock::now());
+      return fail(absl::StrCat("--http_threads ", http_options.threads,
+                               " must be in 1..4096"), 2);
+    }
     http_options.tls_cert = absl::GetFlag(FLAGS_tls_cert);
     http_options.tls_key = absl::GetFlag(FLAGS_tls_key);
     http_options.cors_origins = absl::GetFlag(FLAGS_http_cors_origins);
