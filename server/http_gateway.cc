@@ -242,10 +242,16 @@ absl::StatusOr<LibreRequest> parse_libre(const httplib::Request& request,
     }
     for (const auto& [name, value] : body.fields()) fields[name] = value;
   } else {
-    for (const auto& [name, value] : request.params) {
-      if (name == "q" && request.get_param_value_count("q") > 1) {
-        Value& list = fields["q"];
-        *list.mutable_list_value()->add_values() = string_value(value);
+    // A URL-encoded form's fields are params; a multipart form's are "files" without a file
+    // name. A repeated q is a list.
+    std::vector<std::pair<std::string, std::string>> pairs(request.params.begin(),
+                                                           request.params.end());
+    for (const auto& [name, part] : request.files) pairs.emplace_back(name, part.content);
+    const auto count = std::count_if(pairs.begin(), pairs.end(),
+                                     [](const auto& pair) { return pair.first == "q"; });
+    for (const auto& [name, value] : pairs) {
+      if (name == "q" && count > 1) {
+        *fields["q"].mutable_list_value()->add_values() = string_value(value);
       } else {
         fields[name] = string_value(value);
       }
@@ -543,9 +549,15 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     http.Delete(path, refuse);
   }
   const int64_t max_body = options.max_body_bytes;
-  http.set_error_handler([max_body](const httplib::Request& request,
-                                    httplib::Response& response) {
+  const int read_timeout = options.read_timeout_seconds;
+  http.set_error_handler([max_body, read_timeout](const httplib::Request& request,
+                                                  httplib::Response& response) {
     if (!response.body.empty()) return;
+    if (response.status == 400) {  // cpp-httplib could not read the request
+      return libre_error(response, 400,
+                         absl::StrCat("the request could not be read: malformed HTTP, or not "
+                                      "sent in full within ", read_timeout, " s"));
+    }
     if (response.status == 413) {
       return libre_error(response, 413,
                          absl::StrCat("the body is larger than --max_receive_message_bytes (",

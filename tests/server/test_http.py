@@ -8,9 +8,11 @@ Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
 import json
 import shutil
+import socket
 import ssl
 import sys
 import tempfile
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -115,6 +117,31 @@ class HttpGateway(unittest.TestCase):
             client.translate(sentence, "en", "fr")
         self.assertEqual(refused.exception.code, 400)
         self.assertIn('"fr" is not served', json.loads(refused.exception.read())["error"])
+
+    def test_libretranslate_multipart_form(self):
+        boundary = "xlateboundary"
+        parts = [("q", self.sentences[0]), ("source", "en"), ("target", "de")]
+        body = "".join(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+                       f"{value}\r\n" for name, value in parts) + f"--{boundary}--\r\n"
+        status, answer, _ = post(self.port, "/translate", body.encode(),
+                                 {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        self.assertEqual(status, 200, answer)
+        self.assertEqual(answer["translatedText"],
+                         self.grpc_translate(contents=self.sentences[:1]).translations[0]
+                         .translated_text)
+
+    def test_a_slow_client_is_cut_off_and_holds_up_no_one(self):
+        slow = socket.create_connection(("127.0.0.1", self.port))
+        slow.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n")
+        started = time.monotonic()
+        # Others are served meanwhile.
+        self.assertEqual(post(self.port, "/v1/translate", {"contents": ["A dog."]})[0], 200)
+        slow.settimeout(60)
+        answer = slow.recv(4096).decode(errors="replace")
+        slow.close()
+        self.assertTrue(answer.startswith("HTTP/1.1 400"), answer)
+        self.assertIn("not sent in full within 10 s", answer)
+        self.assertLess(time.monotonic() - started, 30)  # the 10 s read limit, not forever
 
     def test_libretranslate_arrays_and_alternatives(self):
         status, body, _ = post(self.port, "/translate",
