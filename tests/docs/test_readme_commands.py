@@ -3,7 +3,7 @@ before its fence) runs from the repository root under `bash -eo pipefail` and mu
 
   <!-- tested -->           the block runs as it is;
   <!-- tested: server -->   the block runs while `xlate-server --model_dir
-                            models/en-de-multi30k` serves on 127.0.0.1:50051 (metrics 9464), as
+                            models/en-de-multi30k --http_port 8080` serves on 127.0.0.1:50051 (HTTP 8080, metrics 9464), as
                             README's first command leaves it; the test starts that server
                             itself, and skips the block when those ports are taken.
 
@@ -36,7 +36,7 @@ BINARIES = {  # the path README uses: the environment variable that replaces it
     "build/trainer/xlate-trainer": "XLATE_TRAINER_BIN",
 }
 BLOCK_SECONDS = 120
-SERVER_PORTS = (50051, 9464)
+SERVER_PORTS = (50051, 9464, 8080)
 
 
 def tested_blocks(text):
@@ -98,7 +98,8 @@ class Server:
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [binary, "--model_dir", os.path.join(REPO, "models", "en-de-multi30k"),
-             "--threads", "1"], stdout=self.log, stderr=subprocess.STDOUT)
+             "--http_port", "8080", "--threads", "1"], stdout=self.log,
+            stderr=subprocess.STDOUT)
         self.wait_until_serving(60)
 
     def wait_until_serving(self, seconds):
@@ -173,7 +174,7 @@ class ReadmeCommands(unittest.TestCase):
         with open(README, encoding="utf-8") as f:
             text = f.read()
         for command in ("bash scripts/run_server.sh   # set up, build, serve the default model "
-                        "over gRPC (port 50051, metrics 9464)",
+                        "(gRPC 50051, HTTP and a web page 8080, metrics 9464)",
                         "bash scripts/test.sh         # set up, build, run every test"):
             self.assertIn("\n" + command + "\n", text)
         with open(os.path.join(REPO, ".ci", "run"), encoding="utf-8") as f:
