@@ -10,8 +10,8 @@
 //   POST /v1/detect             DetectLanguageRequest JSON -> DetectLanguageResponse JSON
 //   GET  /v1/models             ListModelsResponse JSON
 //   POST /translate             LibreTranslate's: q (string or array), source ("auto":
-//                               detected), target, format (text; html is refused until the
-//                               server takes HTML), alternatives; JSON or form body ->
+//                               detected), target, format (text or html: mime_type
+//                               text/html), alternatives; JSON or form body ->
 //                               {translatedText, alternatives?, detectedLanguage?}; errors
 //                               {"error": message}
 //   POST /detect                LibreTranslate's: q -> [{language, confidence (percent)}]

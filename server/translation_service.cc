@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <type_traits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "engine/utf8.h"
 #include "server/language_code.h"
 #include "server/caller_admission.h"
+#include "server/html_text.h"
 #include "server/language_detection.h"
 #include "server/request_parsing.h"
 
@@ -96,6 +98,58 @@ grpc::Status detect_source(xlate::v1::TranslateRequest& request,
   return grpc::Status::OK;
 }
 
+// A text/html request's entries: each entry's document, and where its text runs start among
+// the request's contents once they have replaced the entries (the last start is the end).
+struct HtmlEntries {
+  std::vector<HtmlText> documents;
+  std::vector<int> first_run;
+};
+
+// mime_type "text/html": each entry is parsed (server/html_text.h) and the request's contents
+// become the entries' text runs, translated as text/plain entries; FoldHtml puts them back.
+// Options that describe tokens or hypotheses of an entry are refused with HTML, and streaming.
+grpc::Status expand_html(xlate::v1::TranslateRequest& request, bool streaming,
+                         HtmlEntries& html) {
+  const auto refuse = [](absl::string_view what) {
+    return invalid(absl::StrCat("mime_type \"text/html\" does not take ", what,
+                                " (an entry's translation is rebuilt from its text runs)"));
+  };
+  if (streaming) return refuse("TranslateStream: send HTML to Translate");
+  if (request.has_alignment()) return refuse("alignment");
+  if (request.target_prefix_size() > 0) return refuse("target_prefix");
+  if (request.options().n_best() > 1) return refuse("n_best > 1");
+  if (request.options().return_scores()) return refuse("return_scores");
+  google::protobuf::RepeatedPtrField<std::string> runs;
+  for (int i = 0; i < request.contents_size(); ++i) {
+    auto document = HtmlText::Parse(request.contents(i));
+    if (!document.ok()) {
+      return invalid(absl::StrCat("contents[", i, "]: ", document.status().message()));
+    }
+    html.first_run.push_back(runs.size());
+    for (const std::string& text : document->texts()) *runs.Add() = text;
+    html.documents.push_back(*std::move(document));
+  }
+  html.first_run.push_back(runs.size());
+  // A request with no text at all still goes through (its one blank entry comes back as is).
+  if (runs.empty()) runs.Add();
+  *request.mutable_contents() = std::move(runs);
+  request.clear_mime_type();
+  return grpc::Status::OK;
+}
+
+// The translations of a text/html request's runs, rebuilt into one translation per entry.
+void fold_html(const HtmlEntries& html, xlate::v1::TranslateResponse& response) {
+  google::protobuf::RepeatedPtrField<xlate::v1::Translation> entries;
+  for (size_t i = 0; i < html.documents.size(); ++i) {
+    std::vector<std::string> translations;
+    for (int run = html.first_run[i]; run < html.first_run[i + 1]; ++run) {
+      translations.push_back(response.translations(run).translated_text());
+    }
+    entries.Add()->set_translated_text(html.documents[i].Rebuild(translations));
+  }
+  *response.mutable_translations() = std::move(entries);
+}
+
 // The client whose queue share a call's sentences count against: its peer, or for a call the
 // HTTP gateway made in-process (peer "inproc"), the HTTP client the gateway names.
 std::string client_of(const grpc::CallbackServerContext& context) {
@@ -162,6 +216,8 @@ class TranslationService::Call : public GrpcReactor {
   xlate::v1::TranslateRequest& request() { return request_; }
   // What source_language_code "auto" was detected as (unset without "auto").
   std::optional<xlate::v1::DetectedLanguage>& detected() { return detected_; }
+  // A text/html request's documents (unset for text/plain).
+  std::optional<HtmlEntries>& html() { return html_; }
   // The model the call was routed to; set before its texts.
   void set_model(std::shared_ptr<const ServedModel> model) { model_ = std::move(model); }
   const ServedModel& model() const { return *model_; }
@@ -267,6 +323,7 @@ class TranslationService::Call : public GrpcReactor {
   absl::Status cancelled_ ABSL_GUARDED_BY(mutex_);  // why, once gRPC has cancelled the call
   xlate::v1::TranslateRequest request_;
   std::optional<xlate::v1::DetectedLanguage> detected_;
+  std::optional<HtmlEntries> html_;
   std::shared_ptr<const ServedModel> model_;
   std::optional<SegmentedTexts> texts_;
   std::vector<std::vector<int32_t>> aligned_sources_;
@@ -288,6 +345,7 @@ class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
     grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
                                     std::move(results), response);
     if (detected()) *response.mutable_detected_source_language() = *detected();
+    if (answered.ok() && html()) fold_html(*html(), response);
     if (answered.ok()) answered = serialize_reply(response, *response_);
     EndWith(answered);
   }
@@ -487,6 +545,10 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   if (status.ok()) {
     status = admit_caller(keys_, *call->context(), characters_of(call->request().contents()));
   }
+  if (status.ok() && absl::EqualsIgnoreCase(call->request().mime_type(), "text/html")) {
+    status = expand_html(call->request(), std::is_same_v<CallType, StreamCall>,
+                         call->html().emplace());
+  }
   if (status.ok() && absl::EqualsIgnoreCase(call->request().source_language_code(), "auto")) {
     status = detect_source(call->request(), call->detected().emplace());
   }
@@ -631,7 +693,8 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
   // MIME types are case-insensitive (RFC 2045): "TEXT/PLAIN" is text/plain.
   if (!request.mime_type().empty() && !absl::EqualsIgnoreCase(request.mime_type(), "text/plain")) {
     return invalid(absl::StrCat("mime_type \"", excerpt(request.mime_type()),
-                                "\" is not supported; send \"text/plain\" (or leave it empty)"));
+                                "\" is not supported; send \"text/plain\" (or leave it empty) or "
+                                "\"text/html\""));
   }
   if (grpc::Status sized = check_contents(request.contents(), limits); !sized.ok()) return sized;
   const xlate::v1::DecodingOptions& given = request.options();

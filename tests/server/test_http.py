@@ -143,6 +143,33 @@ class HttpGateway(unittest.TestCase):
         self.assertIn("not sent in full within 10 s", answer)
         self.assertLess(time.monotonic() - started, 30)  # the 10 s read limit, not forever
 
+    def test_html_keeps_its_markup_and_translates_its_text(self):
+        page = ('<p class="x">A man is <b>riding</b> a bike.</p><!-- note -->'
+                '<code>make all</code><span translate="no">Acme</span> Two dogs play.')
+        runs = ["A man is", "riding", "a bike.", "Two dogs play."]
+        plain = [t.translated_text for t in
+                 self.grpc_translate(contents=runs).translations]
+        expected = (f'<p class="x">{plain[0]} <b>{plain[1]}</b> {plain[2]}</p><!-- note -->'
+                    f'<code>make all</code><span translate="no">Acme</span> {plain[3]}')
+        expected = expected.replace("&", "&amp;")  # the tiny model's text has no < or >
+        reply = self.grpc_translate(contents=[page, "<i>Hello</i>"], mime_type="text/html")
+        self.assertEqual(len(reply.translations), 2)
+        self.assertEqual(reply.translations[0].translated_text, expected)
+        status, body, _ = post(self.port, "/translate",
+                               {"q": page, "source": "en", "target": "de", "format": "html"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["translatedText"], expected)
+        for refused, what in (({"options": {"nBest": 2}}, "n_best"), ({"alignment": {}},
+                                                                     "alignment")):
+            status, body, _ = post(self.port, "/v1/translate",
+                                   {"contents": [page], "mimeType": "text/html", **refused})
+            self.assertEqual(status, 400, body)
+            self.assertIn(what, body["message"])
+        status, body, _ = post(self.port, "/v1/translate:stream",
+                               {"contents": [page], "mimeType": "text/html"})
+        self.assertEqual(status, 400, body)
+        self.assertIn("TranslateStream", body["message"])
+
     def test_libretranslate_arrays_and_alternatives(self):
         status, body, _ = post(self.port, "/translate",
                                {"q": self.sentences[:2], "source": "en", "target": "de",

@@ -148,9 +148,10 @@ class SharedServer(unittest.TestCase):
                                                              mime_type=mime_type), timeout=60)
             self.assertEqual(len(reply.translations), 1)
         self.assert_rpc_error(
-            lambda: self.stub.Translate(pb2.TranslateRequest(contents=["x"], mime_type="text/html"),
+            lambda: self.stub.Translate(pb2.TranslateRequest(contents=["x"],
+                                                             mime_type="application/pdf"),
                                         timeout=60),
-            grpc.StatusCode.INVALID_ARGUMENT, 'mime_type "text/html" is not supported')
+            grpc.StatusCode.INVALID_ARGUMENT, 'mime_type "application/pdf" is not supported')
 
     def test_long_values_are_quoted_short_in_errors(self):
         # A 9,000-character model name once came back whole (past 8-16 KB a client sees
@@ -241,8 +242,8 @@ class SharedServer(unittest.TestCase):
             lambda: translate(request(["A dog runs.", "A cat sleeps. Xq " + "xq " * 90])),
             invalid, "contents[1], sentence 2 (\"Xq xq", "the limit is 64 (--max_input_tokens")
         self.assert_rpc_error(
-            lambda: translate(pb2.TranslateRequest(contents=["a"], mime_type="text/html")),
-            invalid, 'mime_type "text/html" is not supported')
+            lambda: translate(pb2.TranslateRequest(contents=["a"], mime_type="text/xml")),
+            invalid, 'mime_type "text/xml" is not supported')
         self.assertEqual(len(translate(pb2.TranslateRequest(
             contents=["a dog"], mime_type="text/plain"), timeout=60).translations), 1)
         self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], beam_size=0)), invalid,
