@@ -22,10 +22,13 @@ std::string presented_api_key(const grpc::ServerContextBase& context) {
 }
 
 grpc::Status admit_caller(ApiKeys* keys, const grpc::ServerContextBase& context,
-                          int64_t characters) {
+                          int64_t characters, std::string* key_name) {
   if (keys == nullptr) return grpc::Status::OK;
   const auto admitted = keys->Admit(presented_api_key(context), characters);
-  if (admitted.ok()) return grpc::Status::OK;
+  if (admitted.ok()) {
+    if (key_name != nullptr) *key_name = *admitted;
+    return grpc::Status::OK;
+  }
   return grpc::Status(static_cast<grpc::StatusCode>(admitted.status().code()),
                       std::string(admitted.status().message()));
 }

@@ -17,8 +17,9 @@ namespace xlate::server {
 std::string presented_api_key(const grpc::ServerContextBase& context);
 
 // OK when `keys` is null (no --api_keys_file) or admits the call's key for a request of
-// `characters` code points; else UNAUTHENTICATED or RESOURCE_EXHAUSTED saying why.
+// `characters` code points (its name, when `key_name` is given, goes there); else
+// UNAUTHENTICATED or RESOURCE_EXHAUSTED saying why.
 grpc::Status admit_caller(ApiKeys* keys, const grpc::ServerContextBase& context,
-                          int64_t characters);
+                          int64_t characters, std::string* key_name = nullptr);
 
 }  // namespace xlate::server

@@ -542,8 +542,14 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   } else {
     status = parse_request(request_bytes, limits_.max_entries_per_request, call->request());
   }
+  // The scheduler shares the engine between clients: per API key when keys are in use (one
+  // caller may open many connections), else per peer.
+  std::string sharing_client = client;
   if (status.ok()) {
-    status = admit_caller(keys_, *call->context(), characters_of(call->request().contents()));
+    std::string key_name;
+    status = admit_caller(keys_, *call->context(), characters_of(call->request().contents()),
+                          &key_name);
+    if (!key_name.empty()) sharing_client = "key:" + key_name;
   }
   if (status.ok() && absl::EqualsIgnoreCase(call->request().mime_type(), "text/html")) {
     status = expand_html(call->request(), std::is_same_v<CallType, StreamCall>,
@@ -586,7 +592,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
       [call, n_best](absl::Status status, std::vector<std::vector<Hypothesis>> results) {
         call->Answer(std::move(status), n_best, std::move(results));
       },
-      call->progress_callback(), client, forced_starts);
+      call->progress_callback(), sharing_client, forced_starts);
   if (job.ok()) {
     call->set_job(*std::move(job));
   } else {

@@ -106,8 +106,9 @@ class TranslationService final
   // Takes a call's request: refuses it while draining, routes it to a model, checks it and
   // submits its sentences to that model's scheduler (the call's Answer, and its progress
   // callback if any, get the results); a call refused, or with nothing to decode, is answered at
-  // once. `client` (gRPC's peer: one client connection) is whom the scheduler shares the engine
-  // fairly between.
+  // once. `client` (gRPC's peer: one client connection; the HTTP client for the gateway's calls)
+  // is whom the scheduler shares the engine fairly between, or the call's API key when keys are
+  // in use.
   template <typename CallType>
   void Start(CallType* call, const grpc::ByteBuffer& request_bytes, const std::string& client);
   // Counts a call in, or refuses it (false) once draining.
