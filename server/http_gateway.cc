@@ -137,17 +137,27 @@ struct StreamCall {
   }
 };
 
-void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub) {
-  http.Post("/v1/translate", [stub](const httplib::Request& request, httplib::Response& response) {
-    xlate::v1::TranslateRequest message;
+// A v1 unary route: the body (none for a GET) as the request's JSON, the in-process call, its
+// reply as JSON or its status as a v1 error.
+template <typename Request, typename Reply>
+httplib::Server::Handler v1_unary(std::shared_ptr<Stub> stub,
+                                  grpc::Status (Stub::*method)(grpc::ClientContext*,
+                                                               const Request&, Reply*),
+                                  bool has_body) {
+  return [stub, method, has_body](const httplib::Request& request, httplib::Response& response) {
+    Request message;
     grpc::ClientContext context;
-    grpc::Status status = parse_body(request, message);
+    grpc::Status status = has_body ? parse_body(request, message) : grpc::Status::OK;
     if (status.ok()) status = prepare_call(request, context);
-    xlate::v1::TranslateResponse translated;
-    if (status.ok()) status = stub->Translate(&context, message, &translated);
+    Reply reply;
+    if (status.ok()) status = ((*stub).*method)(&context, message, &reply);
     if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
-    response.set_content(to_json(translated), kJson);
-  });
+    response.set_content(to_json(reply), kJson);
+  };
+}
+
+void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub) {
+  http.Post("/v1/translate", v1_unary(stub, &Stub::Translate, /*has_body=*/true));
 
   http.Post("/v1/translate:stream",
             [stub](const httplib::Request& request, httplib::Response& response) {
@@ -197,25 +207,8 @@ void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub) {
         [call](bool) { call->Abandon(); });
   });
 
-  http.Post("/v1/detect", [stub](const httplib::Request& request, httplib::Response& response) {
-    xlate::v1::DetectLanguageRequest message;
-    grpc::ClientContext context;
-    grpc::Status status = parse_body(request, message);
-    if (status.ok()) status = prepare_call(request, context);
-    xlate::v1::DetectLanguageResponse detected;
-    if (status.ok()) status = stub->DetectLanguage(&context, message, &detected);
-    if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
-    response.set_content(to_json(detected), kJson);
-  });
-
-  http.Get("/v1/models", [stub](const httplib::Request& request, httplib::Response& response) {
-    grpc::ClientContext context;
-    grpc::Status status = prepare_call(request, context);
-    xlate::v1::ListModelsResponse models;
-    if (status.ok()) status = stub->ListModels(&context, xlate::v1::ListModelsRequest(), &models);
-    if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
-    response.set_content(to_json(models), kJson);
-  });
+  http.Post("/v1/detect", v1_unary(stub, &Stub::DetectLanguage, /*has_body=*/true));
+  http.Get("/v1/models", v1_unary(stub, &Stub::ListModels, /*has_body=*/false));
 }
 
 // A LibreTranslate request's fields, from a JSON body or a form (URL-encoded or multipart).

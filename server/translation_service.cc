@@ -30,6 +30,19 @@ grpc::Status invalid(const std::string& message) {
   return grpc::Status(grpc::INVALID_ARGUMENT, message);
 }
 
+// The answer to a call that comes while the server drains.
+grpc::Status draining() {
+  return grpc::Status(grpc::UNAVAILABLE, "the server is shutting down; retry on another replica");
+}
+
+// The answer to a request of `bytes` over --max_receive_message_bytes.
+grpc::Status oversized(size_t bytes, const RequestLimits& limits) {
+  return grpc::Status(grpc::RESOURCE_EXHAUSTED,
+                      absl::StrCat("the request is ", bytes, " bytes; the limit is ",
+                                   limits.max_request_bytes,
+                                   " bytes (--max_receive_message_bytes)"));
+}
+
 // A request's contents (Translate's, DetectLanguage's): at least one entry, each and all of them
 // within their code-point limits.
 grpc::Status check_contents(const google::protobuf::RepeatedPtrField<std::string>& contents,
@@ -522,8 +535,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   grpc::Status status = grpc::Status::OK;
   call->set_read_empty(request_bytes.Length() == 0);
   if (!call->Enter()) {
-    status = grpc::Status(grpc::UNAVAILABLE, "the server is shutting down; retry on another "
-                                             "replica");
+    status = draining();
   } else if (call->cancelled()) {
     // Given up on before it was read (its client cancelled, or its deadline passed by the
     // client's clock): the bytes that arrived need not be the whole request.
@@ -535,10 +547,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
     status = grpc::Status(grpc::DEADLINE_EXCEEDED,
                           "the deadline passed before the request could be read");
   } else if (static_cast<int64_t>(request_bytes.Length()) > limits_.max_request_bytes) {
-    status = grpc::Status(grpc::RESOURCE_EXHAUSTED,
-                          absl::StrCat("the request is ", request_bytes.Length(),
-                                       " bytes; the limit is ", limits_.max_request_bytes,
-                                       " bytes (--max_receive_message_bytes)"));
+    status = oversized(request_bytes.Length(), limits_);
   } else {
     status = parse_request(request_bytes, limits_.max_entries_per_request, call->request());
   }
@@ -641,13 +650,9 @@ grpc::ServerUnaryReactor* TranslationService::DetectLanguage(
   grpc::Status status = grpc::Status::OK;
   const bool entered = Enter();
   if (!entered) {
-    status = grpc::Status(grpc::UNAVAILABLE, "the server is shutting down; retry on another "
-                                             "replica");
+    status = draining();
   } else if (static_cast<int64_t>(request_bytes->Length()) > limits_.max_request_bytes) {
-    status = grpc::Status(grpc::RESOURCE_EXHAUSTED,
-                          absl::StrCat("the request is ", request_bytes->Length(),
-                                       " bytes; the limit is ", limits_.max_request_bytes,
-                                       " bytes (--max_receive_message_bytes)"));
+    status = oversized(request_bytes->Length(), limits_);
   } else {
     status = parse_request(*request_bytes, limits_.max_entries_per_request, request);
   }
