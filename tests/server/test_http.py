@@ -7,6 +7,7 @@ body that names what is wrong; HTTP calls are counted in /metrics like gRPC ones
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
 import json
+import re
 import shutil
 import socket
 import ssl
@@ -137,7 +138,16 @@ class HttpGateway(unittest.TestCase):
         # Others are served meanwhile.
         self.assertEqual(post(self.port, "/v1/translate", {"contents": ["A dog."]})[0], 200)
         slow.settimeout(60)
-        answer = slow.recv(4096).decode(errors="replace")
+        # Headers and body may come in separate segments: read until the body is whole.
+        received = b""
+        while True:
+            chunk = slow.recv(4096)
+            received += chunk
+            head, _, body = received.partition(b"\r\n\r\n")
+            length = re.search(rb"Content-Length: (\d+)", head)
+            if not chunk or (length and len(body) >= int(length[1])):
+                break
+        answer = received.decode(errors="replace")
         slow.close()
         self.assertTrue(answer.startswith("HTTP/1.1 400"), answer)
         self.assertIn("not sent in full within 10 s", answer)
