@@ -128,6 +128,7 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
         model_.encode(Tensor::from_vector(tokens, {count, padded}), source_lengths);
     decoder_.set_sources(encoded, source_lengths, slots);
     decoder_.set_forced_tokens(slots, options.forced_start_tokens);
+    decoder_.set_repeat_guards(slots, options.repeat_guards());
     search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths,
                 options.search(config));
   } catch (const std::bad_alloc&) {

@@ -10,10 +10,13 @@ DecoderState::DecoderState(const Shape& shape, std::vector<DecoderLayerCache> la
                            Device device)
     : shape_(shape), device_(device), layers_(std::move(layers)),
       source_lengths_(static_cast<size_t>(shape.sentences), 0),
-      forced_tokens_(static_cast<size_t>(shape.sentences)) {
+      forced_tokens_(static_cast<size_t>(shape.sentences)),
+      repeat_guards_(static_cast<size_t>(shape.sentences)) {
   // Entries are written (decode_positions) before any attention reads them.
   row_table_ = Tensor::empty({shape.sentences * shape.rows_per_sentence, shape.positions},
                              DType::kInt32, device_);
+  fed_tokens_ = Tensor::empty({shape.positions * shape.sentences * shape.rows_per_sentence, 1},
+                              DType::kInt32, device_);
   place_rows({});
 }
 
@@ -31,6 +34,28 @@ void DecoderState::set_source_lengths(const std::vector<int32_t>& sentence_slots
 void DecoderState::set_forced_tokens(const std::vector<int32_t>& sentence_slots,
                                      const std::vector<int32_t>& forced) {
   for (int32_t slot : sentence_slots) forced_tokens_.at(static_cast<size_t>(slot)) = forced;
+}
+
+void DecoderState::set_repeat_guards(const std::vector<int32_t>& sentence_slots,
+                                     const RepeatGuards& guards) {
+  for (int32_t slot : sentence_slots) repeat_guards_.at(static_cast<size_t>(slot)) = guards;
+}
+
+void DecoderState::penalize_repeats(Tensor& logits) const {
+  const auto count = static_cast<int64_t>(host_row_sentences_.size());
+  std::vector<float> penalties(static_cast<size_t>(count));
+  std::vector<int32_t> ngram_sizes(static_cast<size_t>(count));
+  bool any = false;
+  for (int64_t r = 0; r < count; ++r) {
+    const RepeatGuards& guards = repeat_guards_[host_row_sentences_[r]];
+    penalties[r] = guards.repetition_penalty;
+    ngram_sizes[r] = guards.no_repeat_ngram_size;
+    any = any || guards.any();
+  }
+  if (!any) return;
+  xlate::penalize_repeats(logits, fed_tokens_, row_table_.view(0, {count, row_table_.dim(1)}),
+                          self_lengths_, on_device(Tensor::from_vector(penalties, {count})),
+                          on_device(Tensor::from_vector(ngram_sizes, {count})));
 }
 
 std::vector<DecoderState::ForcedToken> DecoderState::forced_next_step() const {
@@ -125,8 +150,8 @@ void DecoderState::gather_table_rows(const Tensor& source_rows, int64_t rows) {
   row_table_ = std::move(reordered);
 }
 
-DecoderState::StepTables DecoderState::advance(int64_t steps) {
-  const int64_t count = rows();
+DecoderState::StepTables DecoderState::advance(const Tensor& tokens) {
+  const int64_t count = rows(), steps = tokens.dim(1);
   StepTables tables;
   tables.row_positions = row_positions_;
   tables.length = length_;
@@ -135,6 +160,8 @@ DecoderState::StepTables DecoderState::advance(int64_t steps) {
   decode_positions(row_table_, tables.cache_rows, tables.self_lengths, row_slots_,
                    row_positions_, length_, row_table_.dim(0));
   tables.self_rows = row_table_.view(0, {count, row_table_.dim(1)});
+  scatter_rows(fed_tokens_, tokens.reshape({count * steps, 1}), tables.cache_rows);
+  self_lengths_ = tables.self_lengths;
   tables.cross_rows = cross_rows_;
   tables.cross_lengths = cross_lengths_;
   length_ += steps;

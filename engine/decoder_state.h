@@ -63,6 +63,18 @@ class DecoderState {
   // The live rows whose next step (one position) predicts a forced output position.
   std::vector<ForcedToken> forced_next_step() const;
 
+  // The repetition guards of the sentences in `sentence_slots` (kernels/repeat_guards.h):
+  // penalty 1 and n-gram size 0 are none.
+  struct RepeatGuards {
+    float repetition_penalty = 1.f;
+    int32_t no_repeat_ngram_size = 0;
+    bool any() const { return repetition_penalty != 1.f || no_repeat_ngram_size > 0; }
+  };
+  void set_repeat_guards(const std::vector<int32_t>& sentence_slots, const RepeatGuards& guards);
+  // Applies the live rows' guards to the logits [R, V] of the step just decoded (one position
+  // per row), over the tokens each row was fed so far; nothing when no live row has guards.
+  void penalize_repeats(Tensor& logits) const;
+
   // The positions and key tables of a decoding call that appends T positions to every live row.
   struct StepTables {
     // Row r decodes positions row_positions[r] + length .. + T - 1 (int32 [R]).
@@ -72,8 +84,9 @@ class DecoderState {
     Tensor self_rows, self_lengths;    // int32 [R, S_max] (the row table's live rows), [R]
     Tensor cross_rows, cross_lengths;  // int32 [R, S_src], [R]
   };
-  // The tables of the next call of `steps` positions; from then on they count as decoded.
-  StepTables advance(int64_t steps);
+  // The tables of the next call, which feeds tokens int32 [R, T] (on the state's device); from
+  // then on those positions count as decoded, and the tokens as the rows' histories.
+  StepTables advance(const Tensor& tokens);
 
   std::vector<DecoderLayerCache>& layers() { return layers_; }
   const Shape& shape() const { return shape_; }
@@ -91,6 +104,12 @@ class DecoderState {
   std::vector<DecoderLayerCache> layers_;
   std::vector<int32_t> source_lengths_;  // [sentence slots], host
   std::vector<std::vector<int32_t>> forced_tokens_;  // [sentence slots], host
+  std::vector<RepeatGuards> repeat_guards_;           // [sentence slots], host
+  // The token each row was fed at each position, time-major like the KV caches
+  // ([S_max·R_cap], written through the same cache rows and read through row_table_): the
+  // histories the repetition guards look at.
+  Tensor fed_tokens_;
+  Tensor self_lengths_;  // int32 [R]: the positions each row has decoded, after the last call
   // On the device, so that a GPU step needs no upload. row_table [R_cap, S_max]: entry [r, s] =
   // s·R_cap + the slot that holds position s of row r, i.e. the row of the time-major cache
   // viewed as [S_max·R_cap, width]. Beam reordering gathers this table's rows (shared by every

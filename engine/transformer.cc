@@ -424,6 +424,7 @@ Tensor TransformerModel::step_logits(DecoderState& state, const Tensor& tokens) 
   const std::vector<DecoderState::ForcedToken> forced = state.forced_next_step();
   const int64_t vocabulary = config_.target_vocab_size();
   Tensor logits = decode_on_device(state, tokens).reshape({tokens.dim(0), vocabulary});
+  state.penalize_repeats(logits);
   if (forced.empty()) return logits;
   const auto count = static_cast<int64_t>(forced.size());
   Tensor certain = Tensor::empty({count, vocabulary}, DType::kFloat32);
@@ -470,9 +471,10 @@ Tensor TransformerModel::decode_on_device(DecoderState& state, const Tensor& tok
 Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& tokens,
                                         std::vector<Tensor>* cross_weights) const {
   const int64_t rows = tokens.dim(0), steps = tokens.dim(1);
-  const DecoderState::StepTables tables = state.advance(steps);
+  const Tensor device_tokens = on_device(tokens);
+  const DecoderState::StepTables tables = state.advance(device_tokens);
   Tensor x = activations({rows, steps, config_.d_model});
-  embedding_forward(x, on_device(tokens), weights_.target_embedding(),
+  embedding_forward(x, device_tokens, weights_.target_embedding(),
                     weights_.decoder_positions, embedding_scale(config_), tables.length,
                     tables.row_positions);
   Residual stream = start_stack(std::move(x), weights_.decoder.front().self_attention_norm);

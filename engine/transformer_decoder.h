@@ -41,6 +41,12 @@ class TransformerDecoder : public IncrementalDecoder, public DeviceIncrementalDe
     state_.set_forced_tokens(sentence_slots, forced);
   }
 
+  // DecoderState::set_repeat_guards: the repetition guards of the sentences in these slots.
+  void set_repeat_guards(const std::vector<int32_t>& sentence_slots,
+                         const DecoderState::RepeatGuards& guards) {
+    state_.set_repeat_guards(sentence_slots, guards);
+  }
+
   // Logits [R, T, V] for T tokens per row at once (the teacher-forced pass).
   Tensor logits(const Tensor& tokens);
 

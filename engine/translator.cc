@@ -33,10 +33,12 @@ absl::Status out_of_range(absl::string_view prefix, const char* option,
 auto all_fields(const TranslationOptions& options) {
   const auto& [beam_size, length_penalty, max_extra_length, max_output_length, min_output_length,
                n_best, max_batch_size, workers, return_scores, report_stable_prefixes,
-               alignment, forced_start_tokens] = options;
+               alignment, forced_start_tokens, repetition_penalty, no_repeat_ngram_size] =
+      options;
   return std::tie(beam_size, length_penalty, max_extra_length, max_output_length,
                   min_output_length, n_best, max_batch_size, workers, return_scores,
-                  report_stable_prefixes, alignment, forced_start_tokens);
+                  report_stable_prefixes, alignment, forced_start_tokens, repetition_penalty,
+                  no_repeat_ngram_size);
 }
 
 }  // namespace
@@ -75,6 +77,14 @@ absl::Status TranslationOptions::Validate(absl::string_view prefix) const {
   }
   if (workers < 1 || workers > 256) {
     return out_of_range(prefix, "workers", workers, "in [1, 256]");
+  }
+  if (!(repetition_penalty > 0.f && repetition_penalty <= kMaxRepetitionPenalty)) {
+    return out_of_range(prefix, "repetition_penalty", repetition_penalty,
+                        absl::StrCat("in (0, ", kMaxRepetitionPenalty, "]"));
+  }
+  if (no_repeat_ngram_size < 0 || no_repeat_ngram_size > kMaxNoRepeatNgramSize) {
+    return out_of_range(prefix, "no_repeat_ngram_size", no_repeat_ngram_size,
+                        absl::StrCat("in [0, ", kMaxNoRepeatNgramSize, "]"));
   }
   return absl::OkStatus();
 }
@@ -355,11 +365,10 @@ std::unique_ptr<BatchTranslation> Translator::start_batch(
       model_->encode(Tensor::from_vector(tokens, {batch, padded}), source_lengths);
   auto decoder = std::make_unique<TransformerDecoder>(
       *model_, encoded, source_lengths, batch * options.beam_size, longest_output, storage);
-  if (!options.forced_start_tokens.empty()) {
-    std::vector<int32_t> slots(static_cast<size_t>(batch));
-    for (int32_t b = 0; b < batch; ++b) slots[b] = b;
-    decoder->set_forced_tokens(slots, options.forced_start_tokens);
-  }
+  std::vector<int32_t> slots(static_cast<size_t>(batch));
+  for (int32_t b = 0; b < batch; ++b) slots[b] = b;
+  decoder->set_forced_tokens(slots, options.forced_start_tokens);
+  decoder->set_repeat_guards(slots, options.repeat_guards());
   const SearchOptions search_options = options.search(config);
   std::unique_ptr<SearchRun> run;
   const Device device = model_->placement().device;

@@ -47,12 +47,23 @@ struct TranslationOptions {
   // forced_bos_token_id), chosen by the caller from the request's language
   // (engine/target_language.h). Checked against the model's target vocabulary.
   std::vector<int32_t> forced_start_tokens;
+  // Guards against repetition, off by default (the paper's decoding), in every search
+  // (kernels/repeat_guards.h): CTRL's penalty on the logit of every token already in the output
+  // (> 1 discourages repeats; CTranslate2's and transformers' repetition_penalty), and a ban on
+  // any token that would repeat an n-gram of the output (no_repeat_ngram_size; 0 = none).
+  float repetition_penalty = 1.f;
+  int no_repeat_ngram_size = 0;
+  static constexpr float kMaxRepetitionPenalty = 10.f;
+  static constexpr int kMaxNoRepeatNgramSize = 64;
 
   // Names the option (after `prefix`: "option beam_size", or the server's "options.beam_size")
   // and its limit when out of range.
   absl::Status Validate(absl::string_view prefix = "option ") const;
   // Validate, then what depends on the model: the alignment's layer and head, the forced ids.
   absl::Status ValidateFor(const ModelConfig& config) const;
+  DecoderState::RepeatGuards repeat_guards() const {
+    return {repetition_penalty, no_repeat_ngram_size};
+  }
   // The search's settings, with `config`'s start and end tokens.
   SearchOptions search(const ModelConfig& config) const;
   // Most tokens a source of `source_tokens` tokens (end token excluded) may produce, the end

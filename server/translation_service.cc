@@ -713,6 +713,8 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
   if (given.has_length_penalty()) options.length_penalty = given.length_penalty();
   if (given.has_max_extra_length()) options.max_extra_length = given.max_extra_length();
   if (given.has_n_best()) options.n_best = given.n_best();
+  if (given.has_repetition_penalty()) options.repetition_penalty = given.repetition_penalty();
+  if (given.has_no_repeat_ngram_size()) options.no_repeat_ngram_size = given.no_repeat_ngram_size();
   if (options.beam_size < 1 || options.beam_size > limits.max_beam_size) {
     return invalid(absl::StrCat("options.beam_size = ", options.beam_size,
                                 " is out of range: it must be in [1, ", limits.max_beam_size, "]"));

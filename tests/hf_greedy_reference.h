@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <map>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/continuous_decoder.h"
 #include "engine/translator.h"
 
 namespace xlate::testing {
@@ -77,6 +80,44 @@ inline void expect_int8_follows_float32(const std::string& dir, const LanguageTo
   for (size_t i = 0; i < sentences.size(); ++i) same += (*a)[i].best.tokens == (*b)[i].best.tokens;
   EXPECT_GT(same, static_cast<int>(sentences.size()) * 4 / 10);
   *int8 = *std::move(a);
+}
+
+// The server's decoder (continuous batching) on `sources`, each sentence twice, under options
+// `a` and `b` in turn, a few joining together and the rest between steps, so that sentences of
+// both options share steps: each one's best tokens, under a (first) and under b (second).
+inline std::pair<std::vector<std::vector<int32_t>>, std::vector<std::vector<int32_t>>>
+continuous_decode_alternating(const TransformerModel& model,
+                              const std::vector<std::vector<int32_t>>& sources,
+                              const TranslationOptions& a, const TranslationOptions& b) {
+  std::vector<std::vector<int32_t>> got_a(sources.size()), got_b(sources.size());
+  ContinuousDecoderOptions limits;
+  limits.max_sentences = 6;
+  auto decoder = ContinuousDecoder::Create(model, limits);
+  EXPECT_TRUE(decoder.ok()) << decoder.status();
+  if (!decoder.ok()) return {got_a, got_b};
+  std::map<int64_t, std::pair<size_t, bool>> pending;  // handle -> (sentence, under a)
+  size_t next = 0;
+  while (next < 2 * sources.size() || !pending.empty()) {
+    if (next < 2 * sources.size() && (*decoder)->free_slots() > 0) {
+      const size_t sentence = next / 2;
+      const bool under_a = next % 2 == 0;
+      auto handles = (*decoder)->Admit({sources[sentence]}, under_a ? a : b);
+      EXPECT_TRUE(handles.ok()) << handles.status();
+      if (!handles.ok()) return {got_a, got_b};
+      pending[handles->front()] = {sentence, under_a};
+      ++next;
+      if (next % 3 != 0) continue;
+    }
+    for (ContinuousDecoder::Finished& finished : (*decoder)->Step()) {
+      EXPECT_TRUE(finished.status.ok()) << finished.status;
+      const auto [sentence, under_a] = pending.at(finished.handle);
+      if (!finished.hypotheses.empty()) {
+        (under_a ? got_a : got_b)[sentence] = finished.hypotheses.front().tokens;
+      }
+      pending.erase(finished.handle);
+    }
+  }
+  return {got_a, got_b};
 }
 
 }  // namespace xlate::testing

@@ -118,30 +118,8 @@ TEST_P(HfM2M100, ContinuousBatchingForcesTheTargetLanguagePerSentence) {
   }
   EXPECT_GT(differ, 6);  // the forced token changes what follows
 
-  ContinuousDecoderOptions options;
-  options.max_sentences = 6;
-  auto decoder = ContinuousDecoder::Create((*translator)->model(), options);
-  ASSERT_TRUE(decoder.ok()) << decoder.status();
-  std::map<int64_t, std::pair<size_t, bool>> pending;  // handle -> (sentence, forced)
-  std::vector<std::vector<int32_t>> got_with(sources.size()), got_without(sources.size());
-  size_t next = 0;
-  while (next < 2 * sources.size() || !pending.empty()) {
-    if (next < 2 * sources.size() && (*decoder)->free_slots() > 0) {
-      const size_t sentence = next / 2;
-      const bool is_forced = next % 2 == 0;
-      auto handles = (*decoder)->Admit({sources[sentence]}, is_forced ? forced : free);
-      ASSERT_TRUE(handles.ok()) << handles.status();
-      pending[handles->front()] = {sentence, is_forced};
-      ++next;
-      if (next % 3 != 0) continue;  // a few join together, the rest between steps
-    }
-    for (ContinuousDecoder::Finished& finished : (*decoder)->Step()) {
-      ASSERT_TRUE(finished.status.ok()) << finished.status;
-      const auto [sentence, is_forced] = pending.at(finished.handle);
-      (is_forced ? got_with : got_without)[sentence] = finished.hypotheses.front().tokens;
-      pending.erase(finished.handle);
-    }
-  }
+  const auto [got_with, got_without] =
+      testing::continuous_decode_alternating((*translator)->model(), sources, forced, free);
   for (size_t i = 0; i < sources.size(); ++i) {
     EXPECT_EQ(got_with[i], (*with)[i][0].tokens) << "sentence " << i;
     EXPECT_EQ(got_without[i], (*without)[i][0].tokens) << "sentence " << i;

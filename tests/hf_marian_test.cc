@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -69,6 +70,99 @@ TEST_P(HfMarian, Int8FollowsFloat32) {
   if (!int8_available(Device::kCPU).ok()) GTEST_SKIP() << "no int8 on this processor";
   std::vector<Translation> int8;
   testing::expect_int8_follows_float32(dir, {}, &int8);
+}
+
+// The sources of a fixture's first `count` sentences (no end token: the decoder adds it).
+std::vector<std::vector<int32_t>> fixture_sources(const Json& expected, size_t count) {
+  std::vector<std::vector<int32_t>> sources;
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<int32_t> ids = expected["source_ids"][i].get<std::vector<int32_t>>();
+    ids.pop_back();
+    sources.push_back(ids);
+  }
+  return sources;
+}
+
+// Whether some n-gram occurs twice in `tokens` (the decoder's start token first, as the guard
+// sees its history).
+bool repeats_an_ngram(std::vector<int32_t> tokens, int32_t start, size_t n) {
+  tokens.insert(tokens.begin(), start);
+  std::set<std::vector<int32_t>> seen;
+  for (size_t i = 0; i + n <= tokens.size(); ++i) {
+    if (!seen.insert({tokens.begin() + i, tokens.begin() + i + n}).second) return true;
+  }
+  return false;
+}
+
+// repetition_penalty and no_repeat_ngram_size give transformers' greedy outputs and their log
+// P (tests/hf/make_guard_references.py wrote guards.json): penalties above and below 1, n-gram
+// bans, and both at once. The random models repeat themselves, so the guards change many of
+// the outputs: a guard that did nothing would fail.
+TEST_P(HfMarian, RepetitionGuardsEqualTransformersGreedy) {
+  const std::string dir = kFixtures + "/" + GetParam();
+  const Json expected = read_json(dir + "/expected.json");
+  const Json guards = read_json(dir + "/guards.json");
+  auto translator = Translator::Load(dir);
+  ASSERT_TRUE(translator.ok()) << translator.status();
+  const int end = (*translator)->model().config().eos_id;
+  const std::vector<std::vector<int32_t>> sources =
+      fixture_sources(expected, guards["sentences"].get<size_t>());
+  for (const Json& guarded : guards["cases"]) {
+    TranslationOptions greedy;
+    greedy.beam_size = 1;
+    greedy.length_penalty = 0.f;
+    greedy.repetition_penalty = guarded["options"]["repetition_penalty"].get<float>();
+    greedy.no_repeat_ngram_size = guarded["options"]["no_repeat_ngram_size"].get<int>();
+    SCOPED_TRACE(guarded["options"].dump());
+    auto results = (*translator)->TranslateTokens(sources, greedy);
+    ASSERT_TRUE(results.ok()) << results.status();
+    int changed = 0;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      std::vector<int32_t> tokens = guarded["greedy"][i]["ids"].get<std::vector<int32_t>>();
+      if (!tokens.empty() && tokens.back() == end) tokens.pop_back();
+      const Hypothesis& best = (*results)[i][0];
+      ASSERT_EQ(best.tokens, tokens) << "sentence " << i;
+      const double log_prob = guarded["greedy"][i]["log_prob"].get<double>();
+      EXPECT_NEAR(best.log_prob, log_prob, 1e-4 * (1.0 + std::abs(log_prob))) << "sentence " << i;
+      std::vector<int32_t> unguarded = expected["greedy"][i]["ids"].get<std::vector<int32_t>>();
+      if (!unguarded.empty() && unguarded.back() == end) unguarded.pop_back();
+      changed += best.tokens != unguarded;
+    }
+    EXPECT_GT(changed, static_cast<int>(sources.size()) / 4);
+  }
+}
+
+// Beam search (as served) under no_repeat_ngram_size 2 repeats no bigram, where without it many
+// outputs of these models do; and the server's decoder, with guarded and unguarded sentences
+// sharing its steps, gives each what the batch search gives it alone.
+TEST_P(HfMarian, NoRepeatNgramHoldsUnderBeamSearchAndContinuousBatching) {
+  const std::string dir = kFixtures + "/" + GetParam();
+  const Json expected = read_json(dir + "/expected.json");
+  auto translator = Translator::Load(dir);
+  ASSERT_TRUE(translator.ok()) << translator.status();
+  const int32_t start = (*translator)->model().config().decoder_start_id;
+  const std::vector<std::vector<int32_t>> sources = fixture_sources(expected, 16);
+  TranslationOptions plain;  // beam 4, α 0.6
+  TranslationOptions guarded = plain;
+  guarded.no_repeat_ngram_size = 2;
+  auto with = (*translator)->TranslateTokens(sources, guarded);
+  auto without = (*translator)->TranslateTokens(sources, plain);
+  ASSERT_TRUE(with.ok() && without.ok());
+  int repeating = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    for (const Hypothesis& hypothesis : (*with)[i]) {
+      EXPECT_FALSE(repeats_an_ngram(hypothesis.tokens, start, 2)) << "sentence " << i;
+    }
+    repeating += repeats_an_ngram((*without)[i][0].tokens, start, 2);
+  }
+  EXPECT_GT(repeating, static_cast<int>(sources.size()) / 4);
+
+  const auto [got_guarded, got_plain] =
+      testing::continuous_decode_alternating((*translator)->model(), sources, guarded, plain);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    EXPECT_EQ(got_guarded[i], (*with)[i][0].tokens) << "sentence " << i;
+    EXPECT_EQ(got_plain[i], (*without)[i][0].tokens) << "sentence " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, HfMarian,

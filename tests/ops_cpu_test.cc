@@ -429,6 +429,69 @@ TEST(OpsCpu, AttentionAndScatterReadColumnBlocks) {
                std::logic_error);  // beyond the fused rows
 }
 
+// Values worked by hand from the definitions (CTRL's penalty; transformers' n-gram ban). The
+// histories are read through a row table from a time-major token table, as the decoder keeps
+// them: row 0 fed 2 5 7 5 (token 5 twice: penalised once), row 1 fed 2 4 6 4 6 4 (bigrams
+// "4 6" and "6 4" seen; its last token 4 was followed by 6), row 2 fed the same but has no
+// guards.
+TEST(OpsCpu, PenalizeRepeatsScalesSeenLogitsOnceAndBansRepeatedNgrams) {
+  const int64_t vocabulary = 8, width = 6;
+  // Token table [positions·rows]: position p of row r at p·3 + r.
+  const std::vector<std::vector<int32_t>> fed = {{2, 5, 7, 5}, {2, 4, 6, 4, 6, 4}, {2, 4, 6, 4, 6, 4}};
+  std::vector<int32_t> table(width * 3, 0), rows(3 * width, 0);
+  std::vector<int32_t> lengths;
+  for (int32_t r = 0; r < 3; ++r) {
+    for (size_t p = 0; p < fed[r].size(); ++p) {
+      table[p * 3 + r] = fed[r][p];
+      rows[r * width + p] = static_cast<int32_t>(p * 3 + r);
+    }
+    lengths.push_back(static_cast<int32_t>(fed[r].size()));
+  }
+  std::vector<float> logits_values(3 * vocabulary);
+  for (int64_t i = 0; i < 3 * vocabulary; ++i) logits_values[i] = static_cast<float>(i % 8) - 4.f;
+  Tensor logits = Tensor::from_vector(logits_values, {3, vocabulary});  // -4 -3 ... 3 per row
+  penalize_repeats(logits, Tensor::from_vector(table, {width * 3}),
+                   Tensor::from_vector(rows, {3, width}), Tensor::from_vector(lengths, {3}),
+                   Tensor::from_vector(std::vector<float>{2.f, 1.f, 1.f}, {3}),
+                   Tensor::from_vector(std::vector<int32_t>{0, 2, 0}, {3}));
+  const float inf = INFINITY;
+  // Row 0, penalty 2: tokens 2 (-2 -> -4), 5 (1 -> 0.5), 7 (3 -> 1.5).
+  // Row 1, bigrams: the last token 4 was followed by 6 (twice), so 6 is banned.
+  const std::vector<float> expected = {-4, -3, -4, -1, 0, 0.5f, 2, 1.5f,
+                                       -4, -3, -2, -1, 0, 1, -inf, 3,
+                                       -4, -3, -2, -1, 0, 1, 2, 3};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(logits.data<float>()[i], expected[i]) << "at flat index " << i;
+  }
+
+  // n = 1 bans every token fed so far; a penalty below 1 favours them.
+  Tensor unigram = Tensor::from_vector(logits_values, {3, vocabulary});
+  penalize_repeats(unigram, Tensor::from_vector(table, {width * 3}),
+                   Tensor::from_vector(rows, {3, width}), Tensor::from_vector(lengths, {3}),
+                   Tensor::from_vector(std::vector<float>{0.5f, 1.f, 1.f}, {3}),
+                   Tensor::from_vector(std::vector<int32_t>{1, 0, 0}, {3}));
+  const std::vector<float> row0 = {-4, -3, -inf, -1, 0, -inf, 2, -inf};
+  for (size_t i = 0; i < row0.size(); ++i) EXPECT_EQ(unigram.data<float>()[i], row0[i]) << i;
+  Tensor half = Tensor::from_vector(logits_values, {3, vocabulary});
+  penalize_repeats(half, Tensor::from_vector(table, {width * 3}),
+                   Tensor::from_vector(rows, {3, width}), Tensor::from_vector(lengths, {3}),
+                   Tensor::from_vector(std::vector<float>{0.5f, 1.f, 1.f}, {3}),
+                   Tensor::from_vector(std::vector<int32_t>{0, 0, 0}, {3}));
+  EXPECT_EQ(half.data<float>()[2], -1.f);  // -2 · 0.5
+  EXPECT_EQ(half.data<float>()[5], 2.f);   // 1 / 0.5
+  EXPECT_EQ(half.data<float>()[7], 6.f);   // 3 / 0.5
+
+  // A history token beyond the vocabulary is a programming error, named.
+  std::vector<int32_t> bad = table;
+  bad[1 * 3 + 0] = 99;
+  EXPECT_THROW(penalize_repeats(logits, Tensor::from_vector(bad, {width * 3}),
+                                Tensor::from_vector(rows, {3, width}),
+                                Tensor::from_vector(lengths, {3}),
+                                Tensor::from_vector(std::vector<float>{2.f, 1.f, 1.f}, {3}),
+                                Tensor::from_vector(std::vector<int32_t>{0, 0, 0}, {3})),
+               std::logic_error);
+}
+
 TEST(OpsCpu, ShapeMismatchIsALogicError) {
   Tensor x = Tensor::zeros({2, 3}, DType::kFloat32);
   Tensor weight = Tensor::zeros({4, 5}, DType::kFloat32);

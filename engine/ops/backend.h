@@ -31,6 +31,7 @@
   X(gather_rows)             \
   X(scatter_rows)            \
   X(decode_positions)        \
+  X(penalize_repeats)        \
   X(beam_search_step)        \
   X(linear_backward)         \
   X(relu_backward)           \

@@ -276,6 +276,43 @@ void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths
                                          row_positions, length, row_capacity);
 }
 
+void penalize_repeats(Tensor& logits, const Tensor& tokens, const Tensor& history_rows,
+                      const Tensor& lengths, const Tensor& penalties, const Tensor& ngram_sizes) {
+  ScopedOpTimer timer(OpCategory::kOther);
+  const char* op = "penalize_repeats";
+  require_float_like(logits, logits, op, "logits");
+  require(logits.rank() == 2, op, "logits must be [R, V]");
+  const int64_t rows = logits.dim(0), vocabulary = logits.dim(1);
+  require_int32_like(tokens, logits, op, "tokens");
+  require_int32_like(history_rows, logits, op, "history_rows");
+  require_int32_like(lengths, logits, op, "lengths");
+  require_int32_like(ngram_sizes, logits, op, "ngram_sizes");
+  require(penalties.defined() && penalties.dtype() == DType::kFloat32 &&
+              penalties.device() == logits.device() && penalties.numel() == rows,
+          op, "penalties must be float32 [R] on the logits' device");
+  require(history_rows.rank() == 2 && history_rows.dim(0) >= rows, op,
+          "history_rows must be [>= R, W]");
+  const int64_t width = history_rows.dim(1);
+  require(width <= kMaxRepeatHistory, op,
+          "histories of at most " + std::to_string(kMaxRepeatHistory) + " positions");
+  require(lengths.numel() == rows && ngram_sizes.numel() == rows, op,
+          "lengths and ngram_sizes must be [R]");
+  for (int64_t r = 0; on_host(lengths) && r < rows; ++r) {
+    const int32_t length = lengths.data<int32_t>()[r];
+    require(length >= 0 && length <= width, op, "a history length beyond W");
+    require(penalties.data<float>()[r] > 0.f && ngram_sizes.data<int32_t>()[r] >= 0, op,
+            "penalties must be > 0 and ngram sizes >= 0");
+    for (int64_t j = 0; j < length; ++j) {
+      const int32_t at = history_rows.data<int32_t>()[r * width + j];
+      require(at >= 0 && at < tokens.numel(), op, "a history row beyond the token table");
+      const int32_t token = tokens.data<int32_t>()[at];
+      require(token >= 0 && token < vocabulary, op, "a history token beyond V");
+    }
+  }
+  backend_of(logits).penalize_repeats(logits, tokens, history_rows, lengths, penalties,
+                                      ngram_sizes);
+}
+
 void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) {
   ScopedOpTimer timer(OpCategory::kOther);
   const char* op = "beam_search_step";

@@ -147,6 +147,18 @@ void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths
                       const Tensor& row_slots, const Tensor& row_positions, int64_t length,
                       int64_t row_capacity);
 
+// The decoding guards against repetition (kernels/repeat_guards.h has the rules), on the logits
+// of one step before the softmax: row r's history is tokens[history_rows[r, j]] for
+// j < lengths[r], the tokens the row was fed so far (start token first).
+//   penalties[r] != 1: each distinct history token's logit x becomes x < 0 ? x·p : x / p
+//   ngram_sizes[r] = n > 0: each token that would repeat an n-gram of the history gets -inf
+// logits [R, V], updated in place; tokens int32 [>= every index] (a time-major token table, as
+// the KV cache's rows); history_rows int32 [R, W] (the decoder's row table), lengths int32 [R]
+// (<= W <= kMaxRepeatHistory), penalties float32 [R] (> 0), ngram_sizes int32 [R] (>= 0).
+constexpr int64_t kMaxRepeatHistory = 8192;
+void penalize_repeats(Tensor& logits, const Tensor& tokens, const Tensor& history_rows,
+                      const Tensor& lengths, const Tensor& penalties, const Tensor& ngram_sizes);
+
 // A beam search's state in tensors on one device (kernels/beam_search_step.h has the rule and the
 // layouts): S sentence slots of up to B_max rows each, N live sentences, R rows.
 struct BeamSearchTensors {

@@ -39,6 +39,11 @@ ABSL_FLAG(std::string, source_language, "",
 ABSL_FLAG(int, beam_size, 4, "beam size; 1 = greedy search");
 ABSL_FLAG(double, length_penalty, 0.6, "length penalty alpha of ((5+|Y|)/6)^alpha");
 ABSL_FLAG(int, max_extra_length, 50, "output tokens <= input tokens + this");
+ABSL_FLAG(double, repetition_penalty, 1.0,
+          "penalty on the logits of tokens already in the output, in (0, 10]; > 1 discourages "
+          "repeats (CTranslate2's repetition_penalty); 1 = off");
+ABSL_FLAG(int, no_repeat_ngram_size, 0,
+          "no n-gram of this size occurs twice in an output, in [0, 64]; 0 = off");
 ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text ||| score`");
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
 ABSL_FLAG(int, batch_size, 32, "sentences per batch");
@@ -68,6 +73,8 @@ absl::StatusOr<TranslationOptions> options_from_flags() {
   options.length_penalty = static_cast<float>(absl::GetFlag(FLAGS_length_penalty));
   options.max_extra_length = absl::GetFlag(FLAGS_max_extra_length);
   options.n_best = absl::GetFlag(FLAGS_n_best);
+  options.repetition_penalty = static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty));
+  options.no_repeat_ngram_size = absl::GetFlag(FLAGS_no_repeat_ngram_size);
   options.max_batch_size = absl::GetFlag(FLAGS_batch_size);
   options.workers = absl::GetFlag(FLAGS_workers);
   if (auto status = options.Validate(); !status.ok()) return status;

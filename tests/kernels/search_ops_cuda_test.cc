@@ -67,6 +67,43 @@ TEST_F(SearchOpsCuda, DecodePositionsMatchTheCpu) {
   }
 }
 
+// Both guards over random histories (repeats common: a vocabulary of 12) on float32 and
+// float16 logits, rows with and without guards: the kernel equals the CPU's rules exactly
+// (it only scales or bans, so float16 rounds the CPU's float32 result once).
+TEST_F(SearchOpsCuda, PenalizeRepeatsMatchesTheCpu) {
+  std::mt19937 generator(17);
+  const int64_t rows = 9, vocabulary = 12, width = 40, table_rows = width * rows;
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(vocabulary) - 1);
+  std::vector<int32_t> table(static_cast<size_t>(table_rows)), history(rows * width);
+  for (int32_t& t : table) t = token(generator);
+  std::vector<int32_t> order(static_cast<size_t>(table_rows));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), generator);
+  std::copy(order.begin(), order.begin() + rows * width, history.begin());
+  const std::vector<int32_t> lengths = {1, 5, 40, 17, 0, 33, 2, 40, 9};
+  const std::vector<float> penalties = {1.5f, 1.f, 1.2f, 0.7f, 2.f, 1.f, 1.3f, 3.f, 1.f};
+  const std::vector<int32_t> ngrams = {0, 2, 3, 1, 2, 0, 4, 2, 0};
+  std::normal_distribution<float> normal(0.f, 3.f);
+  std::vector<float> values(rows * vocabulary);
+  for (float& v : values) v = normal(generator);
+  for (DType dtype : {DType::kFloat32, DType::kFloat16}) {
+    SCOPED_TRACE(dtype == DType::kFloat32 ? "float32" : "float16");
+    Tensor cpu = Tensor::from_vector(values, {rows, vocabulary}).to_dtype(dtype).to_float32();
+    Tensor gpu = Tensor::from_vector(values, {rows, vocabulary}).to_dtype(dtype).on(Device::kCUDA);
+    const Tensor tokens = Tensor::from_vector(table, {table_rows});
+    const Tensor rows_table = Tensor::from_vector(history, {rows, width});
+    const Tensor length_tensor = Tensor::from_vector(lengths, {rows});
+    const Tensor penalty_tensor = Tensor::from_vector(penalties, {rows});
+    const Tensor ngram_tensor = Tensor::from_vector(ngrams, {rows});
+    penalize_repeats(cpu, tokens, rows_table, length_tensor, penalty_tensor, ngram_tensor);
+    penalize_repeats(gpu, tokens.on(Device::kCUDA), rows_table.on(Device::kCUDA),
+                     length_tensor.on(Device::kCUDA), penalty_tensor.on(Device::kCUDA),
+                     ngram_tensor.on(Device::kCUDA));
+    const Tensor expected = cpu.to_dtype(dtype).to_float32();
+    expect_equal(gpu.to(Device::kCPU).to_float32(), expected, "logits");
+  }
+}
+
 // Random candidates of N·B rows: K distinct ids per row, best first, the end token (3) often
 // among them, scores falling with the step like cumulative log-probabilities.
 TopK random_candidates(int64_t rows, int k, int step, std::mt19937& generator) {

@@ -1,5 +1,5 @@
 """Many concurrent clients, each with its own mix of options (alignment on or off and its layer
-and head, scores, n-best, beam sizes, length limits; streamed and unary): every response equals
+and head, scores, n-best, beam sizes, length limits, repetition guards; streamed and unary): every response equals
 the same request sent alone. The server batches sentences of several requests together, so an
 option that did not travel with its own sentences (alignment once did not) shows up here as a
 neighbour's choice or an INTERNAL error.
@@ -38,6 +38,10 @@ MIXES = [
     dict(stream=True, alignment={}),
     dict(stream=True, beam_size=2, n_best=2, return_scores=True, alignment=dict(head=0)),
     dict(stream=True, beam_size=1, max_extra_length=4),
+    dict(repetition_penalty=1.4),
+    dict(no_repeat_ngram_size=2, n_best=2),
+    dict(beam_size=1, no_repeat_ngram_size=1, repetition_penalty=1.2),
+    dict(stream=True, no_repeat_ngram_size=3),
 ]
 
 

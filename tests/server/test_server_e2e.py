@@ -98,6 +98,14 @@ class SharedServer(unittest.TestCase):
             scores = [h.score for h in translation.hypotheses]
             self.assertEqual(scores, sorted(scores, reverse=True))
             self.assertEqual(translation.hypotheses[0].text, translation.translated_text)
+        # The repetition guards travel from the request as the CLI's flags do, and change
+        # what this small model repeats.
+        guarded = self.stub.Translate(
+            request(sentences, repetition_penalty=1.5, no_repeat_ngram_size=2), timeout=60)
+        guarded_texts = [t.translated_text for t in guarded.translations]
+        self.assertEqual(guarded_texts, offline_translations(
+            sentences, "--repetition_penalty=1.5", "--no_repeat_ngram_size=2"))
+        self.assertNotEqual(guarded_texts, offline_translations(sentences))
         # Without return_scores a hypothesis has no score at all (not a score of 0).
         response = self.stub.Translate(request(sentences, n_best=2), timeout=60)
         for translation in response.translations:
@@ -254,6 +262,12 @@ class SharedServer(unittest.TestCase):
                               invalid, "n_best = 3")
         self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], length_penalty=-1)),
                               invalid, "length_penalty")
+        self.assert_rpc_error(
+            lambda: self.stub.Translate(request(["a dog"], repetition_penalty=0)), invalid,
+            "options.repetition_penalty = 0 is out of range", "(0, 10]")
+        self.assert_rpc_error(
+            lambda: self.stub.Translate(request(["a dog"], no_repeat_ngram_size=65)), invalid,
+            "options.no_repeat_ngram_size = 65 is out of range", "[0, 64]")
         # One limit for max_extra_length, whichever side it is left on; ints print exactly.
         for value in (-1, 1025, 5000, -2**31):
             self.assert_rpc_error(

@@ -15,6 +15,7 @@
 #include "kernels/gemm.h"
 #include "kernels/log_softmax.h"
 #include "kernels/log_softmax_top_k.h"
+#include "kernels/repeat_guards.h"
 
 namespace xlate::cuda {
 namespace {
@@ -134,6 +135,15 @@ void scatter_rows(Tensor& out, const Columns& inp, const Tensor& indices) {
   kernels::scatter_rows(out.raw_data(), column_data(inp), indices.data<int32_t>(),
                         indices.numel(), row_size * element, inp.row_stride(row_size) * element,
                         cuda_backend::stream());
+}
+
+void penalize_repeats(Tensor& logits, const Tensor& tokens, const Tensor& history_rows,
+                      const Tensor& lengths, const Tensor& penalties, const Tensor& ngram_sizes) {
+  kernels::penalize_repeats(logits.raw_data(), tokens.data<int32_t>(),
+                            history_rows.data<int32_t>(), lengths.data<int32_t>(),
+                            penalties.data<float>(), ngram_sizes.data<int32_t>(), logits.dim(0),
+                            logits.dim(1), history_rows.dim(1), type_of(logits),
+                            cuda_backend::stream());
 }
 
 void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
