@@ -69,7 +69,8 @@ void TranslationJob::Fail(absl::Status status) {
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& options,
                                                              StreamingEngine* engine,
                                                              SchedulerObserver* observer,
-                                                             std::function<absl::Time()> clock) {
+                                                             std::function<absl::Time()> clock,
+                                                             StreamingEngine* express) {
   if (options.queue_capacity < 1) {
     return absl::InvalidArgumentError("queue capacity must be at least 1 sentence");
   }
@@ -80,12 +81,14 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
     return absl::InvalidArgumentError("max queue delay must not be negative");
   }
   return std::unique_ptr<Scheduler>(
-      new Scheduler(options, engine, observer, std::move(clock)));
+      new Scheduler(options, engine, observer, std::move(clock), express));
 }
 
 Scheduler::Scheduler(const Options& options, StreamingEngine* engine, SchedulerObserver* observer,
-                     std::function<absl::Time()> clock)
-    : options_(options), engine_(engine), observer_(observer), clock_(std::move(clock)) {
+                     std::function<absl::Time()> clock, StreamingEngine* express)
+    : options_(options), observer_(observer), clock_(std::move(clock)) {
+  main_.engine = engine;
+  express_.engine = express;
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -247,18 +250,46 @@ std::vector<Scheduler::QueuedSentence> Scheduler::TakeLocked(const std::vector<s
   return taken;
 }
 
+bool Scheduler::Decoding() const {
+  return main_.engine->live_sentences() > 0 ||
+         (express_.engine != nullptr && express_.engine->live_sentences() > 0);
+}
+
+std::vector<size_t> Scheduler::ExpressBatchLocked(absl::Time now) {
+  if (express_.engine == nullptr || main_.engine->live_sentences() == 0) return {};
+  const int room = express_.engine->free_slots();
+  if (room == 0) return {};
+  std::deque<PendingSentence> light;
+  std::vector<size_t> at;  // light[k] is pending_[at[k]]
+  for (size_t i = 0; i < queued_.size(); ++i) {
+    const std::string& client = queued_[i].client;
+    if (main_decoding_.count(client) > 0 || clients_.at(client).queued > room) continue;
+    light.push_back(pending_[i]);
+    at.push_back(i);
+  }
+  if (light.empty()) return {};
+  BatchingLimits limits = options_.limits;
+  limits.max_batch_sentences = std::min(limits.max_batch_sentences, room);
+  limits.max_queue_delay = absl::ZeroDuration();
+  std::vector<size_t> batch;
+  for (size_t k : decide_batch(light, now, limits).batch) batch.push_back(at[k]);
+  return batch;
+}
+
 void Scheduler::Run() {
   for (;;) {
     std::vector<QueuedSentence> batch;
+    Lane* admit_to = &main_;
     std::vector<std::shared_ptr<TranslationJob>> expired_jobs, cancelled;
     int64_t padded_tokens = 0;
     {
       absl::MutexLock lock(&mutex_);
       for (;;) {
-        const bool decoding = engine_->live_sentences() > 0;
+        const bool decoding = Decoding();
         if (stopping_ && queued_.empty() && !decoding) return;
         BatchingLimits limits = options_.limits;
-        limits.max_batch_sentences = std::min(limits.max_batch_sentences, engine_->free_slots());
+        limits.max_batch_sentences =
+            std::min(limits.max_batch_sentences, main_.engine->free_slots());
         if (stopping_) limits.max_queue_delay = absl::ZeroDuration();  // drain without waiting
         const absl::Time now = clock_();
         const BatchDecision decision = decide_batch(pending_, now, limits);
@@ -268,13 +299,19 @@ void Scheduler::Run() {
           for (const auto& job : expired_jobs) RemoveJobLocked(job.get());
           break;  // fail them with the lock released, then decide again
         }
-        if (limits.max_batch_sentences > 0 && !decision.batch.empty()) {
-          for (size_t i : decision.batch) {
+        std::vector<size_t> chosen = ExpressBatchLocked(now);
+        if (!chosen.empty()) {
+          admit_to = &express_;
+        } else if (limits.max_batch_sentences > 0) {
+          chosen = decision.batch;
+        }
+        if (!chosen.empty()) {
+          for (size_t i : chosen) {
             padded_tokens = std::max(padded_tokens, pending_[i].tokens);
             if (observer_) observer_->on_queue_wait(now - pending_[i].enqueued);
           }
-          padded_tokens *= static_cast<int64_t>(decision.batch.size());
-          batch = TakeLocked(decision.batch);
+          padded_tokens *= static_cast<int64_t>(chosen.size());
+          batch = TakeLocked(chosen);
           break;
         }
         if (decoding) break;  // decode a step; arrivals are looked at again after it
@@ -291,46 +328,85 @@ void Scheduler::Run() {
       job->Fail(absl::DeadlineExceededError(
           "the deadline passed while the request waited in the queue"));
     }
-    if (!batch.empty()) AdmitBatch(std::move(batch), padded_tokens);
+    if (!batch.empty()) AdmitBatch(*admit_to, std::move(batch), padded_tokens);
     if (!cancelled.empty()) DropInFlight(cancelled);
-    if (engine_->live_sentences() > 0) StepEngine();
+    if (Decoding()) StepEngine(NextToStep());
   }
 }
 
-void Scheduler::AdmitBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens) {
+Scheduler::Lane& Scheduler::NextToStep() {
+  const bool express_decoding =
+      express_.engine != nullptr && express_.engine->live_sentences() > 0;
+  if (express_decoding && (main_.engine->live_sentences() == 0 ||
+                           express_since_main_ <= kExpressTimeShare * last_main_step_)) {
+    return express_;
+  }
+  return main_;
+}
+
+void Scheduler::AdmitBatch(Lane& lane, std::vector<QueuedSentence> batch,
+                           int64_t padded_tokens) {
   std::vector<std::vector<int32_t>> sources;
   sources.reserve(batch.size());
   for (QueuedSentence& sentence : batch) sources.push_back(std::move(sentence.source));
-  auto handles = engine_->Admit(sources, batch.front().options);
+  auto handles = lane.engine->Admit(sources, batch.front().options);
   if (!handles.ok()) {
     for (QueuedSentence& sentence : batch) sentence.job->Fail(handles.status());
     return;
   }
+  if (&lane == &main_) {
+    absl::MutexLock lock(&mutex_);
+    for (const QueuedSentence& sentence : batch) ++main_decoding_[sentence.client];
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
-    in_flight_[(*handles)[i]] = {std::move(batch[i].job), batch[i].index};
+    lane.in_flight[(*handles)[i]] = {std::move(batch[i].job), batch[i].index,
+                                     std::move(batch[i].client)};
   }
   if (observer_) observer_->on_batch(static_cast<int>(batch.size()), padded_tokens);
 }
 
-void Scheduler::DropInFlight(const std::vector<std::shared_ptr<TranslationJob>>& cancelled) {
-  std::vector<int64_t> handles;
-  for (auto entry = in_flight_.begin(); entry != in_flight_.end();) {
-    const bool gone = std::any_of(cancelled.begin(), cancelled.end(),
-                                  [&](const auto& job) { return job == entry->second.job; });
-    if (gone) {
-      handles.push_back(entry->first);
-      entry = in_flight_.erase(entry);
-    } else {
-      ++entry;
-    }
+void Scheduler::ForgetDecoding(Lane& lane, const std::vector<std::string>& clients) {
+  if (&lane != &main_ || clients.empty()) return;
+  absl::MutexLock lock(&mutex_);
+  for (const std::string& client : clients) {
+    const auto entry = main_decoding_.find(client);
+    if (entry != main_decoding_.end() && --entry->second <= 0) main_decoding_.erase(entry);
   }
-  if (handles.empty()) return;
-  const int dropped = engine_->Drop(handles);
-  if (observer_ && dropped > 0) observer_->on_dropped(dropped);
 }
 
-void Scheduler::StepEngine() {
-  std::vector<StreamingEngine::Finished> step = engine_->Step();
+void Scheduler::DropInFlight(const std::vector<std::shared_ptr<TranslationJob>>& cancelled) {
+  for (Lane* lane : {&main_, &express_}) {
+    if (lane->engine == nullptr) continue;
+    std::vector<int64_t> handles;
+    std::vector<std::string> clients;
+    for (auto entry = lane->in_flight.begin(); entry != lane->in_flight.end();) {
+      const bool gone = std::any_of(cancelled.begin(), cancelled.end(),
+                                    [&](const auto& job) { return job == entry->second.job; });
+      if (gone) {
+        handles.push_back(entry->first);
+        clients.push_back(std::move(entry->second.client));
+        entry = lane->in_flight.erase(entry);
+      } else {
+        ++entry;
+      }
+    }
+    if (handles.empty()) continue;
+    ForgetDecoding(*lane, clients);
+    const int dropped = lane->engine->Drop(handles);
+    if (observer_ && dropped > 0) observer_->on_dropped(dropped);
+  }
+}
+
+void Scheduler::StepEngine(Lane& lane) {
+  const absl::Time start = clock_();
+  std::vector<StreamingEngine::Finished> step = lane.engine->Step();
+  const absl::Duration took = clock_() - start;
+  if (&lane == &main_) {
+    last_main_step_ = took;
+    express_since_main_ = absl::ZeroDuration();
+  } else {
+    express_since_main_ += took;
+  }
   // Counted before any result goes out, so that a client holding its answer finds its tokens
   // in the metrics.
   int64_t generated = 0;
@@ -340,22 +416,25 @@ void Scheduler::StepEngine() {
     }
   }
   if (observer_ && generated > 0) observer_->on_generated(generated);
-  for (StreamingEngine::Progress& progress : engine_->TakeProgress()) {
-    const auto destination = in_flight_.find(progress.handle);
-    if (destination == in_flight_.end()) continue;
+  for (StreamingEngine::Progress& progress : lane.engine->TakeProgress()) {
+    const auto destination = lane.in_flight.find(progress.handle);
+    if (destination == lane.in_flight.end()) continue;
     destination->second.job->Progress(destination->second.index,
                                       std::move(progress.stable_tokens));
   }
+  std::vector<std::string> clients;
   for (StreamingEngine::Finished& finished : step) {
-    const auto destination = in_flight_.find(finished.handle);
-    if (destination == in_flight_.end()) continue;  // not ours: cannot happen
+    const auto destination = lane.in_flight.find(finished.handle);
+    if (destination == lane.in_flight.end()) continue;  // not ours: cannot happen
     if (finished.status.ok()) {
       destination->second.job->Deliver(destination->second.index, std::move(finished.hypotheses));
     } else {
       destination->second.job->Fail(finished.status);
     }
-    in_flight_.erase(destination);
+    clients.push_back(std::move(destination->second.client));
+    lane.in_flight.erase(destination);
   }
+  ForgetDecoding(lane, clients);
 }
 
 }  // namespace xlate::server

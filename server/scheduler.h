@@ -125,9 +125,19 @@ class Scheduler {
   };
   // `clock` returns the current time (tests may pass a fake). `engine` must outlive the
   // scheduler; `observer` may be null and must outlive it too.
+  //
+  // `express` (may be null; else it must outlive the scheduler too) is a second, small engine
+  // for light clients: while the main engine decodes, the sentences of a client with none of
+  // its own decoding there and at most express->free_slots() + live ones waiting go to the
+  // express engine at once (no queue delay), and the scheduler steps it first. A decoding
+  // step costs more the more rows it holds, so a one-sentence call under another client's
+  // flood then decodes at about its idle pace instead of the flood's. The main engine still
+  // gets a step after at most kExpressTimeShare times its last step's time of express steps,
+  // so a stream of light calls slows a flood by at most that share instead of stopping it.
+  static constexpr int kExpressTimeShare = 4;
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(
       const Options& options, StreamingEngine* engine, SchedulerObserver* observer,
-      std::function<absl::Time()> clock = absl::Now);
+      std::function<absl::Time()> clock = absl::Now, StreamingEngine* express = nullptr);
   // Finishes queued work (as Shutdown) and joins the scheduler thread.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
@@ -175,9 +185,15 @@ class Scheduler {
   struct Destination {
     std::shared_ptr<TranslationJob> job;
     size_t index;
+    std::string client;
+  };
+  // An engine and the sentences decoding in it, by its handles (engine thread only).
+  struct Lane {
+    StreamingEngine* engine = nullptr;
+    std::map<int64_t, Destination> in_flight;
   };
   Scheduler(const Options& options, StreamingEngine* engine, SchedulerObserver* observer,
-            std::function<absl::Time()> clock);
+            std::function<absl::Time()> clock, StreamingEngine* express);
   void Run();
   // Removes the queue entries at `indices` (ascending) and returns them.
   std::vector<QueuedSentence> TakeLocked(const std::vector<size_t>& indices)
@@ -185,19 +201,32 @@ class Scheduler {
   void RemoveJobLocked(const TranslationJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Accounts for queue entry `index` leaving the queue (before it is erased).
   void ForgetQueuedLocked(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // Admits a batch into the engine (engine thread); failures fail its jobs.
-  void AdmitBatch(std::vector<QueuedSentence> batch, int64_t padded_tokens);
-  // One engine step; reports the stable prefixes that grew and delivers the sentences that
-  // finished (engine thread).
-  void StepEngine();
-  // Drops the decoding sentences of cancelled jobs from the engine (engine thread).
+  // The express engine's batch, when it has room and the main engine decodes: the queued
+  // sentences of light clients (Create), by the batching policy without a queue delay.
+  std::vector<size_t> ExpressBatchLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Admits a batch into a lane's engine (engine thread); failures fail its jobs.
+  void AdmitBatch(Lane& lane, std::vector<QueuedSentence> batch, int64_t padded_tokens);
+  // One step of a lane's engine; reports the stable prefixes that grew and delivers the
+  // sentences that finished (engine thread).
+  void StepEngine(Lane& lane);
+  // Which lane steps next: the express one while it decodes, unless the main one decodes too
+  // and has waited its share (kExpressTimeShare).
+  Lane& NextToStep();
+  // The main lane's sentences of `clients` (one entry each) no longer decode.
+  void ForgetDecoding(Lane& lane, const std::vector<std::string>& clients);
+  // Drops the decoding sentences of cancelled jobs from the engines (engine thread).
   void DropInFlight(const std::vector<std::shared_ptr<TranslationJob>>& cancelled);
+  bool Decoding() const;
   int64_t OptionsGroupLocked(const TranslationOptions& options)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const Options options_;
-  StreamingEngine* const engine_;
-  std::map<int64_t, Destination> in_flight_;  // by engine handle; engine thread only
+  Lane main_, express_;  // express_.engine may be null
+  // Sentences decoding in the main engine, per client with any; engine thread only, but read
+  // under the lock when the express batch is chosen (written under it too).
+  std::map<std::string, int> main_decoding_ ABSL_GUARDED_BY(mutex_);
+  absl::Duration last_main_step_;        // engine thread only
+  absl::Duration express_since_main_;    // engine thread only
   SchedulerObserver* const observer_;
   const std::function<absl::Time()> clock_;
 

@@ -77,15 +77,31 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const std::string
                         absl::StrCat(decoder.status().message(), "; lower --decoding_sentences, "
                                      "--max_beam_size or --max_output_tokens"));
   }
-  std::unique_ptr<CpuThreadGovernor> governor;
-  if (settings.placement.device == Device::kCPU && settings.threads == 0) {
-    governor = std::make_unique<CpuThreadGovernor>(omp_get_max_threads());
+  std::unique_ptr<ContinuousDecoder> express_decoder;
+  if (settings.express_sentences > 0) {
+    ContinuousDecoderOptions express_options = decoder_options;
+    express_options.max_sentences = settings.express_sentences;
+    auto made = ContinuousDecoder::Create((*translator)->model(), express_options);
+    if (!made.ok()) {
+      return absl::Status(made.status().code(),
+                          absl::StrCat(made.status().message(), " (the express decoder; lower "
+                                       "--express_sentences, or 0 for none)"));
+    }
+    express_decoder = *std::move(made);
   }
+  const auto governor = [&]() -> std::unique_ptr<CpuThreadGovernor> {
+    if (settings.placement.device != Device::kCPU || settings.threads != 0) return nullptr;
+    return std::make_unique<CpuThreadGovernor>(omp_get_max_threads());
+  };
   std::unique_ptr<ServedModel> model(new ServedModel(name, dir, *std::move(translator),
                                                      decoder_options.max_source_tokens));
-  model->engine_ =
-      std::make_unique<Engine>(*std::move(decoder), std::move(governor), settings.threads);
-  auto scheduler = Scheduler::Create(settings.scheduler, model->engine_.get(), observer);
+  model->engine_ = std::make_unique<Engine>(*std::move(decoder), governor(), settings.threads);
+  if (express_decoder) {
+    model->express_ =
+        std::make_unique<Engine>(std::move(express_decoder), governor(), settings.threads);
+  }
+  auto scheduler = Scheduler::Create(settings.scheduler, model->engine_.get(), observer,
+                                     absl::Now, model->express_.get());
   if (!scheduler.ok()) return scheduler.status();
   model->scheduler_ = *std::move(scheduler);
 

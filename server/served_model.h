@@ -25,6 +25,8 @@ struct ServingSettings {
   // CPU threads of a decoding step; 0 = as many as the cores this process gets
   // (engine/ops/cpu/thread_governor.h).
   int threads = 0;
+  // Sentence slots of the express decoder (Scheduler::Create's `express`); 0 = none.
+  int express_sentences = 0;
 };
 
 class ServedModel {
@@ -62,6 +64,7 @@ class ServedModel {
   // Destroyed in reverse: the scheduler's thread stops before the decoder and the weights go.
   std::unique_ptr<Translator> translator_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Engine> express_;  // may be null
   std::unique_ptr<Scheduler> scheduler_;
   const int max_input_tokens_;
   absl::Duration load_time_;

@@ -104,6 +104,10 @@ ABSL_FLAG(int, max_beam_size, xlate::server::kDefaultMaxBeamSize,
           "KV-cache rows per decoding sentence)");
 ABSL_FLAG(int, decoding_sentences, 64, "sentences decoded together at most; new ones join "
           "between decoding steps as others finish");
+ABSL_FLAG(int, express_sentences, 4,
+          "sentences of light clients decoded in a second, small decoder that steps first "
+          "while the main one is busy, so that a short call under another client's flood "
+          "decodes at about its idle pace (0 = no express decoder)");
 ABSL_FLAG(int, max_input_tokens, 256, "longest sentence accepted, in SentencePiece tokens "
           "(end token included; at most the model's max_position_embeddings)");
 ABSL_FLAG(int, max_output_tokens, 306, "output tokens per sentence at most (caps max_extra_length)");
@@ -350,6 +354,10 @@ int serve(const std::vector<std::string>& model_flags) {
   settings.decoder.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
   settings.decoder.max_source_tokens = absl::GetFlag(FLAGS_max_input_tokens);
   settings.decoder.max_target_tokens = absl::GetFlag(FLAGS_max_output_tokens);
+  settings.express_sentences = absl::GetFlag(FLAGS_express_sentences);
+  if (settings.express_sentences < 0 || settings.express_sentences > 64) {
+    return fail("--express_sentences must be in [0, 64]", 2);
+  }
   if (settings.decoder.max_sentences < 1 || settings.decoder.max_beam_size < 1 ||
       settings.decoder.max_source_tokens < 2 || settings.decoder.max_target_tokens < 1) {
     return fail("--decoding_sentences, --max_beam_size and --max_output_tokens must be >= 1 "

@@ -507,6 +507,59 @@ TEST(Scheduler, ClientsShareTheEngineFairly) {
   }
 }
 
+// A light client's sentence, sent while a flood decodes (and waits), decodes in the express
+// engine at once and is answered while the flood's sentences are still decoding; the flood's
+// own sentences never go there (its client has sentences decoding in the main engine).
+TEST(Scheduler, ALightClientDecodesInTheExpressEngineWhileAFloodDecodes) {
+  FakeEngine main(/*slots=*/2), express(/*slots=*/2);
+  main.block();
+  auto scheduler = Scheduler::Create(options(8, absl::Milliseconds(1)), &main, nullptr,
+                                     absl::Now, &express);
+  ASSERT_TRUE(scheduler.ok());
+  std::vector<std::vector<int32_t>> flood_sources;
+  for (int k = 0; k < 6; ++k) flood_sources.push_back({0, 100 + k});  // decode until finish()
+  auto flood = (*scheduler)->Submit(flood_sources, {}, kNoDeadline, nullptr, nullptr, "a");
+  ASSERT_TRUE(flood.ok());
+  main.wait_started();
+  auto light = (*scheduler)->Submit({{3, 7}}, {}, kNoDeadline, nullptr, nullptr, "b");
+  ASSERT_TRUE(light.ok());
+  main.release();
+  ASSERT_TRUE((*light)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ((*light)->TakeResults()[0][0].tokens, (std::vector<int32_t>{7, 3}));
+  EXPECT_FALSE((*flood)->WaitUntil(absl::Now()));
+  EXPECT_EQ(express.batches(), (std::vector<std::vector<std::vector<int32_t>>>{{{3, 7}}}));
+  main.finish();
+  ASSERT_TRUE((*flood)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  for (const auto& batch : main.batches()) {
+    for (const auto& source : batch) EXPECT_NE(source[1], 7);
+  }
+  EXPECT_EQ(express.batches().size(), 1u);
+}
+
+// A light client that never stops (its sentence decodes until finish()) slows the main engine
+// but cannot stop it: after express steps worth kExpressTimeShare of the main engine's last
+// step, the main engine steps. The clock moves 1 ms per reading, so every step takes 1 ms.
+TEST(Scheduler, TheMainEngineKeepsItsShareWhileTheExpressEngineIsBusy) {
+  FakeEngine main(/*slots=*/2), express(/*slots=*/1);
+  main.block();
+  std::atomic<int64_t> readings{0};
+  const auto clock = [&readings] { return absl::UnixEpoch() + absl::Milliseconds(++readings); };
+  auto scheduler = Scheduler::Create(options(8, absl::ZeroDuration()), &main, nullptr, clock,
+                                     &express);
+  ASSERT_TRUE(scheduler.ok());
+  auto flood = (*scheduler)->Submit({{20, 1}, {20, 2}}, {}, kNoDeadline, nullptr, nullptr, "a");
+  ASSERT_TRUE(flood.ok());
+  main.wait_started();
+  auto light = (*scheduler)->Submit({{0, 7}}, {}, kNoDeadline, nullptr, nullptr, "b");
+  ASSERT_TRUE(light.ok());
+  main.release();
+  ASSERT_TRUE((*flood)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_FALSE((*light)->WaitUntil(absl::Now()));
+  EXPECT_EQ(express.batches().size(), 1u);
+  express.finish();
+  ASSERT_TRUE((*light)->WaitUntil(absl::Now() + absl::Seconds(10)));
+}
+
 // What the scheduler reports of its queue depth, in order.
 class DepthRecorder : public SchedulerObserver {
  public:
