@@ -500,6 +500,13 @@ DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_so
   shape.positions = max_positions;
   shape.source_steps = max_source_tokens;
   DecoderState state = empty_state(shape);
+  // Slots serve for the decoder's lifetime (the server's), so their caches are committed now:
+  // untouched host pages would otherwise fault in as longer sentences and more slots first
+  // reach them, and the process's memory creep up under load for as long as it runs (13.8% in
+  // 10 minutes of mixed load). Device memory is committed when it is allocated.
+  if (placement_.device == Device::kCPU) {
+    for (DecoderLayerCache& layer : state.layers()) layer.self_key_values.fill_zero();
+  }
   const AttentionWidths cross = attention_widths(config_, config_.decoder_heads);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     state.layers()[i].cross_key_values =

@@ -78,9 +78,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const std::string
                                      "--max_beam_size or --max_output_tokens"));
   }
   std::unique_ptr<ContinuousDecoder> express_decoder;
+  ContinuousDecoderOptions express_options = decoder_options;
+  express_options.max_sentences = settings.express_sentences;
   if (settings.express_sentences > 0) {
-    ContinuousDecoderOptions express_options = decoder_options;
-    express_options.max_sentences = settings.express_sentences;
     auto made = ContinuousDecoder::Create((*translator)->model(), express_options);
     if (!made.ok()) {
       return absl::Status(made.status().code(),
@@ -95,6 +95,13 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const std::string
   };
   std::unique_ptr<ServedModel> model(new ServedModel(name, dir, *std::move(translator),
                                                      decoder_options.max_source_tokens));
+  const DType cache_dtype = model->translator_->model().placement().dtype;
+  model->cache_bytes_ =
+      ContinuousDecoder::cache_bytes(model->config(), cache_dtype, decoder_options);
+  if (express_decoder) {
+    model->cache_bytes_ +=
+        ContinuousDecoder::cache_bytes(model->config(), cache_dtype, express_options);
+  }
   model->engine_ = std::make_unique<Engine>(*std::move(decoder), governor(), settings.threads);
   if (express_decoder) {
     model->express_ =

@@ -54,6 +54,8 @@ class ServedModel {
   int max_input_tokens() const { return max_input_tokens_; }
   // How long Load took, warm-up included.
   absl::Duration load_time() const { return load_time_; }
+  // Bytes of the decoders' KV caches (main and express), committed when the model loads.
+  int64_t cache_bytes() const { return cache_bytes_; }
 
  private:
   class Engine;
@@ -68,6 +70,7 @@ class ServedModel {
   std::unique_ptr<Scheduler> scheduler_;
   const int max_input_tokens_;
   absl::Duration load_time_;
+  int64_t cache_bytes_ = 0;
 };
 
 }  // namespace xlate::server

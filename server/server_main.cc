@@ -287,7 +287,8 @@ class RegistryReporter : public ModelRegistry::Observer {
                             config.target_lang});
     std::cerr << "xlate-server: model \"" << model.name() << "\" loaded from " << model.dir()
               << " (" << config.source_lang << " to " << config.target_lang << ") in "
-              << absl::FormatDuration(model.load_time()) << std::endl;
+              << absl::FormatDuration(model.load_time()) << "; KV caches "
+              << (model.cache_bytes() >> 20) << " MiB" << std::endl;
   }
   void on_reload(const std::string& name, const absl::Status& outcome) override {
     metrics_->on_reload(name, outcome.ok());
