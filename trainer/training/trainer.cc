@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
@@ -163,12 +164,6 @@ class ReduceWhenReady final : public GradientListener {
   std::map<int64_t, int64_t> range_count_at_;  // by offset: the parameter's count and its gap
 };
 
-std::string loss_scaler_text(const TrainingOptions& options) {
-  return absl::StrCat("loss scale ", options.loss_scale, " ", options.loss_scaler.initial_scale,
-                      " ", options.loss_scaler.growth_interval, " ",
-                      options.loss_scaler.minimum_scale);
-}
-
 uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& options,
                          const BatchIterator& batches, int world_size) {
   const std::string text = absl::StrCat(
@@ -178,16 +173,39 @@ uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& optio
 }
 
 // What every rank of a data-parallel run must share beyond run_fingerprint: the options that
-// decide the collectives each step makes (bucket plan, steps, validation) or the update each
-// rank applies. A rank started with other values would hang the others or drift from them.
+// decide the model, the collectives each step makes (bucket plan, steps, validation,
+// checkpoints) or the update each rank applies. A rank started with other values would hang the
+// others or drift from them. Every field is listed, in declaration order (the structured
+// bindings name exactly as many as the structs have, so a field added to the options stops this
+// from compiling until it is placed), and only those a rank may choose for itself are left out:
+// its paths (the data's content is in run_fingerprint), its device string (the device it
+// resolved to is compared instead), how many checkpoints it keeps and how often it logs.
 uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run_fingerprint,
                                     Device device) {
-  const std::string text = absl::StrCat(
-      run_fingerprint, "|", device == Device::kCUDA ? "cuda" : "cpu", "|", options.bucket_mb,
-      "|", options.max_steps, "|", options.warmup_steps, "|", options.learning_rate_scale, "|",
-      options.zero_stage, "|", options.gradient_reduction, "|", options.adam_beta1, "|", options.adam_beta2, "|",
-      options.adam_epsilon, "|", options.clip_norm, "|", options.validate_every_steps, "|",
-      loss_scaler_text(options), "|", options.precision, "|", options.activations);
+  const auto& [data_directory, output_directory, device_name, precision, activations,
+               architecture, max_tokens, max_sentences, update_frequency, max_steps,
+               warmup_steps, learning_rate_scale, adam_beta1, adam_beta2, adam_epsilon,
+               clip_norm, loss_scale, loss_scaler, seed, bucket_mb, zero_stage,
+               gradient_reduction, checkpoint_every_steps, checkpoint_every_minutes,
+               keep_checkpoints, validate_every_steps, bleu_sentences, bleu_beam_size,
+               log_every_steps] = options;
+  const auto& [preset, layers, d_model, d_ff, heads, d_k, d_v, dropout, activation_dropout,
+               label_smoothing, positional, max_positions] = architecture;
+  const auto& [initial_scale, growth_interval, minimum_scale] = loss_scaler;
+  static_cast<void>(data_directory), static_cast<void>(output_directory);
+  static_cast<void>(device_name), static_cast<void>(keep_checkpoints);
+  static_cast<void>(log_every_steps);
+  const std::string text = absl::StrJoin(
+      std::make_tuple(run_fingerprint, device == Device::kCUDA ? "cuda" : "cpu", precision,
+                      activations, preset, layers, d_model, d_ff, heads, d_k, d_v, dropout,
+                      activation_dropout, label_smoothing, positional, max_positions, max_tokens,
+                      max_sentences, update_frequency, max_steps, warmup_steps,
+                      learning_rate_scale, adam_beta1, adam_beta2, adam_epsilon, clip_norm,
+                      loss_scale, initial_scale, growth_interval, minimum_scale, seed, bucket_mb,
+                      zero_stage, gradient_reduction, checkpoint_every_steps,
+                      checkpoint_every_minutes, validate_every_steps, bleu_sentences,
+                      bleu_beam_size),
+      "|");
   return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
 }
 
