@@ -14,10 +14,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/text_runs.h"
 
 namespace xlate::server {
 
-class HtmlText {
+class HtmlText : public TextRuns {
  public:
   // INVALID_ARGUMENT when `source` is over 2^31 bytes (Gumbo's offsets); any other text parses,
   // as HTML5 defines for every input.
@@ -25,11 +26,11 @@ class HtmlText {
 
   // Each translatable run's text: entities decoded, its leading and trailing whitespace left
   // out (they stay in the document).
-  const std::vector<std::string>& texts() const { return texts_; }
+  const std::vector<std::string>& texts() const override { return texts_; }
 
   // The source with run i's text replaced by translations[i], escaped for HTML text (&, <, >);
   // as many translations as texts().
-  std::string Rebuild(const std::vector<std::string>& translations) const;
+  std::string Rebuild(const std::vector<std::string>& translations) const override;
 
  private:
   struct Run {

@@ -14,6 +14,7 @@
 #include "engine/utf8.h"
 #include "server/language_code.h"
 #include "server/caller_admission.h"
+#include "engine/placeholder_text.h"
 #include "server/html_text.h"
 #include "server/language_detection.h"
 #include "server/request_parsing.h"
@@ -111,38 +112,52 @@ grpc::Status detect_source(xlate::v1::TranslateRequest& request,
   return grpc::Status::OK;
 }
 
-// A text/html request's entries: each entry's document, and where its text runs start among
-// the request's contents once they have replaced the entries (the last start is the end).
-struct HtmlEntries {
-  std::vector<HtmlText> documents;
+// A text/html or keep_placeholders request's entries: each entry's document (whose text runs
+// are translated), and where its runs start among the request's contents once they have
+// replaced the entries (the last start is the end).
+struct RunEntries {
+  std::vector<std::unique_ptr<const TextRuns>> documents;
   std::vector<int> first_run;
 };
 
-// mime_type "text/html": each entry is parsed (server/html_text.h) and the request's contents
-// become the entries' text runs, translated as text/plain entries; FoldHtml puts them back.
-// Options that describe tokens or hypotheses of an entry are refused with HTML, and streaming.
-grpc::Status expand_html(xlate::v1::TranslateRequest& request, bool streaming,
-                         HtmlEntries& html) {
-  const auto refuse = [](absl::string_view what) {
-    return invalid(absl::StrCat("mime_type \"text/html\" does not take ", what,
+// mime_type "text/html" (each entry parsed by server/html_text.h) or options.keep_placeholders
+// (engine/placeholder_text.h): the request's contents become the entries' text runs, translated
+// as text/plain entries; fold_runs puts them back. Options that describe tokens or hypotheses of
+// an entry are refused, and streaming.
+grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
+                         RunEntries& entries) {
+  const bool html = absl::EqualsIgnoreCase(request.mime_type(), "text/html");
+  const std::string kind =
+      html ? "mime_type \"text/html\"" : "options.keep_placeholders";
+  const auto refuse = [&](absl::string_view what) {
+    return invalid(absl::StrCat(kind, " does not take ", what,
                                 " (an entry's translation is rebuilt from its text runs)"));
   };
-  if (streaming) return refuse("TranslateStream: send HTML to Translate");
+  if (html && request.options().keep_placeholders()) {
+    return refuse("options.keep_placeholders: placeholders inside HTML are not kept yet");
+  }
+  if (streaming) return refuse("TranslateStream: send it to Translate");
   if (request.has_alignment()) return refuse("alignment");
   if (request.target_prefix_size() > 0) return refuse("target_prefix");
   if (request.options().n_best() > 1) return refuse("n_best > 1");
   if (request.options().return_scores()) return refuse("return_scores");
   google::protobuf::RepeatedPtrField<std::string> runs;
   for (int i = 0; i < request.contents_size(); ++i) {
-    auto document = HtmlText::Parse(request.contents(i));
-    if (!document.ok()) {
-      return invalid(absl::StrCat("contents[", i, "]: ", document.status().message()));
+    std::unique_ptr<const TextRuns> document;
+    if (html) {
+      auto parsed = HtmlText::Parse(request.contents(i));
+      if (!parsed.ok()) {
+        return invalid(absl::StrCat("contents[", i, "]: ", parsed.status().message()));
+      }
+      document = std::make_unique<HtmlText>(*std::move(parsed));
+    } else {
+      document = std::make_unique<PlaceholderText>(request.contents(i));
     }
-    html.first_run.push_back(runs.size());
+    entries.first_run.push_back(runs.size());
     for (const std::string& text : document->texts()) *runs.Add() = text;
-    html.documents.push_back(*std::move(document));
+    entries.documents.push_back(std::move(document));
   }
-  html.first_run.push_back(runs.size());
+  entries.first_run.push_back(runs.size());
   // A request with no text at all still goes through (its one blank entry comes back as is).
   if (runs.empty()) runs.Add();
   *request.mutable_contents() = std::move(runs);
@@ -150,15 +165,15 @@ grpc::Status expand_html(xlate::v1::TranslateRequest& request, bool streaming,
   return grpc::Status::OK;
 }
 
-// The translations of a text/html request's runs, rebuilt into one translation per entry.
-void fold_html(const HtmlEntries& html, xlate::v1::TranslateResponse& response) {
+// The translations of an expanded request's runs, rebuilt into one translation per entry.
+void fold_runs(const RunEntries& runs, xlate::v1::TranslateResponse& response) {
   google::protobuf::RepeatedPtrField<xlate::v1::Translation> entries;
-  for (size_t i = 0; i < html.documents.size(); ++i) {
+  for (size_t i = 0; i < runs.documents.size(); ++i) {
     std::vector<std::string> translations;
-    for (int run = html.first_run[i]; run < html.first_run[i + 1]; ++run) {
+    for (int run = runs.first_run[i]; run < runs.first_run[i + 1]; ++run) {
       translations.push_back(response.translations(run).translated_text());
     }
-    entries.Add()->set_translated_text(html.documents[i].Rebuild(translations));
+    entries.Add()->set_translated_text(runs.documents[i]->Rebuild(translations));
   }
   *response.mutable_translations() = std::move(entries);
 }
@@ -229,8 +244,8 @@ class TranslationService::Call : public GrpcReactor {
   xlate::v1::TranslateRequest& request() { return request_; }
   // What source_language_code "auto" was detected as (unset without "auto").
   std::optional<xlate::v1::DetectedLanguage>& detected() { return detected_; }
-  // A text/html request's documents (unset for text/plain).
-  std::optional<HtmlEntries>& html() { return html_; }
+  // A text/html or keep_placeholders request's documents (unset otherwise).
+  std::optional<RunEntries>& runs() { return runs_; }
   // The model the call was routed to; set before its texts.
   void set_model(std::shared_ptr<const ServedModel> model) { model_ = std::move(model); }
   const ServedModel& model() const { return *model_; }
@@ -336,7 +351,7 @@ class TranslationService::Call : public GrpcReactor {
   absl::Status cancelled_ ABSL_GUARDED_BY(mutex_);  // why, once gRPC has cancelled the call
   xlate::v1::TranslateRequest request_;
   std::optional<xlate::v1::DetectedLanguage> detected_;
-  std::optional<HtmlEntries> html_;
+  std::optional<RunEntries> runs_;
   std::shared_ptr<const ServedModel> model_;
   std::optional<SegmentedTexts> texts_;
   std::vector<std::vector<int32_t>> aligned_sources_;
@@ -358,7 +373,7 @@ class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
     grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
                                     std::move(results), response);
     if (detected()) *response.mutable_detected_source_language() = *detected();
-    if (answered.ok() && html()) fold_html(*html(), response);
+    if (answered.ok() && runs()) fold_runs(*runs(), response);
     if (answered.ok()) answered = serialize_reply(response, *response_);
     EndWith(answered);
   }
@@ -560,9 +575,10 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
                           &key_name);
     if (!key_name.empty()) sharing_client = "key:" + key_name;
   }
-  if (status.ok() && absl::EqualsIgnoreCase(call->request().mime_type(), "text/html")) {
-    status = expand_html(call->request(), std::is_same_v<CallType, StreamCall>,
-                         call->html().emplace());
+  if (status.ok() && (absl::EqualsIgnoreCase(call->request().mime_type(), "text/html") ||
+                      call->request().options().keep_placeholders())) {
+    status = expand_runs(call->request(), std::is_same_v<CallType, StreamCall>,
+                         call->runs().emplace());
   }
   if (status.ok() && absl::EqualsIgnoreCase(call->request().source_language_code(), "auto")) {
     status = detect_source(call->request(), call->detected().emplace());

@@ -150,6 +150,26 @@ class SharedServer(unittest.TestCase):
         self.assertEqual(mixed.translations[2].translated_text, "\n")
         self.assertNotEqual(mixed.translations[1].translated_text.strip(), "")
 
+    def test_placeholders_pass_through_verbatim_between_translated_runs(self):
+        entries = ["A dog runs {name} in the snow.", "%(count)s men sit ${place}.",
+                   "{n, plural, one {# dog} other {# dogs}} play."]
+        reply = self.stub.Translate(request(entries, keep_placeholders=True), timeout=60)
+        runs = ["A dog runs", "in the snow.", "men sit", ".", "play."]
+        alone = [t.translated_text for t in self.stub.Translate(request(runs), timeout=60)
+                 .translations]
+        self.assertEqual([t.translated_text for t in reply.translations], [
+            f"{alone[0]} {{name}} {alone[1]}", f"%(count)s {alone[2]} ${{place}}{alone[3]}",
+            f"{{n, plural, one {{# dog}} other {{# dogs}}}} {alone[4]}"])
+        invalid = grpc.StatusCode.INVALID_ARGUMENT
+        self.assert_rpc_error(
+            lambda: self.stub.Translate(request(["{x} a"], keep_placeholders=True, n_best=2)),
+            invalid, "options.keep_placeholders does not take n_best > 1")
+        self.assert_rpc_error(
+            lambda: self.stub.Translate(pb2.TranslateRequest(
+                contents=["<b>{x}</b>"], mime_type="text/html",
+                options=pb2.DecodingOptions(keep_placeholders=True))),
+            invalid, "placeholders inside HTML are not kept yet")
+
     def test_mime_types_are_case_insensitive(self):
         for mime_type in ("text/plain", "TEXT/PLAIN", "Text/Plain", ""):
             reply = self.stub.Translate(pb2.TranslateRequest(contents=["A dog runs."],

@@ -1,0 +1,46 @@
+// Text with placeholders that a translation must pass through verbatim
+// (DecodingOptions.keep_placeholders): format-string and template arguments such as {name},
+// {0}, {{var}}, ${var}, %s, %d, %1$s, %(name)s and ICU MessageFormat arguments
+// ({count, plural, one {# file} other {# files}}, kept whole). The runs of text between them are
+// translated each on its own and put back in place, so every placeholder keeps its bytes and
+// its place between the translations of the text around it (a sentence a placeholder cuts is
+// translated as its two pieces).
+//
+// Placeholders, scanned left to right:
+//   - a `{` and its matching `}` (braces nest), with a `$` right before it: {name}, {0},
+//     {{var}}, ${var}, ICU MessageFormat arguments; an unmatched `{` is text;
+//   - a printf conversion: `%`, an optional `(name)` (Python's), an optional `N$` (POSIX
+//     positional), flags from "-+#0" (not the space flag: "50 % off" is prose), a width (digits or `*`), a precision (`.` then digits or
+//     `*`), length modifiers (hh h ll l L q j z t) and a conversion from "diouxXeEfFgGaAcspn@",
+//     or `%%`; a `%` that starts none of these (as in "50 % off") is text.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/text_runs.h"
+
+namespace xlate {
+
+class PlaceholderText : public TextRuns {
+ public:
+  explicit PlaceholderText(std::string source);
+
+  // The runs between placeholders, without their leading and trailing whitespace (which stays
+  // in the text); runs of whitespace only are not listed.
+  const std::vector<std::string>& texts() const override { return texts_; }
+  // The source with run i replaced by translations[i] (as many as texts()).
+  std::string Rebuild(const std::vector<std::string>& translations) const override;
+  // The placeholders found, in order (for tests and messages).
+  const std::vector<std::string>& placeholders() const { return placeholders_; }
+
+ private:
+  struct Run {
+    size_t begin = 0, end = 0;
+  };
+  std::string source_;
+  std::vector<std::string> texts_, placeholders_;
+  std::vector<Run> runs_;
+};
+
+}  // namespace xlate
