@@ -34,6 +34,20 @@ check "every translation starts with --target_prefix" \
   2> "$work/err.txt"
 check "--target_prefix names --split_sentences" grep -q "split_sentences=false" "$work/err.txt"
 
+# --keep_placeholders: the placeholders come back as given, the text around them translated as
+# the same runs on lines of their own are.
+printf 'A dog {name} runs.\n%%(n)s men ${place} sit.\n{a} %%s\n' > "$work/placeholders.txt"
+printf 'A dog\nruns.\nmen\nsit.\n' > "$work/runs.txt"
+"$xlate" translate --model_dir "$model" --keep_placeholders < "$work/placeholders.txt" \
+  > "$work/kept.txt" 2>/dev/null
+mapfile -t run < <("$xlate" translate --model_dir "$model" < "$work/runs.txt" 2>/dev/null)
+printf '%s {name} %s\n%%(n)s %s ${place} %s\n{a} %%s\n' "${run[@]}" > "$work/expected_kept.txt"
+check "--keep_placeholders keeps them and translates the runs between" \
+  cmp -s "$work/kept.txt" "$work/expected_kept.txt"
+"$xlate" translate --model_dir "$model" --keep_placeholders --scores < "$work/in.txt" \
+  > /dev/null 2> "$work/err.txt"
+check "--keep_placeholders names what it does not take" grep -q "does not take" "$work/err.txt"
+
 "$xlate" translate --model_dir "$model" --n_best 2 --input "$work/in.txt" > "$work/nbest.txt" 2>/dev/null
 check "n-best writes two lines per sentence" test "$(wc -l < "$work/nbest.txt")" -eq 40
 check "n-best lines carry the sentence index" grep -q "^19 ||| " "$work/nbest.txt"

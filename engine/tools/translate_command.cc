@@ -15,6 +15,7 @@
 #include "engine/target_language.h"
 #include "engine/text_segments.h"
 #include "engine/tools/attention_pictures.h"
+#include "engine/placeholder_text.h"
 #include "engine/translator.h"
 
 ABSL_FLAG(std::string, model_dir, "",
@@ -44,6 +45,11 @@ ABSL_FLAG(double, repetition_penalty, 1.0,
           "repeats (CTranslate2's repetition_penalty); 1 = off");
 ABSL_FLAG(int, no_repeat_ngram_size, 0,
           "no n-gram of this size occurs twice in an output, in [0, 64]; 0 = off");
+ABSL_FLAG(bool, keep_placeholders, false,
+          "pass placeholders through verbatim ({name}, {0}, {{var}}, ${var}, ICU MessageFormat "
+          "arguments, %s, %1$s, %(name)s ...), translating the text between them (as the "
+          "server's options.keep_placeholders); not with --n_best > 1, --scores, --target_prefix "
+          "or --attention_png");
 ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text ||| score`");
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
 ABSL_FLAG(int, batch_size, 32, "sentences per batch");
@@ -108,6 +114,20 @@ void write_translations(std::ostream& out, const SegmentedTexts& lines,
     }
   }
   out.flush();
+}
+
+// The best translation of each text of `texts` (its sentences' joined).
+std::vector<std::string> best_texts(const SegmentedTexts& texts,
+                                    const std::vector<Translation>& translations) {
+  std::vector<std::string> out;
+  for (size_t text = 0; text < texts.text_count(); ++text) {
+    std::vector<std::string> sentences;
+    for (size_t s = texts.first_sentence(text); s < texts.end_sentence(text); ++s) {
+      sentences.push_back(translations[s].hypotheses[0]);
+    }
+    out.push_back(texts.Join(text, sentences));
+  }
+  return out;
 }
 
 // Draws the attention pictures of a chunk's sentences (lines first_line + 1 ...) into `dir`.
@@ -231,6 +251,14 @@ int run_translate() {
     options->forced_start_tokens = *std::move(ids);
   }
 
+  const bool keep_placeholders = absl::GetFlag(FLAGS_keep_placeholders);
+  if (keep_placeholders && (absl::GetFlag(FLAGS_n_best) > 1 || absl::GetFlag(FLAGS_scores) ||
+                            !absl::GetFlag(FLAGS_target_prefix).empty() || !attention_dir.empty())) {
+    std::cerr << "xlate translate: --keep_placeholders does not take --n_best > 1, --scores, "
+                 "--target_prefix or --attention_png (a line's translation is rebuilt from the "
+                 "runs of text between its placeholders)\n";
+    return 2;
+  }
   const std::string source_language = (*translator)->model().config().source_lang;
   // A multilingual model's language tokens (engine/target_language.h).
   auto languages = language_tokens((*translator)->tokenizer(),
@@ -254,6 +282,19 @@ int run_translate() {
     if (chunk.size() < kChunkLines && more) continue;
     if (chunk.empty()) break;
     const size_t lines_in_chunk = chunk.size();
+    // With --keep_placeholders the texts translated are the runs between placeholders.
+    std::vector<PlaceholderText> documents;
+    std::vector<size_t> first_run;
+    if (keep_placeholders) {
+      std::vector<std::string> runs;
+      for (std::string& text : chunk) {
+        documents.emplace_back(std::move(text));
+        first_run.push_back(runs.size());
+        runs.insert(runs.end(), documents.back().texts().begin(), documents.back().texts().end());
+      }
+      first_run.push_back(runs.size());
+      chunk = std::move(runs);
+    }
     auto lines = SegmentedTexts::Split(std::move(chunk), source_language, segmentation);
     chunk.clear();
     std::vector<std::string> sources;
@@ -272,7 +313,17 @@ int run_translate() {
                 << "lines into sentences): " << translations.status().message() << "\n";
       return 1;
     }
-    write_translations(out, *lines, *translations, done);
+    if (keep_placeholders) {
+      const std::vector<std::string> runs = best_texts(*lines, *translations);
+      for (size_t d = 0; d < documents.size(); ++d) {
+        out << documents[d].Rebuild({runs.begin() + static_cast<std::ptrdiff_t>(first_run[d]),
+                                     runs.begin() + static_cast<std::ptrdiff_t>(first_run[d + 1])})
+            << "\n";
+      }
+      out.flush();
+    } else {
+      write_translations(out, *lines, *translations, done);
+    }
     if (!attention_dir.empty()) {
       auto drawn = draw_chunk_attention(attention_dir, **translator, *lines, *translations, done);
       if (!drawn.ok()) {
