@@ -52,7 +52,7 @@ RUN apt-get update \
  && grep -v '^#' /tmp/runtime-packages.txt | xargs apt-get install -y --no-install-recommends \
  && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
  && useradd --system --uid 10001 --home-dir /opt/xlate --shell /usr/sbin/nologin xlate
-ENV FLAGS_model_dir=/opt/xlate/share/xlate/models/en-de-multi30k
+ENV FLAGS_model_dir=/opt/xlate/share/xlate/models/en-de-general
 EXPOSE 50051 8080 9464
 # The server of the cuda and cpu images (their stages add /opt/xlate); the trainer's overrides it.
 # Flags come from FLAGS_<name> variables too. With TLS (FLAGS_tls_cert, FLAGS_tls_key), set

@@ -186,7 +186,7 @@ int run_translate() {
     model_dir = XLATE_DEFAULT_MODEL_DIR;
     if (!std::filesystem::exists(model_dir + "/config.json")) {
       std::cerr << "xlate translate: no --model_dir given, and the default model " << model_dir
-                << " is not there (models/train-en-de-multi30k.sh trains it)\n";
+                << " is not there (models/train-en-de-general.sh trains it)\n";
       return 2;
     }
   }

@@ -65,7 +65,7 @@ fi
 
 # The server in the image, as the Dockerfile's ENTRYPOINT and CMD start it (ports picked free).
 chroot "$rootfs" /opt/xlate/bin/xlate-server \
-  --model_dir=/opt/xlate/share/xlate/models/en-de-multi30k --host=127.0.0.1 --port=0 \
+  --model_dir=/opt/xlate/share/xlate/models/en-de-general --host=127.0.0.1 --port=0 \
   --metrics_port=0 > "$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2> /dev/null || true; umount "$rootfs/proc"' EXIT

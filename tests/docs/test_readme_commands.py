@@ -3,7 +3,7 @@ before its fence) runs from the repository root under `bash -eo pipefail` and mu
 
   <!-- tested -->           the block runs as it is;
   <!-- tested: server -->   the block runs while `xlate-server --model_dir
-                            models/en-de-multi30k --http_port 8080` serves on 127.0.0.1:50051 (HTTP 8080, metrics 9464), as
+                            models/en-de-general --http_port 8080` serves on 127.0.0.1:50051 (HTTP 8080, metrics 9464), as
                             README's first command leaves it; the test starts that server
                             itself, and skips the block when those ports are taken.
 
@@ -97,7 +97,7 @@ class Server:
                                                                     "xlate-server")
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [binary, "--model_dir", os.path.join(REPO, "models", "en-de-multi30k"),
+            [binary, "--model_dir", os.path.join(REPO, "models", "en-de-general"),
              "--http_port", "8080", "--threads", "1"], stdout=self.log,
             stderr=subprocess.STDOUT)
         self.wait_until_serving(60)

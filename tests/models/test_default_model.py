@@ -1,6 +1,6 @@
 """Regression test of the shipped English-German model: translate the first 200 sentences of
 Multi30k test_2016_flickr with beam 4 and check that sacreBLEU stays within 0.5 of the value
-recorded in the model card (models/en-de-multi30k/README.md, the line
+recorded in the model card (models/en-de-general/README.md, the line
 `regression: first 200 sentences of test_2016_flickr, beam 4: sacreBLEU NN.NN`).
 
 Compute type int8: the whole of test_2016_flickr in int8 scores within 0.3 BLEU of float32,
@@ -17,7 +17,7 @@ import unittest
 REPO = os.environ["XLATE_REPO"]
 XLATE = os.environ["XLATE_BIN"]
 DATA = os.environ["XLATE_DATA_DIR"]
-MODEL = os.path.join(REPO, "models", "en-de-multi30k")
+MODEL = os.path.join(REPO, "models", "en-de-general")
 SENTENCES = 200
 
 
