@@ -103,4 +103,27 @@ std::string PlaceholderText::Rebuild(const std::vector<std::string>& translation
   return out;
 }
 
+PlaceholdersWithin::PlaceholdersWithin(std::unique_ptr<const TextRuns> document)
+    : document_(std::move(document)) {
+  for (const std::string& run : document_->texts()) {
+    runs_.emplace_back(run);
+    first_text_.push_back(texts_.size());
+    texts_.insert(texts_.end(), runs_.back().texts().begin(), runs_.back().texts().end());
+  }
+  first_text_.push_back(texts_.size());
+}
+
+std::string PlaceholdersWithin::Rebuild(const std::vector<std::string>& translations) const {
+  if (translations.size() != texts_.size()) {
+    throw std::logic_error("PlaceholdersWithin::Rebuild: one translation per run");
+  }
+  std::vector<std::string> rebuilt;
+  for (size_t r = 0; r < runs_.size(); ++r) {
+    const auto first = translations.begin() + static_cast<std::ptrdiff_t>(first_text_[r]);
+    const auto end = translations.begin() + static_cast<std::ptrdiff_t>(first_text_[r + 1]);
+    rebuilt.push_back(runs_[r].Rebuild({first, end}));
+  }
+  return document_->Rebuild(rebuilt);
+}
+
 }  // namespace xlate

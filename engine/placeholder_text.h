@@ -15,6 +15,7 @@
 //     or `%%`; a `%` that starts none of these (as in "50 % off") is text.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,21 @@ class PlaceholderText : public TextRuns {
   std::string source_;
   std::vector<std::string> texts_, placeholders_;
   std::vector<Run> runs_;
+};
+
+// Placeholders within the runs of another document (an HTML document's text runs): the runs are
+// the text between the placeholders of each of the document's runs.
+class PlaceholdersWithin : public TextRuns {
+ public:
+  explicit PlaceholdersWithin(std::unique_ptr<const TextRuns> document);
+  const std::vector<std::string>& texts() const override { return texts_; }
+  std::string Rebuild(const std::vector<std::string>& translations) const override;
+
+ private:
+  std::unique_ptr<const TextRuns> document_;
+  std::vector<PlaceholderText> runs_;  // one per run of document_
+  std::vector<size_t> first_text_;     // where each one's texts start in texts_, then the end
+  std::vector<std::string> texts_;
 };
 
 }  // namespace xlate

@@ -127,15 +127,13 @@ struct RunEntries {
 grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
                          RunEntries& entries) {
   const bool html = absl::EqualsIgnoreCase(request.mime_type(), "text/html");
+  const bool placeholders = request.options().keep_placeholders();
   const std::string kind =
       html ? "mime_type \"text/html\"" : "options.keep_placeholders";
   const auto refuse = [&](absl::string_view what) {
     return invalid(absl::StrCat(kind, " does not take ", what,
                                 " (an entry's translation is rebuilt from its text runs)"));
   };
-  if (html && request.options().keep_placeholders()) {
-    return refuse("options.keep_placeholders: placeholders inside HTML are not kept yet");
-  }
   if (streaming) return refuse("TranslateStream: send it to Translate");
   if (request.has_alignment()) return refuse("alignment");
   if (request.target_prefix_size() > 0) return refuse("target_prefix");
@@ -150,6 +148,7 @@ grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
         return invalid(absl::StrCat("contents[", i, "]: ", parsed.status().message()));
       }
       document = std::make_unique<HtmlText>(*std::move(parsed));
+      if (placeholders) document = std::make_unique<PlaceholdersWithin>(std::move(document));
     } else {
       document = std::make_unique<PlaceholderText>(request.contents(i));
     }

@@ -2,6 +2,8 @@
 // the runs of text between them, and the rebuild that keeps every placeholder's bytes.
 #include "engine/placeholder_text.h"
 
+#include <memory>
+
 #include <gtest/gtest.h>
 
 namespace xlate {
@@ -41,6 +43,27 @@ TEST(PlaceholderText, OnlyPlaceholdersAndWhitespaceLeaveNothingToTranslate) {
   const PlaceholderText text("  {a} %s\n{b}  ");
   EXPECT_TRUE(text.texts().empty());
   EXPECT_EQ(text.Rebuild({}), "  {a} %s\n{b}  ");
+  EXPECT_THROW(text.Rebuild({"x"}), std::logic_error);
+}
+
+// An outer document of two runs (a stand-in for HTML's text runs): the placeholders inside each
+// run are kept, the text around them translated, and the outer document rebuilt around that.
+class TwoRuns : public TextRuns {
+ public:
+  const std::vector<std::string>& texts() const override { return texts_; }
+  std::string Rebuild(const std::vector<std::string>& translations) const override {
+    return "<p>" + translations.at(0) + "</p><p>" + translations.at(1) + "</p>";
+  }
+
+ private:
+  std::vector<std::string> texts_ = {"Hi {name}, welcome", "%d files"};
+};
+
+TEST(PlaceholdersWithin, KeepsThePlaceholdersOfEveryOuterRun) {
+  const PlaceholdersWithin text(std::make_unique<TwoRuns>());
+  EXPECT_EQ(text.texts(), (std::vector<std::string>{"Hi", ", welcome", "files"}));
+  EXPECT_EQ(text.Rebuild(bracketed(text.texts())),
+            "<p>[Hi] {name}[, welcome]</p><p>%d [files]</p>");
   EXPECT_THROW(text.Rebuild({"x"}), std::logic_error);
 }
 

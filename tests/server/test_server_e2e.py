@@ -164,11 +164,12 @@ class SharedServer(unittest.TestCase):
         self.assert_rpc_error(
             lambda: self.stub.Translate(request(["{x} a"], keep_placeholders=True, n_best=2)),
             invalid, "options.keep_placeholders does not take n_best > 1")
-        self.assert_rpc_error(
-            lambda: self.stub.Translate(pb2.TranslateRequest(
-                contents=["<b>{x}</b>"], mime_type="text/html",
-                options=pb2.DecodingOptions(keep_placeholders=True))),
-            invalid, "placeholders inside HTML are not kept yet")
+        # Inside HTML, the placeholders of each text run are kept too.
+        html = self.stub.Translate(pb2.TranslateRequest(
+            contents=["<p>A dog runs {name} in the snow.</p>"], mime_type="text/html",
+            options=pb2.DecodingOptions(keep_placeholders=True)), timeout=60)
+        self.assertEqual(html.translations[0].translated_text,
+                         f"<p>{alone[0]} {{name}} {alone[1]}</p>")
 
     def test_mime_types_are_case_insensitive(self):
         for mime_type in ("text/plain", "TEXT/PLAIN", "Text/Plain", ""):
