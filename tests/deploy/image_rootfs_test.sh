@@ -64,6 +64,9 @@ if [[ -n $missing ]]; then
 fi
 
 # The server in the image, as the Dockerfile's ENTRYPOINT and CMD start it (ports picked free).
+# Its log exists before the loop below reads it: the background job opens it when it starts,
+# and under load the first read once came first (sed's error then ended the script, set -e).
+: > "$work/server.log"
 chroot "$rootfs" /opt/xlate/bin/xlate-server \
   --model_dir=/opt/xlate/share/xlate/models/en-de-general --host=127.0.0.1 --port=0 \
   --metrics_port=0 > "$work/server.log" 2>&1 &
