@@ -21,6 +21,12 @@ against the compiled run where there is one; a compiled run's warmup_seconds is 
 and warm-up steps. GPU memory: the
 trainer's allocator high-water mark, torch.cuda.max_memory_allocated() for PyTorch.
 PyTorch is not installed by scripts/setup.sh: `python3 -m pip install torch` first.
+
+Both train on the same batches: xlate's first run writes the batches it takes
+(xlate-trainer train --batch_plan_out) and every PyTorch run reads them (--plan_in), so the
+real tokens a step holds and the padding around them are the same on both sides. The corpus is
+prepared without the length filters, so that its pair i is line i of the text PyTorch reads
+(the benchmark stops if prepare dropped a pair).
 """
 import argparse
 import json
@@ -37,11 +43,24 @@ def prepare(args):
     data = os.path.join(args.workdir, "data")
     if not os.path.exists(os.path.join(data, "corpus.json")):
         multi30k = os.path.join(args.data_dir, "multi30k")
+        # The filters off, as bench/gpu/make_bundle.sh prepares the GPU bundle's copy.
         subprocess.run([args.trainer, "prepare",
                         "--train_source", os.path.join(multi30k, "train.en.gz"),
                         "--train_target", os.path.join(multi30k, "train.de.gz"),
-                        "--output", data, "--vocab_size", str(args.vocab_size)], check=True)
+                        "--output", data, "--vocab_size", str(args.vocab_size),
+                        "--max_length", "100000", "--max_length_ratio", "0"], check=True)
+    with open(os.path.join(data, "corpus.json"), encoding="utf-8") as f:
+        train = json.load(f)["splits"]["train"]
+    dropped = {k: v for k, v in train.items() if k.startswith("dropped_") and v}
+    if dropped:
+        sys.exit(f"prepare dropped pairs ({dropped}): the batch plan's pair numbers would not "
+                 f"be the text's line numbers; delete {data} and check the input")
     return data
+
+
+def plan_path(args):
+    """The batches of xlate's first run, which every PyTorch run takes too."""
+    return os.path.join(args.workdir, "batch_plan.txt")
 
 
 def train_timed_steps(args, data, name, launcher=(), threads=None, extra=(), quiet=False):
@@ -77,13 +96,14 @@ def add_training_arguments(parser, threads=2, steps=8):
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
 
 
-def run_xlate(args, data, precision="fp32"):
+def run_xlate(args, data, precision="fp32", write_plan=False):
     """precision: fp32, fp16 or bf16, or fp16:16bit / bf16:16bit for --activations 16bit (its
-    result then has "activations": "16bit")."""
+    result then has "activations": "16bit"). write_plan: write the batches taken (plan_path)."""
     precision, _, activations = precision.partition(":")
+    plan = ("--batch_plan_out", plan_path(args)) if write_plan else ()
     timed, seconds = train_timed_steps(
         args, data, "xlate-run",
-        extra=("--precision", precision, "--activations", activations or "fp32"))
+        extra=("--precision", precision, "--activations", activations or "fp32") + plan)
     tokens = sum(e["source_tokens"] + e["target_tokens"] for e in timed)
     return {"system": "xlate", "device": args.device, "precision": precision,
             "activations": activations or "fp32",
@@ -116,7 +136,8 @@ def run_pytorch(args, data, precision="fp32", compiled=False):
                              "--preset", args.preset, "--max_tokens", str(args.max_tokens),
                              "--steps", str(args.steps), "--warmup_steps", str(args.warmup),
                              "--threads", str(args.threads), "--device", args.device,
-                             "--precision", precision] + (["--compile"] if compiled else []),
+                             "--precision", precision, "--plan_in", plan_path(args)] +
+                            (["--compile"] if compiled else []),
                             check=True, stdout=subprocess.PIPE, text=True)  # stderr: shown
     report = json.loads(result.stdout.strip().splitlines()[-1])
     report["tokens"] = report["source_tokens"] + report["target_tokens"]
@@ -159,7 +180,7 @@ def main():
     results = []
     for precision in xlate_precisions:
         try:
-            results.append(run_xlate(args, data, precision))
+            results.append(run_xlate(args, data, precision, write_plan=not results))
         except subprocess.CalledProcessError as error:
             if not precision.endswith(":16bit"):
                 raise
@@ -188,6 +209,10 @@ def main():
         return next((r for r in results if r["system"] == system and r["precision"] == precision
                      and r.get("activations", "fp32") == activations), None)
     eager_fp32 = find("pytorch", "fp32")
+    if eager_fp32["tokens"] != find("xlate", "fp32")["tokens"]:
+        sys.exit(f"xlate counted {find('xlate', 'fp32')['tokens']} real tokens and PyTorch "
+                 f"{eager_fp32['tokens']} on what should be the same batches: the plan's pair "
+                 "numbers do not match PyTorch's lines")
     ratio = find("xlate", "fp32")["tokens_per_second"] / eager_fp32["tokens_per_second"]
     for entry in xlate_precisions[1:]:
         precision, _, activations = entry.partition(":")
@@ -203,6 +228,9 @@ def main():
                 print(f"xlate{' (16-bit activations)' if activations == '16bit' else ''} / "
                       f"pytorch ({precision} torch.compile) = "
                       f"{xlate['tokens_per_second'] / find('pytorch-compiled', precision)['tokens_per_second']:.3f}")
+    print(f"the batches (the same on both sides) hold {eager_fp32['tokens']:,} real tokens in "
+          f"{eager_fp32['padded_tokens']:,} padded ones "
+          f"({eager_fp32['tokens'] / eager_fp32['padded_tokens']:.3f} real per padded)")
     print(f"xlate / pytorch (fp32 eager) = {ratio:.3f}   (preset {args.preset}, {args.device}, "
           f"{args.max_tokens} tokens/step, {args.threads} threads, {time.time() - started:.0f} s)")
     print(json.dumps({"results": results, "ratio": ratio}))

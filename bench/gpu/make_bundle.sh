@@ -56,7 +56,7 @@ gzip -dc "$data"/multi30k/train.de.gz > "$bundle/data/train.de"
 # here so that the GPU machine's lease does not pay the SentencePiece training (~40 s).
 build/trainer/xlate-trainer prepare --train_source "$data"/multi30k/train.en.gz \
   --train_target "$data"/multi30k/train.de.gz --output "$bundle/data/trainbench" \
-  --vocab_size 8000 > /dev/null
+  --vocab_size 8000 --max_length 100000 --max_length_ratio 0 > /dev/null  # no pair dropped
 # The general corpus as `xlate-trainer prepare` wrote it for models/train-en-de-general.sh (the
 # general stage of run_checks.sh), when XLATE_GENERAL_DATA names that data directory.
 if [[ -n ${XLATE_GENERAL_DATA:-} ]]; then

@@ -37,11 +37,34 @@ class TrainerCliTest(RunsOnTheCliCorpus):
 
     def test_resume_continues_bit_identically(self):
         straight, split = self.run_dir("straight"), self.run_dir("split")
-        h.train(self.data, straight, "--max_steps", "10", "--checkpoint_every_steps", "5", *COMMON)
-        h.train(self.data, split, "--max_steps", "5", "--checkpoint_every_steps", "5", *COMMON)
+        plans = {name: self.run_dir(name + ".plan") for name in ("straight", "split")}
+        h.train(self.data, straight, "--max_steps", "10", "--checkpoint_every_steps", "5",
+                "--batch_plan_out", plans["straight"], *COMMON)
+        h.train(self.data, split, "--max_steps", "5", "--checkpoint_every_steps", "5",
+                "--batch_plan_out", plans["split"], *COMMON)
+        # A batch written by a step after the last checkpoint (a run killed before the next
+        # one): the resumed run takes that batch again and must not list it twice.
+        with open(plans["split"], "a", encoding="utf-8") as plan:
+            plan.write("7 8 9\n")
         resumed = h.train(self.data, split, "--max_steps", "10", "--checkpoint_every_steps", "5",
-                          *COMMON)
+                          "--batch_plan_out", plans["split"], *COMMON)
         self.assertIn("resumed from", resumed.stderr)
+        # The plan: one line per micro-batch (10 steps x --update_freq 2), the same after the
+        # resume; the first epoch's batches hold every usable pair once.
+        with open(plans["straight"], encoding="utf-8") as plan:
+            straight_plan = plan.read()
+        with open(plans["split"], encoding="utf-8") as plan:
+            self.assertEqual(straight_plan, plan.read())
+        batches = [[int(i) for i in line.split()] for line in straight_plan.splitlines()]
+        self.assertEqual(len(batches), 20)
+        first_epoch = []
+        for batch in batches:
+            if set(batch) & set(first_epoch):
+                break
+            first_epoch += batch
+        self.assertEqual(sorted(first_epoch), sorted({i for b in batches for i in b}))
+        self.assertLess(len(first_epoch), sum(map(len, batches)), "one epoch should not hold all")
+        self.assertTrue(all(0 <= i < 300 for i in first_epoch))
         epochs = [e["epoch"] for e in h.log_events(straight, "train")]
         self.assertGreater(max(epochs), 0, "the run should cross an epoch boundary")
         for name in ("model.safetensors", "optimizer.safetensors"):
@@ -298,6 +321,11 @@ class TrainerCliTest(RunsOnTheCliCorpus):
                              expect_ok=False)
         self.assertNotEqual(unwritable.returncode, 0)
         self.assertIn("output directory", unwritable.stderr)
+        # A plan file in a folder that does not exist, named in the error.
+        no_plan = h.train(self.data, self.run_dir("bad"), "--max_steps", "1", "--batch_plan_out",
+                          os.path.join(blocked, "plan.txt"), expect_ok=False)
+        self.assertNotEqual(no_plan.returncode, 0)
+        self.assertIn(os.path.join(blocked, "plan.txt"), no_plan.stderr)
         text = os.path.join(h.SCRATCH, "cli-text")
         uneven = os.path.join(self.root, "uneven.de")
         with open(uneven, "w", encoding="utf-8") as f:

@@ -182,7 +182,7 @@ uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& optio
 // resolved to is compared instead), how many checkpoints it keeps and how often it logs.
 uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run_fingerprint,
                                     Device device) {
-  const auto& [data_directory, output_directory, device_name, precision, activations,
+  const auto& [data_directory, output_directory, batch_plan_path, device_name, precision, activations,
                architecture, max_tokens, max_sentences, update_frequency, max_steps,
                warmup_steps, learning_rate_scale, adam_beta1, adam_beta2, adam_epsilon,
                clip_norm, loss_scale, loss_scaler, seed, bucket_mb, zero_stage,
@@ -193,6 +193,7 @@ uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run
                label_smoothing, positional, max_positions] = architecture;
   const auto& [initial_scale, growth_interval, minimum_scale] = loss_scaler;
   static_cast<void>(data_directory), static_cast<void>(output_directory);
+  static_cast<void>(batch_plan_path);
   static_cast<void>(device_name), static_cast<void>(keep_checkpoints);
   static_cast<void>(log_every_steps);
   const std::string text = absl::StrJoin(
@@ -341,6 +342,13 @@ absl::Status Trainer::initialise() {
     elapsed_before_ = state_.elapsed_seconds;
     if (log_) log_->message(absl::StrCat("resumed from ", checkpoints->back(), " at step ", state_.step));
   }
+  if (is_leader() && !options_.batch_plan_path.empty()) {
+    const BatchPosition at = batches_->position();
+    absl::StatusOr<BatchPlanWriter> plan = BatchPlanWriter::Open(
+        options_.batch_plan_path, at.epoch * batches_->batches_per_epoch() + at.batch);
+    if (!plan.ok()) return plan.status();
+    batch_plan_.emplace(std::move(*plan));
+  }
   state_.loss_scaler.reset();
   if (loss_scaler_) state_.loss_scaler = loss_scaler_->state();
   if (activation_dtype_ != DType::kFloat32) {
@@ -473,8 +481,12 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
       reducer_->begin(gradients_.flat().data<float>());
       listener = reduce_when_ready_.get();
     }
+    const std::vector<int64_t> global_batch = batches_->next();
+    if (batch_plan_) {
+      if (absl::Status written = batch_plan_->Append(global_batch); !written.ok()) return written;
+    }
     const std::vector<int64_t> pairs =
-        shard(batches_->next(), communicator_.rank(), communicator_.world_size());
+        shard(global_batch, communicator_.rank(), communicator_.world_size());
     if (pairs.empty()) continue;
     const TrainingBatch batch = make_training_batch(train_, pairs, config_);
     const DropoutSettings dropout{config_.dropout, config_.activation_dropout, state_.seed,

@@ -12,6 +12,7 @@
 #include "engine/translator.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/batch_iterator.h"
+#include "trainer/data/batch_plan.h"
 #include "trainer/data/token_corpus.h"
 #include "trainer/distributed/bucketed_all_reduce.h"
 #include "trainer/distributed/communicator.h"
@@ -90,6 +91,7 @@ class Trainer {
   LearningRateSchedule schedule_;
   TransformerTraining model_;
   std::optional<BatchIterator> batches_;
+  std::optional<BatchPlanWriter> batch_plan_;  // rank 0, with --batch_plan_out
   // GPU ranks: NCCL between the GPUs, for the gradient (device memory); null on CPU ranks and in
   // builds without NCCL, where the gradient is reduced by communicator_ (through host memory).
   std::unique_ptr<Communicator> device_communicator_;

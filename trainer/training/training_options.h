@@ -31,6 +31,8 @@ struct ArchitectureOptions {
 struct TrainingOptions {
   std::string data_directory;    // from `xlate-trainer prepare`
   std::string output_directory;  // checkpoints/, train_log.jsonl
+  // Where rank 0 writes the batches the run takes (trainer/data/batch_plan.h); "" = nowhere.
+  std::string batch_plan_path;
   // auto | cpu | cuda (auto: the GPU when this build has CUDA and one is visible). Float32 on
   // both; the CPU run is the reference the GPU's is checked against.
   std::string device = "auto";
