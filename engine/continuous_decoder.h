@@ -52,8 +52,14 @@ class ContinuousDecoder {
   // slots, a source too long or with ids outside the vocabulary, options out of range or a beam
   // wider than max_beam_size; ResourceExhausted when the encoder pass cannot be allocated,
   // Internal for another failure of the device (a CUDA error). Never throws.
+  // constraints: empty, or one per source: target token sequences every hypothesis of that
+  // sentence must contain (lexical constraints: DeviceBeamSearch::add; at most
+  // kernels::kMaxConstraints of kernels::kMaxConstraintTokens tokens in all, each non-empty, no
+  // end or padding token, fitting the sentence's output limit; a CPU model — Unimplemented on
+  // another device).
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
-                                             const TranslationOptions& options);
+                                             const TranslationOptions& options,
+                                             const std::vector<Constraints>& constraints = {});
 
   struct Finished {
     int64_t handle;
@@ -87,6 +93,9 @@ class ContinuousDecoder {
  private:
   absl::Status Check(const std::vector<std::vector<int32_t>>& sources,
                      const TranslationOptions& options) const;
+  // The constraints of Admit against the limits; max_lengths: the sentences' output limits.
+  absl::Status CheckConstraints(const std::vector<Constraints>& constraints,
+                                const std::vector<int>& max_lengths) const;
   // Fills the alignments of the finished sentences whose slots asked for one.
   void Align(std::vector<Finished>& finished, const std::vector<int>& slots);
 

@@ -416,8 +416,16 @@ TopK TransformerModel::decode_top_k(DecoderState& state, const std::vector<int32
 }
 
 TopK TransformerModel::decode_top_k_on_device(DecoderState& state, const Tensor& tokens,
-                                              const Tensor& row_scores, int k) const {
-  return top_k_of(step_logits(state, tokens.reshape({tokens.numel(), 1})), row_scores, k);
+                                              const Tensor& row_scores, int k,
+                                              const Tensor& wanted) const {
+  const Tensor logits = step_logits(state, tokens.reshape({tokens.numel(), 1}));
+  TopK top = top_k_of(logits, row_scores, k);
+  if (wanted.defined() && wanted.numel() > 0) {
+    top.wanted_values = Tensor::empty({wanted.dim(0), wanted.dim(1)}, DType::kFloat32,
+                                      logits.device());
+    gather_log_probs(top.wanted_values, logits, row_scores, wanted);
+  }
+  return top;
 }
 
 Tensor TransformerModel::step_logits(DecoderState& state, const Tensor& tokens) const {

@@ -70,9 +70,10 @@ class TransformerModel {
 
   // decode_top_k with every input and output on the model's device: tokens int32 [R],
   // row_scores float32 [R], TopK [R, min(k, V)], k <= kMaxDeviceTopK. Nothing waits for the
-  // device, so a search that keeps its state there can run ahead of the GPU.
+  // device, so a search that keeps its state there can run ahead of the GPU. wanted: undefined,
+  // or int32 [R, W] tokens (-1: none) scored alike into TopK::wanted_values [R, W].
   TopK decode_top_k_on_device(DecoderState& state, const Tensor& tokens, const Tensor& row_scores,
-                              int k) const;
+                              int k, const Tensor& wanted = Tensor()) const;
 
   // The teacher-forced pass of decode() over tokens int32 [R, T] that returns, per decoder layer,
   // its cross-attention probabilities: host float32 [R, h, T, S_src] (S_src of the state; 0

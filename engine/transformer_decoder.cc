@@ -19,8 +19,9 @@ TopK TransformerDecoder::step(const std::vector<int32_t>& tokens,
   return model_.decode_top_k(state_, tokens, row_scores, k);
 }
 
-TopK TransformerDecoder::step_on_device(const Tensor& tokens, const Tensor& row_scores, int k) {
-  return model_.decode_top_k_on_device(state_, tokens, row_scores, k);
+TopK TransformerDecoder::step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
+                                        const Tensor& wanted) {
+  return model_.decode_top_k_on_device(state_, tokens, row_scores, k, wanted);
 }
 
 void TransformerDecoder::select_rows_on_device(const Tensor& source_rows) {

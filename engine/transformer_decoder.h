@@ -27,7 +27,8 @@ class TransformerDecoder : public IncrementalDecoder, public DeviceIncrementalDe
   void select_rows(const std::vector<int32_t>& source_rows) override;
 
   Device device() const override { return model_.placement().device; }
-  TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k) override;
+  TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
+                      const Tensor& wanted) override;
   void select_rows_on_device(const Tensor& source_rows) override;
   void place_rows(const std::vector<RowPlacement>& rows) override;
 

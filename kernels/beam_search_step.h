@@ -83,6 +83,9 @@ struct BeamStepRows {
   int32_t* next_tokens;
   float* next_scores;
   int32_t* source_rows;
+  // Constrained: [R, W] the scores of the rows' wanted tokens (BeamConstraints::wanted), on the
+  // scale of top_values; null otherwise.
+  const float* wanted_values = nullptr;
 };
 
 // A continuation of live hypothesis `beam` of a sentence by `token`, at cumulative log P.
@@ -216,6 +219,297 @@ XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRow
   } else if (finished >= n_best) {
     // α >= 0: lp grows with length and log P only falls, so lp(max length) bounds the best
     // score a live hypothesis can still reach.
+    const float bound = best_live / length_penalty(max_length, alpha);
+    if (bound <= state.finished_scores[s * shape.finished_capacity + n_best - 1]) {
+      state.done[s] = 1;
+    }
+  }
+}
+
+// Lexical constraints: token sequences every finished hypothesis of a sentence must contain
+// (a glossary's target terms), searched by dynamic beam allocation (Post & Vilar 2018): each
+// row tracks which constraints its hypothesis has produced and how far it is into the one it
+// is producing; every step its candidates are its K best tokens plus the W "wanted" tokens that
+// would advance a constraint (scored by the decoder like the others), and the beam is shared
+// out between banks of hypotheses by how many constraint tokens they have met, so that
+// hypotheses that took a constraint are not pushed out by likelier ones that did not. An end
+// is allowed only once every constraint is met.
+constexpr int kMaxConstraints = 16;       // per sentence: one bit each in a row's met mask
+constexpr int kMaxConstraintTokens = 64;  // per sentence, all its constraints together
+
+// Settings by slot, and per-row state. Constraint j of slot s is
+// tokens[s·T + starts[s·(C + 1) + j] .. s·T + starts[s·(C + 1) + j + 1]) with C =
+// kMaxConstraints, T = kMaxConstraintTokens, for j < counts[s] (0: the slot is unconstrained
+// and searched by beam_search_step_sentence). A row's progress is -1 (no constraint under way)
+// or j·T + the tokens of constraint j it has produced so far (at least 1, fewer than its
+// length). The step reads the state of the rows it continues (met, progress [R], and wanted
+// [R, W]: the tokens whose scores BeamStepRows::wanted_values holds, -1 where none) and writes
+// those of the rows it makes (next_met, next_progress, next_wanted), which the next step's
+// candidates include.
+struct BeamConstraints {
+  const int32_t* counts;  // [S]
+  const int32_t* starts;  // [S, C + 1]
+  const int32_t* tokens;  // [S, T]
+  const int32_t* met;
+  const int32_t* progress;
+  const int32_t* wanted;
+  int32_t* next_met;
+  int32_t* next_progress;
+  int32_t* next_wanted;
+  int wanted_width = 0;
+};
+
+// A candidate of a constrained step: the hypothesis it makes and that hypothesis's state.
+struct ConstrainedCandidate {
+  float log_prob;
+  int32_t beam;
+  int32_t token;
+  int32_t met;
+  int32_t progress;
+  int32_t bank;  // constraint tokens met: the met constraints' lengths + progress
+  int32_t chosen;
+};
+
+namespace constraint_detail {
+
+XLATE_HOST_DEVICE inline const int32_t* constraint(const BeamConstraints& c, int s, int j,
+                                                   int* length) {
+  const int32_t* starts = c.starts + static_cast<int64_t>(s) * (kMaxConstraints + 1);
+  *length = starts[j + 1] - starts[j];
+  return c.tokens + static_cast<int64_t>(s) * kMaxConstraintTokens + starts[j];
+}
+
+// The state after a hypothesis in (met, progress) takes `token`. Under way with constraint j,
+// a token that does not continue it falls back to the longest prefix of j that still ends
+// the output (as KMP's failure function: a constraint that overlaps itself is not missed);
+// with none under way, a token that begins an unmet constraint starts it (the first such).
+XLATE_HOST_DEVICE inline void advance(const BeamConstraints& c, int s, int32_t* met,
+                                      int32_t* progress, int32_t token) {
+  if (*progress >= 0) {
+    const int j = *progress / kMaxConstraintTokens, matched = *progress % kMaxConstraintTokens;
+    int length;
+    const int32_t* t = constraint(c, s, j, &length);
+    if (t[matched] == token) {
+      if (matched + 1 == length) {
+        *met |= 1 << j;
+        *progress = -1;
+      } else {
+        *progress = j * kMaxConstraintTokens + matched + 1;
+      }
+      return;
+    }
+    // The longest l <= matched with t[0, l) == the last l tokens of t[0, matched) + token.
+    for (int l = matched; l >= 1; --l) {
+      bool same = t[l - 1] == token;
+      for (int i = 0; same && i < l - 1; ++i) same = t[i] == t[matched - l + 1 + i];
+      if (same) {
+        *progress = j * kMaxConstraintTokens + l;
+        return;
+      }
+    }
+    *progress = -1;
+  }
+  for (int j = 0; j < c.counts[s]; ++j) {
+    if ((*met >> j) & 1) continue;
+    int length;
+    const int32_t* t = constraint(c, s, j, &length);
+    if (t[0] != token) continue;
+    if (length == 1) {
+      *met |= 1 << j;
+    } else {
+      *progress = j * kMaxConstraintTokens + 1;
+    }
+    return;
+  }
+}
+
+// Constraint tokens a hypothesis in (met, progress) has produced: its bank.
+XLATE_HOST_DEVICE inline int tokens_met(const BeamConstraints& c, int s, int32_t met,
+                                        int32_t progress) {
+  int total = progress >= 0 ? progress % kMaxConstraintTokens : 0;
+  for (int j = 0; j < c.counts[s]; ++j) {
+    int length;
+    constraint(c, s, j, &length);
+    if ((met >> j) & 1) total += length;
+  }
+  return total;
+}
+
+// Row `row`'s state and the tokens its next step must score: the next token of the constraint
+// under way, or the first token of every unmet one.
+XLATE_HOST_DEVICE inline void set_row(const BeamConstraints& c, int s, int64_t row, int32_t met,
+                                      int32_t progress) {
+  c.next_met[row] = met;
+  c.next_progress[row] = progress;
+  int32_t* wanted = c.next_wanted + row * c.wanted_width;
+  int w = 0;
+  if (s >= 0 && progress >= 0) {
+    int length;
+    const int32_t* t = constraint(c, s, progress / kMaxConstraintTokens, &length);
+    wanted[w++] = t[progress % kMaxConstraintTokens];
+  } else if (s >= 0) {
+    for (int j = 0; j < c.counts[s] && w < c.wanted_width; ++j) {
+      int length;
+      const int32_t* t = constraint(c, s, j, &length);
+      if (!((met >> j) & 1)) wanted[w++] = t[0];
+    }
+  }
+  for (; w < c.wanted_width; ++w) wanted[w] = -1;
+}
+
+XLATE_HOST_DEVICE inline bool ranks_before(const ConstrainedCandidate& a,
+                                           const ConstrainedCandidate& b) {
+  if (a.log_prob != b.log_prob) return a.log_prob > b.log_prob;
+  return a.beam != b.beam ? a.beam < b.beam : a.token < b.token;
+}
+
+}  // namespace constraint_detail
+
+// Rows of live sentence n (unconstrained, or idle) with no constraint state: what a
+// constrained batch's other sentences write beside their beam_search_step_sentence.
+XLATE_HOST_DEVICE inline void clear_constraint_rows(int n, const BeamStepRows& rows,
+                                                    const BeamStepState& state,
+                                                    const BeamConstraints& constraints) {
+  const int beam = state.beams[rows.sentence_ids[n]];
+  for (int b = 0; b < beam; ++b) {
+    constraint_detail::set_row(constraints, -1, rows.first_rows[n] + b, 0, -1);
+  }
+}
+
+// The step of live sentence n whose slot has constraints: beam_search_step_sentence's rule
+// with the candidates, the end and the selection of the constraints. `all` holds
+// beams[s]·(K + W) candidates. Candidates: each row's K best tokens and its wanted tokens
+// (those not among the K), at -inf none. An end (after min_lengths) only from a hypothesis
+// that met every constraint; it finishes when it ranks among the B best of the top bank. The
+// B live hypotheses are taken from the banks in turn, the most constraint tokens first, each
+// bank's best first, a bank without candidates left giving its turn to the others. At the max
+// length the live hypotheses that met every constraint finish; when none did and nothing has
+// finished, all of them do (the caller sees which constraints are missing).
+XLATE_HOST_DEVICE inline void constrained_step_sentence(int n, const BeamStepRows& rows,
+                                                        const BeamStepState& state,
+                                                        const BeamStepShape& shape,
+                                                        const BeamConstraints& constraints,
+                                                        ConstrainedCandidate* all) {
+  using constraint_detail::ranks_before;
+  const int s = rows.sentence_ids[n];
+  const int beam = state.beams[s], k = shape.candidates, step = state.steps[s];
+  const int64_t first_row = rows.first_rows[n];
+  if (state.done[s] || step >= shape.history_steps) {
+    state.done[s] = 1;
+    beam_step_detail::idle_rows(first_row, 0, beam, rows, shape.end_token);
+    return clear_constraint_rows(n, rows, state, constraints);
+  }
+  const int length = step + 1;
+  const bool allow_end = step >= state.min_lengths[s];
+  const int32_t every = (1 << constraints.counts[s]) - 1;
+  const int top_bank = constraint_detail::tokens_met(constraints, s, every, -1);
+
+  int held = 0;
+  for (int b = 0; b < beam; ++b) {
+    const int64_t row = first_row + b;
+    const int32_t met = constraints.met[row], progress = constraints.progress[row];
+    const int64_t top = row * k, wanted = row * constraints.wanted_width;
+    for (int j = 0; j < k + constraints.wanted_width; ++j) {
+      const bool among_top = j < k;
+      const int32_t token = among_top ? rows.top_indices[top + j]
+                                      : constraints.wanted[wanted + j - k];
+      const float log_prob = among_top ? rows.top_values[top + j]
+                                       : rows.wanted_values[wanted + j - k];
+      if (token < 0 || log_prob == -INFINITY) continue;
+      bool repeated = false;  // a wanted token among the row's K best, or wanted twice
+      for (int i = 0; !among_top && !repeated && i < k; ++i) {
+        repeated = rows.top_indices[top + i] == token;
+      }
+      for (int i = 0; !among_top && !repeated && i < j - k; ++i) {
+        repeated = constraints.wanted[wanted + i] == token;
+      }
+      if (repeated) continue;
+      ConstrainedCandidate c{log_prob, b, token, met, progress, 0, 0};
+      if (token == shape.end_token) {
+        if (!allow_end || met != every || progress >= 0) continue;
+        c.bank = top_bank;
+      } else {
+        constraint_detail::advance(constraints, s, &c.met, &c.progress, token);
+        c.bank = constraint_detail::tokens_met(constraints, s, c.met, c.progress);
+      }
+      int at_rank = held++;
+      while (at_rank > 0 && ranks_before(c, all[at_rank - 1])) {
+        all[at_rank] = all[at_rank - 1];
+        --at_rank;
+      }
+      all[at_rank] = c;
+    }
+  }
+
+  const float alpha = state.length_penalties[s];
+  const float penalty = length_penalty(length, alpha);
+  int top_rank = 0;  // candidates of the top bank seen so far, in rank order
+  for (int i = 0; i < held; ++i) {
+    if (all[i].bank != top_bank) continue;
+    if (all[i].token == shape.end_token && top_rank < beam) {
+      beam_step_detail::add_finished(state, shape, s, all[i].log_prob / penalty,
+                                     all[i].log_prob, step - 1, all[i].beam);
+    }
+    ++top_rank;
+  }
+  // Banks take turns, the fullest first; cursor[b]: where bank b's next candidate is sought.
+  int cursor[kMaxConstraintTokens + 1];
+  for (int b = 0; b <= top_bank; ++b) cursor[b] = 0;
+  int live = 0;
+  for (bool took = true; took && live < beam;) {
+    took = false;
+    for (int bank = top_bank; bank >= 0 && live < beam; --bank) {
+      int i = cursor[bank];
+      while (i < held && (all[i].bank != bank || all[i].token == shape.end_token)) ++i;
+      cursor[bank] = i + 1;
+      if (i < held) {
+        all[i].chosen = 1;
+        ++live;
+        took = true;
+      }
+    }
+  }
+  const int64_t history = static_cast<int64_t>(step) * shape.history_width() +
+                          static_cast<int64_t>(s) * shape.beam_stride;
+  live = 0;
+  float best_live = -INFINITY;
+  for (int i = 0; i < held; ++i) {
+    if (!all[i].chosen) continue;
+    const ConstrainedCandidate& c = all[i];
+    const int64_t row = first_row + live;
+    rows.next_tokens[row] = c.token;
+    rows.next_scores[row] = c.log_prob;
+    rows.source_rows[row] = static_cast<int32_t>(first_row + c.beam);
+    state.history_tokens[history + live] = c.token;
+    state.history_parents[history + live] = c.beam;
+    constraint_detail::set_row(constraints, s, row, c.met, c.progress);
+    best_live = best_live > c.log_prob ? best_live : c.log_prob;
+    ++live;
+  }
+  beam_step_detail::idle_rows(first_row, live, beam, rows, shape.end_token);
+  for (int b = live; b < beam; ++b) constraint_detail::set_row(constraints, -1, first_row + b, 0, -1);
+  state.steps[s] = length;
+
+  const int max_length = state.max_lengths[s];
+  if (length >= max_length || live == 0) {
+    for (int pass = 0; pass < 2; ++pass) {
+      // Pass 0: the hypotheses that met every constraint; pass 1, when nothing finished: all.
+      if (pass == 1 && state.finished_count[s] > 0) break;
+      for (int b = 0; b < live; ++b) {
+        const int64_t row = first_row + b;
+        const bool complete = constraints.next_met[row] == every && constraints.next_progress[row] < 0;
+        if (complete != (pass == 0)) continue;
+        const float log_prob = rows.next_scores[row];
+        beam_step_detail::add_finished(state, shape, s, log_prob / penalty, log_prob, step, b);
+      }
+    }
+    state.done[s] = 1;
+    return;
+  }
+  const int finished = state.finished_count[s], n_best = state.n_bests[s];
+  if (finished >= beam) {
+    state.done[s] = 1;
+  } else if (finished >= n_best) {
     const float bound = best_live / length_penalty(max_length, alpha);
     if (bound <= state.finished_scores[s * shape.finished_capacity + n_best - 1]) {
       state.done[s] = 1;

@@ -13,6 +13,7 @@
 #include "engine/model_directory.h"
 #include "engine/transformer.h"
 #include "engine/transformer_decoder.h"
+#include "tests/brute_force_search.h"
 #include "tests/random_tensor.h"
 
 namespace xlate {
@@ -24,58 +25,10 @@ constexpr int kStart = 2, kEnd = 3;
 // a real chance at every step.
 std::shared_ptr<TransformerModel> tiny_model(uint64_t seed) { return tiny_random_model(6, seed); }
 
-struct Encoded {
-  Tensor output, lengths;
-};
-
-Encoded encode(const TransformerModel& model, const std::vector<int32_t>& source) {
-  Encoded encoded;
-  encoded.lengths = Tensor::from_vector(std::vector<int32_t>{int32_t(source.size())}, {1});
-  encoded.output = model.encode(Tensor::from_vector(source, {1, int64_t(source.size())}),
-                                encoded.lengths);
-  return encoded;
-}
-
-// GNMT's length penalty (Wu et al. 2016, eq. 14), written here rather than taken from the
-// library: the brute-force reference must not share the rule it checks.
-double gnmt_length_penalty(int length, double alpha) { return std::pow((5.0 + length) / 6.0, alpha); }
-
-// Every complete output of at most max_length tokens (end token included), scored by
-// log P / lp(|Y|) from teacher-forced passes; best first.
-std::vector<Hypothesis> enumerate_all(const TransformerModel& model, const Encoded& encoded,
-                                      int max_length, float alpha) {
-  std::vector<Hypothesis> all;
-  std::function<void(std::vector<int32_t>, double)> expand = [&](std::vector<int32_t> prefix,
-                                                                 double log_prob) {
-    std::vector<int32_t> input = {kStart};
-    input.insert(input.end(), prefix.begin(), prefix.end());
-    TransformerDecoder decoder(model, encoded.output, encoded.lengths, 1, int64_t(input.size()));
-    const Tensor logits = decoder.logits(Tensor::from_vector(input, {1, int64_t(input.size())}));
-    const int64_t vocabulary = logits.dim(2);
-    const float* last = logits.data<float>() + (input.size() - 1) * vocabulary;
-    double best = -1e30, total = 0;
-    for (int64_t v = 0; v < vocabulary; ++v) best = std::max(best, double(last[v]));
-    for (int64_t v = 0; v < vocabulary; ++v) total += std::exp(last[v] - best);
-    const int length = int(prefix.size()) + 1;
-    for (int32_t token = 0; token < vocabulary; ++token) {
-      const double next = log_prob + last[token] - best - std::log(total);
-      std::vector<int32_t> extended = prefix;
-      if (token != kEnd) extended.push_back(token);
-      if (token == kEnd || length == max_length) {
-        Hypothesis finished;
-        finished.tokens = extended;
-        finished.score = float(next / gnmt_length_penalty(length, alpha));
-        finished.log_prob = float(next);
-        all.push_back(std::move(finished));
-      } else {
-        expand(extended, next);
-      }
-    }
-  };
-  expand({}, 0.0);
-  std::sort(all.begin(), all.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
-  return all;
-}
+using testing::Encoded;
+using testing::encode;
+using testing::enumerate_all;
+using testing::gnmt_length_penalty;
 
 class TinyModelSearch : public ::testing::TestWithParam<float> {};
 

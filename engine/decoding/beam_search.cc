@@ -25,7 +25,10 @@ class HostRowDecoder : public DeviceIncrementalDecoder {
   // Decodes each distinct row once: a row that starts a sentence beside its first row (log P
   // -inf, the same decoder row and token) takes that row's candidates at -inf, which is what
   // decoding it would give, so a sentence's first step decodes one row, not beam_size.
-  TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k) override {
+  // Host searches have no lexical constraints (IncrementalDecoder scores no wanted tokens).
+  TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
+                      const Tensor& wanted) override {
+    if (wanted.defined()) throw std::logic_error("host beam search: wanted tokens");
     const int rows = static_cast<int>(source_.size());
     const int32_t* token = tokens.data<int32_t>();
     const float* score = row_scores.data<float>();

@@ -56,7 +56,8 @@ DeviceBeamSearch::DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots,
 }
 
 void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>& max_lengths,
-                           const SearchOptions& options) {
+                           const SearchOptions& options,
+                           const std::vector<Constraints>& constraints) {
   if (slots.empty()) return;
   const int64_t capacity = t_.beams.numel(), longest = t_.history_tokens.dim(0);
   if (options.beam_size < 1 || options.beam_size > max_beam_ || slots.size() != max_lengths.size() ||
@@ -74,6 +75,14 @@ void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>
   }
   start_token_ = options.start_token;
   end_token_ = options.end_token;
+  if (!constraints.empty()) {
+    if (constraints.size() != slots.size()) {
+      throw std::logic_error("DeviceBeamSearch::add: constraints for some sentences only");
+    }
+    set_constraints(slots, constraints);
+  } else if (t_.constrained()) {
+    set_constraints(slots, std::vector<Constraints>(slots.size()));
+  }
   const auto count = slots.size();
   const Tensor slot_ids = tensor_on(device_, std::vector<int32_t>(slots.begin(), slots.end()));
   set_entries(t_.beams, slot_ids, std::vector<int32_t>(count, options.beam_size));
@@ -89,14 +98,70 @@ void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>
   for (size_t i = 0; i < count; ++i) {
     live_.push_back({slots[i], options.beam_size, options.n_best, max_lengths[i],
                      options.length_penalty, 0, options.report_stable_prefix});
+    if (!constraints.empty()) live_.back().constraints = static_cast<int>(constraints[i].size());
   }
   place(kept_rows);
 }
 
+void DeviceBeamSearch::set_constraints(const std::vector<int>& slots,
+                                       const std::vector<Constraints>& constraints) {
+  constexpr int kCount = kernels::kMaxConstraints, kTokens = kernels::kMaxConstraintTokens;
+  bool any = false;
+  for (const Constraints& sentence : constraints) {
+    int tokens = 0;
+    for (const std::vector<int32_t>& constraint : sentence) {
+      tokens += static_cast<int>(constraint.size());
+      for (int32_t token : constraint) {
+        if (token < 0 || token == end_token_) {
+          throw std::logic_error("DeviceBeamSearch::add: a constraint token < 0 or the end");
+        }
+      }
+      if (constraint.empty()) throw std::logic_error("DeviceBeamSearch::add: an empty constraint");
+    }
+    if (static_cast<int>(sentence.size()) > kCount || tokens > kTokens) {
+      throw std::logic_error("DeviceBeamSearch::add: more constraints or tokens than it holds");
+    }
+    any = any || !sentence.empty();
+  }
+  if (!any && !t_.constrained()) return;
+  if (!op_backend(device_).lexical_constraints) {
+    throw std::logic_error(std::string("DeviceBeamSearch::add: lexical constraints on the ") +
+                           op_backend(device_).name + " backend");
+  }
+  const int64_t capacity = t_.beams.numel();
+  if (!t_.constrained()) {
+    t_.constraint_counts = Tensor::zeros({capacity}, DType::kInt32, device_);
+    t_.constraint_starts = Tensor::zeros({capacity, kCount + 1}, DType::kInt32, device_);
+    t_.constraint_tokens = Tensor::zeros({capacity, kTokens}, DType::kInt32, device_);
+    for (Tensor* t : {&t_.row_met, &t_.row_progress, &t_.next_met, &t_.next_progress}) {
+      *t = Tensor::zeros({rows_}, DType::kInt32, device_);
+    }
+    std::fill_n(t_.row_progress.data<int32_t>(), rows_, -1);  // on the host (the CPU's)
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const int64_t slot = slots[i];
+    int32_t* starts = t_.constraint_starts.data<int32_t>() + slot * (kCount + 1);
+    int32_t* tokens = t_.constraint_tokens.data<int32_t>() + slot * kTokens;
+    t_.constraint_counts.data<int32_t>()[slot] = static_cast<int32_t>(constraints[i].size());
+    int32_t at = 0;
+    starts[0] = 0;
+    for (size_t j = 0; j < constraints[i].size(); ++j) {
+      for (int32_t token : constraints[i][j]) tokens[at++] = token;
+      starts[j + 1] = at;
+    }
+  }
+}
+
 std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::step() {
   if (live_.empty()) return {};
-  const TopK top = decoder_.step_on_device(t_.next_tokens, t_.next_scores, candidates_);
+  const TopK top = decoder_.step_on_device(t_.next_tokens, t_.next_scores, candidates_,
+                                          t_.wanted_width() > 0 ? t_.row_wanted : Tensor());
   beam_search_step(t_, top, end_token_);
+  if (t_.constrained()) {
+    std::swap(t_.row_met, t_.next_met);
+    std::swap(t_.row_progress, t_.next_progress);
+    std::swap(t_.row_wanted, t_.next_wanted);
+  }
   decoder_.select_rows_on_device(t_.source_rows);
   for (Sentence& sentence : live_) ++sentence.decoded;
   --steps_to_max_length_;
@@ -303,6 +368,39 @@ void DeviceBeamSearch::place(const std::vector<int32_t>& kept_rows) {
   t_.source_rows = Tensor::empty({rows}, DType::kInt32, device_);
   t_.sentence_ids = tensor_on(device_, sentence_ids);
   t_.first_rows = tensor_on(device_, first_rows);
+  if (t_.constrained()) place_constraint_rows(kept_rows);
+}
+
+// On the host: only a backend with lexical_constraints (the CPU) holds constraint state.
+void DeviceBeamSearch::place_constraint_rows(const std::vector<int32_t>& kept_rows) {
+  int width = 0;  // W: the most wanted tokens a row can have
+  for (const Sentence& sentence : live_) width = std::max(width, sentence.constraints);
+  const int64_t rows = rows_;
+  Tensor met = Tensor::zeros({rows}, DType::kInt32, device_);
+  Tensor progress = Tensor::empty({rows}, DType::kInt32, device_);
+  Tensor wanted = Tensor::empty({rows, width}, DType::kInt32, device_);
+  kernels::BeamConstraints view{t_.constraint_counts.data<int32_t>(),
+                                t_.constraint_starts.data<int32_t>(),
+                                t_.constraint_tokens.data<int32_t>(),
+                                nullptr, nullptr, nullptr,
+                                met.data<int32_t>(), progress.data<int32_t>(),
+                                wanted.data<int32_t>(), width};
+  int64_t row = 0;
+  for (const Sentence& sentence : live_) {
+    for (int b = 0; b < sentence.beam; ++b, ++row) {
+      const bool kept = row < static_cast<int64_t>(kept_rows.size());
+      const int32_t row_met = kept ? t_.row_met.data<int32_t>()[kept_rows[row]] : 0;
+      const int32_t row_progress = kept ? t_.row_progress.data<int32_t>()[kept_rows[row]] : -1;
+      kernels::constraint_detail::set_row(view, sentence.constraints > 0 ? sentence.slot : -1,
+                                          row, row_met, row_progress);
+    }
+  }
+  t_.row_met = std::move(met);
+  t_.row_progress = std::move(progress);
+  t_.row_wanted = std::move(wanted);
+  t_.next_met = Tensor::empty({rows}, DType::kInt32, device_);
+  t_.next_progress = Tensor::empty({rows}, DType::kInt32, device_);
+  t_.next_wanted = Tensor::empty({rows, width}, DType::kInt32, device_);
 }
 
 namespace {
@@ -311,7 +409,8 @@ namespace {
 class DeviceBeamSearchRun : public SearchRun {
  public:
   DeviceBeamSearchRun(DeviceIncrementalDecoder& decoder, const std::vector<int>& max_lengths,
-                      const SearchOptions& options, int sync_interval)
+                      const SearchOptions& options, int sync_interval,
+                      const std::vector<Constraints>& constraints)
       : results_(max_lengths.size()), live_(static_cast<int>(max_lengths.size())) {
     if (max_lengths.empty()) return;
     const int sentences = static_cast<int>(max_lengths.size());
@@ -320,7 +419,7 @@ class DeviceBeamSearchRun : public SearchRun {
                                                  sync_interval);
     std::vector<int> slots(max_lengths.size());
     for (int s = 0; s < sentences; ++s) slots[s] = s;
-    search_->add(slots, max_lengths, options);
+    search_->add(slots, max_lengths, options, constraints);
   }
 
   bool done() const override { return live_ == 0; }
@@ -346,12 +445,14 @@ class DeviceBeamSearchRun : public SearchRun {
 std::unique_ptr<SearchRun> start_device_beam_search(DeviceIncrementalDecoder& decoder,
                                                     const std::vector<int>& max_lengths,
                                                     const SearchOptions& options,
-                                                    int sync_interval) {
+                                                    int sync_interval,
+                                                    const std::vector<Constraints>& constraints) {
   if (options.beam_size < 1 || options.beam_size > op_backend(decoder.device()).max_beam) {
     throw std::logic_error("device beam search: beam_size must be in [1, " +
                            std::to_string(op_backend(decoder.device()).max_beam) + "]");
   }
-  return std::make_unique<DeviceBeamSearchRun>(decoder, max_lengths, options, sync_interval);
+  return std::make_unique<DeviceBeamSearchRun>(decoder, max_lengths, options, sync_interval,
+                                               constraints);
 }
 
 }  // namespace xlate

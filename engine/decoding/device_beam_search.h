@@ -24,13 +24,18 @@ class DeviceIncrementalDecoder {
   virtual ~DeviceIncrementalDecoder() = default;
   virtual Device device() const = 0;
   // IncrementalDecoder::step on device(): tokens int32 [R], row_scores float32 [R]; TopK
-  // [R, min(k, V)] stays there. k <= kMaxDeviceTopK.
-  virtual TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k) = 0;
+  // [R, min(k, V)] stays there. k <= kMaxDeviceTopK. wanted: undefined, or int32 [R, W] tokens
+  // (-1: none) whose scores TopK::wanted_values returns too (gather_log_probs).
+  virtual TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
+                              const Tensor& wanted) = 0;
   // Beam reordering: source_rows int32 [R] on device(), each a row of the same sentence.
   virtual void select_rows_on_device(const Tensor& source_rows) = 0;
   // New live rows when sentences join or leave (DecoderState::place_rows).
   virtual void place_rows(const std::vector<RowPlacement>& rows) = 0;
 };
+
+// Token sequences one sentence's translation must contain.
+using Constraints = std::vector<std::vector<int32_t>>;
 
 class DeviceBeamSearch {
  public:
@@ -45,8 +50,11 @@ class DeviceBeamSearch {
   // Sentences in free `slots` (whose source the decoder holds) decode from the next step on,
   // searched with `options` (beam_size <= max_beam; the same end token for every sentence),
   // sentence i producing at most max_lengths[i] <= max_length tokens, the end token included.
+  // constraints: empty, or per sentence the token sequences every hypothesis of it must contain
+  // (lexical constraints, kernels/beam_search_step.h: at most kMaxConstraints non-empty ones of
+  // kMaxConstraintTokens tokens in all, no end token; a backend with lexical_constraints).
   void add(const std::vector<int>& slots, const std::vector<int>& max_lengths,
-           const SearchOptions& options);
+           const SearchOptions& options, const std::vector<Constraints>& constraints = {});
 
   struct Finished {
     int slot;
@@ -88,6 +96,7 @@ class DeviceBeamSearch {
     int decoded;  // steps it has taken part in (the position its rows decode next)
     bool reports_prefix;
     size_t stable_length = 0;  // tokens of its stable prefix reported so far
+    int constraints = 0;       // lexical constraints it has
   };
   // The search state as the host reads it: the state itself on the CPU, copies on a GPU (the
   // history up to `steps`).
@@ -107,6 +116,10 @@ class DeviceBeamSearch {
   // Places the rows of live_: its first kept_rows.size() rows continue those rows (the kept
   // sentences, in order); the sentences after them start.
   void place(const std::vector<int32_t>& kept_rows);
+  // place() for the rows' constraint state: kept rows keep theirs, the others start afresh.
+  void place_constraint_rows(const std::vector<int32_t>& kept_rows);
+  // Writes the settings of constrained sentences' slots (allocated at the first).
+  void set_constraints(const std::vector<int>& slots, const std::vector<Constraints>& constraints);
 
   DeviceIncrementalDecoder& decoder_;
   const Device device_;
@@ -130,6 +143,7 @@ class DeviceBeamSearch {
 std::unique_ptr<SearchRun> start_device_beam_search(DeviceIncrementalDecoder& decoder,
                                                     const std::vector<int>& max_lengths,
                                                     const SearchOptions& options,
-                                                    int sync_interval = 0);
+                                                    int sync_interval = 0,
+                                                    const std::vector<Constraints>& constraints = {});
 
 }  // namespace xlate

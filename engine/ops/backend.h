@@ -28,6 +28,7 @@
   X(attention_forward)       \
   X(log_softmax_forward)     \
   X(log_softmax_top_k)       \
+  X(gather_log_probs)        \
   X(gather_rows)             \
   X(scatter_rows)            \
   X(decode_positions)        \
@@ -67,6 +68,8 @@ struct OpBackend {
   int max_top_k = std::numeric_limits<int>::max();
   // Largest beam of beam_search_step (the CUDA step ranks 2·B candidates in a fixed array).
   int max_beam = std::numeric_limits<int>::max();
+  // Whether beam_search_step takes lexical constraints (the CPU's; not yet the CUDA kernel's).
+  bool lexical_constraints = false;
   // Largest d_k and d_v of attention_forward (the CUDA kernel keeps a query's head in its
   // lanes' registers: kernels::kMaxAttentionHeadDim).
   int max_attention_head_dim = std::numeric_limits<int>::max();

@@ -11,6 +11,7 @@ struct BeamStepViews {
   kernels::BeamStepRows rows;
   kernels::BeamStepState state;
   kernels::BeamStepShape shape;
+  kernels::BeamConstraints constraints{};  // wanted_width 0 and null when unconstrained
 };
 
 inline BeamStepViews beam_step_views(BeamSearchTensors& t, const TopK& top, int end_token) {
@@ -36,6 +37,14 @@ inline BeamStepViews beam_step_views(BeamSearchTensors& t, const TopK& top, int 
   const int64_t slots = t.beams.numel();
   v.shape.sentences = static_cast<int>(t.sentence_ids.numel());
   v.shape.candidates = static_cast<int>(top.indices.dim(1));
+  if (t.constrained()) {
+    v.rows.wanted_values = top.wanted_values.defined() ? top.wanted_values.data<float>() : nullptr;
+    v.constraints = {t.constraint_counts.data<int32_t>(), t.constraint_starts.data<int32_t>(),
+                     t.constraint_tokens.data<int32_t>(), t.row_met.data<int32_t>(),
+                     t.row_progress.data<int32_t>(),      t.row_wanted.data<int32_t>(),
+                     t.next_met.data<int32_t>(),          t.next_progress.data<int32_t>(),
+                     t.next_wanted.data<int32_t>(),       static_cast<int>(t.wanted_width())};
+  }
   v.shape.end_token = end_token;
   v.shape.beam_stride = static_cast<int>(t.history_tokens.dim(1) / slots);
   v.shape.finished_capacity = static_cast<int>(t.finished_scores.dim(1));

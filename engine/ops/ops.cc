@@ -236,6 +236,27 @@ void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& lo
   backend_of(logits).log_softmax_top_k(top_values, top_indices, logits, row_offsets, k);
 }
 
+void gather_log_probs(Tensor& values, const Tensor& logits, const Tensor& row_offsets,
+                      const Tensor& tokens) {
+  ScopedOpTimer timer(OpCategory::kSoftmax);
+  const char* op = "gather_log_probs";
+  require_float_like(logits, logits, op, "logits");
+  require_int32_like(tokens, logits, op, "tokens");
+  const int64_t vocabulary = logits.dim(-1), rows = logits.numel() / vocabulary;
+  require(tokens.rank() == 2 && tokens.dim(0) == rows, op, "tokens must be [N, W]");
+  require(values.defined() && values.dtype() == DType::kFloat32 &&
+              values.device() == logits.device() && values.numel() == tokens.numel(),
+          op, "values must be float32 [N, W] on the logits' device");
+  require(row_offsets.defined() && row_offsets.dtype() == DType::kFloat32 &&
+              row_offsets.device() == logits.device() && row_offsets.numel() == rows,
+          op, "row_offsets must be float32 [N] on the logits' device");
+  for (int64_t i = 0; on_host(tokens) && i < tokens.numel(); ++i) {
+    const int32_t token = tokens.data<int32_t>()[i];
+    require(token >= -1 && token < vocabulary, op, "tokens must be in [-1, V)");
+  }
+  backend_of(logits).gather_log_probs(values, logits, row_offsets, tokens);
+}
+
 void gather_rows(Tensor& out, const Tensor& inp, const Tensor& indices) {
   ScopedOpTimer timer(OpCategory::kOther);
   require_indexed_rows(inp, out, indices, "gather_rows");
@@ -325,6 +346,32 @@ void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) 
   const OpBackend& backend = backend_of(like);
   require(like.dim(1) <= backend.max_top_k, op,
           "at most " + std::to_string(backend.max_top_k) + " candidates per row");
+  if (state.constrained()) {
+    require(backend.lexical_constraints, op,
+            std::string("lexical constraints are not implemented on the ") + backend.name +
+                " backend");
+    const int64_t slots = state.beams.numel();
+    require(state.constraint_counts.numel() == slots &&
+                state.constraint_starts.numel() == slots * (kernels::kMaxConstraints + 1) &&
+                state.constraint_tokens.numel() == slots * kernels::kMaxConstraintTokens,
+            op, "constraint settings must be [S], [S, C + 1], [S, T]");
+    for (const Tensor* t : {&state.row_met, &state.row_progress, &state.next_met,
+                            &state.next_progress}) {
+      require_int32_like(*t, like, op, "every constraint state tensor");
+      require(t->numel() == rows, op, "constraint row state must be [R]");
+    }
+    const int64_t wanted = state.wanted_width();
+    for (const Tensor* t : {&state.row_wanted, &state.next_wanted}) {
+      require_int32_like(*t, like, op, "the wanted tokens");
+      require(t->rank() == 2 && t->dim(0) == rows && t->dim(1) == wanted, op,
+              "row_wanted and next_wanted must be [R, W]");
+    }
+    require(wanted == 0 || (top.wanted_values.defined() &&
+                            top.wanted_values.dtype() == DType::kFloat32 &&
+                            top.wanted_values.device() == like.device() &&
+                            top.wanted_values.numel() == rows * wanted),
+            op, "top.wanted_values must be float32 [R, W]");
+  }
   for (const Tensor* t :
        {&state.sentence_ids, &state.first_rows, &state.beams, &state.n_bests, &state.min_lengths,
         &state.max_lengths, &state.steps, &state.done, &state.finished_count,

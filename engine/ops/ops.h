@@ -116,11 +116,20 @@ constexpr int kMaxDeviceTopK = kernels::kMaxTopK;
 void log_softmax_top_k(Tensor& top_values, Tensor& top_indices, const Tensor& logits,
                        const Tensor& row_offsets, int k);
 
+// values[n, j] = log_softmax(logits[n])[tokens[n, j]] + row_offsets[n], -inf where tokens[n, j]
+// is -1: the scores of given tokens, on the scale of log_softmax_top_k's (the wanted tokens of
+// a constrained beam search). values float32 [N, W], logits [N, V], row_offsets float32 [N],
+// tokens int32 [N, W] in [-1, V).
+void gather_log_probs(Tensor& values, const Tensor& logits, const Tensor& row_offsets,
+                      const Tensor& tokens);
+
 // The result of log_softmax_top_k as the search reads it: values float32 [N, k], best first,
 // and their token ids int32 [N, k].
 struct TopK {
   Tensor values;
   Tensor indices;
+  // float32 [N, W] when the step was given wanted tokens (gather_log_probs): their scores.
+  Tensor wanted_values{};
 };
 
 // out[r, ...] = inp[indices[r], ...] for r < R: indices int32 [R], inp [I, ...], out [R, ...]
@@ -170,11 +179,21 @@ struct BeamSearchTensors {
   Tensor finished_last_steps, finished_last_index;    // int32 [S, F]
   Tensor history_tokens, history_parents;             // int32 [L, S·B_max]
   Tensor next_tokens, next_scores, source_rows;       // int32, float32, int32 [R]
+  // Lexical constraints (kernels/beam_search_step.h, BeamConstraints); all undefined for a
+  // search without them. Settings: int32 [S], [S, C + 1], [S, T]. Row state: the rows the step
+  // continues (row_*) and the rows it writes (next_*), int32 [R]; next_wanted int32 [R, W].
+  Tensor constraint_counts, constraint_starts, constraint_tokens;
+  Tensor row_met, row_progress, row_wanted, next_met, next_progress, next_wanted;
+  bool constrained() const { return constraint_counts.defined(); }
+  int64_t wanted_width() const { return constrained() ? next_wanted.dim(1) : 0; }
 };
 
 // One step of beam search for every live sentence from its rows' candidates `top` ([R, K] on the
-// state's device, min(2·beams[s] + 1, V) <= K <= the backend's max_top_k for every live s): writes
-// next_tokens/next_scores/source_rows and advances each live sentence's state and history.
+// state's device, min(2·beams[s] + 1, V) <= K <= the backend's max_top_k for every live s; when
+// constrained, top.wanted_values [R, W] scores state.row_wanted, W = state.wanted_width()): writes
+// next_tokens/next_scores/source_rows and advances each live sentence's state and history (and,
+// constrained, the rows' constraint state and wanted tokens; backends with
+// lexical_constraints only).
 // 1 <= beams[s] <= B_max <= the backend's max_beam (no limit on the CPU, kMaxDeviceBeam on CUDA).
 constexpr int kMaxDeviceBeam = kernels::kMaxStepBeam;
 void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token);

@@ -9,6 +9,7 @@ const OpBackend& op_backend() {
   static const OpBackend backend = [] {
     OpBackend table;
     table.name = "CPU";
+    table.lexical_constraints = true;
     table.synchronize = [] {};
     table.int8_available = &int8_available;
     table.plan_counts = &primitive_counts;

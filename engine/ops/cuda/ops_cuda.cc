@@ -11,6 +11,7 @@
 #include "kernels/beam_search_step.h"
 #include "kernels/decode_positions.h"
 #include "kernels/embedding.h"
+#include "kernels/gather_log_probs.h"
 #include "kernels/gather_rows.h"
 #include "kernels/gemm.h"
 #include "kernels/log_softmax.h"
@@ -154,6 +155,14 @@ void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths
                             key_lengths.data<int32_t>(), row_slots.data<int32_t>(),
                             row_positions.data<int32_t>(), rows, cache_rows.numel() / rows,
                             row_table.dim(1), length, row_capacity, cuda_backend::stream());
+}
+
+void gather_log_probs(Tensor& values, const Tensor& logits, const Tensor& row_offsets,
+                      const Tensor& tokens) {
+  const int64_t vocabulary = logits.dim(-1), rows = logits.numel() / vocabulary;
+  kernels::gather_log_probs(values.data<float>(), logits.raw_data(), row_offsets.data<float>(),
+                            tokens.data<int32_t>(), rows, vocabulary, tokens.dim(1),
+                            type_of(logits), cuda_backend::stream());
 }
 
 void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) {
