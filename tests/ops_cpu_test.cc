@@ -371,6 +371,43 @@ TEST(OpsCpu, LogSoftmaxTopKRanksByLogitAndShiftsTheLogProbabilities) {
   }
 }
 
+// The wanted tokens of a constrained search score what log_softmax_top_k gives them (the same
+// shift, so exactly), plus the row offset; -1 scores -inf; tokens outside [-1, V) are refused.
+TEST(OpsCpu, GatherLogProbsScoresTokensAsTheTopKDoes) {
+  std::mt19937 generator(9);
+  const int64_t rows = 3, vocabulary = 70;
+  const Tensor logits = random_tensor({rows, vocabulary}, generator, 3.f);
+  const Tensor offsets = Tensor::from_vector(std::vector<float>{-2.f, 0.f, -0.5f}, {rows});
+  Tensor values = Tensor::empty({rows, vocabulary}, DType::kFloat32);
+  Tensor ids = Tensor::empty({rows, vocabulary}, DType::kInt32);
+  log_softmax_top_k(values, ids, logits, offsets, static_cast<int>(vocabulary));
+  Tensor log_probs = Tensor::empty({rows, vocabulary}, DType::kFloat32);
+  log_softmax_forward(log_probs, logits);
+  const Tensor wanted = Tensor::from_vector(
+      std::vector<int32_t>{5, 69, -1, 0, -1, -1, 33, 33, 12}, {rows, 3});
+  Tensor gathered = Tensor::empty({rows, 3}, DType::kFloat32);
+  gather_log_probs(gathered, logits, offsets, wanted);
+  for (int64_t n = 0; n < rows; ++n) {
+    for (int64_t j = 0; j < 3; ++j) {
+      const int32_t token = wanted.data<int32_t>()[n * 3 + j];
+      const float got = gathered.data<float>()[n * 3 + j];
+      if (token < 0) {
+        EXPECT_EQ(got, -INFINITY);
+        continue;
+      }
+      const int32_t* row_ids = ids.data<int32_t>() + n * vocabulary;
+      const int64_t rank = std::find(row_ids, row_ids + vocabulary, token) - row_ids;
+      EXPECT_EQ(got, values.data<float>()[n * vocabulary + rank]) << "row " << n << " id " << token;
+      EXPECT_NEAR(got, log_probs.data<float>()[n * vocabulary + token] + offsets.data<float>()[n],
+                  1e-5);
+    }
+  }
+  const Tensor beyond = Tensor::from_vector(std::vector<int32_t>{1, 70, 2}, {1, 3});
+  Tensor one = Tensor::empty({1, 3}, DType::kFloat32);
+  EXPECT_THROW(gather_log_probs(one, logits.view(0, {1, vocabulary}), offsets.view(0, {1}), beyond),
+               std::logic_error);
+}
+
 TEST(OpsCpu, GatherRowsCopiesTheIndexedRows) {
   Tensor inp = Tensor::from_vector(std::vector<float>{0, 1, 10, 11, 20, 21}, {3, 1, 2});
   Tensor out = Tensor::empty({4, 1, 2}, DType::kFloat32);

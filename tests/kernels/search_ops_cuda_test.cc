@@ -104,6 +104,31 @@ TEST_F(SearchOpsCuda, PenalizeRepeatsMatchesTheCpu) {
   }
 }
 
+// The wanted tokens' scores on float32 and bfloat16 logits of a wide row (several blocks'
+// worth of threads), rows without any wanted token among them: as the CPU's to float32's
+// rounding of a sum in another order.
+TEST_F(SearchOpsCuda, GatherLogProbsMatchesTheCpu) {
+  std::mt19937 generator(23);
+  const int64_t rows = 5, vocabulary = 3000, width = 4;
+  std::normal_distribution<float> normal(0.f, 3.f);
+  std::vector<float> values(rows * vocabulary);
+  for (float& v : values) v = normal(generator);
+  const std::vector<int32_t> wanted = {0, 2999, -1, 17, -1, -1, -1, -1, 5, 5, 6, 7,
+                                       1000, -1, 2, -1, 42, 43, 44, 45};
+  const Tensor offsets = Tensor::from_vector(std::vector<float>{0.f, -1.f, -2.f, -3.f, 0.5f}, {rows});
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+    SCOPED_TRACE(dtype == DType::kFloat32 ? "float32" : "bfloat16");
+    const Tensor cpu_logits = Tensor::from_vector(values, {rows, vocabulary}).to_dtype(dtype).to_float32();
+    const Tensor tokens = Tensor::from_vector(wanted, {rows, width});
+    Tensor cpu = Tensor::empty({rows, width}, DType::kFloat32);
+    gather_log_probs(cpu, cpu_logits, offsets, tokens);
+    Tensor gpu = Tensor::empty({rows, width}, DType::kFloat32, Device::kCUDA);
+    gather_log_probs(gpu, Tensor::from_vector(values, {rows, vocabulary}).to_dtype(dtype).on(Device::kCUDA),
+                     offsets.on(Device::kCUDA), tokens.on(Device::kCUDA));
+    expect_equal(gpu, cpu, "wanted scores", 1e-5);
+  }
+}
+
 // Random candidates of N·B rows: K distinct ids per row, best first, the end token (3) often
 // among them, scores falling with the step like cumulative log-probabilities.
 TopK random_candidates(int64_t rows, int k, int step, std::mt19937& generator) {
