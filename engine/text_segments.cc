@@ -4,38 +4,15 @@
 
 #include <unicode/brkiter.h>
 #include <unicode/uchar.h>
-#include <unicode/utext.h>
 
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "engine/break_boundaries.h"
 #include "engine/utf8.h"
 
 namespace xlate {
 namespace {
-
-// Byte offsets where `sentences` ends sentences in `text` (UTF-8 through UText: no UTF-16 copy,
-// and the offsets are the text's own byte offsets), the last one text.size().
-absl::StatusOr<std::vector<size_t>> sentence_boundaries(const std::string& text,
-                                                        icu::BreakIterator& sentences) {
-  UErrorCode error = U_ZERO_ERROR;
-  UText utext = UTEXT_INITIALIZER;
-  utext_openUTF8(&utext, text.data(), static_cast<int64_t>(text.size()), &error);
-  sentences.setText(&utext, error);
-  std::vector<size_t> boundaries;
-  if (U_SUCCESS(error)) {
-    for (int32_t end = sentences.next(); end != icu::BreakIterator::DONE;
-         end = sentences.next()) {
-      boundaries.push_back(static_cast<size_t>(end));
-    }
-  }
-  utext_close(&utext);
-  if (U_FAILURE(error)) {
-    return absl::InternalError(absl::StrCat("ICU cannot split the text: ", u_errorName(error)));
-  }
-  if (boundaries.empty() || boundaries.back() != text.size()) boundaries.push_back(text.size());
-  return boundaries;
-}
 
 // The end of the blank code points that start at `begin`, and the start of those that end at
 // `end`, within [begin, end) of valid UTF-8 `text`.
@@ -117,7 +94,7 @@ absl::StatusOr<SegmentedTexts> SegmentedTexts::Split(std::vector<std::string> te
     }
     std::vector<size_t> boundaries{texts[i].size()};
     if (segmentation == Segmentation::kSentences) {
-      auto found = sentence_boundaries(texts[i], *sentences);
+      auto found = break_boundaries(texts[i], *sentences);
       if (!found.ok()) return found.status();
       boundaries = *std::move(found);
     }
