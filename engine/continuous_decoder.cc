@@ -98,55 +98,6 @@ absl::Status ContinuousDecoder::Check(const std::vector<std::vector<int32_t>>& s
   return absl::OkStatus();
 }
 
-absl::Status ContinuousDecoder::CheckConstraints(const std::vector<Constraints>& constraints,
-                                                 const std::vector<int>& max_lengths) const {
-  if (constraints.empty()) return absl::OkStatus();
-  if (constraints.size() != max_lengths.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(constraints.size(), " constraint lists for ",
-                                                   max_lengths.size(), " sentences"));
-  }
-  const OpBackend& backend = op_backend(model_.placement().device);
-  const ModelConfig& config = model_.config();
-  const int64_t vocabulary = config.target_vocab_size();
-  for (size_t i = 0; i < constraints.size(); ++i) {
-    if (!constraints[i].empty() && !backend.lexical_constraints) {
-      return absl::UnimplementedError(absl::StrCat(
-          "lexical constraints (glossaries) run on the CPU; this model is on the ",
-          backend.name, " backend"));
-    }
-    if (constraints[i].size() > static_cast<size_t>(kernels::kMaxConstraints)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sentence ", i, " has ", constraints[i].size(), " constraints; the limit is ",
-          kernels::kMaxConstraints));
-    }
-    int64_t tokens = 0;
-    for (const std::vector<int32_t>& constraint : constraints[i]) {
-      if (constraint.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat("sentence ", i, " has an empty constraint"));
-      }
-      for (int32_t id : constraint) {
-        if (id < 0 || id >= vocabulary || id == config.eos_id || id == config.pad_id) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "sentence ", i, " has constraint token id ", id, ": outside [0, ", vocabulary,
-              ") or the end or padding token"));
-        }
-      }
-      tokens += static_cast<int64_t>(constraint.size());
-    }
-    if (tokens > kernels::kMaxConstraintTokens) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sentence ", i, " has constraints of ", tokens, " tokens in all; the limit is ",
-          kernels::kMaxConstraintTokens));
-    }
-    if (tokens >= max_lengths[i]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sentence ", i, " has constraints of ", tokens, " tokens; its translation may have ",
-          max_lengths[i] - 1, " tokens at most (the output limit), so they cannot all fit"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
     const std::vector<Constraints>& constraints) {
@@ -168,7 +119,9 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     max_lengths[n] = options.max_output_tokens(sources[n].size(), capacity,
                                                config.end_forced_at_limit);
   }
-  if (auto status = CheckConstraints(constraints, max_lengths); !status.ok()) return status;
+  if (auto status = check_constraints(constraints, max_lengths, model_); !status.ok()) {
+    return status;
+  }
   const Tensor source_lengths = Tensor::from_vector(lengths, {count});
   // The encoder pass is the one allocation here that grows with the request (the caches exist);
   // the slots are taken only once the sentences are in the search, so a failure leaves them

@@ -93,9 +93,6 @@ class ContinuousDecoder {
  private:
   absl::Status Check(const std::vector<std::vector<int32_t>>& sources,
                      const TranslationOptions& options) const;
-  // The constraints of Admit against the limits; max_lengths: the sentences' output limits.
-  absl::Status CheckConstraints(const std::vector<Constraints>& constraints,
-                                const std::vector<int>& max_lengths) const;
   // Fills the alignments of the finished sentences whose slots asked for one.
   void Align(std::vector<Finished>& finished, const std::vector<int>& slots);
 

@@ -150,7 +150,7 @@ Translator::Translator(std::shared_ptr<const TransformerModel> model,
 
 absl::StatusOr<std::vector<Translation>> Translator::Translate(
     const std::vector<std::string>& sentences, const TranslationOptions& given_options,
-    const LanguageTokens& languages) const {
+    const LanguageTokens& languages, const std::vector<Constraints>& constraints) const {
   // The language token comes first, then any tokens the caller forces after it.
   TranslationOptions options = given_options;
   options.forced_start_tokens.insert(options.forced_start_tokens.begin(),
@@ -169,7 +169,7 @@ absl::StatusOr<std::vector<Translation>> Translator::Translate(
     ids->insert(ids->begin(), languages.source_prefix.begin(), languages.source_prefix.end());
     sources.push_back(*std::move(ids));
   }
-  auto hypotheses = TranslateTokens(sources, options);
+  auto hypotheses = TranslateTokens(sources, options, constraints);
   if (!hypotheses.ok()) return hypotheses.status();
   std::vector<Translation> translations(sentences.size());
   for (size_t i = 0; i < sentences.size(); ++i) {
@@ -237,6 +237,55 @@ absl::StatusOr<std::unique_ptr<BatchTranslation>> Translator::StartBatch(
   }
 }
 
+absl::Status check_constraints(const std::vector<Constraints>& constraints,
+                               const std::vector<int>& max_lengths, const TransformerModel& model) {
+  if (constraints.empty()) return absl::OkStatus();
+  if (constraints.size() != max_lengths.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(constraints.size(), " constraint lists for ",
+                                                   max_lengths.size(), " sentences"));
+  }
+  const OpBackend& backend = op_backend(model.placement().device);
+  const ModelConfig& config = model.config();
+  const int64_t vocabulary = config.target_vocab_size();
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    if (!constraints[i].empty() && !backend.lexical_constraints) {
+      return absl::UnimplementedError(absl::StrCat(
+          "lexical constraints (glossaries) run on the CPU; this model is on the ",
+          backend.name, " backend"));
+    }
+    if (constraints[i].size() > static_cast<size_t>(kernels::kMaxConstraints)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sentence ", i, " has ", constraints[i].size(), " constraints; the limit is ",
+          kernels::kMaxConstraints));
+    }
+    int64_t tokens = 0;
+    for (const std::vector<int32_t>& constraint : constraints[i]) {
+      if (constraint.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("sentence ", i, " has an empty constraint"));
+      }
+      for (int32_t id : constraint) {
+        if (id < 0 || id >= vocabulary || id == config.eos_id || id == config.pad_id) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "sentence ", i, " has constraint token id ", id, ": outside [0, ", vocabulary,
+              ") or the end or padding token"));
+        }
+      }
+      tokens += static_cast<int64_t>(constraint.size());
+    }
+    if (tokens > kernels::kMaxConstraintTokens) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sentence ", i, " has constraints of ", tokens, " tokens in all; the limit is ",
+          kernels::kMaxConstraintTokens));
+    }
+    if (tokens >= max_lengths[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sentence ", i, " has constraints of ", tokens, " tokens; its translation may have ",
+          max_lengths[i] - 1, " tokens at most (the output limit), so they cannot all fit"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Translator::out_of_memory(size_t sentences, const TranslationOptions& options) const {
   return absl::ResourceExhaustedError(absl::StrCat(
       "out of ", memory_name(model_->placement().device),
@@ -245,8 +294,21 @@ absl::Status Translator::out_of_memory(size_t sentences, const TranslationOption
 }
 
 absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens(
-    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const {
+    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
+    const std::vector<Constraints>& constraints) const {
   if (auto status = check_sources(sources, options); !status.ok()) return status;
+  if (!constraints.empty()) {
+    const ModelConfig& config = model_->config();
+    std::vector<int> max_lengths;
+    for (const std::vector<int32_t>& source : sources) {
+      max_lengths.push_back(options.max_output_tokens(static_cast<int64_t>(source.size()),
+                                                      config.max_positions,
+                                                      config.end_forced_at_limit));
+    }
+    if (auto status = check_constraints(constraints, max_lengths, *model_); !status.ok()) {
+      return status;
+    }
+  }
   if (options.workers > 1 && model_->placement().device != Device::kCPU) {
     return absl::InvalidArgumentError(absl::StrCat(
         "option workers = ", options.workers, ": several workers run on the CPU only"));
@@ -262,13 +324,21 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
     batches.emplace_back();
     for (size_t k = begin; k < end; ++k) batches.back().push_back(&sources[order[k]]);
   }
+  // Each batch's sentences' constraints (none without constraints).
+  std::vector<std::vector<Constraints>> batch_constraints(batches.size());
+  for (size_t b = 0, k = 0; !constraints.empty() && b < batches.size(); ++b) {
+    for (size_t i = 0; i < batches[b].size(); ++i) {
+      batch_constraints[b].push_back(constraints[order[k++]]);
+    }
+  }
   std::vector<std::vector<std::vector<Hypothesis>>> translated(batches.size());
   const int workers = static_cast<int>(
       std::min<size_t>(static_cast<size_t>(options.workers), batches.size()));
   if (workers <= 1) {
     KvCacheStorage storage;
     for (size_t b = 0; b < batches.size(); ++b) {
-      if (absl::Status status = translate_batch(batches[b], options, translated[b], storage);
+      if (absl::Status status = translate_batch(batches[b], options, translated[b], storage,
+                                                batch_constraints[b]);
           !status.ok()) {
         return status;
       }
@@ -288,7 +358,8 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
       for (size_t k = taken++; k < batches.size() && !failed; k = taken++) {
         const size_t b = batches.size() - 1 - k;
         try {
-          statuses[b] = translate_batch(batches[b], options, translated[b], storage);
+          statuses[b] = translate_batch(batches[b], options, translated[b], storage,
+                                        batch_constraints[b]);
           if (!statuses[b].ok()) failed = true;
         } catch (...) {
           thrown[b] = std::current_exception();
@@ -314,9 +385,11 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
 absl::Status Translator::translate_batch(const std::vector<const std::vector<int32_t>*>& batch,
                                          const TranslationOptions& options,
                                          std::vector<std::vector<Hypothesis>>& results,
-                                         KvCacheStorage& storage) const {
+                                         KvCacheStorage& storage,
+                                         const std::vector<Constraints>& constraints) const {
   try {
-    const std::unique_ptr<BatchTranslation> translation = start_batch(batch, options, &storage);
+    const std::unique_ptr<BatchTranslation> translation =
+        start_batch(batch, options, &storage, constraints);
     while (!translation->Step()) {
     }
     results = translation->TakeResults();
@@ -342,7 +415,7 @@ void Translator::align_best(const std::vector<const std::vector<int32_t>*>& sour
 
 std::unique_ptr<BatchTranslation> Translator::start_batch(
     const std::vector<const std::vector<int32_t>*>& sources, const TranslationOptions& options,
-    KvCacheStorage* storage) const {
+    KvCacheStorage* storage, const std::vector<Constraints>& constraints) const {
   const ModelConfig& config = model_->config();
   const int64_t batch = static_cast<int64_t>(sources.size());
   int64_t padded = 0;
@@ -372,7 +445,12 @@ std::unique_ptr<BatchTranslation> Translator::start_batch(
   const SearchOptions search_options = options.search(config);
   std::unique_ptr<SearchRun> run;
   const Device device = model_->placement().device;
-  if (device != Device::kCPU && options.beam_size <= op_backend(device).max_beam) {
+  const bool constrained = std::any_of(constraints.begin(), constraints.end(),
+                                       [](const Constraints& c) { return !c.empty(); });
+  if (constrained) {
+    // Lexical constraints are a rule of the device search (on the CPU too, any beam).
+    run = start_device_beam_search(*decoder, max_lengths, search_options, 0, constraints);
+  } else if (device != Device::kCPU && options.beam_size <= op_backend(device).max_beam) {
     // The search state stays on the GPU: no host round trip per token.
     run = start_device_beam_search(*decoder, max_lengths, search_options);
   } else {

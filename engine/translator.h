@@ -91,6 +91,15 @@ struct Translation {
 
 class TransformerDecoder;
 
+// Lexical constraints (per sentence: DeviceBeamSearch::add) against the limits of `model`:
+// empty, or one list per sentence of at most kernels::kMaxConstraints non-empty constraints,
+// kernels::kMaxConstraintTokens tokens in all, ids in the target vocabulary other than the end
+// and padding tokens, fewer than the sentence's max_lengths[i] (its output limit);
+// INVALID_ARGUMENT naming the sentence and the limit, UNIMPLEMENTED on a backend without
+// lexical constraints.
+absl::Status check_constraints(const std::vector<Constraints>& constraints,
+                               const std::vector<int>& max_lengths, const TransformerModel& model);
+
 // One batch being translated step by step (Translator::StartBatch): the encoder has run, and each
 // Step() decodes one more token for every sentence still in progress. Owns its decoding state.
 class BatchTranslation {
@@ -119,14 +128,18 @@ class Translator {
 
   // `languages`: a multilingual model's language tokens (engine/target_language.h), put
   // before each source and forced at the start of each output.
+  // `constraints`: empty, or one per sentence: target token sequences its every hypothesis
+  // must contain (check_constraints; a glossary's targets, engine/glossary_terms.h).
   absl::StatusOr<std::vector<Translation>> Translate(const std::vector<std::string>& sentences,
                                                      const TranslationOptions& options,
-                                                     const LanguageTokens& languages = {}) const;
+                                                     const LanguageTokens& languages = {},
+                                                     const std::vector<Constraints>& constraints = {}) const;
 
   // The same on token ids (no end token; it is appended): hypotheses per sentence. A batch whose
   // decoding state does not fit in memory is a ResourceExhausted error naming its size.
   absl::StatusOr<std::vector<std::vector<Hypothesis>>> TranslateTokens(
-      const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const;
+      const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
+      const std::vector<Constraints>& constraints = {}) const;
 
   // Encodes `sources` (token ids, no end token) as one batch and returns its decoding, to be
   // stepped by the caller; the sources are checked as in TranslateTokens. The Translator must
@@ -145,15 +158,18 @@ class Translator {
   // ResourceExhausted for a batch whose state did not fit in the model device's memory.
   absl::Status out_of_memory(size_t sentences, const TranslationOptions& options) const;
   // `storage` (may be null): where the batch's self-attention caches go (KvCacheStorage).
+  // `constraints`: empty, or one per source (searched by the device beam search, which has
+  // them on the CPU too).
   std::unique_ptr<BatchTranslation> start_batch(
       const std::vector<const std::vector<int32_t>*>& sources, const TranslationOptions& options,
-      KvCacheStorage* storage = nullptr) const;
+      KvCacheStorage* storage = nullptr, const std::vector<Constraints>& constraints = {}) const;
   // Translates one sub-batch into `results` (one entry per source, in its order), its caches in
   // `storage`; a ResourceExhausted error when its decoding state does not fit.
   absl::Status translate_batch(const std::vector<const std::vector<int32_t>*>& batch,
                                const TranslationOptions& options,
                                std::vector<std::vector<Hypothesis>>& results,
-                               KvCacheStorage& storage) const;
+                               KvCacheStorage& storage,
+                               const std::vector<Constraints>& constraints) const;
   // Aligns each sentence's best hypothesis (results[i] of sources[i]) in place.
   void align_best(const std::vector<const std::vector<int32_t>*>& sources,
                   std::vector<std::vector<Hypothesis>>& results,

@@ -118,10 +118,13 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     std::vector<std::vector<int32_t>> sources, TranslationOptions options, absl::Time deadline,
     TranslationJob::DoneCallback on_done, TranslationJob::ProgressCallback on_progress,
     const std::string& client,
-    const std::vector<std::vector<int32_t>>& forced_starts) {
+    const std::vector<std::vector<int32_t>>& forced_starts, std::vector<Constraints> constraints) {
   if (sources.empty()) return absl::InvalidArgumentError("a job needs at least one sentence");
   if (!forced_starts.empty() && forced_starts.size() != sources.size()) {
     return absl::InvalidArgumentError("forced_starts must be empty or one per source");
+  }
+  if (!constraints.empty() && constraints.size() != sources.size()) {
+    return absl::InvalidArgumentError("constraints must be empty or one per source");
   }
   // The job calls back on whichever thread completes it (the engine thread, mostly); the
   // callback itself runs on the completion thread, so the engine never waits on it.
@@ -183,7 +186,8 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
       }
       pending_.push_back({tokens, now, deadline, group, fair_end});
       fair_end += static_cast<double>(tokens);
-      queued_.push_back({job, i, std::move(sources[i]), std::move(sentence_options), client});
+      queued_.push_back({job, i, std::move(sources[i]), std::move(sentence_options), client,
+                         constraints.empty() ? Constraints() : std::move(constraints[i])});
     }
     share.queued += static_cast<int64_t>(sources.size());
     share.fair_end = fair_end;
@@ -347,9 +351,15 @@ Scheduler::Lane& Scheduler::NextToStep() {
 void Scheduler::AdmitBatch(Lane& lane, std::vector<QueuedSentence> batch,
                            int64_t padded_tokens) {
   std::vector<std::vector<int32_t>> sources;
+  std::vector<Constraints> constraints;
   sources.reserve(batch.size());
   for (QueuedSentence& sentence : batch) sources.push_back(std::move(sentence.source));
-  auto handles = lane.engine->Admit(sources, batch.front().options);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].constraints.empty()) continue;
+    constraints.resize(batch.size());
+    constraints[i] = std::move(batch[i].constraints);
+  }
+  auto handles = lane.engine->Admit(sources, batch.front().options, constraints);
   if (!handles.ok()) {
     for (QueuedSentence& sentence : batch) sentence.job->Fail(handles.status());
     return;

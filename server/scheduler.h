@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "engine/decoding/device_beam_search.h"
 #include "engine/decoding/search.h"
 #include "engine/translator.h"
 #include "server/batching_policy.h"
@@ -37,9 +38,12 @@ class StreamingEngine {
   // Sentences that can still be admitted, and sentences decoding.
   virtual int free_slots() const = 0;
   virtual int live_sentences() const = 0;
-  // Admits sentences (token ids) with one set of options; returns a handle per sentence.
+  // Admits sentences (token ids) with one set of options and, when `constraints` is not empty,
+  // each sentence's lexical constraints (ContinuousDecoder::Admit); returns a handle per
+  // sentence.
   virtual absl::StatusOr<std::vector<int64_t>> Admit(
-      const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) = 0;
+      const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
+      const std::vector<Constraints>& constraints) = 0;
   struct Finished {
     int64_t handle;
     std::vector<Hypothesis> hypotheses;
@@ -156,11 +160,14 @@ class Scheduler {
   // `forced_starts`: empty, or one per source: target tokens forced after
   // options.forced_start_tokens at the start of that sentence's output (a target prefix);
   // sentences with different ones batch apart (they are options of their own).
+  // `constraints`: empty, or one per source: its lexical constraints (a glossary's target
+  // terms); sentences with and without them share batches.
   absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
       std::vector<std::vector<int32_t>> sources, TranslationOptions options,
       absl::Time deadline, TranslationJob::DoneCallback on_done = nullptr,
       TranslationJob::ProgressCallback on_progress = nullptr, const std::string& client = "",
-      const std::vector<std::vector<int32_t>>& forced_starts = {});
+      const std::vector<std::vector<int32_t>>& forced_starts = {},
+      std::vector<Constraints> constraints = {});
   // Removes the job's queued sentences and fails it with `status` (nobody waits for it); its
   // sentences already decoding leave the decode before the engine's next step.
   void Cancel(const std::shared_ptr<TranslationJob>& job, absl::Status status);
@@ -175,6 +182,7 @@ class Scheduler {
     std::vector<int32_t> source;
     TranslationOptions options;
     std::string client;
+    Constraints constraints;
   };
   // A client with sentences waiting: how many, and where its last one ends in virtual time.
   struct ClientShare {

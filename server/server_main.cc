@@ -62,6 +62,10 @@ ABSL_FLAG(std::string, api_keys_file, "",
           "TranslateStream, DetectLanguage and ModelAdmin calls must present one "
           "(authorization: Bearer KEY or x-api-key: KEY); ListModels, health and metrics stay "
           "open");
+ABSL_FLAG(std::vector<std::string>, glossary, {},
+          "NAME=FILE[,NAME=FILE...]: glossaries requests may name in glossary_config.glossary "
+          "(TSV, or Cloud Translation's CSV layouts; an equivalent-term-sets CSV's columns of the "
+          "first model's languages); re-read on SIGHUP, keeping one that no longer parses");
 ABSL_FLAG(int, http_port, 0,
           "HTTP/JSON port (0 = off): /v1/translate, /v1/translate:stream, /v1/models and "
           "LibreTranslate's /translate and /languages (docs/server.md)");
@@ -403,7 +407,14 @@ int serve(const std::vector<std::string>& model_flags) {
     if (!loaded.ok()) return fail(std::string(loaded.status().message()), 2);
     api_keys = *std::move(loaded);
   }
-  TranslationService service(models.get(), &metrics, limits, api_keys.get());
+  std::unique_ptr<Glossaries> glossaries;
+  if (const std::vector<std::string> specs = absl::GetFlag(FLAGS_glossary); !specs.empty()) {
+    const ServedModel& first = **models->Route(models->names().front(), "", "");
+    auto loaded = Glossaries::Load(specs, first.config().source_lang, first.config().target_lang);
+    if (!loaded.ok()) return fail(std::string(loaded.status().message()), 2);
+    glossaries = *std::move(loaded);
+  }
+  TranslationService service(models.get(), &metrics, limits, api_keys.get(), glossaries.get());
 
   ReflectionV1Service reflection_v1(
       {kTranslatorServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
@@ -499,6 +510,13 @@ int serve(const std::vector<std::string>& model_flags) {
     if (received != SIGHUP) break;
     std::cerr << "xlate-server: SIGHUP: reloading every model from its directory" << std::endl;
     models->ReloadAllInBackground([](const std::string&, const absl::Status&) {});
+    if (glossaries) {
+      const absl::Status reloaded = glossaries->Reload();
+      std::cerr << "xlate-server: SIGHUP: "
+                << (reloaded.ok() ? std::string("glossaries reloaded")
+                                  : std::string(reloaded.message()))
+                << std::endl;
+    }
     if (api_keys) {
       const absl::Status reloaded = api_keys->Reload();
       std::cerr << "xlate-server: SIGHUP: "

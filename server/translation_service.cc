@@ -9,6 +9,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/ops/backend.h"
 #include "engine/placement_flags.h"
 #include "engine/target_language.h"
 #include "engine/utf8.h"
@@ -137,6 +139,7 @@ grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
   if (streaming) return refuse("TranslateStream: send it to Translate");
   if (request.has_alignment()) return refuse("alignment");
   if (request.target_prefix_size() > 0) return refuse("target_prefix");
+  if (request.has_glossary_config()) return refuse("glossary_config");
   if (request.options().n_best() > 1) return refuse("n_best > 1");
   if (request.options().return_scores()) return refuse("return_scores");
   google::protobuf::RepeatedPtrField<std::string> runs;
@@ -192,8 +195,9 @@ std::string client_of(const grpc::CallbackServerContext& context) {
 }  // namespace
 
 TranslationService::TranslationService(const ModelRegistry* models, ServerMetrics* metrics,
-                                       RequestLimits limits, ApiKeys* keys)
-    : models_(models), metrics_(metrics), limits_(limits), keys_(keys) {}
+                                       RequestLimits limits, ApiKeys* keys,
+                                       const Glossaries* glossaries)
+    : models_(models), metrics_(metrics), limits_(limits), keys_(keys), glossaries_(glossaries) {}
 
 void TranslationService::StartDrain() {
   absl::MutexLock lock(&mutex_);
@@ -257,6 +261,8 @@ class TranslationService::Call : public GrpcReactor {
     aligned_sources_ = std::move(sources);
   }
   const std::vector<std::vector<int32_t>>& aligned_sources() const { return aligned_sources_; }
+  void set_terms(std::vector<SentenceTerms> terms) { terms_ = std::move(terms); }
+  const std::vector<SentenceTerms>& terms() const { return terms_; }
   void set_job(std::shared_ptr<TranslationJob> job) {
     absl::Status cancelled;
     {
@@ -354,6 +360,7 @@ class TranslationService::Call : public GrpcReactor {
   std::shared_ptr<const ServedModel> model_;
   std::optional<SegmentedTexts> texts_;
   std::vector<std::vector<int32_t>> aligned_sources_;
+  std::vector<SentenceTerms> terms_;  // per sentence, with a glossary
 };
 
 // Translate: one response, or a status.
@@ -370,7 +377,7 @@ class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
     if (!status.ok()) return EndWith(to_grpc(status));
     xlate::v1::TranslateResponse response;
     grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
-                                    std::move(results), response);
+                                    std::move(results), terms(), response);
     if (detected()) *response.mutable_detected_source_language() = *detected();
     if (answered.ok() && runs()) fold_runs(*runs(), response);
     if (answered.ok()) answered = serialize_reply(response, *response_);
@@ -400,7 +407,7 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
     if (!status.ok()) return EndWith(to_grpc(status));
     xlate::v1::TranslateStreamResponse last;
     grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
-                                    std::move(results), *last.mutable_response());
+                                    std::move(results), terms(), *last.mutable_response());
     if (detected()) {
       *last.mutable_response()->mutable_detected_source_language() = *detected();
     }
@@ -546,6 +553,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   TranslationOptions options;
   std::optional<SegmentedTexts> texts;
   std::vector<std::vector<int32_t>> sources, forced_starts;
+  std::vector<SentenceTerms> terms;
   grpc::Status status = grpc::Status::OK;
   call->set_read_empty(request_bytes.Length() == 0);
   if (!call->Enter()) {
@@ -595,6 +603,10 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   if (status.ok()) {
     status = Check(call->model(), call->request(), options, texts, sources, forced_starts);
   }
+  if (status.ok()) {
+    status = CheckGlossary(call->model(), call->request(), options, *texts, sources,
+                           forced_starts, terms);
+  }
   if (!status.ok() && call->detected() && status.error_code() == grpc::INVALID_ARGUMENT &&
       absl::StartsWith(status.error_message(), "source_language_code")) {
     // A detected language no model takes: say that it was detected, and how surely.
@@ -609,6 +621,9 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   if (!status.ok()) return call->EndWith(status);
   call->set_texts(*std::move(texts));
   if (options.alignment.has_value()) call->set_aligned_sources(sources);
+  std::vector<Constraints> constraints;
+  for (const SentenceTerms& sentence : terms) constraints.push_back(sentence.constraints);
+  call->set_terms(std::move(terms));
   const int n_best = options.n_best;
   if (sources.empty()) return call->Answer(absl::OkStatus(), n_best, {});  // all blank
   auto job = call->model().scheduler().Submit(
@@ -616,7 +631,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
       [call, n_best](absl::Status status, std::vector<std::vector<Hypothesis>> results) {
         call->Answer(std::move(status), n_best, std::move(results));
       },
-      call->progress_callback(), sharing_client, forced_starts);
+      call->progress_callback(), sharing_client, forced_starts, std::move(constraints));
   if (job.ok()) {
     call->set_job(*std::move(job));
   } else {
@@ -652,6 +667,9 @@ grpc::ServerUnaryReactor* TranslationService::ListModels(
     }
     info->set_device(device_label(placement.device));
     info->set_compute_type(compute_type_label(placement));
+  }
+  if (glossaries_) {
+    for (const std::string& name : glossaries_->names()) response->add_glossaries(name);
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
@@ -843,6 +861,61 @@ grpc::Status TranslationService::CheckTargetPrefixes(
   return grpc::Status::OK;
 }
 
+grpc::Status TranslationService::CheckGlossary(
+    const ServedModel& model, const xlate::v1::TranslateRequest& request,
+    const TranslationOptions& options, const SegmentedTexts& texts,
+    const std::vector<std::vector<int32_t>>& sources,
+    const std::vector<std::vector<int32_t>>& forced_starts,
+    std::vector<SentenceTerms>& terms) const {
+  if (!request.has_glossary_config()) return grpc::Status::OK;
+  const xlate::v1::GlossaryConfig& config = request.glossary_config();
+  if (config.glossary().empty() && config.entries().empty()) return grpc::Status::OK;
+  if (!op_backend(model.translator().model().placement().device).lexical_constraints) {
+    return grpc::Status(grpc::UNIMPLEMENTED,
+                        absl::StrCat("glossary_config needs a CPU model; model \"", model.name(),
+                                     "\" runs on the GPU, whose search has no glossary "
+                                     "constraints yet"));
+  }
+  Glossary glossary;
+  if (!config.glossary().empty()) {
+    const std::shared_ptr<const Glossary> named =
+        glossaries_ ? glossaries_->Find(config.glossary()) : nullptr;
+    if (!named) {
+      const std::vector<std::string> names =
+          glossaries_ ? glossaries_->names() : std::vector<std::string>();
+      return grpc::Status(grpc::NOT_FOUND,
+                          absl::StrCat("glossary_config.glossary \"", config.glossary(),
+                                       "\" is not one of this server's glossaries (",
+                                       names.empty() ? "it has none" : absl::StrJoin(names, ", "),
+                                       ")"));
+    }
+    glossary = *named;
+  }
+  if (!config.entries().empty()) {
+    std::vector<GlossaryEntry> entries;
+    for (const xlate::v1::GlossaryEntry& entry : config.entries()) {
+      entries.push_back({entry.source(), entry.target()});
+    }
+    auto inline_glossary = Glossary::FromEntries(entries, "glossary_config.entries");
+    if (!inline_glossary.ok()) return to_grpc(inline_glossary.status());
+    glossary = glossary.With(*inline_glossary);
+  }
+  const ModelConfig& model_config = model.config();
+  std::vector<int> limits, forced;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    limits.push_back(options.max_output_tokens(static_cast<int64_t>(sources[s].size()),
+                                               model_config.max_positions,
+                                               model_config.end_forced_at_limit));
+    forced.push_back(static_cast<int>(options.forced_start_tokens.size() +
+                                      (forced_starts.empty() ? 0 : forced_starts[s].size())));
+  }
+  auto found = find_terms(glossary, config.ignore_case(), texts.sentences(),
+                          model.translator().tokenizer(), limits, forced);
+  if (!found.ok()) return to_grpc(found.status());
+  terms = *std::move(found);
+  return grpc::Status::OK;
+}
+
 namespace {
 
 // The alignment of a sentence (its source as cut and its token ids, its best hypothesis) in the
@@ -879,6 +952,7 @@ grpc::Status TranslationService::Respond(const ServedModel& model,
                                          const std::vector<std::vector<int32_t>>& aligned_sources,
                                          int n_best,
                                          std::vector<std::vector<Hypothesis>> results,
+                                         const std::vector<SentenceTerms>& terms,
                                          xlate::v1::TranslateResponse& response) {
   const bool with_scores = request.options().return_scores();
   const std::optional<AlignmentOptions> alignment = alignment_options(request);
@@ -918,6 +992,20 @@ grpc::Status TranslationService::Respond(const ServedModel& model,
       xlate::v1::Hypothesis* hypothesis = translation->add_hypotheses();
       hypothesis->set_text(std::move(text));
       if (with_scores) hypothesis->set_score(score);
+    }
+    for (size_t s = first; !terms.empty() && s < end; ++s) {
+      for (const TermUse& use : terms[s].uses) {
+        xlate::v1::GlossaryTerm* term = translation->add_glossary_terms();
+        term->set_source(use.source);
+        term->set_target(use.target);
+        term->set_applied(use.constrained &&
+                          decoded[s].front().find(use.target) != std::string::npos);
+        if (!use.note.empty()) {
+          term->set_note(use.note);
+        } else if (!term->applied()) {
+          term->set_note("the translation's pieces spell the target otherwise");
+        }
+      }
     }
     for (size_t s = first; alignment.has_value() && s < end; ++s) {
       grpc::Status aligned = add_alignment(model.translator(), *alignment, texts.sentences()[s],

@@ -23,6 +23,8 @@
 #include "engine/translator.h"
 #include "proto/translator.grpc.pb.h"
 #include "server/api_keys.h"
+#include "server/glossaries.h"
+#include "engine/glossary_terms.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/scheduler.h"
@@ -76,8 +78,10 @@ class TranslationService final
   // service.
   // `keys`, when given (--api_keys_file), admits each call by the key it presents
   // (server/caller_admission.h) and must outlive the service too.
+  // `glossaries`, when given (--glossary), are the named glossaries requests may use; it must
+  // outlive the service.
   TranslationService(const ModelRegistry* models, ServerMetrics* metrics, RequestLimits limits,
-                     ApiKeys* keys = nullptr);
+                     ApiKeys* keys = nullptr, const Glossaries* glossaries = nullptr);
 
   grpc::ServerUnaryReactor* Translate(grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* request,
@@ -117,10 +121,12 @@ class TranslationService final
   // Fills `response` from the results of `texts`' sentences by `model`, in order: each entry is
   // its text again with each sentence translated. aligned_sources: each sentence's token ids
   // when the request asks for alignments (else unread).
+  // terms: empty, or per sentence the glossary terms it holds (reported per entry).
   static grpc::Status Respond(const ServedModel& model, const xlate::v1::TranslateRequest& request,
                               const SegmentedTexts& texts,
                               const std::vector<std::vector<int32_t>>& aligned_sources, int n_best,
                               std::vector<std::vector<Hypothesis>> results,
+                              const std::vector<SentenceTerms>& terms,
                               xlate::v1::TranslateResponse& response);
   // Checks the request for `model`, every limit once, and fills in `options`, `texts` (the
   // entries cut into sentences) and `sources` (a sentence's token ids); the message names the
@@ -137,11 +143,20 @@ class TranslationService final
                                    const TranslationOptions& options, const SegmentedTexts& texts,
                                    const std::vector<std::vector<int32_t>>& sources,
                                    std::vector<std::vector<int32_t>>& forced_starts) const;
+  // The request's glossary_config over its sentences: `terms` per sentence (left empty
+  // without a glossary); NOT_FOUND for an unknown glossary name, INVALID_ARGUMENT for bad
+  // entries, UNIMPLEMENTED on a GPU model. (expand_runs refuses it with HTML and placeholders.)
+  grpc::Status CheckGlossary(const ServedModel& model, const xlate::v1::TranslateRequest& request,
+                             const TranslationOptions& options, const SegmentedTexts& texts,
+                             const std::vector<std::vector<int32_t>>& sources,
+                             const std::vector<std::vector<int32_t>>& forced_starts,
+                             std::vector<SentenceTerms>& terms) const;
 
   const ModelRegistry* models_;
   ServerMetrics* metrics_;
   const RequestLimits limits_;
   ApiKeys* const keys_;
+  const Glossaries* const glossaries_;
 
   absl::Mutex mutex_;
   bool draining_ ABSL_GUARDED_BY(mutex_) = false;

@@ -48,6 +48,22 @@ check "--keep_placeholders keeps them and translates the runs between" \
   > /dev/null 2> "$work/err.txt"
 check "--keep_placeholders names what it does not take" grep -q "does not take" "$work/err.txt"
 
+# --glossary: every hypothesis of a sentence with terms holds their targets; a sentence without
+# any translates as without the glossary; a glossary that cannot be read is named.
+printf 'dog\tKatze\n# a comment\nman\tFrau\n' > "$work/glossary.tsv"
+printf 'A dog and a man.\nTwo children play in the snow.\n' > "$work/glossed.txt"
+"$xlate" translate --model_dir "$model" --glossary "$work/glossary.tsv" --n_best 3 \
+  --split_sentences=false < "$work/glossed.txt" > "$work/glossed_out.txt" 2>/dev/null
+"$xlate" translate --model_dir "$model" --n_best 3 --split_sentences=false \
+  < "$work/glossed.txt" > "$work/plain_out.txt" 2>/dev/null
+check "--glossary puts its targets in every hypothesis" \
+  test "$(grep '^0 ' "$work/glossed_out.txt" | grep Katze | grep -c Frau)" -eq 3
+check "--glossary leaves sentences without terms as they were" \
+  cmp -s <(grep '^1 ' "$work/glossed_out.txt") <(grep '^1 ' "$work/plain_out.txt")
+"$xlate" translate --model_dir "$model" --glossary "$work/nowhere.tsv" < "$work/glossed.txt" \
+  > /dev/null 2> "$work/err.txt"
+check "an unreadable --glossary exits 2 naming it" grep -q "nowhere.tsv" "$work/err.txt"
+
 "$xlate" translate --model_dir "$model" --n_best 2 --input "$work/in.txt" > "$work/nbest.txt" 2>/dev/null
 check "n-best writes two lines per sentence" test "$(wc -l < "$work/nbest.txt")" -eq 40
 check "n-best lines carry the sentence index" grep -q "^19 ||| " "$work/nbest.txt"

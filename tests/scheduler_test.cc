@@ -24,11 +24,13 @@ class FakeEngine : public StreamingEngine {
   int free_slots() const override { return slots_ - static_cast<int>(live_.size()); }
   int live_sentences() const override { return static_cast<int>(live_.size()); }
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
-                                             const TranslationOptions& options) override {
+                                             const TranslationOptions& options,
+                                             const std::vector<Constraints>& constraints) override {
     {
       absl::MutexLock lock(&mutex_);
       batches_.push_back(sources);
       batch_options_.push_back(options);
+      batch_constraints_.push_back(constraints);
       reporting_batches_ += options.report_stable_prefixes;
     }
     if (!started_.HasBeenNotified()) started_.Notify();  // admissions run on one thread
@@ -105,6 +107,10 @@ class FakeEngine : public StreamingEngine {
     absl::MutexLock lock(&mutex_);
     return reporting_batches_;
   }
+  std::vector<std::vector<Constraints>> batch_constraints() {
+    absl::MutexLock lock(&mutex_);
+    return batch_constraints_;
+  }
 
  private:
   struct Sentence {
@@ -121,6 +127,7 @@ class FakeEngine : public StreamingEngine {
   absl::Mutex mutex_;
   std::vector<std::vector<std::vector<int32_t>>> batches_;
   std::vector<TranslationOptions> batch_options_;  // of each admission, as batches_
+  std::vector<std::vector<Constraints>> batch_constraints_;  // likewise
   std::vector<int64_t> dropped_;
   int reporting_batches_ = 0;
   std::atomic<bool> blocking_{false}, finish_{false};
@@ -279,6 +286,24 @@ TEST(Scheduler, FullBatchIsDispatchedWithoutWaitingForTheDelay) {
   ASSERT_TRUE(job.ok());
   EXPECT_TRUE((*job)->WaitUntil(absl::Now() + absl::Seconds(10)));
   EXPECT_EQ(engine.batches().size(), 1u);
+}
+
+// A glossary's constraints travel with their sentence, and sentences with and without them
+// (the same options) share one batch.
+TEST(Scheduler, ConstraintsTravelWithTheirSentencesInASharedBatch) {
+  FakeEngine engine;
+  auto scheduler = Scheduler::Create(options(3, absl::Minutes(10)), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto plain = (*scheduler)->Submit({{1}}, {}, kNoDeadline);
+  auto constrained = (*scheduler)->Submit({{2}, {3}}, {}, kNoDeadline, nullptr, nullptr, "", {},
+                                          {Constraints{{7, 8}}, Constraints{}});
+  ASSERT_TRUE(plain.ok() && constrained.ok());
+  EXPECT_TRUE((*constrained)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  ASSERT_EQ(engine.batches().size(), 1u);
+  const std::vector<Constraints> expected = {{}, {{7, 8}}, {}};
+  EXPECT_EQ(engine.batch_constraints()[0], expected);
+  EXPECT_FALSE((*scheduler)->Submit({{1}, {2}}, {}, kNoDeadline, nullptr, nullptr, "", {},
+                                    {Constraints{{5}}}).ok());
 }
 
 TEST(Scheduler, RequestStartsWhileOthersDecode) {

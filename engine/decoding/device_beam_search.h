@@ -34,9 +34,6 @@ class DeviceIncrementalDecoder {
   virtual void place_rows(const std::vector<RowPlacement>& rows) = 0;
 };
 
-// Token sequences one sentence's translation must contain.
-using Constraints = std::vector<std::vector<int32_t>>;
-
 class DeviceBeamSearch {
  public:
   // Up to `slots` sentences at once, each of up to `max_beam` (<= the max_beam of the decoder

@@ -38,6 +38,11 @@ struct SearchOptions {
   bool report_stable_prefix = false;
 };
 
+// Lexical constraints: the token sequences one sentence's translation must contain (a
+// glossary's target terms), searched by the beam rule's constrained step
+// (kernels/beam_search_step.h).
+using Constraints = std::vector<std::vector<int32_t>>;
+
 struct Hypothesis {
   std::vector<int32_t> tokens;  // without the end token
   float score = 0.f;            // log P(Y|X) / lp(|Y|); |Y| counts the end token when present

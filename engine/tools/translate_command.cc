@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "engine/target_language.h"
 #include "engine/text_segments.h"
 #include "engine/tools/attention_pictures.h"
+#include "engine/glossary_terms.h"
 #include "engine/placeholder_text.h"
 #include "engine/translator.h"
 
@@ -50,6 +52,11 @@ ABSL_FLAG(bool, keep_placeholders, false,
           "arguments, %s, %1$s, %(name)s ...), translating the text between them (as the "
           "server's options.keep_placeholders); not with --n_best > 1, --scores, --target_prefix "
           "or --attention_png");
+ABSL_FLAG(std::string, glossary, "",
+          "glossary file (TSV source<TAB>target, or Cloud Translation's CSV layouts): where a "
+          "sentence holds a source term, every hypothesis contains its target (constrained beam "
+          "search; CPU models); a term left out is named on stderr");
+ABSL_FLAG(bool, glossary_ignore_case, false, "match --glossary's source terms case-folded");
 ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text ||| score`");
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
 ABSL_FLAG(int, batch_size, 32, "sentences per batch");
@@ -260,6 +267,16 @@ int run_translate() {
     return 2;
   }
   const std::string source_language = (*translator)->model().config().source_lang;
+  std::optional<Glossary> glossary;
+  if (const std::string path = absl::GetFlag(FLAGS_glossary); !path.empty()) {
+    auto loaded = Glossary::Load(path, source_language,
+                                 (*translator)->model().config().target_lang);
+    if (!loaded.ok()) {
+      std::cerr << "xlate translate: --glossary: " << loaded.status().message() << "\n";
+      return 2;
+    }
+    glossary = *std::move(loaded);
+  }
   // A multilingual model's language tokens (engine/target_language.h).
   auto languages = language_tokens((*translator)->tokenizer(),
                                    absl::GetFlag(FLAGS_source_language),
@@ -303,9 +320,27 @@ int run_translate() {
         sources.push_back(sentence);
       }
     }
+    std::vector<Constraints> constraints;
+    absl::Status glossed = absl::OkStatus();
+    if (glossary && lines.ok()) {
+      auto terms = glossary_constraints(*glossary, absl::GetFlag(FLAGS_glossary_ignore_case),
+                                        sources, **translator, *options, *languages);
+      glossed = terms.status();
+      for (size_t s = 0; terms.ok() && s < terms->size(); ++s) {
+        constraints.push_back((*terms)[s].constraints);
+        for (const TermUse& use : (*terms)[s].uses) {
+          if (use.constrained) continue;
+          std::cerr << "xlate translate: input line " << done + lines->text_of(s) + 1
+                    << ": glossary term \"" << use.source << "\" not applied: " << use.note
+                    << "\n";
+        }
+      }
+    }
     absl::StatusOr<std::vector<Translation>> translations =
-        lines.ok() ? (*translator)->Translate(sources, *options, *languages)
-                   : absl::StatusOr<std::vector<Translation>>(lines.status());
+        !lines.ok() ? absl::StatusOr<std::vector<Translation>>(lines.status())
+        : !glossed.ok()
+            ? absl::StatusOr<std::vector<Translation>>(glossed)
+            : (*translator)->Translate(sources, *options, *languages, constraints);
     if (!translations.ok()) {
       // Text k of the chunk is input line done + k + 1; the translator counts sentences.
       std::cerr << "xlate translate: in input lines " << done + 1 << "-" << done + lines_in_chunk

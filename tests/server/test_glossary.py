@@ -1,0 +1,144 @@
+"""Glossaries through the server on the default model: a named glossary (--glossary NAME=FILE)
+and inline entries put their target terms into every n-best hypothesis, sentences without terms
+translate as without a glossary, terms are reported per entry, case folding on request, a term
+that cannot fit is reported, bad glossaries are refused by name, and SIGHUP re-reads the file
+(keeping the old glossary while the file does not parse).
+
+Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
+"""
+import os
+import signal
+import sys
+import tempfile
+import unittest
+
+import grpc
+
+from harness import Server, pb2, wait_until
+
+DEFAULT_MODEL = os.environ["XLATE_DEFAULT_MODEL"]
+RESTART = "Please restart the server before installing the update."
+MEETING = "The meeting has been moved to Tuesday afternoon."
+STATION = "Where is the nearest train station?"
+
+
+def glossary_request(contents, glossary="", entries=(), ignore_case=False, **options):
+    return pb2.TranslateRequest(
+        contents=contents, options=pb2.DecodingOptions(**options),
+        glossary_config=pb2.GlossaryConfig(
+            glossary=glossary, ignore_case=ignore_case,
+            entries=[pb2.GlossaryEntry(source=s, target=t) for s, t in entries]))
+
+
+class GlossaryServer(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.directory = tempfile.TemporaryDirectory()
+        cls.terms = os.path.join(cls.directory.name, "terms.tsv")
+        with open(cls.terms, "w", encoding="utf-8") as f:
+            f.write("# IT terms\nserver\tRechner\nupdate\tAktualisierung\n")
+        cls.server = Server(f"--glossary=it={cls.terms}", model_dir=DEFAULT_MODEL)
+        cls.stub = cls.server.stub
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        cls.directory.cleanup()
+
+    def translate(self, request):
+        return self.stub.Translate(request, timeout=120)
+
+    def test_targets_are_in_every_hypothesis_and_other_sentences_are_unchanged(self):
+        plain = self.translate(pb2.TranslateRequest(contents=[RESTART, MEETING, STATION]))
+        # The model's own choices, which the glossary replaces.
+        self.assertNotIn("Rechner", plain.translations[0].translated_text)
+        self.assertNotIn("Besprechung", plain.translations[1].translated_text)
+        reply = self.translate(glossary_request(
+            [RESTART, MEETING, STATION], glossary="it",
+            entries=[("meeting", "Besprechung")], n_best=3))
+        for entry, targets in ((0, ["Rechner", "Aktualisierung"]), (1, ["Besprechung"])):
+            translation = reply.translations[entry]
+            self.assertEqual(len(translation.hypotheses), 3)
+            for hypothesis in translation.hypotheses:
+                for target in targets:
+                    self.assertIn(target, hypothesis.text)
+            self.assertEqual(sorted((t.source, t.target, t.applied) for t in
+                                    translation.glossary_terms),
+                             sorted((s, t, True) for s, t in zip(
+                                 ["server", "update"] if entry == 0 else ["meeting"], targets)))
+        # No term in it: the sentence decodes as it does without a glossary, even beside
+        # constrained ones in the same batch.
+        self.assertEqual(reply.translations[2].hypotheses[0].text,
+                         plain.translations[2].translated_text)
+        self.assertEqual(len(reply.translations[2].glossary_terms), 0)
+        self.assertEqual(list(self.stub.ListModels(pb2.ListModelsRequest(),
+                                                   timeout=10).glossaries), ["it"])
+
+    def test_inline_entries_override_and_case_folding_is_asked_for(self):
+        shouting = "RESTART THE SERVER NOW."
+        exact = self.translate(glossary_request([shouting], glossary="it"))
+        self.assertEqual(len(exact.translations[0].glossary_terms), 0)
+        folded = self.translate(glossary_request(
+            [shouting], glossary="it", entries=[("server", "Dienstrechner")], ignore_case=True))
+        terms = folded.translations[0].glossary_terms
+        self.assertEqual([(t.source, t.target, t.applied) for t in terms],
+                         [("SERVER", "Dienstrechner", True)])
+        self.assertIn("Dienstrechner", folded.translations[0].translated_text)
+
+    def test_a_term_that_cannot_fit_is_reported_not_dropped_silently(self):
+        reply = self.translate(glossary_request(
+            ["The update."], entries=[("update", "Aktualisierungsverwaltungsprogrammpaket " * 2)],
+            max_extra_length=2))
+        term = reply.translations[0].glossary_terms[0]
+        self.assertFalse(term.applied)
+        self.assertIn("do not fit the sentence's output limit", term.note)
+
+    def test_bad_glossaries_are_refused_by_name(self):
+        cases = [
+            (glossary_request([RESTART], glossary="legal"), grpc.StatusCode.NOT_FOUND,
+             'glossary_config.glossary "legal" is not one of this server\'s glossaries (it)'),
+            (glossary_request([RESTART], entries=[("", "x")]), grpc.StatusCode.INVALID_ARGUMENT,
+             "glossary_config.entries[0]: the source term is empty"),
+            (glossary_request([RESTART], entries=[("a", "b"), ("a", "c")]),
+             grpc.StatusCode.INVALID_ARGUMENT, "is on glossary_config.entries[0] too"),
+        ]
+        html = glossary_request(["<p>the server</p>"], glossary="it")
+        html.mime_type = "text/html"
+        cases.append((html, grpc.StatusCode.INVALID_ARGUMENT,
+                      'mime_type "text/html" does not take glossary_config'))
+        for request, code, fragment in cases:
+            with self.assertRaises(grpc.RpcError, msg=fragment) as caught:
+                self.translate(request)
+            self.assertEqual(caught.exception.code(), code, caught.exception.details())
+            self.assertIn(fragment, caught.exception.details())
+
+    def test_sighup_rereads_the_file_and_keeps_a_broken_one(self):
+        def targets():
+            reply = self.translate(glossary_request([RESTART], glossary="it"))
+            return sorted(t.target for t in reply.translations[0].glossary_terms)
+
+        with open(self.terms, encoding="utf-8") as f:
+            original = f.read()
+        try:
+            with open(self.terms, "w", encoding="utf-8") as f:
+                f.write("server\tRechner\nthis line has no tab\n")
+            self.server.process.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_until(lambda: 'glossary "it" kept' in "".join(self.server.stderr_lines), 30),
+                            "".join(self.server.stderr_lines[-20:]))
+            self.assertEqual(targets(), ["Aktualisierung", "Rechner"])  # the old one, whole
+            with open(self.terms, "w", encoding="utf-8") as f:
+                f.write("update\tNeuerung\n")
+            self.server.process.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_until(lambda: targets() == ["Neuerung"], 30))
+        finally:
+            with open(self.terms, "w", encoding="utf-8") as f:
+                f.write(original)
+            self.server.process.send_signal(signal.SIGHUP)
+            wait_until(lambda: targets() == ["Aktualisierung", "Rechner"], 30)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed, skipped = len(result.failures) + len(result.errors), len(result.skipped)
+    print(f"{result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed or not result.wasSuccessful() else 0)
