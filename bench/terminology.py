@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Glossaries measured the way a terminology user meets them: how often a translation uses the
+glossary's term, BLEU with and without the glossary, and what constrained sentences cost.
+
+The test set: sentences of Multi30k test_2016 whose reference uses a German word that the
+baseline translation (beam 4, no glossary) does not, paired with the English source word that
+co-occurs with it most in the training data (Dice coefficient over Multi30k train and
+general-en-de, at least --min_dice): one such term per sentence, --terms terms, each a
+different pair. The glossary is those pairs (TSV). Term use rate: sentences whose translation
+contains the target term (as a substring, case-sensitively). BLEU: sacreBLEU on those sentences.
+
+Cost: the whole of test_2016 translated by `xlate translate` without and with the glossary
+(the constrained sentences share batches with the others), and the constrained sentences
+alone, both ways; and through xlate-server (continuous batching): every sentence of test_2016 a
+request of its own from --clients concurrent clients, once without and once with the 50 term
+sentences asking for the glossary (--glossary terms=FILE). --repeats runs each, alternating,
+and the medians are reported.
+
+  python3 bench/terminology.py [--xlate build/engine/xlate] [--server build/server/xlate-server]
+      [--model_dir models/en-de-general] [--terms 50] [--repeats 3] [--json_out FILE]
+"""
+import argparse
+import collections
+import gzip
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import concurrent.futures
+import types
+
+import sacrebleu
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_vs_offline import start_server  # noqa: E402
+
+sys.path.insert(0, os.path.join(REPO, "server", "examples"))
+from translate_client import import_stubs  # noqa: E402
+WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+
+def read(path, limit=None):
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f]
+    return lines[:limit] if limit else lines
+
+
+def words(text, lower=False):
+    found = WORD.findall(text)
+    return [w.lower() for w in found] if lower else found
+
+
+def translate(args, lines, extra=()):
+    """(translations, seconds) of `lines` through xlate translate, one sentence per line."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+        path = f.name
+    try:
+        started = time.perf_counter()
+        result = subprocess.run([args.xlate, "translate", "--model_dir", args.model_dir,
+                                 "--split_sentences=false", "--input", path, *extra],
+                                check=True, capture_output=True, text=True,
+                                env=dict(os.environ, OMP_NUM_THREADS=str(args.threads)))
+        seconds = time.perf_counter() - started
+    finally:
+        os.unlink(path)
+    return result.stdout.rstrip("\n").split("\n"), seconds
+
+
+def server_seconds(args, glossary, sources, constrained):
+    """Seconds for every sentence of `sources` as a request of its own, --clients at a time, on
+    one xlate-server; those in `constrained` (indices) with glossary "terms". Returns (timings
+    of the plain and the glossary runs, alternating --repeats times; the glossary run's
+    translations)."""
+    pb2, pb2_grpc = import_stubs()
+    import grpc
+    server, port = start_server(types.SimpleNamespace(
+        server=args.server, model_dir=args.model_dir, threads=args.threads,
+        max_queue_delay_ms=5), f"--glossary=terms={glossary}",
+        "--max_queued_sentences_per_client=100000")
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    stub = pb2_grpc.TranslatorStub(channel)
+    config = pb2.GlossaryConfig(glossary="terms", ignore_case=True)
+
+    def call(i, with_glossary):
+        request = pb2.TranslateRequest(contents=[sources[i]])
+        if with_glossary and i in constrained:
+            request.glossary_config.CopyFrom(config)
+        return stub.Translate(request, timeout=600).translations[0].translated_text
+
+    timings, outputs = collections.defaultdict(list), {}
+    try:
+        with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(lambda i: call(i, False), range(min(64, len(sources)))))  # warm-up
+            for _ in range(args.repeats):
+                for name, with_glossary in (("server_plain", False), ("server_glossary", True)):
+                    started = time.perf_counter()
+                    texts = list(pool.map(lambda i: call(i, with_glossary), range(len(sources))))
+                    timings[name].append(time.perf_counter() - started)
+                    if with_glossary:
+                        outputs = {i: texts[i] for i in constrained}
+    finally:
+        channel.close()
+        server.terminate()
+        server.wait(60)
+    return timings, outputs
+
+
+def dice_lexicon(args, source_words, target_words):
+    """Dice(e, g) = 2·c(e, g) / (c(e) + c(g)) over sentence pairs of the training data, for the
+    English words in source_words and German words in target_words."""
+    data = args.data_dir
+    count_e, count_g, count_eg = collections.Counter(), collections.Counter(), collections.Counter()
+    for en_path, de_path in ((f"{data}/multi30k/train.en.gz", f"{data}/multi30k/train.de.gz"),
+                             (f"{data}/general-en-de/train.en.gz", f"{data}/general-en-de/train.de.gz")):
+        for en, de in zip(read(en_path), read(de_path)):
+            es = set(words(en, lower=True)) & source_words
+            gs = set(words(de)) & target_words
+            count_e.update(es)
+            count_g.update(gs)
+            count_eg.update((e, g) for e in es for g in gs)
+    return lambda e, g: 2 * count_eg[e, g] / max(1, count_e[e] + count_g[g])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--xlate", default=os.path.join(REPO, "build", "engine", "xlate"))
+    parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "xlate-server"))
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--model_dir", default=os.path.join(REPO, "models", "en-de-general"))
+    parser.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data"))
+    parser.add_argument("--terms", type=int, default=50)
+    parser.add_argument("--min_dice", type=float, default=0.3)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json_out")
+    args = parser.parse_args()
+
+    sources = read(f"{args.data_dir}/multi30k/test_2016_flickr.en.gz")
+    references = read(f"{args.data_dir}/multi30k/test_2016_flickr.de.gz")
+    baseline, _ = translate(args, sources)
+    # Candidates: a reference noun (capitalised, 5+ letters) the baseline did not use.
+    missing = [[w for w in dict.fromkeys(words(r)) if w[0].isupper() and len(w) >= 5
+                and w not in words(b)] for r, b in zip(references, baseline)]
+    source_vocabulary = {w for s in sources for w in words(s, lower=True) if len(w) >= 3}
+    target_vocabulary = {w for m in missing for w in m}
+    dice = dice_lexicon(args, source_vocabulary, target_vocabulary)
+    chosen, used_pairs, used_sources = [], set(), set()
+    for i, (source, candidates) in enumerate(zip(sources, missing)):
+        best = None
+        for g in candidates:
+            for e in dict.fromkeys(words(source, lower=True)):
+                score = dice(e, g) if e in source_vocabulary else 0
+                if score >= args.min_dice and (best is None or score > best[0]):
+                    best = (score, e, g)
+        if best and (best[1], best[2]) not in used_pairs and best[1] not in used_sources:
+            chosen.append((i, best[1], best[2], best[0]))
+            used_pairs.add((best[1], best[2]))
+            used_sources.add(best[1])
+        if len(chosen) == args.terms:
+            break
+    if len(chosen) < args.terms:
+        print(f"only {len(chosen)} terms found", file=sys.stderr)
+    with tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False, encoding="utf-8") as f:
+        for _, e, g, _ in chosen:
+            f.write(f"{e}\t{g}\n")
+        glossary = f.name
+    flags = ("--glossary", glossary, "--glossary_ignore_case")
+    subset = [sources[i] for i, *_ in chosen]
+    subset_refs = [references[i] for i, *_ in chosen]
+    with_glossary, _ = translate(args, subset, flags)
+    without = [baseline[i] for i, *_ in chosen]
+
+    def use_rate(outputs):
+        return sum(g in out for (_, _, g, _), out in zip(chosen, outputs)) / len(chosen)
+
+    report = {
+        "terms": [{"sentence": i, "source": e, "target": g, "dice": round(d, 3)}
+                  for i, e, g, d in chosen],
+        "term_use_without": use_rate(without), "term_use_with": use_rate(with_glossary),
+        "bleu_without": sacrebleu.corpus_bleu(without, [subset_refs]).score,
+        "bleu_with": sacrebleu.corpus_bleu(with_glossary, [subset_refs]).score,
+    }
+    # Cost: alternating runs, medians.
+    timings = collections.defaultdict(list)
+    for _ in range(args.repeats):
+        for name, lines, extra in (("all_plain", sources, ()), ("all_glossary", sources, flags),
+                                   ("subset_plain", subset, ()), ("subset_glossary", subset, flags)):
+            timings[name].append(translate(args, lines, extra)[1])
+    served, served_outputs = server_seconds(args, glossary, sources, {i for i, *_ in chosen})
+    timings.update(served)
+    report["term_use_server"] = sum(
+        g in served_outputs[i] for i, _, g, _ in chosen) / len(chosen)
+    os.unlink(glossary)
+    median = {name: statistics.median(values) for name, values in timings.items()}
+    report["server_cost"] = median["server_glossary"] / median["server_plain"] - 1
+    report["seconds"] = median
+    report["all_cost"] = median["all_glossary"] / median["all_plain"] - 1
+    report["subset_cost"] = median["subset_glossary"] / median["subset_plain"] - 1
+    print(f"{len(chosen)} terms on {len(chosen)} sentences of test_2016 (Dice >= {args.min_dice})")
+    print(f"term use: without glossary {100 * report['term_use_without']:.0f}%, "
+          f"with {100 * report['term_use_with']:.0f}%")
+    print(f"BLEU of those sentences: without {report['bleu_without']:.2f}, "
+          f"with {report['bleu_with']:.2f}")
+    print(f"test_2016 ({len(sources)} sentences, {len(chosen)} with terms): "
+          f"{median['all_plain']:.2f} s plain, {median['all_glossary']:.2f} s with the glossary "
+          f"({100 * report['all_cost']:+.1f}%)")
+    print(f"the {len(chosen)} sentences alone: {median['subset_plain']:.2f} s plain, "
+          f"{median['subset_glossary']:.2f} s constrained ({100 * report['subset_cost']:+.1f}%)")
+    print(f"xlate-server, test_2016 as {len(sources)} requests from {args.clients} clients: "
+          f"{median['server_plain']:.2f} s plain, {median['server_glossary']:.2f} s with "
+          f"{len(chosen)} of them constrained ({100 * report['server_cost']:+.1f}%); term use "
+          f"{100 * report['term_use_server']:.0f}%")
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1, ensure_ascii=False)
+
+
+if __name__ == "__main__":
+    main()
