@@ -18,6 +18,7 @@
 #include "server/caller_admission.h"
 #include "engine/placeholder_text.h"
 #include "server/html_text.h"
+#include "server/xml_text.h"
 #include "server/language_detection.h"
 #include "server/request_parsing.h"
 
@@ -122,16 +123,19 @@ struct RunEntries {
   std::vector<int> first_run;
 };
 
-// mime_type "text/html" (each entry parsed by server/html_text.h) or options.keep_placeholders
+// mime_type "text/html" or "text/xml" (each entry parsed by server/html_text.h or
+// server/xml_text.h) or options.keep_placeholders
 // (engine/placeholder_text.h): the request's contents become the entries' text runs, translated
 // as text/plain entries; fold_runs puts them back. Options that describe tokens or hypotheses of
 // an entry are refused, and streaming.
 grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
                          RunEntries& entries) {
   const bool html = absl::EqualsIgnoreCase(request.mime_type(), "text/html");
+  const bool xml = absl::EqualsIgnoreCase(request.mime_type(), "text/xml");
   const bool placeholders = request.options().keep_placeholders();
-  const std::string kind =
-      html ? "mime_type \"text/html\"" : "options.keep_placeholders";
+  const std::string kind = html  ? "mime_type \"text/html\""
+                           : xml ? "mime_type \"text/xml\""
+                                 : "options.keep_placeholders";
   const auto refuse = [&](absl::string_view what) {
     return invalid(absl::StrCat(kind, " does not take ", what,
                                 " (an entry's translation is rebuilt from its text runs)"));
@@ -151,6 +155,13 @@ grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
         return invalid(absl::StrCat("contents[", i, "]: ", parsed.status().message()));
       }
       document = std::make_unique<HtmlText>(*std::move(parsed));
+      if (placeholders) document = std::make_unique<PlaceholdersWithin>(std::move(document));
+    } else if (xml) {
+      auto parsed = XmlText::Parse(request.contents(i));
+      if (!parsed.ok()) {
+        return invalid(absl::StrCat("contents[", i, "]: ", parsed.status().message()));
+      }
+      document = std::make_unique<XmlText>(*std::move(parsed));
       if (placeholders) document = std::make_unique<PlaceholdersWithin>(std::move(document));
     } else {
       document = std::make_unique<PlaceholderText>(request.contents(i));
@@ -583,6 +594,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
     if (!key_name.empty()) sharing_client = "key:" + key_name;
   }
   if (status.ok() && (absl::EqualsIgnoreCase(call->request().mime_type(), "text/html") ||
+                      absl::EqualsIgnoreCase(call->request().mime_type(), "text/xml") ||
                       call->request().options().keep_placeholders())) {
     status = expand_runs(call->request(), std::is_same_v<CallType, StreamCall>,
                          call->runs().emplace());
@@ -738,7 +750,7 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
   if (!request.mime_type().empty() && !absl::EqualsIgnoreCase(request.mime_type(), "text/plain")) {
     return invalid(absl::StrCat("mime_type \"", excerpt(request.mime_type()),
                                 "\" is not supported; send \"text/plain\" (or leave it empty) or "
-                                "\"text/html\""));
+                                "\"text/html\" or \"text/xml\""));
   }
   if (grpc::Status sized = check_contents(request.contents(), limits); !sized.ok()) return sized;
   const xlate::v1::DecodingOptions& given = request.options();

@@ -15,9 +15,11 @@ import sys
 import tempfile
 import time
 import unittest
+from xml.etree import ElementTree
 import urllib.error
 import urllib.request
 
+import grpc
 from libretranslatepy import LibreTranslateAPI
 
 from harness import Server, free_port, make_certificate, pb2, sample_sentences
@@ -179,6 +181,32 @@ class HttpGateway(unittest.TestCase):
                                {"contents": [page], "mimeType": "text/html"})
         self.assertEqual(status, 400, body)
         self.assertIn("TranslateStream", body["message"])
+
+    def test_xml_keeps_its_structure_and_translates_its_text(self):
+        document = ('<?xml version="1.0" encoding="UTF-8"?>\n<article id="7">'
+                    '<title>A man is <em>riding</em> a bike.</title><!-- note -->'
+                    '<para translate="no">Acme Corp</para><para>Two dogs play.<![CDATA[x < y]]>'
+                    '</para></article>')
+        runs = ["A man is", "riding", "a bike.", "Two dogs play."]
+        plain = [t.translated_text for t in self.grpc_translate(contents=runs).translations]
+        reply = self.grpc_translate(contents=[document], mime_type="text/xml")
+        translated = reply.translations[0].translated_text
+        # An independent parser reads the same elements, attributes and kept texts.
+        source_tree, output_tree = ElementTree.fromstring(document), ElementTree.fromstring(
+            translated.encode("utf-8"))
+        self.assertEqual([(e.tag, e.attrib) for e in source_tree.iter()],
+                         [(e.tag, e.attrib) for e in output_tree.iter()])
+        title = output_tree.find("title")
+        self.assertEqual((title.text.strip(), title.find("em").text, title.find("em").tail.strip()),
+                         (plain[0], plain[1], plain[2]))
+        paras = output_tree.findall("para")
+        self.assertEqual(paras[0].text, "Acme Corp")
+        self.assertEqual(paras[1].text, plain[3] + "x < y")
+        self.assertIn("<!-- note -->", translated)
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.grpc_translate(contents=["<a>\n<b></a>"], mime_type="text/xml")
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("contents[0]: not well-formed XML at line 2", caught.exception.details())
 
     def test_libretranslate_arrays_and_alternatives(self):
         status, body, _ = post(self.port, "/translate",
