@@ -71,6 +71,16 @@ class GlossaryServer(unittest.TestCase):
         self.assertEqual(reply.translations[2].hypotheses[0].text,
                          plain.translations[2].translated_text)
         self.assertEqual(len(reply.translations[2].glossary_terms), 0)
+        # Streamed: every partial a prefix of its entry's final text, the last message the
+        # unary response (stable prefixes hold under the constrained search too).
+        request = glossary_request([RESTART, MEETING], glossary="it",
+                                   entries=[("meeting", "Besprechung")])
+        unary = self.translate(request)
+        stream = list(self.stub.TranslateStream(request, timeout=120))
+        self.assertEqual(stream[-1].response, unary)
+        for message in stream[:-1]:
+            self.assertTrue(unary.translations[message.partial.entry].translated_text.startswith(
+                message.partial.text), message.partial.text)
         self.assertEqual(list(self.stub.ListModels(pb2.ListModelsRequest(),
                                                    timeout=10).glossaries), ["it"])
 
