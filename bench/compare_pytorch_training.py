@@ -8,7 +8,7 @@ PyTorch too), batches of length-grouped pairs up to --max_tokens padded source+t
 Adam and the paper's schedule, label smoothing 0.1, dropout 0.1. Throughput counts real
 (non-pad) source + target tokens per second over the timed steps, after untimed warm-up steps.
 
-  python3 bench/compare_pytorch_training.py --trainer build/trainer/xlate-trainer \
+  python3 bench/compare_pytorch_training.py --trainer build/cli/xlate-trainer \
       --threads 2 --max_tokens 4000 --steps 8 --warmup 2
   python3 bench/compare_pytorch_training.py --device cuda --max_tokens 50000 --steps 20 \
       --torch_precisions fp32,fp16,bf16 --torch_compile fp32,bf16

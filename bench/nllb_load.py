@@ -5,7 +5,7 @@ the load, peak resident memory of the process (load and translation), and senten
 with outputs limited to source + EXTRA tokens (random weights rarely stop on their own).
 
     python3 bench/nllb_load.py MODEL_DIR SOURCES [--sentences 20] [--threads 2] [--extra 20]
-        [--xlate build/engine/xlate] [--json_out FILE]
+        [--xlate build/cli/xlate] [--json_out FILE]
 
 Each side runs in a process of its own (peak memory is the process's). xlate's load time is its
 wall time less the translation time it reports.

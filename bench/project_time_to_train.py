@@ -57,7 +57,7 @@ ARCHITECTURES = {
 # stage measures with, unless its summary says otherwise (its PyTorch entries carry vocab_size).
 BENCH_VOCABULARY = 8000
 
-# The trainer's default --bucket_mb (trainer/tools/train_command.cc): gradient buckets of at most
+# The trainer's default --bucket_mb (cli/trainer/train_command.cc): gradient buckets of at most
 # 4 MiB, all-reduced while the backward pass goes on.
 DEFAULT_BUCKET_MIB = 4.0
 

@@ -16,7 +16,7 @@ request of its own from --clients concurrent clients, once without and once with
 sentences asking for the glossary (--glossary terms=FILE). --repeats runs each, alternating,
 and the medians are reported.
 
-  python3 bench/terminology.py [--xlate build/engine/xlate] [--server build/server/xlate-server]
+  python3 bench/terminology.py [--xlate build/cli/xlate] [--server build/server/xlate-server]
       [--model_dir models/en-de-general] [--terms 50] [--repeats 3] [--json_out FILE]
 """
 import argparse

@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/break_boundaries.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace xlate {
 namespace {

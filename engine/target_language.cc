@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace xlate {
 

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/break_boundaries.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace xlate {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/ops/backend.h"
 #include "engine/transformer_decoder.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace xlate {
 namespace {

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace xlate::evaluation {
 
-// Code points are decoded and encoded with xlate::decode_utf8 / append_utf8 (engine/utf8.h).
+// Code points are decoded and encoded with xlate::decode_utf8 / append_utf8 (text/utf8.h).
 
 // OK, or InvalidArgument "invalid UTF-8 at byte N" (N counted from 0).
 absl::Status check_utf8(std::string_view text);

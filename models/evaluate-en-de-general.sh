@@ -11,7 +11,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 model="${1:?usage: evaluate-en-de-general.sh MODEL_DIR [SENTENCES_PER_SET]}"
 limit="${2:-0}"
 data="${XLATE_DATA_DIR:-$repo/../shared/data}"
-xlate="${XLATE_BIN:-$repo/build/engine/xlate}"
+xlate="${XLATE_BIN:-$repo/build/cli/xlate}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

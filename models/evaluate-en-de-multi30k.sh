@@ -10,7 +10,7 @@ model="${1:?usage: evaluate-en-de-multi30k.sh MODEL_DIR [BEAM_SIZE]}"
 beam="${2:-4}"
 data="${XLATE_DATA_DIR:-$repo/../shared/data}/multi30k"
 sets="${XLATE_EVAL_SETS:-test_2016_flickr test_2017_flickr test_2017_mscoco}"
-xlate="${XLATE_BIN:-$repo/build/engine/xlate}"
+xlate="${XLATE_BIN:-$repo/build/cli/xlate}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

@@ -13,7 +13,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 data_root="${XLATE_DATA_DIR:-$repo/../shared/data}"
 run="${1:-$repo/runs/en-de-general}"
-trainer="${XLATE_TRAINER:-$repo/build/trainer/xlate-trainer}"
+trainer="${XLATE_TRAINER:-$repo/build/cli/xlate-trainer}"
 [[ -x "$trainer" ]] || { bash "$repo/scripts/build.sh" > /dev/null; }
 
 # The paper's recipe (Adam 0.9/0.98/1e-9, inverse-square-root schedule with warmup, label

@@ -8,7 +8,7 @@ model="${1:?usage: tune-en-de-multi30k.sh MODEL_DIR}"
 data="${XLATE_DATA_DIR:-$repo/../shared/data}/multi30k"
 beams="${XLATE_TUNE_BEAMS:-1 4 8}"
 alphas="${XLATE_TUNE_ALPHAS:-0.0 0.6 1.0}"
-xlate="$repo/build/engine/xlate"
+xlate="$repo/build/cli/xlate"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 gzip -dc "$data/val.en.gz" > "$work/src"

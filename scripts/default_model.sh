@@ -17,7 +17,7 @@ if [[ ! -f "$model_dir/model.safetensors" ]]; then
   mkdir -p build/models
   gzip -dc "$data/train.en.gz" > build/models/train.en
   gzip -dc "$data/train.de.gz" > build/models/train.de
-  build/engine/xlate init-model --preset tiny --vocab_size 1000 --out "$model_dir" \
+  build/cli/xlate init-model --preset tiny --vocab_size 1000 --out "$model_dir" \
     --spm_from build/models/train.en,build/models/train.de >&2
 fi
 echo "$model_dir"

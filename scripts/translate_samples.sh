@@ -8,4 +8,4 @@ bash scripts/setup.sh
 bash scripts/build.sh
 model_dir=${1:-$(bash scripts/default_model.sh)}
 gzip -dc ../shared/data/multi30k/test_2016_flickr.en.gz | head -n 5 | tee /dev/stderr \
-  | build/engine/xlate translate --model_dir "$model_dir" --scores
+  | build/cli/xlate translate --model_dir "$model_dir" --scores

@@ -3,7 +3,7 @@
 #include <unicode/locid.h>
 
 #include "absl/strings/str_cat.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace xlate::server {
 

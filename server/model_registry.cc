@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 #include "absl/strings/str_join.h"
 #include "server/language_code.h"
 

@@ -8,7 +8,7 @@
 #include <grpcpp/impl/codegen/rpc_service_method.h>
 
 #include "absl/strings/str_cat.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace xlate::server {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace xlate::server {
 namespace {

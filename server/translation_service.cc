@@ -13,7 +13,7 @@
 #include "engine/ops/backend.h"
 #include "engine/placement_flags.h"
 #include "engine/target_language.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 #include "server/language_code.h"
 #include "server/caller_admission.h"
 #include "engine/placeholder_text.h"

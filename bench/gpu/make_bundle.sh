@@ -13,9 +13,9 @@ data=../shared/data
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/data"
 
-binaries=(build/tests/xlate_kernel_tests build/engine/xlate build/bench/xlate_translate_bench
+binaries=(build/tests/xlate_kernel_tests build/cli/xlate build/bench/xlate_translate_bench
           build/bench/xlate_ops_bench build/bench/xlate_training_ops_bench
-          build/tests/trainer/xlate_trainer_tests build/trainer/xlate-trainer
+          build/tests/trainer/xlate_trainer_tests build/cli/xlate-trainer
           build/tests/distributed/xlate_nccl_communicator_tests)
 cp "${binaries[@]}" "$bundle/bin/"
 # The SentencePiece module is dlopen'ed from bin/../lib (engine/sentencepiece_wrapper.cc).
@@ -54,7 +54,7 @@ gzip -dc "$data"/multi30k/train.en.gz > "$bundle/data/train.en"
 gzip -dc "$data"/multi30k/train.de.gz > "$bundle/data/train.de"
 # The training benchmark's data (bench/compare_pytorch_training.py's: vocabulary 8,000), prepared
 # here so that the GPU machine's lease does not pay the SentencePiece training (~40 s).
-build/trainer/xlate-trainer prepare --train_source "$data"/multi30k/train.en.gz \
+build/cli/xlate-trainer prepare --train_source "$data"/multi30k/train.en.gz \
   --train_target "$data"/multi30k/train.de.gz --output "$bundle/data/trainbench" \
   --vocab_size 8000 --max_length 100000 --max_length_ratio 0 > /dev/null  # no pair dropped
 # The general corpus as `xlate-trainer prepare` wrote it for models/train-en-de-general.sh (the

@@ -3,7 +3,7 @@ exist: each is in the `--helpfull` of the program it is named for.
 
 A flag is named for a program
   * in a command (a fenced shell line, backslash continuations joined, or an inline code span)
-    whose program is one of them: `build/engine/xlate translate --beam_size 4`,
+    whose program is one of them: `build/cli/xlate translate --beam_size 4`,
     `xlate-server --model_dir DIR`, `$T train --max_steps 20` with `T=.../xlate-trainer` in the
     same block, `mpirun -np 2 $T train ...`; or
   * in a code span of flags alone (`--max_batch_tokens`, `--device auto|cpu|cuda`), for the
@@ -12,8 +12,8 @@ A flag is named for a program
     bench/, scripts/, models/ or server/examples/), or be one of FOREIGN_FLAGS.
 Flags of other commands (python3 bench/..., docker, cmake, mpirun's own) are not checked here.
 
-Run:  XLATE_BIN=build/engine/xlate XLATE_SERVER_BIN=build/server/xlate-server \\
-      XLATE_TRAINER_BIN=build/trainer/xlate-trainer XLATE_HEALTH_BIN=build/server/xlate-health \\
+Run:  XLATE_BIN=build/cli/xlate XLATE_SERVER_BIN=build/server/xlate-server \\
+      XLATE_TRAINER_BIN=build/cli/xlate-trainer XLATE_HEALTH_BIN=build/server/xlate-health \\
       python3 tests/docs/test_doc_flags.py        (CTest: docs_flags; defaults: build/...)
 """
 import glob
@@ -25,9 +25,9 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PROGRAMS = {  # program: (environment variable, default path, arguments that list every flag)
-    "xlate": ("XLATE_BIN", "build/engine/xlate", ["translate", "--helpfull"]),
+    "xlate": ("XLATE_BIN", "build/cli/xlate", ["translate", "--helpfull"]),
     "xlate-server": ("XLATE_SERVER_BIN", "build/server/xlate-server", ["--helpfull"]),
-    "xlate-trainer": ("XLATE_TRAINER_BIN", "build/trainer/xlate-trainer", ["train", "--helpfull"]),
+    "xlate-trainer": ("XLATE_TRAINER_BIN", "build/cli/xlate-trainer", ["train", "--helpfull"]),
     "xlate-health": ("XLATE_HEALTH_BIN", "build/server/xlate-health", ["--helpfull"]),
 }
 
@@ -270,9 +270,9 @@ class TheCheckFindsFlags(unittest.TestCase):
     def test_commands_spans_and_variables(self):
         blocks, outside = split_markdown(
             "Text `xlate-server --port 1` and `--max_steps 5` here.\n"
-            "```sh\nT=build/trainer/xlate-trainer D=x\n$T train --data $D \\\n    --seed 3\n"
+            "```sh\nT=build/cli/xlate-trainer D=x\n$T train --data $D \\\n    --seed 3\n"
             "mpirun -np 2 $T train --bucket_mb 4   # a comment --not_a_flag\n"
-            "echo hi | build/engine/xlate translate --beam_size 2\n"
+            "echo hi | build/cli/xlate translate --beam_size 2\n"
             "python3 bench/soak.py --duration_s 5\n```\n"
             "```python\nxlate-server --in_python\n```\n")
         self.assertEqual(len(blocks), 1)

@@ -8,8 +8,8 @@ before its fence) runs from the repository root under `bash -eo pipefail` and mu
                             itself, and skips the block when those ports are taken.
 
 A block whose programs are not installed (grpcurl, curl) is skipped, naming them; one that
-reads ../shared/data is skipped when the data is not there. `build/engine/xlate`,
-`build/server/xlate-server` and `build/trainer/xlate-trainer` in a block are replaced by
+reads ../shared/data is skipped when the data is not there. `build/cli/xlate`,
+`build/server/xlate-server` and `build/cli/xlate-trainer` in a block are replaced by
 $XLATE_BIN, $XLATE_SERVER_BIN and $XLATE_TRAINER_BIN when set (CTest sets them), so the
 commands run against the tree CTest built. Each block gets a fresh $TMPDIR (`mktemp -d` lands
 there) that is removed afterwards. Also checks that README keeps the two commands CI runs
@@ -31,9 +31,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 README = os.path.join(REPO, "README.md")
 MARKER = re.compile(r"^<!--\s*tested(?::\s*([a-z-]+))?\s*-->\s*$")
 BINARIES = {  # the path README uses: the environment variable that replaces it
-    "build/engine/xlate": "XLATE_BIN",
+    "build/cli/xlate": "XLATE_BIN",
     "build/server/xlate-server": "XLATE_SERVER_BIN",
-    "build/trainer/xlate-trainer": "XLATE_TRAINER_BIN",
+    "build/cli/xlate-trainer": "XLATE_TRAINER_BIN",
 }
 BLOCK_SECONDS = 120
 SERVER_PORTS = (50051, 9464, 8080)
@@ -194,11 +194,11 @@ class ReadmeCommands(unittest.TestCase):
             os.environ["XLATE_BIN"] = "/x/xlate"
             os.environ["XLATE_TRAINER_BIN"] = "/x/xlate-trainer"
             self.assertEqual(
-                with_built_binaries("T=build/trainer/xlate-trainer\n"
-                                    "echo a | build/engine/xlate translate\n"
-                                    "ls bench/build/engine/xlate build/engine/xlate-other"),
+                with_built_binaries("T=build/cli/xlate-trainer\n"
+                                    "echo a | build/cli/xlate translate\n"
+                                    "ls bench/build/cli/xlate build/cli/xlate-other"),
                 "T=/x/xlate-trainer\necho a | /x/xlate translate\n"
-                "ls bench/build/engine/xlate build/engine/xlate-other")
+                "ls bench/build/cli/xlate build/cli/xlate-other")
         finally:
             for variable, value in saved.items():
                 if value is None:

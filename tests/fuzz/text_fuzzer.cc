@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/text_segments.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -271,8 +271,8 @@ class SharedServer(unittest.TestCase):
             lambda: translate(request(["A dog runs.", "A cat sleeps. Xq " + "xq " * 90])),
             invalid, "contents[1], sentence 2 (\"Xq xq", "the limit is 64 (--max_input_tokens")
         self.assert_rpc_error(
-            lambda: translate(pb2.TranslateRequest(contents=["a"], mime_type="text/xml")),
-            invalid, 'mime_type "text/xml" is not supported')
+            lambda: translate(pb2.TranslateRequest(contents=["a"], mime_type="application/pdf")),
+            invalid, 'mime_type "application/pdf" is not supported')
         self.assertEqual(len(translate(pb2.TranslateRequest(
             contents=["a dog"], mime_type="text/plain"), timeout=60).translations), 1)
         self.assert_rpc_error(lambda: self.stub.Translate(request(["a dog"], beam_size=0)), invalid,

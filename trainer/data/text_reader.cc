@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace xlate::trainer {
 namespace {

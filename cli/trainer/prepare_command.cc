@@ -2,7 +2,7 @@
 
 #include "absl/flags/flag.h"
 #include "trainer/data/prepare.h"
-#include "trainer/tools/commands.h"
+#include "cli/trainer/commands.h"
 
 ABSL_FLAG(std::string, train_source, "", "training text, source side (plain or .gz)");
 ABSL_FLAG(std::string, train_target, "", "training text, target side, line-aligned");

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "engine/tools/commands.h"
+#include "cli/xlate/commands.h"
 #include "evaluation/bleu.h"
 
 ABSL_FLAG(std::string, ref, "", "reference translations, one per line (required)");

@@ -5,7 +5,7 @@
 #include "engine/dtype.h"
 #include "trainer/checkpoint/average.h"
 #include "trainer/checkpoint/checkpoint.h"
-#include "trainer/tools/commands.h"
+#include "cli/trainer/commands.h"
 
 ABSL_FLAG(int, last, 5, "with a run directory: average its last N checkpoints (the paper: 5 "
           "for base, 20 for big)");

@@ -3,7 +3,7 @@
 #include "absl/flags/flag.h"
 #include "trainer/distributed/communicator.h"
 #include "trainer/distributed/rank_device.h"
-#include "trainer/tools/commands.h"
+#include "cli/trainer/commands.h"
 #include "trainer/training/trainer.h"
 
 ABSL_FLAG(std::string, data, "", "data directory written by `xlate-trainer prepare`");

@@ -1,6 +1,6 @@
 // What the subcommands share: the --output flag and the non-flag arguments.
 #include "absl/flags/flag.h"
-#include "trainer/tools/commands.h"
+#include "cli/trainer/commands.h"
 
 ABSL_FLAG(std::string, output, "",
           "prepare: the data directory to write; train: the run directory (checkpoints/, "

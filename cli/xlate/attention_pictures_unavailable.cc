@@ -1,6 +1,6 @@
 // attention_pictures.h in a build without PLplot (-DXLATE_PLOTS=OFF, or PLplot not found):
 // every call says so.
-#include "engine/tools/attention_pictures.h"
+#include "cli/xlate/attention_pictures.h"
 
 namespace xlate::tools {
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/model_directory.h"
 #include "engine/tokenizer.h"
-#include "engine/tools/commands.h"
+#include "cli/xlate/commands.h"
 
 ABSL_FLAG(std::string, preset, "base", "architecture preset: tiny, base or big");
 ABSL_FLAG(std::string, spm_from, "", "comma-separated plain-text files to train the vocabulary on");

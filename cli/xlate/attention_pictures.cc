@@ -1,4 +1,4 @@
-#include "engine/tools/attention_pictures.h"
+#include "cli/xlate/attention_pictures.h"
 
 #include <plplot/plstream.h>
 

@@ -3,8 +3,8 @@
 //   xlate init-model --preset tiny|base|big --spm_from TEXT[,TEXT] --vocab_size V --out D
 //   xlate bleu --ref REF [--hyp HYP] [--lowercase] [--json]
 
-#include "engine/tools/commands.h"
-#include "engine/tools/subcommand_main.h"
+#include "cli/xlate/commands.h"
+#include "cli/subcommand_main.h"
 
 namespace {
 
@@ -20,7 +20,7 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
-  const xlate::tools::SubcommandTool tool{"xlate", kUsage, "engine/tools/",
+  const xlate::tools::SubcommandTool tool{"xlate", kUsage, "cli/xlate/",
                                           {{"translate", xlate::tools::run_translate},
                                            {"init-model", xlate::tools::run_init_model},
                                            {"bleu", xlate::tools::run_bleu}}};

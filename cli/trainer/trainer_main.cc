@@ -4,8 +4,8 @@
 //   mpirun -np N xlate-trainer train ...          (data parallel over N ranks)
 //   xlate-trainer average --output MODEL [--last 5] RUN | CHECKPOINT...
 
-#include "engine/tools/subcommand_main.h"
-#include "trainer/tools/commands.h"
+#include "cli/subcommand_main.h"
+#include "cli/trainer/commands.h"
 
 namespace {
 
@@ -22,7 +22,7 @@ constexpr char kUsage[] =
 
 int main(int argc, char** argv) {
   namespace tools = xlate::trainer::tools;
-  const xlate::tools::SubcommandTool tool{"xlate-trainer", kUsage, "trainer/tools/",
+  const xlate::tools::SubcommandTool tool{"xlate-trainer", kUsage, "cli/trainer/",
                                           {{"prepare", tools::run_prepare},
                                            {"train", tools::run_train},
                                            {"average", tools::run_average}}};

@@ -1,4 +1,4 @@
-#include "engine/tools/subcommand_main.h"
+#include "cli/subcommand_main.h"
 
 #include <iostream>
 
