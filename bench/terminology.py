@@ -128,18 +128,40 @@ def dice_lexicon(args, source_words, target_words):
     return lambda e, g: 2 * count_eg[e, g] / max(1, count_e[e] + count_g[g])
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--xlate", default=os.path.join(REPO, "build", "engine", "xlate"))
-    parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "xlate-server"))
-    parser.add_argument("--clients", type=int, default=16)
+def add_arguments(parser):
+    """The arguments this bench shares with bench/html_tags.py."""
+    parser.add_argument("--xlate", default=os.path.join(REPO, "build", "cli", "xlate"))
     parser.add_argument("--model_dir", default=os.path.join(REPO, "models", "en-de-general"))
     parser.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data"))
-    parser.add_argument("--terms", type=int, default=50)
     parser.add_argument("--min_dice", type=float, default=0.3)
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json_out")
+
+
+def word_pairs(args, sources, candidates):
+    """Per sentence, None or (Dice, English word, German word): of the German words in
+    candidates[i] and the words of sources[i], the pair of highest Dice (>= --min_dice)."""
+    source_vocabulary = {w for s in sources for w in words(s, lower=True) if len(w) >= 3}
+    dice = dice_lexicon(args, source_vocabulary, {w for c in candidates for w in c})
+    pairs = []
+    for source, german in zip(sources, candidates):
+        best = None
+        for g in german:
+            for e in dict.fromkeys(words(source, lower=True)):
+                score = dice(e, g) if e in source_vocabulary else 0
+                if score >= args.min_dice and (best is None or score > best[0]):
+                    best = (score, e, g)
+        pairs.append(best)
+    return pairs
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    parser.add_argument("--server", default=os.path.join(REPO, "build", "server", "xlate-server"))
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--terms", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
     sources = read(f"{args.data_dir}/multi30k/test_2016_flickr.en.gz")
@@ -148,17 +170,8 @@ def main():
     # Candidates: a reference noun (capitalised, 5+ letters) the baseline did not use.
     missing = [[w for w in dict.fromkeys(words(r)) if w[0].isupper() and len(w) >= 5
                 and w not in words(b)] for r, b in zip(references, baseline)]
-    source_vocabulary = {w for s in sources for w in words(s, lower=True) if len(w) >= 3}
-    target_vocabulary = {w for m in missing for w in m}
-    dice = dice_lexicon(args, source_vocabulary, target_vocabulary)
     chosen, used_pairs, used_sources = [], set(), set()
-    for i, (source, candidates) in enumerate(zip(sources, missing)):
-        best = None
-        for g in candidates:
-            for e in dict.fromkeys(words(source, lower=True)):
-                score = dice(e, g) if e in source_vocabulary else 0
-                if score >= args.min_dice and (best is None or score > best[0]):
-                    best = (score, e, g)
+    for i, best in enumerate(word_pairs(args, sources, missing)):
         if best and (best[1], best[2]) not in used_pairs and best[1] not in used_sources:
             chosen.append((i, best[1], best[2], best[0]))
             used_pairs.add((best[1], best[2]))

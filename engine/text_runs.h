@@ -1,5 +1,5 @@
 // A document whose runs of text a translation replaces, every other byte kept as it came: text
-// with placeholders (engine/placeholder_text.h) or an HTML document (server/html_text.h). A
+// with placeholders (engine/placeholder_text.h) or an HTML document (engine/html_text.h). A
 // caller translates texts() as plain text, each run on its own, and Rebuild()s the document.
 #pragma once
 

@@ -17,8 +17,8 @@
 #include "server/language_code.h"
 #include "server/caller_admission.h"
 #include "engine/placeholder_text.h"
-#include "server/html_text.h"
-#include "server/xml_text.h"
+#include "engine/html_text.h"
+#include "engine/xml_text.h"
 #include "server/language_detection.h"
 #include "server/request_parsing.h"
 
@@ -123,8 +123,8 @@ struct RunEntries {
   std::vector<int> first_run;
 };
 
-// mime_type "text/html" or "text/xml" (each entry parsed by server/html_text.h or
-// server/xml_text.h) or options.keep_placeholders
+// mime_type "text/html" or "text/xml" (each entry parsed by engine/html_text.h or
+// engine/xml_text.h) or options.keep_placeholders
 // (engine/placeholder_text.h): the request's contents become the entries' text runs, translated
 // as text/plain entries; fold_runs puts them back. Options that describe tokens or hypotheses of
 // an entry are refused, and streaming.

@@ -64,6 +64,23 @@ check "--glossary leaves sentences without terms as they were" \
   > /dev/null 2> "$work/err.txt"
 check "an unreadable --glossary exits 2 naming it" grep -q "nowhere.tsv" "$work/err.txt"
 
+# --mime_type: the whole input is one document; its markup comes back, its text translated as
+# the same runs are as plain text; a malformed XML document exits 1 naming the line.
+printf '<p class="x">A dog runs.</p>\n<code>make all</code>\n' > "$work/page.html"
+mapfile -t run < <(printf 'A dog runs.\n' | "$xlate" translate --model_dir "$model" 2>/dev/null)
+"$xlate" translate --model_dir "$model" --mime_type text/html < "$work/page.html" \
+  > "$work/page.out" 2>/dev/null
+check "--mime_type text/html keeps the markup" \
+  test "$(cat "$work/page.out")" = "$(printf '<p class="x">%s</p>\n<code>make all</code>' "${run[0]}")"
+printf '<doc>\n  <t>A dog runs.</t>\n</doc>\n' > "$work/doc.xml"
+"$xlate" translate --model_dir "$model" --mime_type text/xml < "$work/doc.xml" \
+  > "$work/doc.out" 2>/dev/null
+check "--mime_type text/xml keeps the elements" \
+  test "$(cat "$work/doc.out")" = "$(printf '<doc>\n  <t>%s</t>\n</doc>' "${run[0]}")"
+printf '<doc>\n<t></doc>\n' | "$xlate" translate --model_dir "$model" --mime_type text/xml \
+  > /dev/null 2> "$work/err.txt"
+check "malformed XML names its line" grep -q "not well-formed XML at line 2" "$work/err.txt"
+
 "$xlate" translate --model_dir "$model" --n_best 2 --input "$work/in.txt" > "$work/nbest.txt" 2>/dev/null
 check "n-best writes two lines per sentence" test "$(wc -l < "$work/nbest.txt")" -eq 40
 check "n-best lines carry the sentence index" grep -q "^19 ||| " "$work/nbest.txt"

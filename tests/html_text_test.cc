@@ -1,10 +1,10 @@
-// HtmlText (server/html_text.h): which text of an HTML document is translated, and the rebuild
+// HtmlText (engine/html_text.h): which text of an HTML document is translated, and the rebuild
 // that changes only those bytes.
-#include "server/html_text.h"
+#include "engine/html_text.h"
 
 #include <gtest/gtest.h>
 
-namespace xlate::server {
+namespace xlate {
 namespace {
 
 std::vector<std::string> upper(const std::vector<std::string>& texts) {
@@ -63,4 +63,4 @@ TEST(HtmlText, TranslationsAreEscapedAndDocumentsKeepTheirShape) {
 }
 
 }  // namespace
-}  // namespace xlate::server
+}  // namespace xlate

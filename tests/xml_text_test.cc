@@ -1,10 +1,10 @@
-// XmlText (server/xml_text.h): which text of an XML document is translated, what the rebuild
+// XmlText (engine/xml_text.h): which text of an XML document is translated, what the rebuild
 // keeps, and malformed documents refused with their position.
-#include "server/xml_text.h"
+#include "engine/xml_text.h"
 
 #include <gtest/gtest.h>
 
-namespace xlate::server {
+namespace xlate {
 namespace {
 
 std::vector<std::string> bracketed(const std::vector<std::string>& texts) {
@@ -56,4 +56,4 @@ TEST(XmlText, MalformedDocumentsAreRefusedNamingThePosition) {
 }
 
 }  // namespace
-}  // namespace xlate::server
+}  // namespace xlate

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
+#include <sstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/xlate/commands.h"
@@ -17,8 +20,10 @@
 #include "engine/text_segments.h"
 #include "cli/xlate/attention_pictures.h"
 #include "engine/glossary_terms.h"
+#include "engine/html_text.h"
 #include "engine/placeholder_text.h"
 #include "engine/translator.h"
+#include "engine/xml_text.h"
 
 ABSL_FLAG(std::string, model_dir, "",
           "model directory (config.json, model.safetensors, spm.model); default: the shipped "
@@ -57,6 +62,11 @@ ABSL_FLAG(std::string, glossary, "",
           "sentence holds a source term, every hypothesis contains its target (constrained beam "
           "search; CPU models); a term left out is named on stderr");
 ABSL_FLAG(bool, glossary_ignore_case, false, "match --glossary's source terms case-folded");
+ABSL_FLAG(std::string, mime_type, "text/plain",
+          "text/plain (each line translated as text), or text/html or text/xml: the whole input "
+          "is one document whose text is translated and whose markup comes back (as the "
+          "server's mime_type); not with --n_best > 1, --scores, --target_prefix, --glossary or "
+          "--attention_png");
 ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text ||| score`");
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
 ABSL_FLAG(int, batch_size, 32, "sentences per batch");
@@ -135,6 +145,25 @@ std::vector<std::string> best_texts(const SegmentedTexts& texts,
     out.push_back(texts.Join(text, sentences));
   }
   return out;
+}
+
+// The document of --mime_type text/html or text/xml (with --keep_placeholders, its runs'
+// placeholders kept too), or the parser's error.
+absl::StatusOr<std::unique_ptr<const TextRuns>> parse_document(const std::string& mime_type,
+                                                               std::string source,
+                                                               bool keep_placeholders) {
+  std::unique_ptr<const TextRuns> document;
+  if (mime_type == "text/html") {
+    auto parsed = HtmlText::Parse(std::move(source));
+    if (!parsed.ok()) return parsed.status();
+    document = std::make_unique<HtmlText>(*std::move(parsed));
+  } else {
+    auto parsed = XmlText::Parse(std::move(source));
+    if (!parsed.ok()) return parsed.status();
+    document = std::make_unique<XmlText>(*std::move(parsed));
+  }
+  if (keep_placeholders) document = std::make_unique<PlaceholdersWithin>(std::move(document));
+  return document;
 }
 
 // Draws the attention pictures of a chunk's sentences (lines first_line + 1 ...) into `dir`.
@@ -267,6 +296,21 @@ int run_translate() {
     return 2;
   }
   const std::string source_language = (*translator)->model().config().source_lang;
+  const std::string mime_type = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mime_type));
+  if (mime_type != "text/plain" && mime_type != "text/html" && mime_type != "text/xml") {
+    std::cerr << "xlate translate: --mime_type is \"" << absl::GetFlag(FLAGS_mime_type)
+              << "\"; it must be text/plain, text/html or text/xml\n";
+    return 2;
+  }
+  if (mime_type != "text/plain" &&
+      (absl::GetFlag(FLAGS_n_best) > 1 || absl::GetFlag(FLAGS_scores) ||
+       !absl::GetFlag(FLAGS_target_prefix).empty() || !absl::GetFlag(FLAGS_glossary).empty() ||
+       !attention_dir.empty())) {
+    std::cerr << "xlate translate: --mime_type " << mime_type << " does not take --n_best > 1, "
+                 "--scores, --target_prefix, --glossary or --attention_png (the document is "
+                 "rebuilt from the translations of its text)\n";
+    return 2;
+  }
   std::optional<Glossary> glossary;
   if (const std::string path = absl::GetFlag(FLAGS_glossary); !path.empty()) {
     auto loaded = Glossary::Load(path, source_language,
@@ -285,6 +329,28 @@ int run_translate() {
   if (!languages.ok()) {
     std::cerr << "xlate translate: " << languages.status().message() << "\n";
     return 2;
+  }
+  if (mime_type != "text/plain") {
+    std::stringstream whole;
+    whole << in.rdbuf();
+    auto document = parse_document(mime_type, whole.str(), keep_placeholders);
+    if (!document.ok()) {
+      std::cerr << "xlate translate: " << mime_type << " input: " << document.status().message()
+                << "\n";
+      return 1;
+    }
+    auto texts = SegmentedTexts::Split((*document)->texts(), source_language,
+                                       Segmentation::kSentences);
+    absl::StatusOr<std::vector<Translation>> translations =
+        texts.ok() ? (*translator)->Translate(texts->sentences(), *options, *languages)
+                   : absl::StatusOr<std::vector<Translation>>(texts.status());
+    if (!translations.ok()) {
+      std::cerr << "xlate translate: " << translations.status().message() << "\n";
+      return 1;
+    }
+    out << (*document)->Rebuild(best_texts(*texts, *translations));
+    out.flush();
+    return out ? 0 : 1;
   }
   const Segmentation segmentation =
       absl::GetFlag(FLAGS_split_sentences) ? Segmentation::kSentences : Segmentation::kWholeText;

@@ -1,4 +1,4 @@
-#include "server/xml_text.h"
+#include "engine/xml_text.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -14,11 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
-namespace xlate::server {
+namespace xlate {
 namespace {
 
 // No network, no external DTD, entities kept as references (never expanded: no billion laughs).
-constexpr int kParseOptions = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING;
+constexpr int kParseOptions = XML_PARSE_NONET | XML_PARSE_NOWARNING;
 
 struct DocumentDeleter {
   void operator()(xmlDoc* document) const { xmlFreeDoc(document); }
@@ -29,16 +29,30 @@ absl::StatusOr<Document> parse(const std::string& source) {
   if (source.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return absl::InvalidArgumentError("an XML text over 2 GiB");
   }
-  xmlResetLastError();
+  // The first error is the one to report: libxml2 goes on and reports what follows from it
+  // ("Premature end of data" after a mismatched tag). The handler is the calling thread's.
+  struct FirstError {
+    bool seen = false;
+    int line = 0, column = 0;
+    std::string message;
+  } first;
+  xmlSetStructuredErrorFunc(&first, [](void* context, xmlErrorPtr error) {
+    auto* first = static_cast<FirstError*>(context);
+    if (first->seen || error == nullptr || error->level < XML_ERR_ERROR) return;
+    first->seen = true;
+    first->line = error->line;
+    first->column = error->int2;
+    first->message = error->message ? error->message : "malformed";
+  });
   Document document(xmlReadMemory(source.data(), static_cast<int>(source.size()), nullptr,
                                   "UTF-8", kParseOptions));
-  if (document == nullptr || xmlDocGetRootElement(document.get()) == nullptr) {
-    const xmlError* error = xmlGetLastError();
-    if (error == nullptr) return absl::InvalidArgumentError("not an XML document (no element)");
-    std::string message = error->message ? error->message : "malformed";
-    absl::StripTrailingAsciiWhitespace(&message);
-    return absl::InvalidArgumentError(absl::StrCat("not well-formed XML at line ", error->line,
-                                                    " column ", error->int2, ": ", message));
+  xmlSetStructuredErrorFunc(nullptr, nullptr);
+  if (first.seen || document == nullptr || xmlDocGetRootElement(document.get()) == nullptr) {
+    if (!first.seen) return absl::InvalidArgumentError("not an XML document (no element)");
+    absl::StripTrailingAsciiWhitespace(&first.message);
+    return absl::InvalidArgumentError(absl::StrCat("not well-formed XML at line ", first.line,
+                                                    " column ", first.column, ": ",
+                                                    first.message));
   }
   return document;
 }
@@ -130,4 +144,4 @@ std::string XmlText::Rebuild(const std::vector<std::string>& translations) const
   return out;
 }
 
-}  // namespace xlate::server
+}  // namespace xlate

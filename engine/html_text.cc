@@ -1,4 +1,4 @@
-#include "server/html_text.h"
+#include "engine/html_text.h"
 
 #include <gumbo.h>
 
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
-namespace xlate::server {
+namespace xlate {
 namespace {
 
 bool keeps_its_text(const GumboElement& element) {
@@ -99,4 +99,4 @@ std::string HtmlText::Rebuild(const std::vector<std::string>& translations) cons
   return out;
 }
 
-}  // namespace xlate::server
+}  // namespace xlate

@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "engine/text_runs.h"
 
-namespace xlate::server {
+namespace xlate {
 
 class XmlText : public TextRuns {
  public:
@@ -36,4 +36,4 @@ class XmlText : public TextRuns {
   std::vector<std::string> texts_;
 };
 
-}  // namespace xlate::server
+}  // namespace xlate

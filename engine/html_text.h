@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "engine/text_runs.h"
 
-namespace xlate::server {
+namespace xlate {
 
 class HtmlText : public TextRuns {
  public:
@@ -41,4 +41,4 @@ class HtmlText : public TextRuns {
   std::vector<Run> runs_;
 };
 
-}  // namespace xlate::server
+}  // namespace xlate
