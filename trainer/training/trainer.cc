@@ -4,36 +4,27 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
-#include <map>
 #include <new>
 #include <optional>
 
 #include <sys/resource.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
 #include "engine/ops/backend.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
-#include "evaluation/bleu.h"
 #include "trainer/data/shard.h"
 #include "trainer/data/training_batch.h"
 #include "trainer/distributed/nccl_communicator.h"
+#include "trainer/training/precision_setup.h"
+#include "trainer/training/run_fingerprints.h"
 
 namespace xlate::trainer {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// The batch's tensors (host) on the model's device.
-ModelInputs model_inputs(const TrainingBatch& batch, Device device) {
-  return {batch.source_tokens.on(device), batch.source_lengths.on(device),
-          batch.target_input.on(device), batch.target_output.on(device),
-          batch.target_lengths.on(device)};
-}
 
 // Longest source and decoder sequence of a corpus must fit the positional tables.
 absl::Status check_lengths(const TokenCorpus& corpus, const ModelConfig& config,
@@ -48,166 +39,6 @@ absl::Status check_lengths(const TokenCorpus& corpus, const ModelConfig& config,
     }
   }
   return absl::OkStatus();
-}
-
-std::string precision_note(TrainingPrecision precision, int compute_capability,
-                           DType activations) {
-  if (precision == TrainingPrecision::kFloat32) return "";
-  const char* type = precision == TrainingPrecision::kFloat16 ? "float16" : "bfloat16";
-  return absl::StrCat(activations == DType::kFloat32
-                          ? " (float32 weights, activations and gradients"
-                          : absl::StrCat(" (float32 weights and gradients, activations stored in ",
-                                         type),
-                      "; matrix products with ", type,
-                      compute_capability >= 70 ? " inputs on tensor cores)"
-                      : activations == DType::kFloat32
-                          ? " copies of their inputs at the float32 rate: no tensor cores)"
-                          : " inputs at the float32 rate: no tensor cores)");
-}
-
-kernels::Float32Math float32_math(TrainingPrecision precision) {
-  switch (precision) {
-    case TrainingPrecision::kFloat16: return kernels::Float32Math::kFloat16Inputs;
-    case TrainingPrecision::kBFloat16: return kernels::Float32Math::kBFloat16Inputs;
-    case TrainingPrecision::kFloat32: break;
-  }
-  return kernels::Float32Math::kExact;
-}
-
-// The training precision's products on this thread's CUDA worker for as long as it lives (the
-// validation translator, on the same thread, computes exactly outside it).
-class PrecisionScope {
- public:
-  PrecisionScope(Device device, TrainingPrecision precision)
-      : active_(device == Device::kCUDA && precision != TrainingPrecision::kFloat32) {
-    if (!active_) return;
-    previous_ = cuda_backend::float32_math();
-    cuda_backend::set_float32_math(float32_math(precision));
-  }
-  ~PrecisionScope() {
-    if (active_) cuda_backend::set_float32_math(previous_);
-  }
-  PrecisionScope(const PrecisionScope&) = delete;
-  PrecisionScope& operator=(const PrecisionScope&) = delete;
-
- private:
-  bool active_;
-  kernels::Float32Math previous_ = kernels::Float32Math::kExact;
-};
-
-// A small linear layer (bias and ReLU) on zeros stored in `storage` on the GPU, forward, then
-// backward when `backward` (the weight and bias gradients float32, as the trainer's), waited for.
-void run_small_linear(DType storage, bool backward) {
-  const Tensor inp = Tensor::zeros({16, 32}, storage, Device::kCUDA);
-  const Tensor weight = Tensor::zeros({16, 32}, storage, Device::kCUDA);
-  const Tensor bias = Tensor::zeros({16}, storage, Device::kCUDA);
-  Tensor out = Tensor::empty({16, 16}, storage, Device::kCUDA);
-  linear_forward(out, inp, weight, bias, Activation::kRelu);
-  if (backward) {
-    Tensor dinp = Tensor::empty({16, 32}, storage, Device::kCUDA);
-    Tensor dweight = Tensor::zeros({16, 32}, DType::kFloat32, Device::kCUDA);
-    Tensor dbias = Tensor::zeros({16}, DType::kFloat32, Device::kCUDA);
-    linear_backward(dinp, dweight, dbias, out, inp, weight, GradientWrite::kAccumulate);
-  }
-  cuda_backend::synchronize();
-}
-
-// One small product in `precision` on the GPU, and with 16-bit activations a linear layer's
-// forward and backward in that storage: a cuBLASLt that has no algorithm for them on this GPU
-// is refused at start, naming it, not mid-step.
-absl::Status check_precision_runs(Device device, TrainingPrecision precision,
-                                  DType activation_dtype) {
-  if (device != Device::kCUDA || precision == TrainingPrecision::kFloat32) {
-    return absl::OkStatus();
-  }
-  const char* inputs = precision == TrainingPrecision::kFloat16 ? "float16" : "bfloat16";
-  const PrecisionScope scope(device, precision);
-  try {
-    run_small_linear(DType::kFloat32, /*backward=*/false);
-  } catch (const std::exception& error) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--precision ", precision_name(precision), ": this GPU (",
-        cuda_backend::device_description(), ") cannot run float32 products with ", inputs,
-        " inputs (", error.what(), "); use --precision fp32"));
-  }
-  if (activation_dtype == DType::kFloat32) return absl::OkStatus();
-  try {
-    run_small_linear(activation_dtype, /*backward=*/true);
-  } catch (const std::exception& error) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--activations 16bit: this GPU (", cuda_backend::device_description(),
-        ") cannot run a linear layer on ", inputs, " activations (", error.what(),
-        "); use --activations fp32"));
-  }
-  return absl::OkStatus();
-}
-
-// Tells the bucketed reduction which part of the flat gradient the backward pass has finished:
-// a gradient tensor with the alignment gap after it (the ranges the buckets were cut from).
-class ReduceWhenReady final : public GradientListener {
- public:
-  ReduceWhenReady(BucketedAllReduce& reducer, const FlatParameters& gradients)
-      : reducer_(reducer), flat_(gradients.flat().data<float>()) {
-    for (const FlatRange& range : gradients.trainable_ranges()) {
-      range_count_at_.emplace(range.offset, range.count);
-    }
-  }
-  void tensor_ready(const Tensor& gradient) override {
-    const int64_t offset = gradient.data<float>() - flat_;
-    const auto range = range_count_at_.find(offset);
-    reducer_.ready({offset, range != range_count_at_.end() ? range->second : gradient.numel()});
-  }
-
- private:
-  BucketedAllReduce& reducer_;
-  const float* flat_;
-  std::map<int64_t, int64_t> range_count_at_;  // by offset: the parameter's count and its gap
-};
-
-uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& options,
-                         const BatchIterator& batches, int world_size) {
-  const std::string text = absl::StrCat(
-      config.ToJson(), "|", options.max_tokens, "|", options.max_sentences, "|",
-      options.update_frequency, "|", options.seed, "|", batches.fingerprint(), "|", world_size);
-  return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
-}
-
-// What every rank of a data-parallel run must share beyond run_fingerprint: the options that
-// decide the model, the collectives each step makes (bucket plan, steps, validation,
-// checkpoints) or the update each rank applies. A rank started with other values would hang the
-// others or drift from them. Every field is listed, in declaration order (the structured
-// bindings name exactly as many as the structs have, so a field added to the options stops this
-// from compiling until it is placed), and only those a rank may choose for itself are left out:
-// its paths (the data's content is in run_fingerprint), its device string (the device it
-// resolved to is compared instead), how many checkpoints it keeps and how often it logs.
-uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run_fingerprint,
-                                    Device device) {
-  const auto& [data_directory, output_directory, batch_plan_path, device_name, precision, activations,
-               architecture, max_tokens, max_sentences, update_frequency, max_steps,
-               warmup_steps, learning_rate_scale, adam_beta1, adam_beta2, adam_epsilon,
-               clip_norm, loss_scale, loss_scaler, seed, bucket_mb, zero_stage,
-               gradient_reduction, checkpoint_every_steps, checkpoint_every_minutes,
-               keep_checkpoints, validate_every_steps, bleu_sentences, bleu_beam_size,
-               log_every_steps] = options;
-  const auto& [preset, layers, d_model, d_ff, heads, d_k, d_v, dropout, activation_dropout,
-               label_smoothing, positional, max_positions] = architecture;
-  const auto& [initial_scale, growth_interval, minimum_scale] = loss_scaler;
-  static_cast<void>(data_directory), static_cast<void>(output_directory);
-  static_cast<void>(batch_plan_path);
-  static_cast<void>(device_name), static_cast<void>(keep_checkpoints);
-  static_cast<void>(log_every_steps);
-  const std::string text = absl::StrJoin(
-      std::make_tuple(run_fingerprint, device == Device::kCUDA ? "cuda" : "cpu", precision,
-                      activations, preset, layers, d_model, d_ff, heads, d_k, d_v, dropout,
-                      activation_dropout, label_smoothing, positional, max_positions, max_tokens,
-                      max_sentences, update_frequency, max_steps, warmup_steps,
-                      learning_rate_scale, adam_beta1, adam_beta2, adam_epsilon, clip_norm,
-                      loss_scale, initial_scale, growth_interval, minimum_scale, seed, bucket_mb,
-                      zero_stage, gradient_reduction, checkpoint_every_steps,
-                      checkpoint_every_minutes, validate_every_steps, bleu_sentences,
-                      bleu_beam_size),
-      "|");
-  return fingerprint_bytes(text.data(), static_cast<int64_t>(text.size()));
 }
 
 }  // namespace
@@ -372,98 +203,6 @@ double Trainer::elapsed_seconds() const {
   return elapsed_before_ + std::chrono::duration<double>(Clock::now() - started_).count();
 }
 
-absl::Status Trainer::create_reducer() {
-  const bool wants_nccl = options_.gradient_reduction == "nccl";
-  if (wants_nccl && device_ == Device::kCPU) {
-    return absl::InvalidArgumentError(
-        "--gradient_reduction nccl reduces device memory and needs GPU ranks (--device cuda); "
-        "CPU ranks reduce through MPI (--gradient_reduction auto or host)");
-  }
-  if (!reduces_gradients()) {
-    if (options_.zero_stage == 1 && log_) {
-      log_->message("--zero_stage 1 with one rank: nothing to shard, every moment stays here");
-    }
-    return absl::OkStatus();
-  }
-  if (device_ != Device::kCPU) {
-    // A GPU's gradient is reduced in device memory by NCCL, or else copied to the host whole
-    // after the backward pass and reduced there by MPI (no buckets: MPI takes host memory).
-    const auto through_host = [&](absl::string_view why) {
-      if (log_) {
-        log_->message(absl::StrCat(
-            "gradient all-reduce: through host memory after the backward pass (", why, ")"));
-      }
-      return absl::OkStatus();
-    };
-    // ZeRO-1's reduce-scatter and gathers are bucketed collectives on the gradient's memory:
-    // on a GPU, NCCL's.
-    const auto zero_needs_nccl = [&](absl::string_view why) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--zero_stage 1 on GPU ranks reduce-scatters and gathers in device memory through "
-          "NCCL, but ", why, "; use --zero_stage 0, or NCCL (--gradient_reduction auto or "
-          "nccl)"));
-    };
-    if (options_.gradient_reduction == "host") {
-      if (options_.zero_stage == 1) return zero_needs_nccl("--gradient_reduction is host");
-      return through_host("--gradient_reduction host");
-    }
-    absl::StatusOr<std::unique_ptr<Communicator>> nccl = create_nccl_communicator(communicator_);
-    if (!nccl.ok()) {
-      if (wants_nccl) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("--gradient_reduction nccl: ", nccl.status().message()));
-      }
-      if (nccl.status().code() == absl::StatusCode::kUnimplemented ||
-          nccl.status().code() == absl::StatusCode::kUnavailable) {
-        if (options_.zero_stage == 1) return zero_needs_nccl(nccl.status().message());
-        return through_host(nccl.status().message());
-      }
-      return nccl.status();
-    }
-    device_communicator_ = std::move(*nccl);
-    if (log_) {
-      log_->message(absl::StrCat("gradient all-reduce: NCCL between the GPUs of the ",
-                                 communicator_.world_size(), " ranks"));
-    }
-  }
-  if (options_.bucket_mb == 0 && options_.zero_stage == 0) return absl::OkStatus();
-  Communicator& gradient_communicator =
-      device_communicator_ ? *device_communicator_ : communicator_;
-  // The parameters are laid out in forward order (embedding, encoder, decoder), so the backward
-  // pass finishes them from the end of the buffer towards its start; the fixed sinusoidal tables
-  // get no gradient and are not reduced.
-  std::vector<FlatRange> ranges = gradients_.trainable_ranges();
-  std::reverse(ranges.begin(), ranges.end());
-  const auto bucket_elements = static_cast<int64_t>(
-      std::max(1.0, options_.bucket_mb * 1024 * 1024 / sizeof(float)));
-  const BucketedAllReduce::Threading threading =
-      gradient_communicator.allows_collectives_from_any_thread()
-          ? BucketedAllReduce::Threading::kBackgroundThread
-          : BucketedAllReduce::Threading::kCallingThread;
-  // --bucket_mb 0 with ZeRO-1: one bucket per contiguous run of parameters.
-  const int64_t limit = options_.bucket_mb == 0 ? 0 : bucket_elements;
-  const BucketedAllReduce::Reduction reduction =
-      options_.zero_stage == 1 ? BucketedAllReduce::Reduction::kReduceScatter
-                               : BucketedAllReduce::Reduction::kAllReduce;
-  absl::StatusOr<std::unique_ptr<BucketedAllReduce>> reducer =
-      BucketedAllReduce::Create(gradient_communicator, std::move(ranges), limit, threading,
-                                reduction);
-  if (!reducer.ok()) return reducer.status();
-  reducer_ = std::move(*reducer);
-  reduce_when_ready_ = std::make_unique<ReduceWhenReady>(*reducer_, gradients_);
-  if (log_) {
-    log_->message(absl::StrCat(
-        options_.zero_stage == 1
-            ? "ZeRO-1: Adam's moments sharded over the ranks; gradient reduce-scatter: "
-            : "gradient all-reduce: ",
-        reducer_->buckets().size(), " buckets of at most ", options_.bucket_mb, " MiB, ",
-        threading == BucketedAllReduce::Threading::kBackgroundThread
-            ? "overlapped with the backward pass"
-            : "in the training thread (MPI allows no other thread)"));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   const PrecisionScope precision(device_, precision_);
   gradients_.set_zero();
@@ -492,7 +231,7 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
     const DropoutSettings dropout{config_.dropout, config_.activation_dropout, state_.seed,
                                   state_.step, micro, communicator_.rank()};
     losses.push_back(model_.forward_backward(
-        gradients_.weights(), pass_weights(), model_inputs(batch, device_), dropout,
+        gradients_.weights(), pass_weights(), inputs_of(batch), dropout,
         static_cast<float>(loss_scale), listener));
     sums[3] += static_cast<double>(batch.source_token_count);
   }
@@ -581,165 +320,14 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   return true;
 }
 
-absl::StatusOr<double> Trainer::gradient_norm(double gradient_scale) {
-  if (!sharded()) return Adam::gradient_norm(gradients_, gradient_scale);
-  // Each rank holds the reduced gradient of its own shards only.
-  double sum_of_squares = optimizer_->owned_sum_of_squares(gradients_);
-  absl::Status status = communicator_.all_reduce_sum(&sum_of_squares, 1);
-  if (!status.ok()) return status;
-  return std::sqrt(sum_of_squares) * gradient_scale;
-}
-
-bool Trainer::reduces_gradients() const {
-  return communicator_.world_size() > 1 || options_.gradient_reduction != "auto";
-}
-
-absl::Status Trainer::all_reduce_gradients(StepReport* report) {
-  if (!reduces_gradients()) return absl::OkStatus();
-  const Clock::time_point started = Clock::now();
-  absl::Status status;
-  if (device_communicator_) {
-    status = device_communicator_->all_reduce_sum(gradients_.flat().data<float>(), gradients_.size());
-  } else {
-    Tensor host = gradients_.flat().on(Device::kCPU);
-    status = communicator_.all_reduce_sum(host.data<float>(), gradients_.size());
-    if (status.ok() && device_ != Device::kCPU) gradients_.flat().copy_from(host);
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  report->reduce_seconds += seconds;  // all of it exposed: nothing runs beside it
-  report->exposed_reduce_seconds += seconds;
-  return status;
+ModelInputs Trainer::inputs_of(const TrainingBatch& batch) const {
+  return {batch.source_tokens.on(device_), batch.source_lengths.on(device_),
+          batch.target_input.on(device_), batch.target_output.on(device_),
+          batch.target_lengths.on(device_)};
 }
 
 const TransformerWeights& Trainer::pass_weights() const {
   return parameter_copy_ ? parameter_copy_->weights() : parameters_.weights();
-}
-
-absl::Status Trainer::load_translator() {
-  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
-      Tokenizer::Load(options_.data_directory + "/spm.model");
-  if (!tokenizer.ok()) return tokenizer.status();
-  // On the GPU the model reads the live float32 parameters where they are (no copy).
-  translator_ = std::make_unique<Translator>(
-      std::make_shared<TransformerModel>(config_, parameters_.weights(),
-                                         Placement{device_, DType::kFloat32}),
-      std::move(*tokenizer));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<double> Trainer::validation_bleu() {
-  // The model copies the attention projections (and on the CPU packs every linear layer's
-  // weight) when it is made: a new one sees this step's weights (the rest are views of the live
-  // parameters).
-  absl::Status loaded = load_translator();
-  if (!loaded.ok()) return loaded;
-  std::vector<std::vector<int32_t>> sources;
-  std::vector<std::string> references;
-  const int64_t count = std::min<int64_t>(options_.bleu_sentences, valid_->size());
-  for (int64_t i = 0; i < count; ++i) {
-    const TokenSpan source = valid_->source(i), target = valid_->target(i);
-    sources.emplace_back(source.begin(), source.end() - 1);  // without the stored eos
-    absl::StatusOr<std::string> text =
-        translator_->tokenizer().decode(std::vector<int32_t>(target.begin(), target.end()));
-    if (!text.ok()) return text.status();
-    references.push_back(*text);
-  }
-  TranslationOptions options;
-  options.beam_size = options_.bleu_beam_size;
-  absl::StatusOr<std::vector<std::vector<Hypothesis>>> translated =
-      translator_->TranslateTokens(sources, options);
-  if (!translated.ok()) return translated.status();
-  std::vector<std::string> hypotheses;
-  for (const std::vector<Hypothesis>& best : *translated) {
-    absl::StatusOr<std::string> text = translator_->tokenizer().decode(best.front().tokens);
-    if (!text.ok()) return text.status();
-    hypotheses.push_back(*text);
-  }
-  absl::StatusOr<evaluation::BleuScore> bleu =
-      evaluation::corpus_bleu(hypotheses, references, evaluation::BleuOptions::sacrebleu());
-  if (!bleu.ok()) return bleu.status();
-  return bleu->score;
-}
-
-absl::Status Trainer::validate() {
-  if (!valid_) return absl::OkStatus();
-  std::optional<PrecisionScope> precision(std::in_place, device_, precision_);  // the loss only
-  const Clock::time_point start = Clock::now();
-  absl::StatusOr<BatchIterator> batches =
-      BatchIterator::Create(*valid_, {options_.max_tokens, options_.max_sentences, 1, false});
-  if (!batches.ok()) return batches.status();
-  double sums[3] = {0, 0, 0};
-  std::vector<PendingCrossEntropySums> losses;  // read after the last batch is queued
-  for (int64_t b = 0; b < batches->batches_per_epoch(); ++b) {
-    const std::vector<int64_t> pairs =
-        shard(batches->next(), communicator_.rank(), communicator_.world_size());
-    if (pairs.empty()) continue;
-    const TrainingBatch batch = make_training_batch(*valid_, pairs, config_);
-    losses.push_back(model_.forward(pass_weights(), model_inputs(batch, device_), {}));
-  }
-  model_.release_activations();  // before the translations of validation BLEU
-  for (PendingCrossEntropySums& pending : losses) {
-    const CrossEntropySums& loss = pending.read();
-    sums[0] += loss.loss;
-    sums[1] += loss.nll;
-    sums[2] += static_cast<double>(loss.tokens);
-  }
-  absl::Status status = communicator_.all_reduce_sum(sums, 3);
-  if (!status.ok()) return status;
-  ValidationReport report;
-  report.step = state_.step;
-  report.target_tokens = static_cast<int64_t>(sums[2]);
-  report.loss = sums[2] > 0 ? sums[0] / sums[2] : 0;
-  report.nll = sums[2] > 0 ? sums[1] / sums[2] : 0;
-  precision.reset();  // the translations compute exactly, as the server will
-  if (translator_) {
-    absl::StatusOr<double> bleu = validation_bleu();
-    if (!bleu.ok()) return bleu.status();
-    report.bleu = *bleu;
-    report.bleu_sentences = static_cast<int>(std::min<int64_t>(options_.bleu_sentences, valid_->size()));
-  }
-  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (log_) log_->validation(report);
-  return absl::OkStatus();
-}
-
-bool Trainer::checkpoint_due() {
-  int64_t due = 0;
-  if (options_.checkpoint_every_steps > 0 && state_.step % options_.checkpoint_every_steps == 0) due = 1;
-  if (options_.checkpoint_every_minutes > 0 &&
-      std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >=
-          60 * options_.checkpoint_every_minutes) {
-    due = 1;
-  }
-  // Clocks differ between ranks: rank 0 decides for everyone.
-  if (!communicator_.broadcast(&due, sizeof(due), 0).ok()) return false;
-  return due != 0;
-}
-
-absl::Status Trainer::checkpoint() {
-  last_checkpoint_ = Clock::now();
-  state_.elapsed_seconds = elapsed_seconds();
-  std::optional<AdamMoments> moments;
-  if (sharded()) {
-    // The file holds every moment: every rank gathers the others' shards (a collective), where
-    // the parameters live (on GPU ranks NCCL's collectives take device memory).
-    moments = optimizer_->moments(device_);
-    for (Tensor* moment : {&moments->first, &moments->second}) {
-      if (absl::Status status = reducer_->all_gather(moment->data<float>()); !status.ok()) {
-        return status;
-      }
-    }
-  }
-  if (!is_leader()) return communicator_.barrier();
-  if (!moments) moments = optimizer_->moments();
-  const CheckpointContents contents{config_, parameters_, *moments, state_,
-                                    options_.data_directory + "/spm.model"};
-  absl::StatusOr<std::string> path =
-      write_checkpoint(options_.output_directory, contents, options_.keep_checkpoints);
-  absl::Status barrier = communicator_.barrier();
-  if (!path.ok()) return path.status();
-  log_->message(absl::StrCat("checkpoint ", *path));
-  return barrier;
 }
 
 absl::Status Trainer::Run() {

@@ -13,6 +13,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/data/batch_iterator.h"
 #include "trainer/data/batch_plan.h"
+#include "trainer/data/training_batch.h"
 #include "trainer/data/token_corpus.h"
 #include "trainer/distributed/bucketed_all_reduce.h"
 #include "trainer/distributed/communicator.h"
@@ -28,6 +29,8 @@ namespace xlate::trainer {
 
 class Trainer {
  public:
+  using Clock = std::chrono::steady_clock;
+
   // Opens the data, builds (or resumes) the model; `communicator` must outlive the trainer.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainingOptions& options,
                                                          Communicator& communicator);
@@ -68,6 +71,8 @@ class Trainer {
   absl::StatusOr<double> validation_bleu();
   // The weights the forward and backward passes read: the float32 master, or its 16-bit copy.
   const TransformerWeights& pass_weights() const;
+  // The batch's tensors (host) on the model's device.
+  ModelInputs inputs_of(const TrainingBatch& batch) const;
   absl::Status checkpoint();
   bool checkpoint_due();
   double elapsed_seconds() const;
