@@ -76,6 +76,9 @@ ABSL_FLAG(int64_t, validate_every_steps, 1000, "validation interval in steps (0 
 ABSL_FLAG(int, bleu_sentences, 200, "dev sentences translated for validation BLEU (0 = none)");
 ABSL_FLAG(int, bleu_beam_size, 4, "beam size of the validation translations");
 ABSL_FLAG(int64_t, log_every_steps, 10, "progress line interval in steps");
+ABSL_FLAG(std::string, init_from, "",
+          "model directory to start from instead of random weights (fine-tuning; its "
+          "architecture and spm.model must be the run's: prepare with --spm_model DIR/spm.model)");
 ABSL_FLAG(std::string, batch_plan_out, "",
           "write the pairs of every micro-batch taken here, one line each (corpus indices; "
           "for running another trainer on the same batches)");
@@ -88,6 +91,7 @@ TrainingOptions options_from_flags() {
   options.data_directory = absl::GetFlag(FLAGS_data);
   options.output_directory = absl::GetFlag(FLAGS_output);
   options.batch_plan_path = absl::GetFlag(FLAGS_batch_plan_out);
+  options.initialize_from = absl::GetFlag(FLAGS_init_from);
   options.device = absl::GetFlag(FLAGS_device);
   options.precision = absl::GetFlag(FLAGS_precision);
   options.activations = absl::GetFlag(FLAGS_activations);

@@ -256,6 +256,33 @@ class TrainerCliTest(RunsOnTheCliCorpus):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(len(result.stdout.splitlines()), 2)
 
+    def test_init_from_starts_from_a_models_weights(self):
+        source = self.run_dir("init-source")
+        h.train(self.data, source, "--max_steps", "30", *COMMON)
+        model = os.path.join(self.root, "init-model")
+        h.run([h.TRAINER, "average", "--last", "1", "--output", model, source])
+        started = self.run_dir("init-started")
+        result = h.train(self.data, started, "--max_steps", "1", "--init_from", model, *COMMON)
+        self.assertIn("starting from the weights of", result.stderr)
+        # It starts where the model left off, not from random weights.
+        first_loss = h.log_events(source, "train")[0]["loss"]
+        last_loss = h.log_events(source, "train")[-1]["loss"]
+        self.assertLess(last_loss, first_loss - 0.5)
+        self.assertLess(h.log_events(started, "train")[0]["loss"], first_loss - 0.5)
+        # Another architecture, or data of another vocabulary, is refused by name.
+        other = h.train(self.data, self.run_dir("init-other"), "--max_steps", "1", "--layers",
+                        "3", "--init_from", model, *COMMON, expect_ok=False)
+        self.assertNotEqual(other.returncode, 0)
+        self.assertIn("decoder_layers 2 there, 3 in this run", other.stderr)
+        data = os.path.join(self.root, "init-data")
+        shutil.copytree(self.data, data)
+        with open(os.path.join(data, "spm.model"), "ab") as f:
+            f.write(b"x")
+        vocabulary = h.train(data, self.run_dir("init-vocabulary"), "--max_steps", "1",
+                             "--init_from", model, *COMMON, expect_ok=False)
+        self.assertNotEqual(vocabulary.returncode, 0)
+        self.assertIn("its spm.model is not the data's", vocabulary.stderr)
+
     def test_damaged_and_mismatched_checkpoints_are_refused(self):
         run = self.run_dir("damaged")
         h.train(self.data, run, "--max_steps", "2", "--checkpoint_every_steps", "2", *COMMON)

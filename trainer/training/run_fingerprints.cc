@@ -19,7 +19,7 @@ uint64_t run_fingerprint(const ModelConfig& config, const TrainingOptions& optio
 
 uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run_fingerprint,
                                     Device device) {
-  const auto& [data_directory, output_directory, batch_plan_path, device_name, precision, activations,
+  const auto& [data_directory, output_directory, batch_plan_path, initialize_from, device_name, precision, activations,
                architecture, max_tokens, max_sentences, update_frequency, max_steps,
                warmup_steps, learning_rate_scale, adam_beta1, adam_beta2, adam_epsilon,
                clip_norm, loss_scale, loss_scaler, seed, bucket_mb, zero_stage,
@@ -34,7 +34,8 @@ uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run
   static_cast<void>(device_name), static_cast<void>(keep_checkpoints);
   static_cast<void>(log_every_steps);
   const std::string text = absl::StrJoin(
-      std::make_tuple(run_fingerprint, device == Device::kCUDA ? "cuda" : "cpu", precision,
+      std::make_tuple(run_fingerprint, initialize_from, device == Device::kCUDA ? "cuda" : "cpu",
+                      precision,
                       activations, preset, layers, d_model, d_ff, heads, d_k, d_v, dropout,
                       activation_dropout, label_smoothing, positional, max_positions, max_tokens,
                       max_sentences, update_frequency, max_steps, warmup_steps,

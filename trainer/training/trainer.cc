@@ -4,12 +4,17 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <new>
 #include <optional>
 
 #include <sys/resource.h>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
@@ -142,7 +147,7 @@ absl::Status Trainer::initialise() {
       "the model, the training data, the training options and the device (give every rank "
       "the same command line and data, and a GPU each or none)");
   if (!agreed.ok()) return agreed;
-  parameters_.copy_from(random_weights(config_, options_.seed), config_);
+  if (absl::Status started = initial_weights(); !started.ok()) return started;
   if (options_.loss_scale == "dynamic") loss_scaler_.emplace(options_.loss_scaler);
   if (absl::Status reducer = create_reducer(); !reducer.ok()) return reducer;
   const AdamOptions adam{options_.adam_beta1, options_.adam_beta2, options_.adam_epsilon,
@@ -318,6 +323,51 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   report->target_tokens += static_cast<int64_t>(sums[2]);
   report->source_tokens += static_cast<int64_t>(sums[3]);
   return true;
+}
+
+absl::Status Trainer::initial_weights() {
+  // A run with checkpoints resumes from the latest (initialise() reads it over these weights).
+  const absl::StatusOr<std::vector<std::string>> checkpoints =
+      list_checkpoints(options_.output_directory);
+  if (options_.initialize_from.empty() || !checkpoints.ok() || !checkpoints->empty()) {
+    parameters_.copy_from(random_weights(config_, options_.seed), config_);
+    return absl::OkStatus();
+  }
+  const std::string& directory = options_.initialize_from;
+  absl::StatusOr<LoadedModel> loaded = load_model_directory(directory);
+  if (!loaded.ok()) return loaded.status();
+  // The languages are the directory's own; everything else must be the run's architecture.
+  ModelConfig expected = config_;
+  expected.source_lang = loaded->config.source_lang;
+  expected.target_lang = loaded->config.target_lang;
+  if (expected.ToJson() != loaded->config.ToJson()) {
+    const nlohmann::json theirs = nlohmann::json::parse(loaded->config.ToJson());
+    const nlohmann::json ours = nlohmann::json::parse(expected.ToJson());
+    std::vector<std::string> differences;
+    for (const auto& [key, value] : ours.items()) {
+      const std::string their_value = theirs.contains(key) ? theirs[key].dump() : "(none)";
+      if (their_value != value.dump()) {
+        differences.push_back(absl::StrCat(key, " ", their_value, " there, ", value.dump(),
+                                           " in this run"));
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--init_from ", directory, ": its model is not this run's: ",
+        absl::StrJoin(differences, "; "), " (give the same architecture options)"));
+  }
+  const auto bytes_of = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string vocabulary = bytes_of(directory + "/spm.model");
+  if (vocabulary.empty() || vocabulary != bytes_of(options_.data_directory + "/spm.model")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--init_from ", directory, ": its spm.model is not the data's (prepare the data with "
+        "--spm_model ", directory, "/spm.model)"));
+  }
+  parameters_.copy_from(loaded->weights, config_);
+  if (log_) log_->message(absl::StrCat("starting from the weights of ", directory));
+  return absl::OkStatus();
 }
 
 ModelInputs Trainer::inputs_of(const TrainingBatch& batch) const {

@@ -71,6 +71,9 @@ class Trainer {
   absl::StatusOr<double> validation_bleu();
   // The weights the forward and backward passes read: the float32 master, or its 16-bit copy.
   const TransformerWeights& pass_weights() const;
+  // The weights a new run starts from: random (--seed), or --init_from's, checked against the
+  // run's architecture and vocabulary.
+  absl::Status initial_weights();
   // The batch's tensors (host) on the model's device.
   ModelInputs inputs_of(const TrainingBatch& batch) const;
   absl::Status checkpoint();

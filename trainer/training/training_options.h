@@ -33,6 +33,10 @@ struct TrainingOptions {
   std::string output_directory;  // checkpoints/, train_log.jsonl
   // Where rank 0 writes the batches the run takes (trainer/data/batch_plan.h); "" = nowhere.
   std::string batch_plan_path;
+  // A model directory whose weights a new run starts from instead of random ones (fine-tuning,
+  // or going on from an averaged model); its architecture and vocabulary must be the run's.
+  // A run that resumes from a checkpoint ignores it. "" = random weights.
+  std::string initialize_from;
   // auto | cpu | cuda (auto: the GPU when this build has CUDA and one is visible). Float32 on
   // both; the CPU run is the reference the GPU's is checked against.
   std::string device = "auto";
