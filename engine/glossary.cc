@@ -157,18 +157,17 @@ absl::Status Glossary::Add(GlossaryEntry entry, const std::string& where) {
   return absl::OkStatus();
 }
 
-void Glossary::Index() {
-  exact_.clear();
-  folded_.clear();
-  longest_words_ = 0;
+void Glossary::IndexEntry(size_t i) {
+  exact_[entries_[i].source] = i;
+  folded_[folded(entries_[i].source)] = i;
   icu::BreakIterator* const words = word_breaks();
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    exact_[entries_[i].source] = i;
-    folded_[folded(entries_[i].source)] = i;
-    absl::StatusOr<std::vector<size_t>> spans =
-        words ? break_boundaries(entries_[i].source, *words) : absl::StatusOr<std::vector<size_t>>();
-    longest_words_ = std::max(longest_words_, spans.ok() ? spans->size() : size_t{1});
-  }
+  absl::StatusOr<std::vector<size_t>> spans =
+      words ? break_boundaries(entries_[i].source, *words) : absl::StatusOr<std::vector<size_t>>();
+  longest_words_ = std::max(longest_words_, spans.ok() ? spans->size() : size_t{1});
+}
+
+void Glossary::Index() {
+  for (size_t i = 0; i < entries_.size(); ++i) IndexEntry(i);
 }
 
 absl::StatusOr<Glossary> Glossary::Parse(absl::string_view content, absl::string_view name,
@@ -276,18 +275,22 @@ absl::StatusOr<Glossary> Glossary::FromEntries(const std::vector<GlossaryEntry>&
 }
 
 Glossary Glossary::With(const Glossary& other) const {
-  Glossary merged;
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    const bool overridden =
-        std::any_of(other.entries_.begin(), other.entries_.end(),
-                    [&](const GlossaryEntry& e) { return e.source == entries_[i].source; });
-    if (overridden) continue;
-    merged.entries_.push_back(entries_[i]);
-    merged.where_.push_back(where_[i]);
+  // This glossary's indexes stay; only other's entries are indexed (a named glossary may be
+  // large, and a request's inline entries few).
+  Glossary merged = *this;
+  for (size_t j = 0; j < other.entries_.size(); ++j) {
+    const auto same = merged.exact_.find(other.entries_[j].source);
+    size_t i = merged.entries_.size();
+    if (same != merged.exact_.end()) {
+      i = same->second;
+      merged.entries_[i] = other.entries_[j];
+      merged.where_[i] = other.where_[j];
+    } else {
+      merged.entries_.push_back(other.entries_[j]);
+      merged.where_.push_back(other.where_[j]);
+    }
+    merged.IndexEntry(i);
   }
-  merged.entries_.insert(merged.entries_.end(), other.entries_.begin(), other.entries_.end());
-  merged.where_.insert(merged.where_.end(), other.where_.begin(), other.where_.end());
-  merged.Index();
   return merged;
 }
 

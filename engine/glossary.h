@@ -68,6 +68,8 @@ class Glossary {
   // source term already there with another target.
   absl::Status Add(GlossaryEntry entry, const std::string& where);
   void Index();
+  // Adds entry i to the indexes (its source term, folded too) and to longest_words_.
+  void IndexEntry(size_t i);
 
   std::vector<GlossaryEntry> entries_;
   std::vector<std::string> where_;  // by entry: the line or index it came from, for errors

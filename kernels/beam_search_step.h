@@ -137,6 +137,23 @@ XLATE_HOST_DEVICE inline void idle_rows(int64_t first_row, int from, int beam,
   }
 }
 
+// Sentence s is done once beams[s] hypotheses have finished, or n_bests[s] have and no live
+// one (the best at log P best_live) can beat the n-th: α >= 0, so lp grows with length and log P
+// only falls, and lp(max length) bounds the best score a live hypothesis can still reach.
+XLATE_HOST_DEVICE inline void stop_when_decided(const BeamStepState& state,
+                                                const BeamStepShape& shape, int s,
+                                                float best_live, int max_length, float alpha) {
+  const int finished = state.finished_count[s], n_best = state.n_bests[s];
+  if (finished >= state.beams[s]) {
+    state.done[s] = 1;
+  } else if (finished >= n_best) {
+    const float bound = best_live / length_penalty(max_length, alpha);
+    if (bound <= state.finished_scores[s * shape.finished_capacity + n_best - 1]) {
+      state.done[s] = 1;
+    }
+  }
+}
+
 }  // namespace beam_step_detail
 
 // The step of live sentence n; `best` holds 2·beams[s] candidates (a thread's local array of
@@ -213,17 +230,7 @@ XLATE_HOST_DEVICE inline void beam_search_step_sentence(int n, const BeamStepRow
     state.done[s] = 1;
     return;
   }
-  const int finished = state.finished_count[s], n_best = state.n_bests[s];
-  if (finished >= beam) {
-    state.done[s] = 1;
-  } else if (finished >= n_best) {
-    // α >= 0: lp grows with length and log P only falls, so lp(max length) bounds the best
-    // score a live hypothesis can still reach.
-    const float bound = best_live / length_penalty(max_length, alpha);
-    if (bound <= state.finished_scores[s * shape.finished_capacity + n_best - 1]) {
-      state.done[s] = 1;
-    }
-  }
+  beam_step_detail::stop_when_decided(state, shape, s, best_live, max_length, alpha);
 }
 
 // Lexical constraints: token sequences every finished hypothesis of a sentence must contain
@@ -506,15 +513,7 @@ XLATE_HOST_DEVICE inline void constrained_step_sentence(int n, const BeamStepRow
     state.done[s] = 1;
     return;
   }
-  const int finished = state.finished_count[s], n_best = state.n_bests[s];
-  if (finished >= beam) {
-    state.done[s] = 1;
-  } else if (finished >= n_best) {
-    const float bound = best_live / length_penalty(max_length, alpha);
-    if (bound <= state.finished_scores[s * shape.finished_capacity + n_best - 1]) {
-      state.done[s] = 1;
-    }
-  }
+  beam_step_detail::stop_when_decided(state, shape, s, best_live, max_length, alpha);
 }
 
 // The step of every live sentence, one device thread each.

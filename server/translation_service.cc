@@ -888,9 +888,10 @@ grpc::Status TranslationService::CheckGlossary(
                                      "\" runs on the GPU, whose search has no glossary "
                                      "constraints yet"));
   }
-  Glossary glossary;
+  // The named glossary as the server holds it (no copy); a merged one with inline entries.
+  std::shared_ptr<const Glossary> glossary = std::make_shared<const Glossary>();
   if (!config.glossary().empty()) {
-    const std::shared_ptr<const Glossary> named =
+    std::shared_ptr<const Glossary> named =
         glossaries_ ? glossaries_->Find(config.glossary()) : nullptr;
     if (!named) {
       const std::vector<std::string> names =
@@ -901,7 +902,7 @@ grpc::Status TranslationService::CheckGlossary(
                                        names.empty() ? "it has none" : absl::StrJoin(names, ", "),
                                        ")"));
     }
-    glossary = *named;
+    glossary = std::move(named);
   }
   if (!config.entries().empty()) {
     std::vector<GlossaryEntry> entries;
@@ -910,7 +911,7 @@ grpc::Status TranslationService::CheckGlossary(
     }
     auto inline_glossary = Glossary::FromEntries(entries, "glossary_config.entries");
     if (!inline_glossary.ok()) return to_grpc(inline_glossary.status());
-    glossary = glossary.With(*inline_glossary);
+    glossary = std::make_shared<const Glossary>(glossary->With(*inline_glossary));
   }
   const ModelConfig& model_config = model.config();
   std::vector<int> limits, forced;
@@ -921,7 +922,7 @@ grpc::Status TranslationService::CheckGlossary(
     forced.push_back(static_cast<int>(options.forced_start_tokens.size() +
                                       (forced_starts.empty() ? 0 : forced_starts[s].size())));
   }
-  auto found = find_terms(glossary, config.ignore_case(), texts.sentences(),
+  auto found = find_terms(*glossary, config.ignore_case(), texts.sentences(),
                           model.translator().tokenizer(), limits, forced);
   if (!found.ok()) return to_grpc(found.status());
   terms = *std::move(found);
