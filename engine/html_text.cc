@@ -2,7 +2,7 @@
 
 #include <gumbo.h>
 
-#include <cstring>
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -13,6 +13,7 @@
 namespace xlate {
 namespace {
 
+// Elements whose text is not translated.
 bool keeps_its_text(const GumboElement& element) {
   switch (element.tag) {
     case GUMBO_TAG_SCRIPT: case GUMBO_TAG_STYLE: case GUMBO_TAG_NOSCRIPT:
@@ -34,9 +35,259 @@ bool keeps_its_text(const GumboElement& element) {
   return false;
 }
 
+// Phrasing elements that stay inside a block of text (HTML's phrasing content, less the
+// embedded and interactive ones that make no sense inside a sentence, and br, which ends a
+// line and so a sentence).
+bool is_inline(GumboTag tag) {
+  switch (tag) {
+    case GUMBO_TAG_A: case GUMBO_TAG_ABBR: case GUMBO_TAG_B: case GUMBO_TAG_BDI:
+    case GUMBO_TAG_BDO: case GUMBO_TAG_BIG: case GUMBO_TAG_CITE: case GUMBO_TAG_CODE:
+    case GUMBO_TAG_DATA: case GUMBO_TAG_DEL: case GUMBO_TAG_DFN: case GUMBO_TAG_EM:
+    case GUMBO_TAG_FONT: case GUMBO_TAG_I: case GUMBO_TAG_IMG: case GUMBO_TAG_INS:
+    case GUMBO_TAG_KBD: case GUMBO_TAG_LABEL: case GUMBO_TAG_MARK: case GUMBO_TAG_NOBR:
+    case GUMBO_TAG_Q: case GUMBO_TAG_S: case GUMBO_TAG_SAMP: case GUMBO_TAG_SMALL:
+    case GUMBO_TAG_SPAN: case GUMBO_TAG_STRIKE: case GUMBO_TAG_STRONG: case GUMBO_TAG_SUB:
+    case GUMBO_TAG_SUP: case GUMBO_TAG_TIME: case GUMBO_TAG_TT: case GUMBO_TAG_U:
+    case GUMBO_TAG_VAR: case GUMBO_TAG_WBR:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_void(GumboTag tag) { return tag == GUMBO_TAG_IMG || tag == GUMBO_TAG_WBR; }
+
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
 
+std::string escape_html(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// The decoded text of a subtree.
+void append_text_of(const GumboNode& node, std::string& out) {
+  if (node.type == GUMBO_NODE_TEXT || node.type == GUMBO_NODE_WHITESPACE ||
+      node.type == GUMBO_NODE_CDATA) {
+    out += node.v.text.text;
+  } else if (node.type == GUMBO_NODE_ELEMENT || node.type == GUMBO_NODE_TEMPLATE) {
+    const GumboVector& children = node.v.element.children;
+    for (unsigned i = 0; i < children.length; ++i) {
+      append_text_of(*static_cast<const GumboNode*>(children.data[i]), out);
+    }
+  }
+}
+
 }  // namespace
+
+// Walks Gumbo's tree in document order and cuts it into HtmlText's blocks.
+class HtmlBlocks {
+ public:
+  explicit HtmlBlocks(HtmlText& html) : html_(html) {}
+
+  void Walk(const GumboNode& node, int parent) {
+    switch (node.type) {
+      case GUMBO_NODE_DOCUMENT:
+        WalkChildren(node.v.document.children, -1);
+        return;
+      case GUMBO_NODE_ELEMENT:
+      case GUMBO_NODE_TEMPLATE:
+        WalkElement(node, parent);
+        return;
+      case GUMBO_NODE_TEXT:
+      case GUMBO_NODE_WHITESPACE:
+        WalkText(node);
+        return;
+      default:  // comments and CDATA stay as they are, and end the block
+        Flush();
+        return;
+    }
+  }
+
+  void Flush() {
+    if (open_) {
+      while (!text_.empty() && text_.back() == ' ') text_.pop_back();
+      if (!translatable_) {
+        // Nothing but kept content: the block stays as it is.
+      } else if (in_order_) {
+        for (InlineElement& e : elements_) {
+          e.span.begin = std::min(e.span.begin, text_.size());
+          e.span.end = std::min(e.span.end, text_.size());
+        }
+        html_.texts_.push_back(std::move(text_));
+        html_.blocks_.push_back({ByteRange{region_begin_, region_end_}, std::move(elements_)});
+      } else {
+        // Each text node on its own, its markup left where it is.
+        for (const GumboNode* node : text_nodes_) AddRun(*node);
+      }
+    }
+    open_ = translatable_ = false;
+    in_order_ = true;
+    text_.clear();
+    elements_.clear();
+    text_nodes_.clear();
+    last_end_ = 0;
+  }
+
+ private:
+  void WalkChildren(const GumboVector& children, int parent) {
+    for (unsigned i = 0; i < children.length; ++i) {
+      Walk(*static_cast<const GumboNode*>(children.data[i]), parent);
+    }
+  }
+
+  void WalkElement(const GumboNode& node, int parent) {
+    const GumboElement& element = node.v.element;
+    if (!is_inline(element.tag)) {
+      Flush();
+      if (!keeps_its_text(element)) WalkChildren(element.children, -1);
+      Flush();
+      return;
+    }
+    if ((node.parse_flags & (GUMBO_INSERTION_RECONSTRUCTED_FORMATTING_ELEMENT |
+                             GUMBO_INSERTION_ADOPTION_AGENCY_CLONED |
+                             GUMBO_INSERTION_ADOPTION_AGENCY_MOVED |
+                             GUMBO_INSERTION_FOSTER_PARENTED |
+                             GUMBO_INSERTION_CONVERTED_FROM_END_TAG)) != 0) {
+      in_order_ = false;  // reopened or moved by the parser: the markup cannot be rebuilt in order
+    }
+    if (element.original_tag.length == 0 ||
+        (node.parse_flags & (GUMBO_INSERTION_BY_PARSER | GUMBO_INSERTION_IMPLIED)) != 0) {
+      // Made by the parser, without bytes of its own: its content is the block's.
+      if (!keeps_its_text(element)) WalkChildren(element.children, parent);
+      return;
+    }
+    const bool kept = keeps_its_text(element);
+    // An end tag the parser implied has the bytes of the tag that closed the element (</p>).
+    const bool closed = element.original_end_tag.length > 0 &&
+                        (node.parse_flags & GUMBO_INSERTION_IMPLICIT_END_TAG) == 0;
+    if (kept && !closed && !is_void(element.tag)) {
+      // Its kept content has no end in the source: it stays as it is, outside any block.
+      Flush();
+      return;
+    }
+    Open();
+    const size_t begin = Offset(element.original_tag.data);
+    const size_t open_end = begin + element.original_tag.length;
+    Consume(begin, open_end);
+    const int index = static_cast<int>(elements_.size());
+    {
+      InlineElement inline_element;
+      inline_element.open.assign(element.original_tag.data, element.original_tag.length);
+      inline_element.parent = parent;
+      inline_element.span.begin = text_.size();
+      elements_.push_back(std::move(inline_element));
+    }
+    size_t end = open_end;
+    if (kept && !is_void(element.tag)) {
+      const size_t close_begin = Offset(element.original_end_tag.data);
+      std::string content;
+      append_text_of(node, content);
+      AppendText(content);
+      elements_[index].kept_text = std::string(absl::StripAsciiWhitespace(
+          absl::string_view(text_).substr(elements_[index].span.begin)));
+      if (close_begin < open_end) {
+        in_order_ = false;
+      } else {
+        elements_[index].kept_content = html_.source_.substr(open_end, close_begin - open_end);
+      }
+    } else if (!is_void(element.tag)) {
+      WalkChildren(element.children, index);
+    }
+    elements_[index].span.end = text_.size();
+    if (closed) {
+      const size_t close_begin = Offset(element.original_end_tag.data);
+      end = close_begin + element.original_end_tag.length;
+      Consume(close_begin, end);
+      elements_[index].close.assign(element.original_end_tag.data,
+                                    element.original_end_tag.length);
+    } else if (!is_void(element.tag)) {
+      {
+        elements_[index].close = absl::StrCat("</", gumbo_normalized_tagname(element.tag), ">");
+      }
+    }
+    region_end_ = std::max(region_end_, end);
+  }
+
+  void WalkText(const GumboNode& node) {
+    const GumboText& text = node.v.text;
+    if (node.type == GUMBO_NODE_WHITESPACE && !open_) return;  // between blocks: kept
+    if (text.original_text.data == nullptr || text.original_text.length == 0) return;
+    size_t begin = Offset(text.original_text.data);
+    size_t end = begin + text.original_text.length;
+    if (end > html_.source_.size()) return;  // not from the source (never seen; kept as is)
+    if (open_) Consume(begin, end);
+    if (node.type == GUMBO_NODE_TEXT) {
+      text_nodes_.push_back(&node);
+      while (begin < end && is_space(html_.source_[begin])) ++begin;
+      while (end > begin && is_space(html_.source_[end - 1])) --end;
+      if (begin < end) {
+        if (!open_) {
+          Open();
+          Consume(begin, end);
+        }
+        translatable_ = true;
+        region_begin_ = std::min(region_begin_, begin);
+        region_end_ = std::max(region_end_, end);
+      }
+    }
+    if (open_) AppendText(text.text);
+  }
+
+  void Open() {
+    if (open_) return;
+    open_ = true;
+    region_begin_ = std::numeric_limits<size_t>::max();
+    region_end_ = 0;
+  }
+
+  // The block's next source bytes: they must follow the ones before (else the parser moved
+  // markup, and the block cannot be rebuilt in order).
+  void Consume(size_t begin, size_t end) {
+    if (begin < last_end_) in_order_ = false;
+    region_begin_ = std::min(region_begin_, begin);
+    last_end_ = std::max(last_end_, end);
+  }
+
+  // Appends text with its HTML white space collapsed as a browser shows it.
+  void AppendText(absl::string_view text) {
+    for (const char c : text) {
+      if (is_space(c)) {
+        if (!text_.empty() && text_.back() != ' ') text_ += ' ';
+      } else {
+        text_ += c;
+      }
+    }
+  }
+
+  void AddRun(const GumboNode& node) {
+    const GumboText& text = node.v.text;
+    size_t begin = Offset(text.original_text.data);
+    size_t end = begin + text.original_text.length;
+    while (begin < end && is_space(html_.source_[begin])) ++begin;
+    while (end > begin && is_space(html_.source_[end - 1])) --end;
+    if (begin == end) return;
+    html_.texts_.emplace_back(absl::StripAsciiWhitespace(text.text));
+    html_.blocks_.push_back({ByteRange{begin, end}, {}});
+  }
+
+  size_t Offset(const char* at) const { return static_cast<size_t>(at - html_.source_.data()); }
+
+  HtmlText& html_;
+  bool open_ = false, translatable_ = false, in_order_ = true;
+  std::string text_;
+  std::vector<InlineElement> elements_;
+  std::vector<const GumboNode*> text_nodes_;
+  size_t region_begin_ = 0, region_end_ = 0, last_end_ = 0;
+};
 
 absl::StatusOr<HtmlText> HtmlText::Parse(std::string source) {
   if (source.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
@@ -46,54 +297,38 @@ absl::StatusOr<HtmlText> HtmlText::Parse(std::string source) {
   html.source_ = std::move(source);
   GumboOutput* output = gumbo_parse_with_options(&kGumboDefaultOptions, html.source_.data(),
                                                  html.source_.size());
-  // Depth-first, in document order, skipping the subtrees whose text stays.
-  std::vector<const GumboNode*> pending = {output->root};
-  while (!pending.empty()) {
-    const GumboNode* node = pending.back();
-    pending.pop_back();
-    if (node->type == GUMBO_NODE_ELEMENT || node->type == GUMBO_NODE_TEMPLATE) {
-      if (keeps_its_text(node->v.element)) continue;
-      const GumboVector& children = node->v.element.children;
-      for (unsigned i = children.length; i-- > 0;) {
-        pending.push_back(static_cast<const GumboNode*>(children.data[i]));
-      }
-      continue;
-    }
-    if (node->type != GUMBO_NODE_TEXT) continue;  // whitespace, comments, CDATA stay
-    const GumboText& text = node->v.text;
-    if (text.original_text.data == nullptr || text.original_text.length == 0) continue;
-    size_t begin = static_cast<size_t>(text.original_text.data - html.source_.data());
-    size_t end = begin + text.original_text.length;
-    if (end > html.source_.size()) continue;  // not from the source (never seen; kept as is)
-    while (begin < end && is_space(html.source_[begin])) ++begin;
-    while (end > begin && is_space(html.source_[end - 1])) --end;
-    if (begin == end) continue;
-    html.runs_.push_back(Run{begin, end});
-    html.texts_.emplace_back(absl::StripAsciiWhitespace(text.text));
-  }
+  HtmlBlocks blocks(html);
+  blocks.Walk(*output->document, -1);
+  blocks.Flush();
   gumbo_destroy_output(&kGumboDefaultOptions, output);
-  // Document order: the stack visits it so already; runs never overlap.
   return html;
 }
 
-std::string HtmlText::Rebuild(const std::vector<std::string>& translations) const {
-  if (translations.size() != runs_.size()) {
-    throw std::logic_error("HtmlText::Rebuild: one translation per text run");
+bool HtmlText::needs_word_links() const {
+  return std::any_of(blocks_.begin(), blocks_.end(),
+                     [](const Block& block) { return !block.elements.empty(); });
+}
+
+std::string HtmlText::Rebuild(const std::vector<std::string>& translations,
+                              const std::vector<WordLinks>& links) const {
+  if (translations.size() != blocks_.size()) {
+    throw std::logic_error("HtmlText::Rebuild: one translation per block");
+  }
+  if (needs_word_links() && links.size() != blocks_.size()) {
+    throw std::logic_error("HtmlText::Rebuild: one word links per block");
   }
   std::string out;
   out.reserve(source_.size() + source_.size() / 4);
   size_t copied = 0;
-  for (size_t i = 0; i < runs_.size(); ++i) {
-    out.append(source_, copied, runs_[i].begin - copied);
-    for (const char c : translations[i]) {
-      switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        default: out += c;
-      }
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const Block& block = blocks_[i];
+    out.append(source_, copied, block.region.begin - copied);
+    if (block.elements.empty()) {
+      out += escape_html(translations[i]);
+    } else {
+      out += place_inline_markup(translations[i], block.elements, links[i], escape_html);
     }
-    copied = runs_[i].end;
+    copied = block.region.end;
   }
   out.append(source_, copied, std::string::npos);
   return out;

@@ -1,19 +1,30 @@
 // The text of an HTML document or fragment that a translation replaces, and the document rebuilt
 // around the translations: mime_type "text/html". Parsed by Gumbo (Debian's libgumbo, an HTML5
-// parser), so that a document is read as a browser reads it; the rebuild replaces each text run's
-// bytes in the source and leaves every other byte as it was sent (tags, attributes, comments,
-// entities outside the text, whitespace around it).
+// parser), so that a document is read as a browser reads it, malformed markup included; the
+// rebuild replaces the bytes of each block of text in the source and leaves every other byte as
+// it was sent (tags outside the blocks, attributes, comments, whitespace around the blocks).
 //
-// Translated: text nodes, each on its own (a run between two tags is one entry: inline markup
-// such as <b> splits a sentence into runs). Not translated: script, style, noscript, template,
-// textarea, code, kbd, samp, var and pre contents, and anything inside an element with
-// translate="no" (HTML's attribute) or class "notranslate"; comments and attribute values.
+// A block is the text of a paragraph: text nodes and inline elements (b, i, em, strong, a, span,
+// code, sub, sup, ... and img) up to the next element of any other kind (p, div, li, td, br,
+// h1, ...), a comment, or the parent's end. It is translated whole, as text (its white space
+// collapsed as a browser shows it), and its inline elements are put back around the translated
+// words aligned to the words they enclosed (engine/inline_markup.h), their tags byte for byte;
+// an inline element with a missing end tag gets one (browsers' repair). Not translated: script,
+// style, noscript, template, textarea, pre, and code, kbd, samp and var contents, and anything
+// inside an element with translate="no" (HTML's attribute) or class "notranslate"; an inline
+// one of these keeps its content byte for byte in place of the words its text was translated
+// to. Comments and attribute values are not translated either.
+//
+// Markup that the parser had to rearrange (misnested inline tags, tags it reopened in the next
+// paragraph) cannot be put back in source order: such a block's text nodes are translated
+// each on its own instead, and every tag stays where it was.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/inline_markup.h"
 #include "engine/text_runs.h"
 
 namespace xlate {
@@ -24,21 +35,25 @@ class HtmlText : public TextRuns {
   // as HTML5 defines for every input.
   static absl::StatusOr<HtmlText> Parse(std::string source);
 
-  // Each translatable run's text: entities decoded, its leading and trailing whitespace left
-  // out (they stay in the document).
+  // Each block's text: entities decoded, white space collapsed, none at either end.
   const std::vector<std::string>& texts() const override { return texts_; }
+  // Whether a block has inline elements (whose placement needs word links).
+  bool needs_word_links() const override;
 
-  // The source with run i's text replaced by translations[i], escaped for HTML text (&, <, >);
-  // as many translations as texts().
-  std::string Rebuild(const std::vector<std::string>& translations) const override;
+  // The source with block i replaced by translations[i], escaped for HTML text (&, <, >), its
+  // inline elements placed by links[i] (empty without needs_word_links()).
+  std::string Rebuild(const std::vector<std::string>& translations,
+                      const std::vector<WordLinks>& links) const override;
 
  private:
-  struct Run {
-    size_t begin = 0, end = 0;  // the bytes of the run's text in the source, whitespace excluded
+  friend class HtmlBlocks;
+  struct Block {
+    ByteRange region;                     // the source bytes the rebuilt block replaces
+    std::vector<InlineElement> elements;  // spans in the block's text
   };
   std::string source_;
   std::vector<std::string> texts_;
-  std::vector<Run> runs_;
+  std::vector<Block> blocks_;
 };
 
 }  // namespace xlate

@@ -88,7 +88,13 @@ PlaceholderText::PlaceholderText(std::string source) : source_(std::move(source)
   end_run(source_.size());
 }
 
-std::string PlaceholderText::Rebuild(const std::vector<std::string>& translations) const {
+std::string PlaceholderText::Rebuild(const std::vector<std::string>& translations,
+                                     const std::vector<WordLinks>& /*links*/) const {
+  return RebuildWithStarts(translations, nullptr);
+}
+
+std::string PlaceholderText::RebuildWithStarts(const std::vector<std::string>& translations,
+                                               std::vector<size_t>* starts) const {
   if (translations.size() != runs_.size()) {
     throw std::logic_error("PlaceholderText::Rebuild: one translation per run");
   }
@@ -96,6 +102,7 @@ std::string PlaceholderText::Rebuild(const std::vector<std::string>& translation
   size_t copied = 0;
   for (size_t r = 0; r < runs_.size(); ++r) {
     out.append(source_, copied, runs_[r].begin - copied);
+    if (starts != nullptr) starts->push_back(out.size());
     out += translations[r];
     copied = runs_[r].end;
   }
@@ -113,17 +120,28 @@ PlaceholdersWithin::PlaceholdersWithin(std::unique_ptr<const TextRuns> document)
   first_text_.push_back(texts_.size());
 }
 
-std::string PlaceholdersWithin::Rebuild(const std::vector<std::string>& translations) const {
-  if (translations.size() != texts_.size()) {
+std::string PlaceholdersWithin::Rebuild(const std::vector<std::string>& translations,
+                                        const std::vector<WordLinks>& links) const {
+  if (translations.size() != texts_.size() || (!links.empty() && links.size() != texts_.size())) {
     throw std::logic_error("PlaceholdersWithin::Rebuild: one translation per run");
   }
   std::vector<std::string> rebuilt;
+  std::vector<WordLinks> rebuilt_links;
   for (size_t r = 0; r < runs_.size(); ++r) {
     const auto first = translations.begin() + static_cast<std::ptrdiff_t>(first_text_[r]);
     const auto end = translations.begin() + static_cast<std::ptrdiff_t>(first_text_[r + 1]);
-    rebuilt.push_back(runs_[r].Rebuild({first, end}));
+    std::vector<size_t> starts;
+    rebuilt.push_back(runs_[r].RebuildWithStarts({first, end}, &starts));
+    if (links.empty()) continue;
+    // The document run's links: its pieces' between the placeholders, moved to where they are.
+    WordLinks& whole = rebuilt_links.emplace_back();
+    whole.source_words = words_of(document_->texts()[r]);
+    whole.target_words = words_of(rebuilt.back());
+    for (size_t k = 0; k < starts.size(); ++k) {
+      add_links(whole, links[first_text_[r] + k], runs_[r].run_begin(k), starts[k]);
+    }
   }
-  return document_->Rebuild(rebuilt);
+  return document_->Rebuild(rebuilt, rebuilt_links);
 }
 
 }  // namespace xlate

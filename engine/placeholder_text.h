@@ -30,8 +30,14 @@ class PlaceholderText : public TextRuns {
   // The runs between placeholders, without their leading and trailing whitespace (which stays
   // in the text); runs of whitespace only are not listed.
   const std::vector<std::string>& texts() const override { return texts_; }
-  // The source with run i replaced by translations[i] (as many as texts()).
-  std::string Rebuild(const std::vector<std::string>& translations) const override;
+  // The source with run i replaced by translations[i] (as many as texts()); links are not used.
+  std::string Rebuild(const std::vector<std::string>& translations,
+                      const std::vector<WordLinks>& links) const override;
+  // The same, and where each translation starts in it (*starts, one per run).
+  std::string RebuildWithStarts(const std::vector<std::string>& translations,
+                                std::vector<size_t>* starts) const;
+  // Where run i starts in the source.
+  size_t run_begin(size_t i) const { return runs_[i].begin; }
   // The placeholders found, in order (for tests and messages).
   const std::vector<std::string>& placeholders() const { return placeholders_; }
 
@@ -44,13 +50,16 @@ class PlaceholderText : public TextRuns {
   std::vector<Run> runs_;
 };
 
-// Placeholders within the runs of another document (an HTML document's text runs): the runs are
-// the text between the placeholders of each of the document's runs.
+// Placeholders within the runs of another document (an HTML document's blocks): the runs are
+// the text between the placeholders of each of the document's runs. The word links of those
+// runs make the links of the document's (its inline markup is placed by them).
 class PlaceholdersWithin : public TextRuns {
  public:
   explicit PlaceholdersWithin(std::unique_ptr<const TextRuns> document);
   const std::vector<std::string>& texts() const override { return texts_; }
-  std::string Rebuild(const std::vector<std::string>& translations) const override;
+  bool needs_word_links() const override { return document_->needs_word_links(); }
+  std::string Rebuild(const std::vector<std::string>& translations,
+                      const std::vector<WordLinks>& links) const override;
 
  private:
   std::unique_ptr<const TextRuns> document_;

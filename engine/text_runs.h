@@ -1,10 +1,15 @@
 // A document whose runs of text a translation replaces, every other byte kept as it came: text
-// with placeholders (engine/placeholder_text.h) or an HTML document (engine/html_text.h). A
-// caller translates texts() as plain text, each run on its own, and Rebuild()s the document.
+// with placeholders (engine/placeholder_text.h), an HTML or XML document (engine/html_text.h,
+// engine/xml_text.h). A caller translates texts() as plain text, each run on its own, and
+// Rebuild()s the document; when needs_word_links(), with the word links of each run and its
+// translation (engine/word_links.h: from the translations' alignments), which place the run's
+// inline markup.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "engine/word_links.h"
 
 namespace xlate {
 
@@ -13,8 +18,12 @@ class TextRuns {
   virtual ~TextRuns() = default;
   // The runs to translate, in document order.
   virtual const std::vector<std::string>& texts() const = 0;
-  // The document with run i replaced by translations[i]; as many translations as texts().
-  virtual std::string Rebuild(const std::vector<std::string>& translations) const = 0;
+  // Whether Rebuild needs word links.
+  virtual bool needs_word_links() const { return false; }
+  // The document with run i replaced by translations[i]; as many translations as texts(), and as
+  // many links when needs_word_links() (else none: links is empty).
+  virtual std::string Rebuild(const std::vector<std::string>& translations,
+                              const std::vector<WordLinks>& links) const = 0;
 };
 
 }  // namespace xlate

@@ -83,11 +83,11 @@ void for_each_text(xmlNode* node,
   }
 }
 
-// The words of a text node's content, and where they start and end.
+// Where a text node's content starts and ends without its surrounding white space.
 struct Span {
   size_t begin, end;
 };
-Span words_of(const std::string& content) {
+Span trimmed(const std::string& content) {
   size_t begin = 0, end = content.size();
   while (begin < end && is_space(content[begin])) ++begin;
   while (end > begin && is_space(content[end - 1])) --end;
@@ -102,13 +102,14 @@ absl::StatusOr<XmlText> XmlText::Parse(std::string source) {
   XmlText xml;
   xml.source_ = std::move(source);
   for_each_text(reinterpret_cast<xmlNode*>(document->get()), [&](xmlNode*, const std::string& content) {
-    const Span words = words_of(content);
+    const Span words = trimmed(content);
     if (words.begin < words.end) xml.texts_.push_back(content.substr(words.begin, words.end - words.begin));
   });
   return xml;
 }
 
-std::string XmlText::Rebuild(const std::vector<std::string>& translations) const {
+std::string XmlText::Rebuild(const std::vector<std::string>& translations,
+                             const std::vector<WordLinks>& /*links*/) const {
   if (translations.size() != texts_.size()) {
     throw std::logic_error("XmlText::Rebuild: one translation per text");
   }
@@ -117,7 +118,7 @@ std::string XmlText::Rebuild(const std::vector<std::string>& translations) const
   size_t next = 0;
   for_each_text(reinterpret_cast<xmlNode*>(document->get()),
                 [&](xmlNode* node, const std::string& content) {
-                  const Span words = words_of(content);
+                  const Span words = trimmed(content);
                   if (words.begin == words.end) return;
                   const std::string replaced = content.substr(0, words.begin) +
                                                translations[next++] + content.substr(words.end);

@@ -28,8 +28,9 @@ class XmlText : public TextRuns {
   const std::vector<std::string>& texts() const override { return texts_; }
 
   // The document with text i replaced by translations[i] (escaped by the serialiser); the XML
-  // declaration only when the source had one.
-  std::string Rebuild(const std::vector<std::string>& translations) const override;
+  // declaration only when the source had one. Links are not used (no inline markup is moved).
+  std::string Rebuild(const std::vector<std::string>& translations,
+                      const std::vector<WordLinks>& links) const override;
 
  private:
   std::string source_;

@@ -18,6 +18,8 @@
 #include "server/caller_admission.h"
 #include "engine/placeholder_text.h"
 #include "engine/html_text.h"
+#include "engine/inline_markup.h"
+#include "engine/word_links.h"
 #include "engine/xml_text.h"
 #include "server/language_detection.h"
 #include "server/request_parsing.h"
@@ -121,6 +123,9 @@ grpc::Status detect_source(xlate::v1::TranslateRequest& request,
 struct RunEntries {
   std::vector<std::unique_ptr<const TextRuns>> documents;
   std::vector<int> first_run;
+  // Whether a document has inline markup to place: then the request asks for the runs'
+  // alignments, which fold_runs turns into word links.
+  bool word_links = false;
 };
 
 // mime_type "text/html" or "text/xml" (each entry parsed by engine/html_text.h or
@@ -168,7 +173,12 @@ grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
     }
     entries.first_run.push_back(runs.size());
     for (const std::string& text : document->texts()) *runs.Add() = text;
+    entries.word_links = entries.word_links || document->needs_word_links();
     entries.documents.push_back(std::move(document));
+  }
+  if (entries.word_links) {
+    request.mutable_alignment()->set_layer(kMarkupAlignment.layer);
+    request.mutable_alignment()->set_head(kMarkupAlignment.head);
   }
   entries.first_run.push_back(runs.size());
   // A request with no text at all still goes through (its one blank entry comes back as is).
@@ -182,11 +192,33 @@ grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
 void fold_runs(const RunEntries& runs, xlate::v1::TranslateResponse& response) {
   google::protobuf::RepeatedPtrField<xlate::v1::Translation> entries;
   for (size_t i = 0; i < runs.documents.size(); ++i) {
+    const TextRuns& document = *runs.documents[i];
     std::vector<std::string> translations;
+    std::vector<WordLinks> links;
     for (int run = runs.first_run[i]; run < runs.first_run[i + 1]; ++run) {
-      translations.push_back(response.translations(run).translated_text());
+      const xlate::v1::Translation& translation = response.translations(run);
+      translations.push_back(translation.translated_text());
+      if (!runs.word_links) continue;
+      std::vector<AlignedSentence> sentences;
+      for (const xlate::v1::SentenceAlignment& alignment : translation.alignments()) {
+        AlignedSentence& sentence = sentences.emplace_back();
+        sentence.source = alignment.source_text();
+        sentence.target = alignment.target_text();
+        // The source's tokens end with the end token, which the weights' rows end with too.
+        sentence.source_pieces.assign(alignment.source_tokens().begin(),
+                                      alignment.source_tokens().end());
+        if (!sentence.source_pieces.empty()) sentence.source_pieces.pop_back();
+        sentence.target_pieces.assign(alignment.target_tokens().begin(),
+                                      alignment.target_tokens().end());
+        for (const xlate::v1::TokenAlignment& row : alignment.target()) {
+          sentence.weights.insert(sentence.weights.end(), row.source_weights().begin(),
+                                  row.source_weights().end());
+        }
+      }
+      links.push_back(link_text_words(document.texts()[run - runs.first_run[i]],
+                                      translations.back(), sentences));
     }
-    entries.Add()->set_translated_text(runs.documents[i]->Rebuild(translations));
+    entries.Add()->set_translated_text(document.Rebuild(translations, links));
   }
   *response.mutable_translations() = std::move(entries);
 }

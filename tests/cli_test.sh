@@ -72,6 +72,14 @@ mapfile -t run < <(printf 'A dog runs.\n' | "$xlate" translate --model_dir "$mod
   > "$work/page.out" 2>/dev/null
 check "--mime_type text/html keeps the markup" \
   test "$(cat "$work/page.out")" = "$(printf '<p class="x">%s</p>\n<code>make all</code>' "${run[0]}")"
+# A paragraph with an inline tag is translated whole (its text is the plain translation) and
+# the tag comes back once, around some of it.
+printf '<p>A <b>dog</b> runs.</p>' | "$xlate" translate --model_dir "$model" --mime_type text/html \
+  > "$work/inline.out" 2>/dev/null
+check "--mime_type text/html translates a paragraph whole, its inline tag kept" \
+  test "$(sed 's/<[^>]*>//g' "$work/inline.out")" = "${run[0]}" -a \
+       "$(grep -o '<b>' "$work/inline.out" | wc -l)" -eq 1 -a \
+       "$(grep -o '</b>' "$work/inline.out" | wc -l)" -eq 1
 printf '<doc>\n  <t>A dog runs.</t>\n</doc>\n' > "$work/doc.xml"
 "$xlate" translate --model_dir "$model" --mime_type text/xml < "$work/doc.xml" \
   > "$work/doc.out" 2>/dev/null

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/word_links.h"
+
 namespace xlate {
 namespace {
 
@@ -16,30 +18,68 @@ std::vector<std::string> upper(const std::vector<std::string>& texts) {
   return out;
 }
 
-TEST(HtmlText, TextRunsAreReplacedAndEveryOtherByteStays) {
+// Links of two texts whose words correspond one to one.
+WordLinks one_to_one(const std::string& source, const std::string& target) {
+  WordLinks links;
+  links.source_words = words_of(source);
+  links.target_words = words_of(target);
+  for (size_t w = 0; w < std::min(links.source_words.size(), links.target_words.size()); ++w) {
+    links.links.emplace_back(static_cast<int>(w), static_cast<int>(w));
+  }
+  return links;
+}
+
+// Rebuilds `html` with its texts upper-cased, word for word.
+std::string rebuild_upper(const HtmlText& html) {
+  const std::vector<std::string> translations = upper(html.texts());
+  std::vector<WordLinks> links;
+  for (size_t i = 0; i < translations.size(); ++i) {
+    links.push_back(one_to_one(html.texts()[i], translations[i]));
+  }
+  return html.Rebuild(translations, links);
+}
+
+TEST(HtmlText, BlocksAreTranslatedWholeAndTheirInlineTagsPutBack) {
   const std::string source =
       "<p class=\"intro\">Hello <b>dear</b> reader,\n  welcome!</p><!-- a comment -->"
       "<img alt=\"a cat\" src=x.png><br/>  <a href='/x' title=\"t\">Fish &amp; chips</a>";
   auto html = HtmlText::Parse(source);
   ASSERT_TRUE(html.ok()) << html.status();
-  EXPECT_EQ(html->texts(), (std::vector<std::string>{"Hello", "dear", "reader,\n  welcome!",
-                                                     "Fish & chips"}));
-  EXPECT_EQ(html->Rebuild(upper(html->texts())),
-            "<p class=\"intro\">HELLO <b>DEAR</b> READER,\n  WELCOME!</p><!-- a comment -->"
+  // White space collapsed as a browser shows it; the image alone is no text.
+  EXPECT_EQ(html->texts(),
+            (std::vector<std::string>{"Hello dear reader, welcome!", "Fish & chips"}));
+  EXPECT_TRUE(html->needs_word_links());
+  EXPECT_EQ(rebuild_upper(*html),
+            "<p class=\"intro\">HELLO <b>DEAR</b> READER, WELCOME!</p><!-- a comment -->"
             "<img alt=\"a cat\" src=x.png><br/>  <a href='/x' title=\"t\">FISH &amp; CHIPS</a>");
+  // Nested inline elements, an image inside a sentence, a link around two sentences.
+  const std::string nested =
+      "<li><a href=\"#\"><em>Read <strong>this</strong></em> now.</a> Or <img src=i.png>"
+      "later.</li><li>B&uuml;cher <span>und</span></li>";
+  auto document = HtmlText::Parse(nested);
+  ASSERT_TRUE(document.ok());
+  EXPECT_EQ(document->texts(),
+            (std::vector<std::string>{"Read this now. Or later.", "B\u00fccher und"}));
+  EXPECT_EQ(rebuild_upper(*document),
+            "<li><a href=\"#\"><em>READ <strong>THIS</strong></em> NOW.</a> OR <img src=i.png>"
+            "LATER.</li><li>B\u00fcCHER <span>UND</span></li>");
 }
 
 TEST(HtmlText, CodeScriptsAndNoTranslateKeepTheirText) {
   const std::string source =
-      "<div>Run <code>make all</code> now.<script>var a = \"x\";</script>"
+      "<div>Run <code>make &amp;&amp; all</code> now.<script>var a = \"x\";</script>"
       "<style>p { color: red }</style><pre>  keep  </pre>"
       "<span translate=\"no\">Acme <i>Corp</i></span><span class=\"x notranslate\">API</span>"
       "<textarea>typed</textarea>Done</div>";
   auto html = HtmlText::Parse(source);
   ASSERT_TRUE(html.ok()) << html.status();
-  EXPECT_EQ(html->texts(), (std::vector<std::string>{"Run", "now.", "Done"}));
-  EXPECT_EQ(html->Rebuild({"Starte", "jetzt.", "Fertig"}),
-            "<div>Starte <code>make all</code> jetzt.<script>var a = \"x\";</script>"
+  // The code's text is part of its sentence; a block of kept text only is not translated.
+  EXPECT_EQ(html->texts(), (std::vector<std::string>{"Run make && all now.", "Done"}));
+  const std::string translation = "Starte make && all jetzt.";
+  EXPECT_EQ(html->Rebuild({translation, "Fertig"},
+                          {one_to_one(html->texts()[0], translation),
+                           one_to_one("Done", "Fertig")}),
+            "<div>Starte <code>make &amp;&amp; all</code> jetzt.<script>var a = \"x\";</script>"
             "<style>p { color: red }</style><pre>  keep  </pre>"
             "<span translate=\"no\">Acme <i>Corp</i></span><span class=\"x notranslate\">API"
             "</span><textarea>typed</textarea>Fertig</div>");
@@ -51,15 +91,28 @@ TEST(HtmlText, TranslationsAreEscapedAndDocumentsKeepTheirShape) {
   auto html = HtmlText::Parse(source);
   ASSERT_TRUE(html.ok()) << html.status();
   EXPECT_EQ(html->texts(), (std::vector<std::string>{"Tom", "x"}));
-  EXPECT_EQ(html->Rebuild({"Tom & Jerry", "a < b"}),
+  EXPECT_FALSE(html->needs_word_links());
+  EXPECT_EQ(html->Rebuild({"Tom & Jerry", "a < b"}, {}),
             "<!DOCTYPE html><html><head><title>Tom &amp; Jerry</title></head>"
             "<body>\n<p>a &lt; b</p>\n</body></html>");
-  // Plain text is a document of one run; broken markup parses as a browser reads it.
   EXPECT_EQ(HtmlText::Parse("just text")->texts(), std::vector<std::string>{"just text"});
-  EXPECT_EQ(HtmlText::Parse("<p>open <b>bold")->texts(),
-            (std::vector<std::string>{"open", "bold"}));
   EXPECT_TRUE(HtmlText::Parse("")->texts().empty());
-  EXPECT_THROW(HtmlText::Parse("<p>x</p>")->Rebuild({}), std::logic_error);
+  EXPECT_THROW(HtmlText::Parse("<p>x</p>")->Rebuild({}, {}), std::logic_error);
+  EXPECT_THROW(HtmlText::Parse("<p><b>x</b></p>")->Rebuild({"y"}, {}), std::logic_error);
+}
+
+TEST(HtmlText, BrokenMarkupIsRepairedAsBrowsersDo) {
+  // A missing end tag is added where the browser ends the element.
+  auto open = HtmlText::Parse("<p>open <b>bold</p>");
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->texts(), std::vector<std::string>{"open bold"});
+  EXPECT_EQ(rebuild_upper(*open), "<p>OPEN <b>BOLD</b></p>");
+  // Misnested tags, which the parser rearranges: each text node on its own, every tag kept.
+  auto misnested = HtmlText::Parse("<p><b>one <i>two</b> three</i></p>");
+  ASSERT_TRUE(misnested.ok());
+  EXPECT_EQ(misnested->texts(), (std::vector<std::string>{"one", "two", "three"}));
+  EXPECT_EQ(misnested->Rebuild({"eins", "zwei", "drei"}, {}),
+            "<p><b>eins <i>zwei</b> drei</i></p>");
 }
 
 }  // namespace

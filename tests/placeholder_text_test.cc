@@ -26,7 +26,7 @@ TEST(PlaceholderText, EveryKindPassesThroughAndTheTextAroundItIsTranslated) {
   EXPECT_EQ(text.texts(), (std::vector<std::string>{"Hello", ", you have", "new", "messages from",
                                                     ":", "(", ",", ",", ",", ",", ") and",
                                                     "."}));
-  EXPECT_EQ(text.Rebuild(bracketed(text.texts())),
+  EXPECT_EQ(text.Rebuild(bracketed(text.texts()), {}),
             "[Hello] {name}[, you have] {0} [new] {{kind}} [messages from] ${sender}[:] %s [(]%d[,] "
             "%1$s[,] %(count)s[,] %-5.2f[,] %%[) and] {count, plural, one {# file} other "
             "{# files}}[.]");
@@ -42,8 +42,8 @@ TEST(PlaceholderText, ProseIsNotAPlaceholder) {
 TEST(PlaceholderText, OnlyPlaceholdersAndWhitespaceLeaveNothingToTranslate) {
   const PlaceholderText text("  {a} %s\n{b}  ");
   EXPECT_TRUE(text.texts().empty());
-  EXPECT_EQ(text.Rebuild({}), "  {a} %s\n{b}  ");
-  EXPECT_THROW(text.Rebuild({"x"}), std::logic_error);
+  EXPECT_EQ(text.Rebuild({}, {}), "  {a} %s\n{b}  ");
+  EXPECT_THROW(text.Rebuild({"x"}, {}), std::logic_error);
 }
 
 // An outer document of two runs (a stand-in for HTML's text runs): the placeholders inside each
@@ -51,7 +51,8 @@ TEST(PlaceholderText, OnlyPlaceholdersAndWhitespaceLeaveNothingToTranslate) {
 class TwoRuns : public TextRuns {
  public:
   const std::vector<std::string>& texts() const override { return texts_; }
-  std::string Rebuild(const std::vector<std::string>& translations) const override {
+  std::string Rebuild(const std::vector<std::string>& translations,
+                      const std::vector<WordLinks>& /*links*/) const override {
     return "<p>" + translations.at(0) + "</p><p>" + translations.at(1) + "</p>";
   }
 
@@ -62,9 +63,9 @@ class TwoRuns : public TextRuns {
 TEST(PlaceholdersWithin, KeepsThePlaceholdersOfEveryOuterRun) {
   const PlaceholdersWithin text(std::make_unique<TwoRuns>());
   EXPECT_EQ(text.texts(), (std::vector<std::string>{"Hi", ", welcome", "files"}));
-  EXPECT_EQ(text.Rebuild(bracketed(text.texts())),
+  EXPECT_EQ(text.Rebuild(bracketed(text.texts()), {}),
             "<p>[Hi] {name}[, welcome]</p><p>%d [files]</p>");
-  EXPECT_THROW(text.Rebuild({"x"}), std::logic_error);
+  EXPECT_THROW(text.Rebuild({"x"}, {}), std::logic_error);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ TEST(XmlText, TextNodesAreReplacedAndTheStructureStays) {
   auto xml = XmlText::Parse(source);
   ASSERT_TRUE(xml.ok()) << xml.status();
   EXPECT_EQ(xml->texts(), (std::vector<std::string>{"Hello", "dear", "reader", "Fish & chips"}));
-  EXPECT_EQ(xml->Rebuild(bracketed(xml->texts())),
+  EXPECT_EQ(xml->Rebuild(bracketed(xml->texts()), {}),
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             "<doc lang=\"en\"><!-- note --><title>[Hello] &amp; &lt;ok&gt; <b>[dear] &amp; "
             "&lt;ok&gt;</b> [reader] &amp; &lt;ok&gt;</title>\n"
@@ -36,7 +36,7 @@ TEST(XmlText, TextNodesAreReplacedAndTheStructureStays) {
 TEST(XmlText, ADocumentWithoutADeclarationGetsNone) {
   auto xml = XmlText::Parse("<note>Hi</note>");
   ASSERT_TRUE(xml.ok()) << xml.status();
-  EXPECT_EQ(xml->Rebuild({"Hallo"}), "<note>Hallo</note>");
+  EXPECT_EQ(xml->Rebuild({"Hallo"}, {}), "<note>Hallo</note>");
 }
 
 TEST(XmlText, MalformedDocumentsAreRefusedNamingThePosition) {

@@ -18,6 +18,8 @@
 #include "engine/placement_flags.h"
 #include "engine/target_language.h"
 #include "engine/text_segments.h"
+#include "engine/inline_markup.h"
+#include "engine/word_links.h"
 #include "cli/xlate/attention_pictures.h"
 #include "engine/glossary_terms.h"
 #include "engine/html_text.h"
@@ -145,6 +147,32 @@ std::vector<std::string> best_texts(const SegmentedTexts& texts,
     out.push_back(texts.Join(text, sentences));
   }
   return out;
+}
+
+// The word links of each text of `texts` and its translation runs[text], from its sentences'
+// alignments (options.alignment was set).
+std::vector<WordLinks> word_links_of(const Tokenizer& tokenizer, const SegmentedTexts& texts,
+                                     const std::vector<Translation>& translations,
+                                     const std::vector<std::string>& runs) {
+  std::vector<WordLinks> links;
+  for (size_t text = 0; text < texts.text_count(); ++text) {
+    std::vector<AlignedSentence> sentences;
+    for (size_t s = texts.first_sentence(text); s < texts.end_sentence(text); ++s) {
+      const Translation& translation = translations[s];
+      AlignedSentence& sentence = sentences.emplace_back();
+      sentence.source = texts.sentences()[s];
+      sentence.target = translation.hypotheses[0];
+      for (int32_t id : translation.source_tokens) {
+        sentence.source_pieces.push_back(tokenizer.source_piece_of(id));
+      }
+      for (int32_t id : translation.best.tokens) {
+        sentence.target_pieces.push_back(tokenizer.piece_of(id));
+      }
+      sentence.weights = translation.best.alignment;
+    }
+    links.push_back(link_text_words(texts.text(text), runs[text], sentences));
+  }
+  return links;
 }
 
 // The document of --mime_type text/html or text/xml (with --keep_placeholders, its runs'
@@ -341,6 +369,8 @@ int run_translate() {
     }
     auto texts = SegmentedTexts::Split((*document)->texts(), source_language,
                                        Segmentation::kSentences);
+    // Inline markup is placed by the word links of each run's alignments.
+    if ((*document)->needs_word_links()) options->alignment = kMarkupAlignment;
     absl::StatusOr<std::vector<Translation>> translations =
         texts.ok() ? (*translator)->Translate(texts->sentences(), *options, *languages)
                    : absl::StatusOr<std::vector<Translation>>(texts.status());
@@ -348,7 +378,12 @@ int run_translate() {
       std::cerr << "xlate translate: " << translations.status().message() << "\n";
       return 1;
     }
-    out << (*document)->Rebuild(best_texts(*texts, *translations));
+    const std::vector<std::string> runs = best_texts(*texts, *translations);
+    std::vector<WordLinks> links;
+    if ((*document)->needs_word_links()) {
+      links = word_links_of((*translator)->tokenizer(), *texts, *translations, runs);
+    }
+    out << (*document)->Rebuild(runs, links);
     out.flush();
     return out ? 0 : 1;
   }
@@ -418,7 +453,8 @@ int run_translate() {
       const std::vector<std::string> runs = best_texts(*lines, *translations);
       for (size_t d = 0; d < documents.size(); ++d) {
         out << documents[d].Rebuild({runs.begin() + static_cast<std::ptrdiff_t>(first_run[d]),
-                                     runs.begin() + static_cast<std::ptrdiff_t>(first_run[d + 1])})
+                                     runs.begin() + static_cast<std::ptrdiff_t>(first_run[d + 1])},
+                                    {})
             << "\n";
       }
       out.flush();

@@ -1,0 +1,215 @@
+#include "engine/inline_markup.h"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+namespace xlate {
+namespace {
+
+// Target words [lo, hi) an element takes (lo == hi: none, placed before word lo). A kept
+// element replaces the translation's bytes [kept_begin, kept_end) (within those words).
+struct WordSpan {
+  int lo = 0, hi = 0;
+  size_t kept_begin = 0, kept_end = 0;
+  // The element cut its first or last source word before punctuation ("(<b>word</b>)",
+  // "<b>word</b>."): its tags go inside the target words' punctuation too.
+  bool after_leading_punctuation = false, before_trailing_punctuation = false;
+};
+
+bool is_ascii_punctuation(char c) { return c > ' ' && c < 127 && !std::isalnum(static_cast<unsigned char>(c)); }
+
+// Where `words` of `translation` hold `text` verbatim: its first occurrence that starts at a
+// word's start or after punctuation, and ends at a word's end or before punctuation. Sets the
+// words it touches and the bytes; false when there is none.
+bool find_verbatim(const std::string& translation, const std::vector<ByteRange>& words,
+                   const std::string& text, WordSpan* at) {
+  if (text.empty()) return false;
+  for (size_t from = translation.find(text); from != std::string::npos;
+       from = translation.find(text, from + 1)) {
+    const size_t to = from + text.size();
+    const bool starts = from == 0 || is_ascii_punctuation(translation[from - 1]) ||
+                        std::any_of(words.begin(), words.end(),
+                                    [&](const ByteRange& w) { return w.begin == from; });
+    const bool ends = to == translation.size() || is_ascii_punctuation(translation[to]) ||
+                      std::any_of(words.begin(), words.end(),
+                                  [&](const ByteRange& w) { return w.end == to; });
+    if (!starts || !ends) continue;
+    int lo = 0;
+    while (lo < static_cast<int>(words.size()) && words[lo].end <= from) ++lo;
+    int hi = lo;
+    while (hi < static_cast<int>(words.size()) && words[hi].begin < to) ++hi;
+    *at = {lo, hi, from, to};
+    return true;
+  }
+  return false;
+}
+
+// Where element `e`'s words go in the translation, before nesting is enforced.
+WordSpan place(const InlineElement& e, const WordLinks& links) {
+  const auto& sources = links.source_words;
+  const int targets = static_cast<int>(links.target_words.size());
+  // The first target word linked to source word s or, when it has none, to a later one.
+  const auto first_target_from = [&](size_t s) {
+    for (; s < sources.size(); ++s) {
+      for (const auto& [source, target] : links.links) {
+        if (source == static_cast<int>(s)) return target;  // links are sorted: the smallest
+      }
+    }
+    return targets;
+  };
+  size_t first = 0;
+  while (first < sources.size() && sources[first].end <= e.span.begin) ++first;
+  if (e.span.begin == e.span.end) {
+    const int at = first_target_from(first);
+    return {at, at};
+  }
+  size_t last = first;  // one past the span's last word
+  while (last < sources.size() && sources[last].begin < e.span.end) ++last;
+  if (first == 0 && last == sources.size() && e.span.begin <= sources.front().begin &&
+      e.span.end >= sources.back().end) {
+    return {0, targets};
+  }
+  int lo = targets, hi = -1;
+  for (const auto& [source, target] : links.links) {
+    if (source >= static_cast<int>(first) && source < static_cast<int>(last)) {
+      lo = std::min(lo, target);
+      hi = std::max(hi, target);
+    }
+  }
+  if (hi < 0) {
+    const int at = first_target_from(last);
+    return {at, at};
+  }
+  WordSpan at{lo, hi + 1};
+  at.after_leading_punctuation = e.span.begin > sources[first].begin;
+  at.before_trailing_punctuation = e.span.end < sources[last - 1].end;
+  return at;
+}
+
+class MarkupWriter {
+ public:
+  MarkupWriter(const std::string& translation, const std::vector<InlineElement>& elements,
+               const std::vector<ByteRange>& words, std::string (*escape)(absl::string_view))
+      : text_(translation), elements_(elements), words_(words), escape_(escape) {}
+
+  // Writes the translation from where it stands with `children` (indices of elements, in
+  // order) placed at `placements`, up to the last child's end (the caller writes the rest of
+  // its words [.., hi)).
+  void Write(const std::vector<int>& children, const std::vector<WordSpan>& placements,
+             const std::vector<std::vector<int>>& children_of, int hi) {
+    for (int c : children) {
+      const WordSpan& at = placements[c];
+      WriteThrough(at.lo);
+      if (at.lo < hi) WriteGapBefore(at.lo);
+      const InlineElement& element = elements_[c];
+      if (element.kept_content) {
+        // The translation's bytes up to the kept text (punctuation before it), the element,
+        // and what follows the kept text in its last word after it.
+        WriteTo(at.kept_begin);
+        out_ += element.open;
+        out_ += *element.kept_content;
+        out_ += element.close;
+        written_ = std::max(written_, at.kept_end);
+        continue;
+      }
+      if (at.after_leading_punctuation && at.lo < at.hi) {
+        WriteTo(skip_punctuation(words_[at.lo], /*leading=*/true));
+      }
+      out_ += element.open;
+      Write(children_of[c], placements, children_of, at.hi);
+      if (at.before_trailing_punctuation && at.lo < at.hi) {
+        WriteTo(skip_punctuation(words_[at.hi - 1], /*leading=*/false));
+      } else {
+        WriteThrough(at.hi);
+      }
+      out_ += element.close;
+    }
+  }
+
+  std::string Finish() {
+    if (written_ < text_.size()) out_ += escape_(absl::string_view(text_).substr(written_));
+    return std::move(out_);
+  }
+
+ private:
+  // The text up to the end of word k - 1.
+  void WriteThrough(int k) {
+    if (k <= 0) return;
+    WriteTo(words_[k - 1].end);
+  }
+  // The white space before word k.
+  void WriteGapBefore(int k) {
+    if (k < static_cast<int>(words_.size())) WriteTo(words_[k].begin);
+  }
+  // Where a word's text starts after its leading ASCII punctuation, or ends before its
+  // trailing punctuation (a word of punctuation only stays whole).
+  size_t skip_punctuation(const ByteRange& word, bool leading) const {
+    size_t begin = word.begin, end = word.end;
+    if (leading) {
+      while (begin < end && is_ascii_punctuation(text_[begin])) ++begin;
+      return begin < end ? begin : word.begin;
+    }
+    while (end > begin && is_ascii_punctuation(text_[end - 1])) --end;
+    return end > begin ? end : word.end;
+  }
+  void WriteTo(size_t end) {
+    if (end <= written_) return;
+    out_ += escape_(absl::string_view(text_).substr(written_, end - written_));
+    written_ = end;
+  }
+
+  const std::string& text_;
+  const std::vector<InlineElement>& elements_;
+  const std::vector<ByteRange>& words_;
+  std::string (*escape_)(absl::string_view);
+  std::string out_;
+  size_t written_ = 0;
+};
+
+}  // namespace
+
+std::string place_inline_markup(const std::string& translation,
+                                const std::vector<InlineElement>& elements,
+                                const WordLinks& links,
+                                std::string (*escape)(absl::string_view)) {
+  const std::vector<ByteRange> words = words_of(translation);
+  if (words.size() != links.target_words.size()) {
+    throw std::logic_error("place_inline_markup: links of another translation");
+  }
+  const int targets = static_cast<int>(words.size());
+  std::vector<WordSpan> placements(elements.size());
+  std::vector<std::vector<int>> children_of(elements.size());
+  std::vector<int> roots;
+  // The end of the last placed child of each element (and of the root, at the back).
+  std::vector<int> taken(elements.size() + 1, 0);
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const int parent = elements[i].parent;
+    if (parent >= static_cast<int>(i)) {
+      throw std::logic_error("place_inline_markup: a parent after its child");
+    }
+    const WordSpan bounds = parent < 0 ? WordSpan{0, targets} : placements[parent];
+    int& siblings_end = parent < 0 ? taken.back() : taken[parent];
+    WordSpan at;
+    const bool verbatim = elements[i].kept_content &&
+                          find_verbatim(translation, words, elements[i].kept_text, &at);
+    if (!verbatim) at = place(elements[i], links);
+    // Within the parent, after the siblings before it.
+    const WordSpan wanted = at;
+    at.lo = std::clamp(at.lo, std::max(bounds.lo, siblings_end), bounds.hi);
+    at.hi = std::clamp(at.hi, at.lo, bounds.hi);
+    if (!verbatim || at.lo != wanted.lo || at.hi != wanted.hi) {
+      // Whole words (none: the bytes before word lo).
+      at.kept_begin = at.lo < targets ? words[at.lo].begin : translation.size();
+      at.kept_end = at.hi > at.lo ? words[at.hi - 1].end : at.kept_begin;
+    }
+    siblings_end = std::max(siblings_end, at.hi);
+    placements[i] = at;
+    (parent < 0 ? roots : children_of[parent]).push_back(static_cast<int>(i));
+  }
+  MarkupWriter writer(translation, elements, words, escape);
+  writer.Write(roots, placements, children_of, targets);
+  return writer.Finish();  // the words after the last element, and what follows them
+}
+
+}  // namespace xlate

@@ -1,0 +1,56 @@
+// Inline markup put back on a translation: the <b>, <a href>, <code> ... of a paragraph, whose
+// text was translated as one piece, placed around the words of the translation that the word
+// links (engine/word_links.h) tie to the words the element enclosed in the source. What a
+// sentence means does not change with its markup, so translating the paragraph whole and
+// placing the markup afterwards keeps the translation as good as plain text's, where
+// translating the runs between tags one by one breaks sentences apart.
+//
+//   source  "A <b>girl</b> in a karate uniform."   text "A girl in a karate uniform."
+//   target  "Ein Mädchen in einem Karateanzug."     link girl -> Mädchen
+//   output  "Ein <b>Mädchen</b> in einem Karateanzug."
+//
+// The output is always well nested: an element's words lie within its parent's, and siblings
+// keep their source order without overlapping (a sibling whose words the one before it already
+// took gets the words after them, or none). An element whose words have no link is placed
+// where the words around it put it, with no words inside; an element enclosing every source
+// word encloses every target word.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "engine/alignment.h"
+#include "engine/word_links.h"
+
+namespace xlate {
+
+struct InlineElement {
+  // The bytes of the source text the element encloses. begin == end: an element without text
+  // (<img>, <br/>): it goes before the translation of the source word that follows it.
+  ByteRange span;
+  std::string open, close;  // its markup, written verbatim around its words
+  // Set for an element whose content is not translated (<code>, translate="no"): this content
+  // is written verbatim in place of its text in the translation: where the translation has
+  // kept_text verbatim (models often copy code and names), else the target words linked to the
+  // span's words.
+  std::optional<std::string> kept_content;
+  std::string kept_text;  // the span's text
+  int parent = -1;  // the enclosing element's index in the list (an earlier one), -1: none
+};
+
+// The cross-attention whose word links place markup: the last decoder layer, its heads'
+// average (bench/html_tags.py compares the layers on Multi30k val).
+inline constexpr AlignmentOptions kMarkupAlignment{-1, -1};
+
+// `translation` with `elements` placed around its words; the translation's own characters
+// pass through `escape` (the markup's escaping, e.g. HTML's &, <, >). `elements` are in
+// document order (a parent before its children; a child's span within its parent's). `links` are the links of the text the spans refer to and
+// of `translation`.
+std::string place_inline_markup(const std::string& translation,
+                                const std::vector<InlineElement>& elements,
+                                const WordLinks& links,
+                                std::string (*escape)(absl::string_view));
+
+}  // namespace xlate

@@ -1,0 +1,187 @@
+// Word links read from attention (engine/word_links.h) and inline markup placed by them
+// (engine/inline_markup.h).
+#include "engine/inline_markup.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/word_links.h"
+
+namespace xlate {
+namespace {
+
+WordLinks links_of(const std::string& source, const std::string& target,
+                   std::vector<std::pair<int, int>> pairs) {
+  WordLinks links;
+  links.source_words = words_of(source);
+  links.target_words = words_of(target);
+  links.links = std::move(pairs);
+  return links;
+}
+
+std::string angle_escape(absl::string_view text) {
+  std::string out;
+  for (const char c : text) out += c == '<' ? std::string("&lt;") : std::string(1, c);
+  return out;
+}
+
+InlineElement element(size_t begin, size_t end, const std::string& name, int parent = -1) {
+  InlineElement e;
+  e.span = {begin, end};
+  e.open = "<" + name + ">";
+  e.close = "</" + name + ">";
+  e.parent = parent;
+  return e;
+}
+
+TEST(WordLinks, WordsAreRunsOfCharactersOtherThanWhiteSpace) {
+  const std::vector<ByteRange> words = words_of("  Ein  Hund\u00a0l\u00e4uft. ");
+  ASSERT_EQ(words.size(), 3u);
+  EXPECT_EQ(words[0].begin, 2u);
+  EXPECT_EQ(words[0].end, 5u);
+  EXPECT_EQ(words[1].begin, 7u);   // "Hund", before a no-break space (White_Space)
+  EXPECT_EQ(words[2].begin, 13u);  // "läuft." (ä is two bytes)
+  EXPECT_EQ(words[2].end, 20u);
+  EXPECT_TRUE(words_of(" \n").empty());
+}
+
+TEST(WordLinks, EachSourceWordIsLinkedToTheTargetWordThatAttendsItMost) {
+  AlignedSentence sentence;
+  sentence.source = "the red car";
+  sentence.target = "das rote Auto";
+  sentence.source_pieces = {"\u2581the", "\u2581red", "\u2581ca", "r"};
+  sentence.target_pieces = {"\u2581das", "\u2581rot", "e", "\u2581Auto"};
+  // Rows: target pieces; columns: the source pieces and the end token (ignored).
+  sentence.weights = {0.1f, 0.1f, 0.4f, 0.4f, 0.0f,   // das: most on car
+                      0.0f, 0.9f, 0.05f, 0.05f, 0.0f,  // rot -> red
+                      0.0f, 0.5f, 0.3f, 0.2f, 0.0f,    // e: red (0.7 with rot's 0.9, averaged)
+                      0.3f, 0.0f, 0.3f, 0.4f, 0.0f};   // Auto -> car, and the most on "the"
+  const WordLinks links = link_words(sentence);
+  ASSERT_EQ(links.source_words.size(), 3u);
+  ASSERT_EQ(links.target_words.size(), 3u);
+  // the -> Auto (0.3 against das's 0.1), red -> rote (0.7), car -> das (0.8 against Auto's
+  // 0.7): the links follow the attention, right or wrong.
+  EXPECT_EQ(links.links, (std::vector<std::pair<int, int>>{{0, 2}, {1, 1}, {2, 0}}));
+
+  // Weights of another shape link nothing (the words are still there).
+  sentence.weights.pop_back();
+  EXPECT_TRUE(link_words(sentence).links.empty());
+  EXPECT_EQ(link_words(sentence).target_words.size(), 3u);
+}
+
+TEST(WordLinks, ALonePieceMarkerJoinsTheNextPiecesWord) {
+  AlignedSentence sentence;
+  sentence.source = "(hi) x";
+  sentence.target = "(hallo) x";
+  sentence.source_pieces = {"\u2581", "(", "hi", ")", "\u2581x"};
+  sentence.target_pieces = {"\u2581(", "hallo", ")", "\u2581x"};
+  sentence.weights.assign(4 * 6, 0.f);
+  for (int t = 0; t < 3; ++t) sentence.weights[t * 6 + 2] = 1.f;  // "(hallo)" -> "hi"
+  sentence.weights[3 * 6 + 4] = 1.f;                              // x -> x
+  EXPECT_EQ(link_words(sentence).links, (std::vector<std::pair<int, int>>{{0, 0}, {1, 1}}));
+}
+
+TEST(WordLinks, TextLinksJoinTheSentencesAtTheirPlaces) {
+  AlignedSentence one{"One.", "Eins.", {"\u2581One", "."}, {"\u2581Eins", "."},
+                      {1.f, 0.f, 0.f, 0.f, 1.f, 0.f}};
+  AlignedSentence two{"Two three.", "Zwei drei.", {"\u2581Two", "\u2581three", "."},
+                      {"\u2581Zwei", "\u2581drei", "."},
+                      {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}};
+  const WordLinks links = link_text_words("One.  Two three.", "Eins.  Zwei drei.", {one, two});
+  EXPECT_EQ(links.links, (std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {2, 2}}));
+  // A sentence that is not in the text adds nothing.
+  AlignedSentence missing = two;
+  missing.source = "Four.";
+  EXPECT_EQ(link_text_words("One.  Two three.", "Eins.  Zwei drei.", {one, missing}).links,
+            (std::vector<std::pair<int, int>>{{0, 0}}));
+}
+
+TEST(InlineMarkup, AnElementGoesAroundTheWordsLinkedToItsWords) {
+  const std::string source = "A girl in a karate uniform.";
+  const std::string target = "Ein M\u00e4dchen in einem Karateanzug.";
+  const WordLinks links =
+      links_of(source, target, {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 4}});
+  EXPECT_EQ(place_inline_markup(target, {element(2, 6, "b")}, links, angle_escape),
+            "Ein <b>M\u00e4dchen</b> in einem Karateanzug.");
+  // Two source words to one target word: the element of both holds it once.
+  EXPECT_EQ(place_inline_markup(target, {element(12, 27, "i")}, links, angle_escape),
+            "Ein M\u00e4dchen in einem <i>Karateanzug.</i>");
+  // An element around every source word is around every target word, linked or not.
+  EXPECT_EQ(place_inline_markup(target, {element(0, 27, "a")},
+                                links_of(source, target, {{1, 1}}), angle_escape),
+            "<a>Ein M\u00e4dchen in einem Karateanzug.</a>");
+}
+
+TEST(InlineMarkup, PunctuationOutsideTheSourceTagStaysOutsideTheTargetTag) {
+  // "a red <b>bike</b>." and "(<i>big</i>)": the tags cut their words before punctuation.
+  EXPECT_EQ(place_inline_markup("ein rotes Fahrrad.", {element(6, 10, "b")},
+                                links_of("a red bike.", "ein rotes Fahrrad.",
+                                         {{0, 0}, {1, 1}, {2, 2}}),
+                                angle_escape),
+            "ein rotes <b>Fahrrad</b>.");
+  EXPECT_EQ(place_inline_markup("(gro\u00df)", {element(1, 4, "i")},
+                                links_of("(big)", "(gro\u00df)", {{0, 0}}), angle_escape),
+            "(<i>gro\u00df</i>)");
+  // A tag that held the punctuation holds it in the translation too.
+  EXPECT_EQ(place_inline_markup("ein rotes Fahrrad.", {element(6, 11, "b")},
+                                links_of("a red bike.", "ein rotes Fahrrad.",
+                                         {{0, 0}, {1, 1}, {2, 2}}),
+                                angle_escape),
+            "ein rotes <b>Fahrrad.</b>");
+}
+
+TEST(InlineMarkup, ChildrenStayInsideTheirParentsAndSiblingsInOrder) {
+  // "<a>click <b>here</b></a> now" -> "klicke hier jetzt"
+  EXPECT_EQ(place_inline_markup("klicke hier jetzt", {element(0, 10, "a"), element(6, 10, "b", 0)},
+                                links_of("click here now", "klicke hier jetzt",
+                                         {{0, 0}, {1, 1}, {2, 2}}),
+                                angle_escape),
+            "<a>klicke <b>hier</b></a> jetzt");
+  // A parent holds the words linked to its children's words, wherever they are.
+  EXPECT_EQ(place_inline_markup("klicke hier jetzt", {element(0, 10, "a"), element(6, 10, "b", 0)},
+                                links_of("click here now", "klicke hier jetzt",
+                                         {{0, 0}, {1, 2}, {2, 2}}),
+                                angle_escape),
+            "<a>klicke hier <b>jetzt</b></a>");
+  // Siblings whose words swap places: the second comes after the first, with no words.
+  EXPECT_EQ(place_inline_markup("Auto rot", {element(0, 3, "b"), element(4, 7, "i")},
+                                links_of("red car", "Auto rot", {{0, 1}, {1, 0}}), angle_escape),
+            "Auto <b>rot</b><i></i>");
+}
+
+TEST(InlineMarkup, ElementsWithoutTextOrLinksGoBeforeTheNextLinkedWord) {
+  InlineElement image;
+  image.span = {2, 2};
+  image.open = "<img src=d.png>";
+  EXPECT_EQ(place_inline_markup("ein Hund", {image},
+                                links_of("a dog", "ein Hund", {{0, 0}, {1, 1}}), angle_escape),
+            "ein <img src=d.png>Hund");
+  // "a <b>big</b> dog" whose "big" no target word is linked to: the element holds nothing,
+  // before the next source word's target.
+  EXPECT_EQ(place_inline_markup("ein Hund", {element(2, 5, "b")},
+                                links_of("a big dog", "ein Hund", {{0, 0}, {2, 1}}),
+                                angle_escape),
+            "ein <b></b>Hund");
+}
+
+TEST(InlineMarkup, KeptContentReplacesItsTranslatedWordsAndTextIsEscaped) {
+  InlineElement code = element(4, 14, "code");
+  code.kept_content = "make &amp; all";
+  EXPECT_EQ(place_inline_markup("Starte make & all < jetzt", {code},
+                                links_of("Run make & all now", "Starte make & all < jetzt",
+                                         {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 5}}),
+                                angle_escape),
+            "Starte <code>make &amp; all</code> &lt; jetzt");
+  // The translation has the kept text verbatim: that is what is replaced, whatever the links
+  // say, and the punctuation around it stays.
+  code.kept_text = "make & all";
+  EXPECT_EQ(place_inline_markup("Starte (make & all).", {code},
+                                links_of("Run make & all now", "Starte (make & all).",
+                                         {{0, 0}, {1, 0}, {2, 1}, {3, 2}}),
+                                angle_escape),
+            "Starte (<code>make &amp; all</code>).");
+  EXPECT_THROW(place_inline_markup("a b", {}, links_of("x", "a", {}), angle_escape),
+               std::logic_error);
+}
+
+}  // namespace
+}  // namespace xlate
