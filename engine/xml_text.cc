@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "engine/inline_markup.h"
 
 namespace xlate {
 namespace {
@@ -70,28 +71,184 @@ bool keeps_its_text(const xmlNode* element) {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-// Calls visit(node, leading, text, trailing) for each translatable text node in document order:
-// its content split into whitespace, words, whitespace.
-void for_each_text(xmlNode* node,
-                   const std::function<void(xmlNode*, const std::string&)>& visit) {
-  for (xmlNode* child = node->children; child; child = child->next) {
-    if (child->type == XML_ELEMENT_NODE) {
-      if (!keeps_its_text(child)) for_each_text(child, visit);
-    } else if (child->type == XML_TEXT_NODE && child->content != nullptr) {
-      visit(child, reinterpret_cast<const char*>(child->content));
+bool has_words(const xmlNode* text) {
+  if (text->content == nullptr) return false;
+  for (const xmlChar* c = text->content; *c; ++c) {
+    if (!is_space(static_cast<char>(*c))) return true;
+  }
+  return false;
+}
+
+// Markers of the nodes of a block in a placed translation (place_inline_markup writes them
+// where the nodes go; the translation's own text never holds these control characters: the
+// escape drops them). \x01 o N \x02 opens a copy of inline element N, \x01 c \x02 closes the
+// innermost, \x01 k N \x02 is a copy of node N with all it holds.
+constexpr char kMarkerBegin = '\x01', kMarkerEnd = '\x02';
+std::string marker(char kind, size_t node = 0) {
+  return kind == 'c' ? std::string{kMarkerBegin, 'c', kMarkerEnd}
+                     : absl::StrCat(std::string(1, kMarkerBegin), std::string(1, kind), node,
+                                    std::string(1, kMarkerEnd));
+}
+std::string without_markers(absl::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c != kMarkerBegin && c != kMarkerEnd) out += c;
+  }
+  return out;
+}
+
+// A block: an element with words in a text node of its own (mixed content), whose whole
+// content is translated as one text; the elements inside it are inline.
+struct Block {
+  xmlNode* container = nullptr;
+  std::string text;                     // white space collapsed, none at either end
+  std::vector<InlineElement> elements;  // with markers for tags
+  std::vector<xmlNode*> nodes;          // what element i's marker stands for
+  bool translatable = false;            // words outside kept elements
+};
+
+class BlockBuilder {
+ public:
+  explicit BlockBuilder(Block& block) : block_(block) {}
+
+  void Add(xmlNode* parent, int parent_index) {
+    for (xmlNode* child = parent->children; child; child = child->next) {
+      if (child->type == XML_TEXT_NODE) {
+        if (child->content == nullptr) continue;
+        if (has_words(child)) block_.translatable = true;
+        Append(reinterpret_cast<const char*>(child->content));
+      } else if (child->type == XML_ELEMENT_NODE && !keeps_its_text(child)) {
+        const int index = NewElement(child, parent_index, 'o');
+        block_.elements[index].close = marker('c');
+        Add(child, index);
+        block_.elements[index].span.end = block_.text.size();
+      } else if (child->type == XML_ELEMENT_NODE) {
+        // Kept: its text is part of the sentence, its content comes back as it was.
+        const int index = NewElement(child, parent_index, 'k');
+        InlineElement& kept = block_.elements[index];
+        kept.kept_content = kept.open;
+        kept.open.clear();
+        xmlChar* content = xmlNodeGetContent(child);
+        Append(content ? reinterpret_cast<const char*>(content) : "");
+        xmlFree(content);
+        block_.elements[index].span.end = block_.text.size();
+        block_.elements[index].kept_text = std::string(absl::StripAsciiWhitespace(
+            absl::string_view(block_.text).substr(block_.elements[index].span.begin)));
+      } else {
+        // CDATA, comments, processing instructions, entity references: kept where they stand,
+        // without text of their own.
+        NewElement(child, parent_index, 'k');
+      }
     }
+  }
+
+  void Finish() {
+    while (!block_.text.empty() && block_.text.back() == ' ') block_.text.pop_back();
+    for (InlineElement& e : block_.elements) {
+      e.span.begin = std::min(e.span.begin, block_.text.size());
+      e.span.end = std::min(e.span.end, block_.text.size());
+    }
+  }
+
+ private:
+  int NewElement(xmlNode* node, int parent_index, char kind) {
+    InlineElement e;
+    e.span = {block_.text.size(), block_.text.size()};
+    e.open = marker(kind, block_.nodes.size());
+    e.parent = parent_index;
+    block_.elements.push_back(std::move(e));
+    block_.nodes.push_back(node);
+    return static_cast<int>(block_.elements.size()) - 1;
+  }
+
+  // Text with its white space collapsed.
+  void Append(absl::string_view text) {
+    for (const char c : text) {
+      if (is_space(c)) {
+        if (!block_.text.empty() && block_.text.back() != ' ') block_.text += ' ';
+      } else {
+        block_.text += c;
+      }
+    }
+  }
+
+  Block& block_;
+};
+
+// The blocks of a document, in document order. Elements without words of their own are
+// walked into; kept elements outside blocks are skipped.
+void for_each_block(xmlNode* node, const std::function<void(Block&)>& visit) {
+  for (xmlNode* child = node->children; child; child = child->next) {
+    if (child->type != XML_ELEMENT_NODE || keeps_its_text(child)) continue;
+    bool mixed = false;
+    for (const xmlNode* text = child->children; text && !mixed; text = text->next) {
+      mixed = text->type == XML_TEXT_NODE && has_words(text);
+    }
+    if (!mixed) {
+      for_each_block(child, visit);
+      continue;
+    }
+    Block block;
+    block.container = child;
+    BlockBuilder builder(block);
+    builder.Add(child, -1);
+    builder.Finish();
+    if (block.translatable) visit(block);
   }
 }
 
-// Where a text node's content starts and ends without its surrounding white space.
-struct Span {
-  size_t begin, end;
-};
-Span trimmed(const std::string& content) {
-  size_t begin = 0, end = content.size();
-  while (begin < end && is_space(content[begin])) ++begin;
-  while (end > begin && is_space(content[end - 1])) --end;
-  return {begin, end};
+// The leading or trailing white space of a container's content (kept around its translation).
+std::string edge_space(const xmlNode* container, bool leading) {
+  const xmlNode* edge = leading ? container->children : container->last;
+  if (edge == nullptr || edge->type != XML_TEXT_NODE || edge->content == nullptr) return "";
+  const std::string content(reinterpret_cast<const char*>(edge->content));
+  if (leading) {
+    size_t end = 0;
+    while (end < content.size() && is_space(content[end])) ++end;
+    return content.substr(0, end);
+  }
+  size_t begin = content.size();
+  while (begin > 0 && is_space(content[begin - 1])) --begin;
+  return content.substr(begin);
+}
+
+// Replaces the container's children by the placed translation: text nodes, and copies of the
+// block's nodes where its markers stand.
+void replace_content(const Block& block, const std::string& placed) {
+  xmlNode* container = block.container;
+  const std::string leading = edge_space(container, true);
+  const std::string trailing = edge_space(container, false);
+  xmlNode* old_children = container->children;
+  container->children = container->last = nullptr;
+  for (xmlNode* c = old_children; c; c = c->next) c->parent = nullptr;
+  std::vector<xmlNode*> open = {container};
+  const auto add_text = [&](absl::string_view text) {
+    if (text.empty()) return;
+    xmlAddChild(open.back(), xmlNewDocTextLen(container->doc, BAD_CAST text.data(),
+                                               static_cast<int>(text.size())));
+  };
+  add_text(leading);
+  size_t at = 0;
+  while (at < placed.size()) {
+    const size_t begin = placed.find(kMarkerBegin, at);
+    add_text(absl::string_view(placed).substr(at, begin == std::string::npos ? std::string::npos
+                                                                              : begin - at));
+    if (begin == std::string::npos) break;
+    const size_t end = placed.find(kMarkerEnd, begin);
+    const char kind = placed[begin + 1];
+    if (kind == 'c') {
+      if (open.size() > 1) open.pop_back();
+    } else {
+      size_t node = 0;
+      for (size_t i = begin + 2; i < end; ++i) node = node * 10 + (placed[i] - '0');
+      xmlNode* copy = xmlDocCopyNode(block.nodes[node], container->doc, kind == 'o' ? 2 : 1);
+      xmlAddChild(open.back(), copy);
+      if (kind == 'o') open.push_back(copy);
+    }
+    at = end + 1;
+  }
+  add_text(trailing);
+  xmlFreeNodeList(old_children);
 }
 
 }  // namespace
@@ -101,32 +258,34 @@ absl::StatusOr<XmlText> XmlText::Parse(std::string source) {
   if (!document.ok()) return document.status();
   XmlText xml;
   xml.source_ = std::move(source);
-  for_each_text(reinterpret_cast<xmlNode*>(document->get()), [&](xmlNode*, const std::string& content) {
-    const Span words = trimmed(content);
-    if (words.begin < words.end) xml.texts_.push_back(content.substr(words.begin, words.end - words.begin));
+  for_each_block(reinterpret_cast<xmlNode*>(document->get()), [&](Block& block) {
+    xml.texts_.push_back(std::move(block.text));
+    xml.needs_word_links_ = xml.needs_word_links_ || !block.elements.empty();
   });
   return xml;
 }
 
 std::string XmlText::Rebuild(const std::vector<std::string>& translations,
-                             const std::vector<WordLinks>& /*links*/) const {
-  if (translations.size() != texts_.size()) {
-    throw std::logic_error("XmlText::Rebuild: one translation per text");
+                             const std::vector<WordLinks>& links) const {
+  if (translations.size() != texts_.size() ||
+      (needs_word_links_ && links.size() != texts_.size())) {
+    throw std::logic_error("XmlText::Rebuild: one translation (and word links) per block");
   }
   absl::StatusOr<Document> document = parse(source_);  // parsed once already
   if (!document.ok()) throw std::logic_error("XmlText::Rebuild: the source no longer parses");
-  size_t next = 0;
-  for_each_text(reinterpret_cast<xmlNode*>(document->get()),
-                [&](xmlNode* node, const std::string& content) {
-                  const Span words = trimmed(content);
-                  if (words.begin == words.end) return;
-                  const std::string replaced = content.substr(0, words.begin) +
-                                               translations[next++] + content.substr(words.end);
-                  // A text node's content is raw text; the serialiser escapes it.
-                  xmlNodeSetContentLen(node, nullptr, 0);
-                  xmlNodeAddContentLen(node, BAD_CAST replaced.data(),
-                                       static_cast<int>(replaced.size()));
-                });
+  // The blocks are collected first: replacing a container's content while walking would walk
+  // the copies.
+  std::vector<Block> blocks;
+  for_each_block(reinterpret_cast<xmlNode*>(document->get()),
+                 [&](Block& block) { blocks.push_back(std::move(block)); });
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const std::string placed =
+        blocks[i].elements.empty()
+            ? without_markers(translations[i])
+            : place_inline_markup(translations[i], blocks[i].elements, links[i],
+                                  without_markers);
+    replace_content(blocks[i], placed);
+  }
   xmlChar* bytes = nullptr;
   int size = 0;
   xmlDocDumpMemoryEnc(document->get(), &bytes, &size, "UTF-8");

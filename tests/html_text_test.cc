@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/word_links.h"
+#include "tests/one_to_one_links.h"
 
 namespace xlate {
 namespace {
@@ -16,17 +16,6 @@ std::vector<std::string> upper(const std::vector<std::string>& texts) {
     out.push_back(text);
   }
   return out;
-}
-
-// Links of two texts whose words correspond one to one.
-WordLinks one_to_one(const std::string& source, const std::string& target) {
-  WordLinks links;
-  links.source_words = words_of(source);
-  links.target_words = words_of(target);
-  for (size_t w = 0; w < std::min(links.source_words.size(), links.target_words.size()); ++w) {
-    links.links.emplace_back(static_cast<int>(w), static_cast<int>(w));
-  }
-  return links;
 }
 
 // Rebuilds `html` with its texts upper-cased, word for word.
