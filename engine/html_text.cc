@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "engine/placeholder_text.h"
 
 namespace xlate {
 namespace {
@@ -91,7 +92,8 @@ void append_text_of(const GumboNode& node, std::string& out) {
 // Walks Gumbo's tree in document order and cuts it into HtmlText's blocks.
 class HtmlBlocks {
  public:
-  explicit HtmlBlocks(HtmlText& html) : html_(html) {}
+  HtmlBlocks(HtmlText& html, bool keep_placeholders)
+      : html_(html), keep_placeholders_(keep_placeholders) {}
 
   void Walk(const GumboNode& node, int parent) {
     switch (node.type) {
@@ -104,7 +106,7 @@ class HtmlBlocks {
         return;
       case GUMBO_NODE_TEXT:
       case GUMBO_NODE_WHITESPACE:
-        WalkText(node);
+        WalkText(node, parent);
         return;
       default:  // comments and CDATA stay as they are, and end the block
         Flush();
@@ -217,7 +219,7 @@ class HtmlBlocks {
     region_end_ = std::max(region_end_, end);
   }
 
-  void WalkText(const GumboNode& node) {
+  void WalkText(const GumboNode& node, int parent) {
     const GumboText& text = node.v.text;
     if (node.type == GUMBO_NODE_WHITESPACE && !open_) return;  // between blocks: kept
     if (text.original_text.data == nullptr || text.original_text.length == 0) return;
@@ -239,7 +241,14 @@ class HtmlBlocks {
         region_end_ = std::max(region_end_, end);
       }
     }
-    if (open_) AppendText(text.text);
+    if (!open_) return;
+    if (keep_placeholders_) {
+      append_without_placeholders(
+          text.text, parent, escape_html, [this](absl::string_view run) { AppendText(run); },
+          text_, elements_);
+    } else {
+      AppendText(text.text);
+    }
   }
 
   void Open() {
@@ -275,13 +284,30 @@ class HtmlBlocks {
     while (begin < end && is_space(html_.source_[begin])) ++begin;
     while (end > begin && is_space(html_.source_[end - 1])) --end;
     if (begin == end) return;
-    html_.texts_.emplace_back(absl::StripAsciiWhitespace(text.text));
-    html_.blocks_.push_back({ByteRange{begin, end}, {}});
+    const absl::string_view content = absl::StripAsciiWhitespace(text.text);
+    std::string run;
+    std::vector<InlineElement> points;
+    if (keep_placeholders_) {
+      append_without_placeholders(
+          content, -1, escape_html,
+          [&run](absl::string_view piece) { run.append(piece.data(), piece.size()); }, run,
+          points);
+    } else {
+      run = std::string(content);
+    }
+    while (!run.empty() && is_space(run.back())) run.pop_back();
+    if (run.empty()) return;  // placeholders only: kept as they are
+    for (InlineElement& point : points) {
+      point.span.begin = point.span.end = std::min(point.span.begin, run.size());
+    }
+    html_.texts_.push_back(std::move(run));
+    html_.blocks_.push_back({ByteRange{begin, end}, std::move(points)});
   }
 
   size_t Offset(const char* at) const { return static_cast<size_t>(at - html_.source_.data()); }
 
   HtmlText& html_;
+  const bool keep_placeholders_;
   bool open_ = false, translatable_ = false, in_order_ = true;
   std::string text_;
   std::vector<InlineElement> elements_;
@@ -289,7 +315,7 @@ class HtmlBlocks {
   size_t region_begin_ = 0, region_end_ = 0, last_end_ = 0;
 };
 
-absl::StatusOr<HtmlText> HtmlText::Parse(std::string source) {
+absl::StatusOr<HtmlText> HtmlText::Parse(std::string source, bool keep_placeholders) {
   if (source.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return absl::InvalidArgumentError("an HTML text over 2 GiB");
   }
@@ -297,7 +323,7 @@ absl::StatusOr<HtmlText> HtmlText::Parse(std::string source) {
   html.source_ = std::move(source);
   GumboOutput* output = gumbo_parse_with_options(&kGumboDefaultOptions, html.source_.data(),
                                                  html.source_.size());
-  HtmlBlocks blocks(html);
+  HtmlBlocks blocks(html, keep_placeholders);
   blocks.Walk(*output->document, -1);
   blocks.Flush();
   gumbo_destroy_output(&kGumboDefaultOptions, output);
@@ -326,7 +352,7 @@ std::string HtmlText::Rebuild(const std::vector<std::string>& translations,
     if (block.elements.empty()) {
       out += escape_html(translations[i]);
     } else {
-      out += place_inline_markup(translations[i], block.elements, links[i], escape_html);
+      out += place_inline_markup(texts_[i], translations[i], block.elements, links[i], escape_html);
     }
     copied = block.region.end;
   }

@@ -32,8 +32,9 @@ namespace xlate {
 class HtmlText : public TextRuns {
  public:
   // INVALID_ARGUMENT when `source` is over 2^31 bytes (Gumbo's offsets); any other text parses,
-  // as HTML5 defines for every input.
-  static absl::StatusOr<HtmlText> Parse(std::string source);
+  // as HTML5 defines for every input. keep_placeholders: the placeholders of the text
+  // (engine/placeholder_text.h) are taken out of it and put back as the inline elements are.
+  static absl::StatusOr<HtmlText> Parse(std::string source, bool keep_placeholders = false);
 
   // Each block's text: entities decoded, white space collapsed, none at either end.
   const std::vector<std::string>& texts() const override { return texts_; }

@@ -4,17 +4,25 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "absl/strings/match.h"
+
 namespace xlate {
 namespace {
 
 // Target words [lo, hi) an element takes (lo == hi: none, placed before word lo). A kept
 // element replaces the translation's bytes [kept_begin, kept_end) (within those words).
 struct WordSpan {
+  WordSpan() = default;
+  WordSpan(int first, int end) : lo(first), hi(end) {}
   int lo = 0, hi = 0;
   size_t kept_begin = 0, kept_end = 0;
   // The element cut its first or last source word before punctuation ("(<b>word</b>)",
   // "<b>word</b>."): its tags go inside the target words' punctuation too.
   bool after_leading_punctuation = false, before_trailing_punctuation = false;
+  // An element without text written after word lo - 1 (== hi - 1) rather than before word lo;
+  // what followed it in its source word ("," of "Hello{name},").
+  bool after_word = false;
+  std::string word_suffix;
 };
 
 bool is_ascii_punctuation(char c) { return c > ' ' && c < 127 && !std::isalnum(static_cast<unsigned char>(c)); }
@@ -39,14 +47,16 @@ bool find_verbatim(const std::string& translation, const std::vector<ByteRange>&
     while (lo < static_cast<int>(words.size()) && words[lo].end <= from) ++lo;
     int hi = lo;
     while (hi < static_cast<int>(words.size()) && words[hi].begin < to) ++hi;
-    *at = {lo, hi, from, to};
+    *at = WordSpan(lo, hi);
+    at->kept_begin = from;
+    at->kept_end = to;
     return true;
   }
   return false;
 }
 
 // Where element `e`'s words go in the translation, before nesting is enforced.
-WordSpan place(const InlineElement& e, const WordLinks& links) {
+WordSpan place(const InlineElement& e, const std::string& source, const WordLinks& links) {
   const auto& sources = links.source_words;
   const int targets = static_cast<int>(links.target_words.size());
   // The first target word linked to source word s or, when it has none, to a later one.
@@ -58,12 +68,29 @@ WordSpan place(const InlineElement& e, const WordLinks& links) {
     }
     return targets;
   };
-  size_t first = 0;
-  while (first < sources.size() && sources[first].end <= e.span.begin) ++first;
   if (e.span.begin == e.span.end) {
-    const int at = first_target_from(first);
+    // The word the point ends or is inside of, if any: after its translation.
+    size_t word = 0;
+    while (word < sources.size() && sources[word].end < e.span.begin) ++word;
+    if (word < sources.size() && sources[word].begin < e.span.begin) {
+      int last_target = -1;
+      for (const auto& [source, target] : links.links) {
+        if (source == static_cast<int>(word)) last_target = std::max(last_target, target);
+      }
+      if (last_target >= 0) {
+        WordSpan at{last_target + 1, last_target + 1};
+        at.after_word = true;
+        at.before_trailing_punctuation = e.span.begin < sources[word].end;
+        at.word_suffix = source.substr(e.span.begin, sources[word].end - e.span.begin);
+        return at;
+      }
+      ++word;  // unlinked: before the next linked word's translation
+    }
+    const int at = first_target_from(word);
     return {at, at};
   }
+  size_t first = 0;
+  while (first < sources.size() && sources[first].end <= e.span.begin) ++first;
   size_t last = first;  // one past the span's last word
   while (last < sources.size() && sources[last].begin < e.span.end) ++last;
   if (first == 0 && last == sources.size() && e.span.begin <= sources.front().begin &&
@@ -100,9 +127,13 @@ class MarkupWriter {
              const std::vector<std::vector<int>>& children_of, int hi) {
     for (int c : children) {
       const WordSpan& at = placements[c];
+      const InlineElement& element = elements_[c];
+      if (element.span.begin == element.span.end && !element.kept_content) {
+        WritePoint(element, at, hi);
+        continue;
+      }
       WriteThrough(at.lo);
       if (at.lo < hi) WriteGapBefore(at.lo);
-      const InlineElement& element = elements_[c];
       if (element.kept_content) {
         // The translation's bytes up to the kept text (punctuation before it), the element,
         // and what follows the kept text in its last word after it.
@@ -142,6 +173,37 @@ class MarkupWriter {
   void WriteGapBefore(int k) {
     if (k < static_cast<int>(words_.size())) WriteTo(words_[k].begin);
   }
+  // An element without text: after word lo - 1 (before its trailing punctuation when the
+  // source had the element before punctuation), or before word lo; with its spaces.
+  void WritePoint(const InlineElement& element, const WordSpan& at, int hi) {
+    const int words = static_cast<int>(words_.size());
+    if (at.after_word && at.lo > 0) {
+      const ByteRange& word = words_[at.lo - 1];
+      WriteThrough(at.lo - 1);
+      WriteGapBefore(at.lo - 1);
+      // Before the same ending as in the source when the translated word has it ("(%d," ->
+      // "(%d,"), else before its trailing punctuation.
+      const absl::string_view translated(text_.data() + word.begin, word.end - word.begin);
+      size_t stop = word.end;
+      if (!at.word_suffix.empty() && absl::EndsWith(translated, at.word_suffix)) {
+        stop = word.end - at.word_suffix.size();
+      } else if (at.before_trailing_punctuation) {
+        stop = skip_punctuation(word, false);
+      }
+      WriteTo(stop);
+      if (element.space_before) out_ += ' ';
+      out_ += element.open;
+      out_ += element.close;
+      return;
+    }
+    WriteThrough(at.lo);
+    if (at.lo < hi) WriteGapBefore(at.lo);
+    if (at.lo == words && element.space_before && written_ > 0) out_ += ' ';
+    out_ += element.open;
+    out_ += element.close;
+    if (at.lo < words && element.space_after) out_ += ' ';
+  }
+
   // Where a word's text starts after its leading ASCII punctuation, or ends before its
   // trailing punctuation (a word of punctuation only stays whole).
   size_t skip_punctuation(const ByteRange& word, bool leading) const {
@@ -169,7 +231,7 @@ class MarkupWriter {
 
 }  // namespace
 
-std::string place_inline_markup(const std::string& translation,
+std::string place_inline_markup(const std::string& source, const std::string& translation,
                                 const std::vector<InlineElement>& elements,
                                 const WordLinks& links,
                                 std::string (*escape)(absl::string_view)) {
@@ -193,11 +255,12 @@ std::string place_inline_markup(const std::string& translation,
     WordSpan at;
     const bool verbatim = elements[i].kept_content &&
                           find_verbatim(translation, words, elements[i].kept_text, &at);
-    if (!verbatim) at = place(elements[i], links);
+    if (!verbatim) at = place(elements[i], source, links);
     // Within the parent, after the siblings before it.
     const WordSpan wanted = at;
     at.lo = std::clamp(at.lo, std::max(bounds.lo, siblings_end), bounds.hi);
     at.hi = std::clamp(at.hi, at.lo, bounds.hi);
+    if (at.lo != wanted.lo) at.after_word = false;
     if (!verbatim || at.lo != wanted.lo || at.hi != wanted.hi) {
       // Whole words (none: the bytes before word lo).
       at.kept_begin = at.lo < targets ? words[at.lo].begin : translation.size();

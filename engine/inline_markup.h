@@ -28,7 +28,8 @@ namespace xlate {
 
 struct InlineElement {
   // The bytes of the source text the element encloses. begin == end: an element without text
-  // (<img>, <br/>): it goes before the translation of the source word that follows it.
+  // (<img>, a placeholder): it goes before the translation of the source word that starts
+  // there, or after that of the word it ends or is inside of ("{name}" in "Hello{name},").
   ByteRange span;
   std::string open, close;  // its markup, written verbatim around its words
   // Set for an element whose content is not translated (<code>, translate="no"): this content
@@ -37,6 +38,12 @@ struct InlineElement {
   // span's words.
   std::optional<std::string> kept_content;
   std::string kept_text;  // the span's text
+  // An element without text: whether a space separated it from the text before it, and from
+  // the text after it (a placeholder's spacing; engine/placeholder_text.h). It is written after
+  // the translation of the source word it was attached to or that ended right before it (with
+  // the space before it), else before the translation of the word that followed it (with the
+  // space after it).
+  bool space_before = false, space_after = false;
   int parent = -1;  // the enclosing element's index in the list (an earlier one), -1: none
 };
 
@@ -44,11 +51,11 @@ struct InlineElement {
 // average (bench/html_tags.py compares the layers on Multi30k val).
 inline constexpr AlignmentOptions kMarkupAlignment{-1, -1};
 
-// `translation` with `elements` placed around its words; the translation's own characters
+// `translation` of the text `source` with `elements` placed around its words; the translation's own characters
 // pass through `escape` (the markup's escaping, e.g. HTML's &, <, >). `elements` are in
 // document order (a parent before its children; a child's span within its parent's). `links` are the links of the text the spans refer to and
 // of `translation`.
-std::string place_inline_markup(const std::string& translation,
+std::string place_inline_markup(const std::string& source, const std::string& translation,
                                 const std::vector<InlineElement>& elements,
                                 const WordLinks& links,
                                 std::string (*escape)(absl::string_view));

@@ -1,16 +1,18 @@
 #include "engine/placeholder_text.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #include "absl/strings/ascii.h"
+#include "engine/inline_markup.h"
 
 namespace xlate {
 namespace {
 
 // The end of the brace group that starts at `open` (source[open] == '{'), or npos when it has
 // no matching '}'.
-size_t brace_group_end(const std::string& source, size_t open) {
+size_t brace_group_end(absl::string_view source, size_t open) {
   int depth = 0;
   for (size_t i = open; i < source.size(); ++i) {
     if (source[i] == '{') ++depth;
@@ -22,13 +24,13 @@ size_t brace_group_end(const std::string& source, size_t open) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // The end of the printf conversion that starts at `percent` (source[percent] == '%'), or npos.
-size_t conversion_end(const std::string& source, size_t percent) {
+size_t conversion_end(absl::string_view source, size_t percent) {
   size_t i = percent + 1;
   const auto at = [&](size_t k) { return k < source.size() ? source[k] : '\0'; };
   if (at(i) == '%') return i + 1;
   if (at(i) == '(') {  // Python's %(name)s
     const size_t close = source.find(')', i);
-    if (close == std::string::npos || close == i + 1) return std::string::npos;
+    if (close == absl::string_view::npos || close == i + 1) return std::string::npos;
     i = close + 1;
   } else {
     size_t digits = i;
@@ -57,91 +59,104 @@ size_t conversion_end(const std::string& source, size_t percent) {
 
 }  // namespace
 
-PlaceholderText::PlaceholderText(std::string source) : source_(std::move(source)) {
-  size_t run_begin = 0;
-  const auto end_run = [&](size_t end) {
-    size_t begin = run_begin;
-    while (begin < end && absl::ascii_isspace(static_cast<unsigned char>(source_[begin]))) ++begin;
-    while (end > begin && absl::ascii_isspace(static_cast<unsigned char>(source_[end - 1]))) --end;
-    if (begin < end) {
-      runs_.push_back({begin, end});
-      texts_.push_back(source_.substr(begin, end - begin));
-    }
-  };
-  for (size_t i = 0; i < source_.size();) {
-    size_t begin = i, end = std::string::npos;
-    if (source_[i] == '{') {
-      end = brace_group_end(source_, i);
-    } else if (source_[i] == '$' && i + 1 < source_.size() && source_[i + 1] == '{') {
-      end = brace_group_end(source_, i + 1);
-    } else if (source_[i] == '%') {
-      end = conversion_end(source_, i);
+std::vector<ByteRange> find_placeholders(absl::string_view text) {
+  std::vector<ByteRange> found;
+  for (size_t i = 0; i < text.size();) {
+    size_t end = std::string::npos;
+    if (text[i] == '{') {
+      end = brace_group_end(text, i);
+    } else if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') {
+      end = brace_group_end(text, i + 1);
+    } else if (text[i] == '%') {
+      end = conversion_end(text, i);
     }
     if (end == std::string::npos) {
       ++i;
       continue;
     }
-    end_run(begin);
-    placeholders_.push_back(source_.substr(begin, end - begin));
-    run_begin = i = end;
+    found.push_back({i, end});
+    i = end;
   }
-  end_run(source_.size());
+  return found;
+}
+
+void append_without_placeholders(absl::string_view text, int parent,
+                                 std::string (*escape)(absl::string_view),
+                                 const std::function<void(absl::string_view)>& append,
+                                 std::string& block_text, std::vector<InlineElement>& elements) {
+  const auto is_space = [](char c) { return absl::ascii_isspace(static_cast<unsigned char>(c)); };
+  size_t from = 0;
+  for (const ByteRange& placeholder : find_placeholders(text)) {
+    append(text.substr(from, placeholder.begin - from));
+    from = placeholder.end;
+    InlineElement point;
+    point.open = escape(text.substr(placeholder.begin, placeholder.end - placeholder.begin));
+    point.parent = parent;
+    const bool space_follows = from < text.size() && is_space(text[from]);
+    if (!space_follows && !block_text.empty() && block_text.back() == ' ') {
+      // "Hello {name}, you": the text reads "Hello, you", the placeholder after "Hello".
+      block_text.pop_back();
+      point.space_before = true;
+    } else if (space_follows && (block_text.empty() || block_text.back() == ' ' ||
+                                 block_text.back() == '\n')) {
+      // "have {n} new": the text reads "have new", the placeholder before "new" (or, when no
+      // word follows, after "have").
+      while (from < text.size() && is_space(text[from]) && text[from] != '\n') ++from;
+      point.space_before = !block_text.empty() && block_text.back() == ' ';
+      point.space_after = true;
+    } else if (space_follows) {
+      point.space_after = true;  // "x{n} y": after "x", the space stays in the text
+    }
+    point.span = {block_text.size(), block_text.size()};
+    elements.push_back(std::move(point));
+  }
+  append(text.substr(from));
+}
+
+namespace {
+std::string verbatim(absl::string_view text) { return std::string(text); }
+}  // namespace
+
+PlaceholderText::PlaceholderText(std::string source) : source_(std::move(source)) {
+  std::string text;
+  append_without_placeholders(
+      source_, -1, verbatim, [&](absl::string_view run) { text.append(run.data(), run.size()); },
+      text, elements_);
+  for (const InlineElement& point : elements_) placeholders_.push_back(point.open);
+  // The white space at either end stays outside the translation.
+  size_t begin = 0, end = text.size();
+  while (begin < end && absl::ascii_isspace(static_cast<unsigned char>(text[begin]))) ++begin;
+  while (end > begin && absl::ascii_isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  leading_ = text.substr(0, begin);
+  trailing_ = text.substr(end);
+  // A placeholder at the end with a space before it ("words %s\n") writes that space itself.
+  if (!elements_.empty() && elements_.back().space_before && elements_.back().span.begin >= end &&
+      !trailing_.empty() && trailing_[0] == ' ') {
+    trailing_.erase(0, 1);
+  }
+  if (begin < end) texts_.push_back(text.substr(begin, end - begin));
+  for (InlineElement& point : elements_) {
+    point.span.begin = point.span.end = std::clamp(point.span.begin, begin, end) - begin;
+  }
+  if (texts_.empty()) {
+    // Nothing to translate: the source comes back as it is.
+    leading_ = source_;
+    trailing_.clear();
+    elements_.clear();
+  }
 }
 
 std::string PlaceholderText::Rebuild(const std::vector<std::string>& translations,
-                                     const std::vector<WordLinks>& /*links*/) const {
-  return RebuildWithStarts(translations, nullptr);
-}
-
-std::string PlaceholderText::RebuildWithStarts(const std::vector<std::string>& translations,
-                                               std::vector<size_t>* starts) const {
-  if (translations.size() != runs_.size()) {
-    throw std::logic_error("PlaceholderText::Rebuild: one translation per run");
+                                     const std::vector<WordLinks>& links) const {
+  if (translations.size() != texts_.size() ||
+      (needs_word_links() && links.size() != texts_.size())) {
+    throw std::logic_error("PlaceholderText::Rebuild: one translation (and word links) per text");
   }
-  std::string out;
-  size_t copied = 0;
-  for (size_t r = 0; r < runs_.size(); ++r) {
-    out.append(source_, copied, runs_[r].begin - copied);
-    if (starts != nullptr) starts->push_back(out.size());
-    out += translations[r];
-    copied = runs_[r].end;
-  }
-  out.append(source_, copied, std::string::npos);
-  return out;
-}
-
-PlaceholdersWithin::PlaceholdersWithin(std::unique_ptr<const TextRuns> document)
-    : document_(std::move(document)) {
-  for (const std::string& run : document_->texts()) {
-    runs_.emplace_back(run);
-    first_text_.push_back(texts_.size());
-    texts_.insert(texts_.end(), runs_.back().texts().begin(), runs_.back().texts().end());
-  }
-  first_text_.push_back(texts_.size());
-}
-
-std::string PlaceholdersWithin::Rebuild(const std::vector<std::string>& translations,
-                                        const std::vector<WordLinks>& links) const {
-  if (translations.size() != texts_.size() || (!links.empty() && links.size() != texts_.size())) {
-    throw std::logic_error("PlaceholdersWithin::Rebuild: one translation per run");
-  }
-  std::vector<std::string> rebuilt;
-  std::vector<WordLinks> rebuilt_links;
-  for (size_t r = 0; r < runs_.size(); ++r) {
-    const auto first = translations.begin() + static_cast<std::ptrdiff_t>(first_text_[r]);
-    const auto end = translations.begin() + static_cast<std::ptrdiff_t>(first_text_[r + 1]);
-    std::vector<size_t> starts;
-    rebuilt.push_back(runs_[r].RebuildWithStarts({first, end}, &starts));
-    if (links.empty()) continue;
-    // The document run's links: its pieces' between the placeholders, moved to where they are.
-    WordLinks& whole = rebuilt_links.emplace_back();
-    whole.source_words = words_of(document_->texts()[r]);
-    whole.target_words = words_of(rebuilt.back());
-    for (size_t k = 0; k < starts.size(); ++k) {
-      add_links(whole, links[first_text_[r] + k], runs_[r].run_begin(k), starts[k]);
-    }
-  }
-  return document_->Rebuild(rebuilt, rebuilt_links);
+  if (texts_.empty()) return leading_;
+  return leading_ +
+         (elements_.empty() ? translations[0]
+                            : place_inline_markup(texts_[0], translations[0], elements_, links[0], verbatim)) +
+         trailing_;
 }
 
 }  // namespace xlate

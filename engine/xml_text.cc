@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "engine/inline_markup.h"
+#include "engine/placeholder_text.h"
 
 namespace xlate {
 namespace {
@@ -109,14 +110,23 @@ struct Block {
 
 class BlockBuilder {
  public:
-  explicit BlockBuilder(Block& block) : block_(block) {}
+  BlockBuilder(Block& block, bool keep_placeholders)
+      : block_(block), keep_placeholders_(keep_placeholders) {}
 
   void Add(xmlNode* parent, int parent_index) {
     for (xmlNode* child = parent->children; child; child = child->next) {
       if (child->type == XML_TEXT_NODE) {
         if (child->content == nullptr) continue;
         if (has_words(child)) block_.translatable = true;
-        Append(reinterpret_cast<const char*>(child->content));
+        const char* content = reinterpret_cast<const char*>(child->content);
+        if (keep_placeholders_) {
+          append_without_placeholders(
+              content, parent_index, without_markers,
+              [this](absl::string_view run) { Append(run); }, block_.text, block_.elements);
+          block_.nodes.resize(block_.elements.size(), nullptr);
+        } else {
+          Append(content);
+        }
       } else if (child->type == XML_ELEMENT_NODE && !keeps_its_text(child)) {
         const int index = NewElement(child, parent_index, 'o');
         block_.elements[index].close = marker('c');
@@ -173,11 +183,13 @@ class BlockBuilder {
   }
 
   Block& block_;
+  const bool keep_placeholders_;
 };
 
 // The blocks of a document, in document order. Elements without words of their own are
 // walked into; kept elements outside blocks are skipped.
-void for_each_block(xmlNode* node, const std::function<void(Block&)>& visit) {
+void for_each_block(xmlNode* node, bool keep_placeholders,
+                    const std::function<void(Block&)>& visit) {
   for (xmlNode* child = node->children; child; child = child->next) {
     if (child->type != XML_ELEMENT_NODE || keeps_its_text(child)) continue;
     bool mixed = false;
@@ -185,12 +197,12 @@ void for_each_block(xmlNode* node, const std::function<void(Block&)>& visit) {
       mixed = text->type == XML_TEXT_NODE && has_words(text);
     }
     if (!mixed) {
-      for_each_block(child, visit);
+      for_each_block(child, keep_placeholders, visit);
       continue;
     }
     Block block;
     block.container = child;
-    BlockBuilder builder(block);
+    BlockBuilder builder(block, keep_placeholders);
     builder.Add(child, -1);
     builder.Finish();
     if (block.translatable) visit(block);
@@ -253,12 +265,13 @@ void replace_content(const Block& block, const std::string& placed) {
 
 }  // namespace
 
-absl::StatusOr<XmlText> XmlText::Parse(std::string source) {
+absl::StatusOr<XmlText> XmlText::Parse(std::string source, bool keep_placeholders) {
   absl::StatusOr<Document> document = parse(source);
   if (!document.ok()) return document.status();
   XmlText xml;
   xml.source_ = std::move(source);
-  for_each_block(reinterpret_cast<xmlNode*>(document->get()), [&](Block& block) {
+  xml.keep_placeholders_ = keep_placeholders;
+  for_each_block(reinterpret_cast<xmlNode*>(document->get()), keep_placeholders, [&](Block& block) {
     xml.texts_.push_back(std::move(block.text));
     xml.needs_word_links_ = xml.needs_word_links_ || !block.elements.empty();
   });
@@ -276,13 +289,13 @@ std::string XmlText::Rebuild(const std::vector<std::string>& translations,
   // The blocks are collected first: replacing a container's content while walking would walk
   // the copies.
   std::vector<Block> blocks;
-  for_each_block(reinterpret_cast<xmlNode*>(document->get()),
+  for_each_block(reinterpret_cast<xmlNode*>(document->get()), keep_placeholders_,
                  [&](Block& block) { blocks.push_back(std::move(block)); });
   for (size_t i = 0; i < blocks.size(); ++i) {
     const std::string placed =
         blocks[i].elements.empty()
             ? without_markers(translations[i])
-            : place_inline_markup(translations[i], blocks[i].elements, links[i],
+            : place_inline_markup(texts_[i], translations[i], blocks[i].elements, links[i],
                                   without_markers);
     replace_content(blocks[i], placed);
   }

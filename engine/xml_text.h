@@ -29,7 +29,9 @@ namespace xlate {
 
 class XmlText : public TextRuns {
  public:
-  static absl::StatusOr<XmlText> Parse(std::string source);
+  // keep_placeholders: the placeholders of the text (engine/placeholder_text.h) are taken out of
+  // it and put back as the inline elements are.
+  static absl::StatusOr<XmlText> Parse(std::string source, bool keep_placeholders = false);
 
   // Each block's text: white space collapsed, none at either end.
   const std::vector<std::string>& texts() const override { return texts_; }
@@ -44,7 +46,7 @@ class XmlText : public TextRuns {
  private:
   std::string source_;
   std::vector<std::string> texts_;
-  bool needs_word_links_ = false;
+  bool needs_word_links_ = false, keep_placeholders_ = false;
 };
 
 }  // namespace xlate

@@ -155,19 +155,17 @@ grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
   for (int i = 0; i < request.contents_size(); ++i) {
     std::unique_ptr<const TextRuns> document;
     if (html) {
-      auto parsed = HtmlText::Parse(request.contents(i));
+      auto parsed = HtmlText::Parse(request.contents(i), placeholders);
       if (!parsed.ok()) {
         return invalid(absl::StrCat("contents[", i, "]: ", parsed.status().message()));
       }
       document = std::make_unique<HtmlText>(*std::move(parsed));
-      if (placeholders) document = std::make_unique<PlaceholdersWithin>(std::move(document));
     } else if (xml) {
-      auto parsed = XmlText::Parse(request.contents(i));
+      auto parsed = XmlText::Parse(request.contents(i), placeholders);
       if (!parsed.ok()) {
         return invalid(absl::StrCat("contents[", i, "]: ", parsed.status().message()));
       }
       document = std::make_unique<XmlText>(*std::move(parsed));
-      if (placeholders) document = std::make_unique<PlaceholdersWithin>(std::move(document));
     } else {
       document = std::make_unique<PlaceholderText>(request.contents(i));
     }

@@ -100,29 +100,29 @@ TEST(InlineMarkup, AnElementGoesAroundTheWordsLinkedToItsWords) {
   const std::string target = "Ein M\u00e4dchen in einem Karateanzug.";
   const WordLinks links =
       links_of(source, target, {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 4}});
-  EXPECT_EQ(place_inline_markup(target, {element(2, 6, "b")}, links, angle_escape),
+  EXPECT_EQ(place_inline_markup(source, target, {element(2, 6, "b")}, links, angle_escape),
             "Ein <b>M\u00e4dchen</b> in einem Karateanzug.");
   // Two source words to one target word: the element of both holds it once.
-  EXPECT_EQ(place_inline_markup(target, {element(12, 27, "i")}, links, angle_escape),
+  EXPECT_EQ(place_inline_markup(source, target, {element(12, 27, "i")}, links, angle_escape),
             "Ein M\u00e4dchen in einem <i>Karateanzug.</i>");
   // An element around every source word is around every target word, linked or not.
-  EXPECT_EQ(place_inline_markup(target, {element(0, 27, "a")},
+  EXPECT_EQ(place_inline_markup(source, target, {element(0, 27, "a")},
                                 links_of(source, target, {{1, 1}}), angle_escape),
             "<a>Ein M\u00e4dchen in einem Karateanzug.</a>");
 }
 
 TEST(InlineMarkup, PunctuationOutsideTheSourceTagStaysOutsideTheTargetTag) {
   // "a red <b>bike</b>." and "(<i>big</i>)": the tags cut their words before punctuation.
-  EXPECT_EQ(place_inline_markup("ein rotes Fahrrad.", {element(6, 10, "b")},
+  EXPECT_EQ(place_inline_markup("a red bike.", "ein rotes Fahrrad.", {element(6, 10, "b")},
                                 links_of("a red bike.", "ein rotes Fahrrad.",
                                          {{0, 0}, {1, 1}, {2, 2}}),
                                 angle_escape),
             "ein rotes <b>Fahrrad</b>.");
-  EXPECT_EQ(place_inline_markup("(gro\u00df)", {element(1, 4, "i")},
+  EXPECT_EQ(place_inline_markup("(big)", "(gro\u00df)", {element(1, 4, "i")},
                                 links_of("(big)", "(gro\u00df)", {{0, 0}}), angle_escape),
             "(<i>gro\u00df</i>)");
   // A tag that held the punctuation holds it in the translation too.
-  EXPECT_EQ(place_inline_markup("ein rotes Fahrrad.", {element(6, 11, "b")},
+  EXPECT_EQ(place_inline_markup("a red bike.", "ein rotes Fahrrad.", {element(6, 11, "b")},
                                 links_of("a red bike.", "ein rotes Fahrrad.",
                                          {{0, 0}, {1, 1}, {2, 2}}),
                                 angle_escape),
@@ -131,19 +131,19 @@ TEST(InlineMarkup, PunctuationOutsideTheSourceTagStaysOutsideTheTargetTag) {
 
 TEST(InlineMarkup, ChildrenStayInsideTheirParentsAndSiblingsInOrder) {
   // "<a>click <b>here</b></a> now" -> "klicke hier jetzt"
-  EXPECT_EQ(place_inline_markup("klicke hier jetzt", {element(0, 10, "a"), element(6, 10, "b", 0)},
+  EXPECT_EQ(place_inline_markup("click here now", "klicke hier jetzt", {element(0, 10, "a"), element(6, 10, "b", 0)},
                                 links_of("click here now", "klicke hier jetzt",
                                          {{0, 0}, {1, 1}, {2, 2}}),
                                 angle_escape),
             "<a>klicke <b>hier</b></a> jetzt");
   // A parent holds the words linked to its children's words, wherever they are.
-  EXPECT_EQ(place_inline_markup("klicke hier jetzt", {element(0, 10, "a"), element(6, 10, "b", 0)},
+  EXPECT_EQ(place_inline_markup("click here now", "klicke hier jetzt", {element(0, 10, "a"), element(6, 10, "b", 0)},
                                 links_of("click here now", "klicke hier jetzt",
                                          {{0, 0}, {1, 2}, {2, 2}}),
                                 angle_escape),
             "<a>klicke hier <b>jetzt</b></a>");
   // Siblings whose words swap places: the second comes after the first, with no words.
-  EXPECT_EQ(place_inline_markup("Auto rot", {element(0, 3, "b"), element(4, 7, "i")},
+  EXPECT_EQ(place_inline_markup("red car", "Auto rot", {element(0, 3, "b"), element(4, 7, "i")},
                                 links_of("red car", "Auto rot", {{0, 1}, {1, 0}}), angle_escape),
             "Auto <b>rot</b><i></i>");
 }
@@ -152,12 +152,12 @@ TEST(InlineMarkup, ElementsWithoutTextOrLinksGoBeforeTheNextLinkedWord) {
   InlineElement image;
   image.span = {2, 2};
   image.open = "<img src=d.png>";
-  EXPECT_EQ(place_inline_markup("ein Hund", {image},
+  EXPECT_EQ(place_inline_markup("a dog", "ein Hund", {image},
                                 links_of("a dog", "ein Hund", {{0, 0}, {1, 1}}), angle_escape),
             "ein <img src=d.png>Hund");
   // "a <b>big</b> dog" whose "big" no target word is linked to: the element holds nothing,
   // before the next source word's target.
-  EXPECT_EQ(place_inline_markup("ein Hund", {element(2, 5, "b")},
+  EXPECT_EQ(place_inline_markup("a big dog", "ein Hund", {element(2, 5, "b")},
                                 links_of("a big dog", "ein Hund", {{0, 0}, {2, 1}}),
                                 angle_escape),
             "ein <b></b>Hund");
@@ -166,7 +166,7 @@ TEST(InlineMarkup, ElementsWithoutTextOrLinksGoBeforeTheNextLinkedWord) {
 TEST(InlineMarkup, KeptContentReplacesItsTranslatedWordsAndTextIsEscaped) {
   InlineElement code = element(4, 14, "code");
   code.kept_content = "make &amp; all";
-  EXPECT_EQ(place_inline_markup("Starte make & all < jetzt", {code},
+  EXPECT_EQ(place_inline_markup("Run make & all now", "Starte make & all < jetzt", {code},
                                 links_of("Run make & all now", "Starte make & all < jetzt",
                                          {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 5}}),
                                 angle_escape),
@@ -174,12 +174,12 @@ TEST(InlineMarkup, KeptContentReplacesItsTranslatedWordsAndTextIsEscaped) {
   // The translation has the kept text verbatim: that is what is replaced, whatever the links
   // say, and the punctuation around it stays.
   code.kept_text = "make & all";
-  EXPECT_EQ(place_inline_markup("Starte (make & all).", {code},
+  EXPECT_EQ(place_inline_markup("Run make & all now", "Starte (make & all).", {code},
                                 links_of("Run make & all now", "Starte (make & all).",
                                          {{0, 0}, {1, 0}, {2, 1}, {3, 2}}),
                                 angle_escape),
             "Starte (<code>make &amp; all</code>).");
-  EXPECT_THROW(place_inline_markup("a b", {}, links_of("x", "a", {}), angle_escape),
+  EXPECT_THROW(place_inline_markup("x", "a b", {}, links_of("x", "a", {}), angle_escape),
                std::logic_error);
 }
 

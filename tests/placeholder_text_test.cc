@@ -1,42 +1,69 @@
 // PlaceholderText (engine/placeholder_text.h): which parts of a format string are placeholders,
-// the runs of text between them, and the rebuild that keeps every placeholder's bytes.
+// the text without them, and the rebuild that puts every placeholder's bytes back in place.
 #include "engine/placeholder_text.h"
 
-#include <memory>
+#include <cctype>
 
 #include <gtest/gtest.h>
+
+#include "engine/html_text.h"
+#include "engine/xml_text.h"
+#include "tests/one_to_one_links.h"
 
 namespace xlate {
 namespace {
 
-std::vector<std::string> bracketed(const std::vector<std::string>& texts) {
-  std::vector<std::string> out;
-  for (const std::string& text : texts) out.push_back("[" + text + "]");
-  return out;
+std::string upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
 }
 
-TEST(PlaceholderText, EveryKindPassesThroughAndTheTextAroundItIsTranslated) {
-  const PlaceholderText text(
+// Rebuilds `text` with its text upper-cased word for word: the placeholders must come back
+// exactly where they were.
+std::string rebuild_upper(const PlaceholderText& text) {
+  if (text.texts().empty()) return text.Rebuild({}, {});
+  const std::string translation = upper(text.texts()[0]);
+  return text.Rebuild({translation}, {one_to_one(text.texts()[0], translation)});
+}
+
+TEST(PlaceholderText, EveryKindIsTakenOutAndPutBackWhereItWas) {
+  const std::string source =
       "Hello {name}, you have {0} new {{kind}} messages from ${sender}: %s (%d, %1$s, "
-      "%(count)s, %-5.2f, %%) and {count, plural, one {# file} other {# files}}.");
+      "%(count)s, %-5.2f, %%) and {count, plural, one {# file} other {# files}}.";
+  const PlaceholderText text(source);
   EXPECT_EQ(text.placeholders(),
             (std::vector<std::string>{"{name}", "{0}", "{{kind}}", "${sender}", "%s", "%d",
                                       "%1$s", "%(count)s", "%-5.2f", "%%",
                                       "{count, plural, one {# file} other {# files}}"}));
-  EXPECT_EQ(text.texts(), (std::vector<std::string>{"Hello", ", you have", "new", "messages from",
-                                                    ":", "(", ",", ",", ",", ",", ") and",
-                                                    "."}));
-  EXPECT_EQ(text.Rebuild(bracketed(text.texts()), {}),
-            "[Hello] {name}[, you have] {0} [new] {{kind}} [messages from] ${sender}[:] %s [(]%d[,] "
-            "%1$s[,] %(count)s[,] %-5.2f[,] %%[) and] {count, plural, one {# file} other "
-            "{# files}}[.]");
+  // The model reads the sentence without them, whole.
+  EXPECT_EQ(text.texts(),
+            std::vector<std::string>{"Hello, you have new messages from: (,,,,) and."});
+  EXPECT_TRUE(text.needs_word_links());
+  EXPECT_EQ(rebuild_upper(text),
+            "HELLO {name}, YOU HAVE {0} NEW {{kind}} MESSAGES FROM ${sender}: %s (%d, %1$s, "
+            "%(count)s, %-5.2f, %%) AND {count, plural, one {# file} other {# files}}.");
+}
+
+TEST(PlaceholderText, APlaceholderGoesWhereTheTranslationPutsItsWord) {
+  // Before the translation of the word that followed it, after that of the word it was
+  // attached to.
+  const PlaceholderText text("Delete {n} files from %s?");
+  EXPECT_EQ(text.texts(), std::vector<std::string>{"Delete files from?"});
+  const std::string translation = "Dateien aus l\u00f6schen?";
+  WordLinks links;
+  links.source_words = words_of(text.texts()[0]);
+  links.target_words = words_of(translation);
+  links.links = {{0, 2}, {1, 0}, {2, 1}};  // Delete -> löschen?, files -> Dateien, from? -> aus
+  EXPECT_EQ(text.Rebuild({translation}, {links}), "{n} Dateien aus %s l\u00f6schen?");
 }
 
 TEST(PlaceholderText, ProseIsNotAPlaceholder) {
   // An unmatched brace, a percent sign before a space or a word, a lone dollar.
   const PlaceholderText text("50 % off { not closed, 100%, $5 and 20%.");
   EXPECT_TRUE(text.placeholders().empty());
+  EXPECT_FALSE(text.needs_word_links());
   EXPECT_EQ(text.texts(), (std::vector<std::string>{"50 % off { not closed, 100%, $5 and 20%."}));
+  EXPECT_EQ(text.Rebuild({"x"}, {}), "x");
 }
 
 TEST(PlaceholderText, OnlyPlaceholdersAndWhitespaceLeaveNothingToTranslate) {
@@ -44,28 +71,24 @@ TEST(PlaceholderText, OnlyPlaceholdersAndWhitespaceLeaveNothingToTranslate) {
   EXPECT_TRUE(text.texts().empty());
   EXPECT_EQ(text.Rebuild({}, {}), "  {a} %s\n{b}  ");
   EXPECT_THROW(text.Rebuild({"x"}, {}), std::logic_error);
+  // White space around the text stays; so do placeholders at either end.
+  EXPECT_EQ(rebuild_upper(PlaceholderText("  {a} two words %s\n")), "  {a} TWO WORDS %s\n");
 }
 
-// An outer document of two runs (a stand-in for HTML's text runs): the placeholders inside each
-// run are kept, the text around them translated, and the outer document rebuilt around that.
-class TwoRuns : public TextRuns {
- public:
-  const std::vector<std::string>& texts() const override { return texts_; }
-  std::string Rebuild(const std::vector<std::string>& translations,
-                      const std::vector<WordLinks>& /*links*/) const override {
-    return "<p>" + translations.at(0) + "</p><p>" + translations.at(1) + "</p>";
-  }
-
- private:
-  std::vector<std::string> texts_ = {"Hi {name}, welcome", "%d files"};
-};
-
-TEST(PlaceholdersWithin, KeepsThePlaceholdersOfEveryOuterRun) {
-  const PlaceholdersWithin text(std::make_unique<TwoRuns>());
-  EXPECT_EQ(text.texts(), (std::vector<std::string>{"Hi", ", welcome", "files"}));
-  EXPECT_EQ(text.Rebuild(bracketed(text.texts()), {}),
-            "<p>[Hi] {name}[, welcome]</p><p>%d [files]</p>");
-  EXPECT_THROW(text.Rebuild({"x"}, {}), std::logic_error);
+TEST(PlaceholderText, InsideHtmlAndXmlTheyArePlacedWithTheInlineTags) {
+  auto html = HtmlText::Parse("<p>Hello {name}, <b>you</b> have %d files.</p>",
+                              /*keep_placeholders=*/true);
+  ASSERT_TRUE(html.ok());
+  EXPECT_EQ(html->texts(), std::vector<std::string>{"Hello, you have files."});
+  const std::string translation = "HELLO, YOU HAVE FILES.";
+  EXPECT_EQ(html->Rebuild({translation}, {one_to_one(html->texts()[0], translation)}),
+            "<p>HELLO {name}, <b>YOU</b> HAVE %d FILES.</p>");
+  auto xml = XmlText::Parse("<t>Hello {name}, <b>you</b> have %d files.</t>",
+                            /*keep_placeholders=*/true);
+  ASSERT_TRUE(xml.ok());
+  EXPECT_EQ(xml->texts(), html->texts());
+  EXPECT_EQ(xml->Rebuild({translation}, {one_to_one(xml->texts()[0], translation)}),
+            "<t>HELLO {name}, <b>YOU</b> HAVE %d FILES.</t>");
 }
 
 }  // namespace

@@ -182,15 +182,14 @@ absl::StatusOr<std::unique_ptr<const TextRuns>> parse_document(const std::string
                                                                bool keep_placeholders) {
   std::unique_ptr<const TextRuns> document;
   if (mime_type == "text/html") {
-    auto parsed = HtmlText::Parse(std::move(source));
+    auto parsed = HtmlText::Parse(std::move(source), keep_placeholders);
     if (!parsed.ok()) return parsed.status();
     document = std::make_unique<HtmlText>(*std::move(parsed));
   } else {
-    auto parsed = XmlText::Parse(std::move(source));
+    auto parsed = XmlText::Parse(std::move(source), keep_placeholders);
     if (!parsed.ok()) return parsed.status();
     document = std::make_unique<XmlText>(*std::move(parsed));
   }
-  if (keep_placeholders) document = std::make_unique<PlaceholdersWithin>(std::move(document));
   return document;
 }
 
@@ -415,6 +414,8 @@ int run_translate() {
     }
     auto lines = SegmentedTexts::Split(std::move(chunk), source_language, segmentation);
     chunk.clear();
+    // The placeholders are put back by the word links of each line's alignments.
+    if (keep_placeholders) options->alignment = kMarkupAlignment;
     std::vector<std::string> sources;
     if (lines.ok()) {
       for (const std::string& sentence : lines->sentences()) {
@@ -451,11 +452,15 @@ int run_translate() {
     }
     if (keep_placeholders) {
       const std::vector<std::string> runs = best_texts(*lines, *translations);
+      const std::vector<WordLinks> links =
+          word_links_of((*translator)->tokenizer(), *lines, *translations, runs);
       for (size_t d = 0; d < documents.size(); ++d) {
-        out << documents[d].Rebuild({runs.begin() + static_cast<std::ptrdiff_t>(first_run[d]),
-                                     runs.begin() + static_cast<std::ptrdiff_t>(first_run[d + 1])},
-                                    {})
-            << "\n";
+        const auto slice = [&](const auto& all) {
+          return std::vector<typename std::decay_t<decltype(all)>::value_type>(
+              all.begin() + static_cast<std::ptrdiff_t>(first_run[d]),
+              all.begin() + static_cast<std::ptrdiff_t>(first_run[d + 1]));
+        };
+        out << documents[d].Rebuild(slice(runs), slice(links)) << "\n";
       }
       out.flush();
     } else {
