@@ -148,7 +148,6 @@ grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
   if (streaming) return refuse("TranslateStream: send it to Translate");
   if (request.has_alignment()) return refuse("alignment");
   if (request.target_prefix_size() > 0) return refuse("target_prefix");
-  if (request.has_glossary_config()) return refuse("glossary_config");
   if (request.options().n_best() > 1) return refuse("n_best > 1");
   if (request.options().return_scores()) return refuse("return_scores");
   google::protobuf::RepeatedPtrField<std::string> runs;
@@ -216,7 +215,14 @@ void fold_runs(const RunEntries& runs, xlate::v1::TranslateResponse& response) {
       links.push_back(link_text_words(document.texts()[run - runs.first_run[i]],
                                       translations.back(), sentences));
     }
-    entries.Add()->set_translated_text(document.Rebuild(translations, links));
+    xlate::v1::Translation* entry = entries.Add();
+    entry->set_translated_text(document.Rebuild(translations, links));
+    // The glossary terms of the entry's runs, in order.
+    for (int run = runs.first_run[i]; run < runs.first_run[i + 1]; ++run) {
+      for (const xlate::v1::GlossaryTerm& term : response.translations(run).glossary_terms()) {
+        *entry->add_glossary_terms() = term;
+      }
+    }
   }
   *response.mutable_translations() = std::move(entries);
 }

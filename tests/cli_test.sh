@@ -64,6 +64,10 @@ check "--glossary puts its targets in every hypothesis" \
   test "$(grep '^0 ' "$work/glossed_out.txt" | grep Katze | grep -c Frau)" -eq 3
 check "--glossary leaves sentences without terms as they were" \
   cmp -s <(grep '^1 ' "$work/glossed_out.txt") <(grep '^1 ' "$work/plain_out.txt")
+printf '<p>A <b>dog</b> and a <i>man</i>.</p>' | "$xlate" translate --model_dir "$model" \
+  --glossary "$work/glossary.tsv" --mime_type text/html > "$work/glossed_page.txt" 2>/dev/null
+check "--glossary with --mime_type text/html: the targets, and the tags" \
+  test "$(grep Katze "$work/glossed_page.txt" | grep Frau | grep -c '<b>.*</b>.*<i>.*</i>')" -eq 1
 "$xlate" translate --model_dir "$model" --glossary "$work/nowhere.tsv" < "$work/glossed.txt" \
   > /dev/null 2> "$work/err.txt"
 check "an unreadable --glossary exits 2 naming it" grep -q "nowhere.tsv" "$work/err.txt"

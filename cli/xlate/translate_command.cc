@@ -331,11 +331,10 @@ int run_translate() {
   }
   if (mime_type != "text/plain" &&
       (absl::GetFlag(FLAGS_n_best) > 1 || absl::GetFlag(FLAGS_scores) ||
-       !absl::GetFlag(FLAGS_target_prefix).empty() || !absl::GetFlag(FLAGS_glossary).empty() ||
-       !attention_dir.empty())) {
+       !absl::GetFlag(FLAGS_target_prefix).empty() || !attention_dir.empty())) {
     std::cerr << "xlate translate: --mime_type " << mime_type << " does not take --n_best > 1, "
-                 "--scores, --target_prefix, --glossary or --attention_png (the document is "
-                 "rebuilt from the translations of its text)\n";
+                 "--scores, --target_prefix or --attention_png (the document is rebuilt from "
+                 "the translations of its text)\n";
     return 2;
   }
   std::optional<Glossary> glossary;
@@ -370,9 +369,28 @@ int run_translate() {
                                        Segmentation::kSentences);
     // Inline markup is placed by the word links of each run's alignments.
     if ((*document)->needs_word_links()) options->alignment = kMarkupAlignment;
+    // A glossary's terms are found in each block's sentences.
+    std::vector<Constraints> constraints;
+    absl::Status glossed = absl::OkStatus();
+    if (glossary && texts.ok()) {
+      auto terms = glossary_constraints(*glossary, absl::GetFlag(FLAGS_glossary_ignore_case),
+                                        texts->sentences(), **translator, *options, *languages);
+      glossed = terms.status();
+      for (size_t s = 0; terms.ok() && s < terms->size(); ++s) {
+        constraints.push_back((*terms)[s].constraints);
+        for (const TermUse& use : (*terms)[s].uses) {
+          if (!use.constrained) {
+            std::cerr << "xlate translate: glossary term \"" << use.source
+                      << "\" not applied: " << use.note << "\n";
+          }
+        }
+      }
+    }
     absl::StatusOr<std::vector<Translation>> translations =
-        texts.ok() ? (*translator)->Translate(texts->sentences(), *options, *languages)
-                   : absl::StatusOr<std::vector<Translation>>(texts.status());
+        !texts.ok()    ? absl::StatusOr<std::vector<Translation>>(texts.status())
+        : !glossed.ok() ? absl::StatusOr<std::vector<Translation>>(glossed)
+                        : (*translator)->Translate(texts->sentences(), *options, *languages,
+                                                   constraints);
     if (!translations.ok()) {
       std::cerr << "xlate translate: " << translations.status().message() << "\n";
       return 1;

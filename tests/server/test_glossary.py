@@ -1,8 +1,8 @@
 """Glossaries through the server on the default model: a named glossary (--glossary NAME=FILE)
 and inline entries put their target terms into every n-best hypothesis, sentences without terms
 translate as without a glossary, terms are reported per entry, case folding on request, a term
-that cannot fit is reported, bad glossaries are refused by name, and SIGHUP re-reads the file
-(keeping the old glossary while the file does not parse).
+that cannot fit is reported, bad glossaries are refused by name, HTML blocks take them, and
+SIGHUP re-reads the file (keeping the old glossary while the file does not parse).
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
@@ -103,6 +103,20 @@ class GlossaryServer(unittest.TestCase):
         self.assertFalse(term.applied)
         self.assertIn("do not fit the sentence's output limit", term.note)
 
+    def test_html_blocks_take_the_glossary_and_keep_their_tags(self):
+        page = ('<p>Please <b>restart</b> the <a href="/s">server</a> before installing the '
+                '<em>update</em>.</p><p>Where is the nearest train station?</p>')
+        request = glossary_request([page], glossary="it")
+        request.mime_type = "text/html"
+        translation = self.translate(request).translations[0]
+        text = translation.translated_text
+        self.assertIn("Rechner", text)
+        self.assertIn("Aktualisierung", text)
+        for tag in ("<p>", "<b>", "</b>", '<a href="/s">', "</a>", "<em>", "</em>"):
+            self.assertIn(tag, text)
+        self.assertEqual([(t.source, t.applied) for t in translation.glossary_terms],
+                         [("server", True), ("update", True)])
+
     def test_bad_glossaries_are_refused_by_name(self):
         cases = [
             (glossary_request([RESTART], glossary="legal"), grpc.StatusCode.NOT_FOUND,
@@ -112,10 +126,6 @@ class GlossaryServer(unittest.TestCase):
             (glossary_request([RESTART], entries=[("a", "b"), ("a", "c")]),
              grpc.StatusCode.INVALID_ARGUMENT, "is on glossary_config.entries[0] too"),
         ]
-        html = glossary_request(["<p>the server</p>"], glossary="it")
-        html.mime_type = "text/html"
-        cases.append((html, grpc.StatusCode.INVALID_ARGUMENT,
-                      'mime_type "text/html" does not take glossary_config'))
         for request, code, fragment in cases:
             with self.assertRaises(grpc.RpcError, msg=fragment) as caught:
                 self.translate(request)
