@@ -27,13 +27,13 @@ struct WordSpan {
 
 bool is_ascii_punctuation(char c) { return c > ' ' && c < 127 && !std::isalnum(static_cast<unsigned char>(c)); }
 
-// Where `words` of `translation` hold `text` verbatim: its first occurrence that starts at a
+// Where `words` of `translation` hold `text` verbatim: its first occurrence from byte `after` that starts at a
 // word's start or after punctuation, and ends at a word's end or before punctuation. Sets the
 // words it touches and the bytes; false when there is none.
 bool find_verbatim(const std::string& translation, const std::vector<ByteRange>& words,
-                   const std::string& text, WordSpan* at) {
+                   const std::string& text, size_t after, WordSpan* at) {
   if (text.empty()) return false;
-  for (size_t from = translation.find(text); from != std::string::npos;
+  for (size_t from = translation.find(text, after); from != std::string::npos;
        from = translation.find(text, from + 1)) {
     const size_t to = from + text.size();
     const bool starts = from == 0 || is_ascii_punctuation(translation[from - 1]) ||
@@ -243,8 +243,11 @@ std::string place_inline_markup(const std::string& source, const std::string& tr
   std::vector<WordSpan> placements(elements.size());
   std::vector<std::vector<int>> children_of(elements.size());
   std::vector<int> roots;
-  // The end of the last placed child of each element (and of the root, at the back).
+  // The end of the last placed child of each element (and of the root, at the back), in words
+  // and in bytes (a verbatim kept element may share a word with the sibling before it:
+  // "<kbd>Ctrl</kbd>+<kbd>C</kbd>").
   std::vector<int> taken(elements.size() + 1, 0);
+  std::vector<size_t> taken_bytes(elements.size() + 1, 0);
   for (size_t i = 0; i < elements.size(); ++i) {
     const int parent = elements[i].parent;
     if (parent >= static_cast<int>(i)) {
@@ -252,21 +255,28 @@ std::string place_inline_markup(const std::string& source, const std::string& tr
     }
     const WordSpan bounds = parent < 0 ? WordSpan{0, targets} : placements[parent];
     int& siblings_end = parent < 0 ? taken.back() : taken[parent];
+    size_t& siblings_end_byte = parent < 0 ? taken_bytes.back() : taken_bytes[parent];
     WordSpan at;
-    const bool verbatim = elements[i].kept_content &&
-                          find_verbatim(translation, words, elements[i].kept_text, &at);
-    if (!verbatim) at = place(elements[i], source, links);
-    // Within the parent, after the siblings before it.
-    const WordSpan wanted = at;
-    at.lo = std::clamp(at.lo, std::max(bounds.lo, siblings_end), bounds.hi);
-    at.hi = std::clamp(at.hi, at.lo, bounds.hi);
-    if (at.lo != wanted.lo) at.after_word = false;
-    if (!verbatim || at.lo != wanted.lo || at.hi != wanted.hi) {
+    const bool verbatim =
+        elements[i].kept_content &&
+        find_verbatim(translation, words, elements[i].kept_text, siblings_end_byte, &at) &&
+        at.lo >= bounds.lo && at.hi <= bounds.hi;
+    if (!verbatim) {
+      at = place(elements[i], source, links);
+      // Within the parent, after the siblings before it.
+      const WordSpan wanted = at;
+      at.lo = std::clamp(at.lo, std::max(bounds.lo, siblings_end), bounds.hi);
+      at.hi = std::clamp(at.hi, at.lo, bounds.hi);
+      if (at.lo != wanted.lo) at.after_word = false;
       // Whole words (none: the bytes before word lo).
       at.kept_begin = at.lo < targets ? words[at.lo].begin : translation.size();
       at.kept_end = at.hi > at.lo ? words[at.hi - 1].end : at.kept_begin;
     }
     siblings_end = std::max(siblings_end, at.hi);
+    siblings_end_byte = std::max(siblings_end_byte, elements[i].kept_content
+                                                        ? at.kept_end
+                                                        : at.hi > at.lo ? words[at.hi - 1].end
+                                                                        : siblings_end_byte);
     placements[i] = at;
     (parent < 0 ? roots : children_of[parent]).push_back(static_cast<int>(i));
   }

@@ -179,6 +179,15 @@ TEST(InlineMarkup, KeptContentReplacesItsTranslatedWordsAndTextIsEscaped) {
                                          {{0, 0}, {1, 0}, {2, 1}, {3, 2}}),
                                 angle_escape),
             "Starte (<code>make &amp; all</code>).");
+  // Two kept elements in one word ("<kbd>Ctrl</kbd>+<kbd>C</kbd>"), each on its own bytes.
+  InlineElement ctrl = element(4, 8, "kbd"), c = element(9, 10, "kbd");
+  ctrl.kept_content = ctrl.kept_text = "Ctrl";
+  c.kept_content = c.kept_text = "C";
+  EXPECT_EQ(place_inline_markup("run Ctrl+C now", "Dr\u00fccke Ctrl+C, um", {ctrl, c},
+                                links_of("run Ctrl+C now", "Dr\u00fccke Ctrl+C, um",
+                                         {{0, 0}, {1, 1}, {2, 2}}),
+                                angle_escape),
+            "Dr\u00fccke <kbd>Ctrl</kbd>+<kbd>C</kbd>, um");
   EXPECT_THROW(place_inline_markup("x", "a b", {}, links_of("x", "a", {}), angle_escape),
                std::logic_error);
 }

@@ -231,6 +231,31 @@ class HttpGateway(unittest.TestCase):
         self.assertEqual(status, 400, body)
         self.assertIn("TranslateStream", body["message"])
 
+    def test_real_world_pages_keep_their_element_structure(self):
+        news = ('<article><h1>Storm hits the <em>north coast</em></h1><p class="lead">Heavy '
+                'rain fell on <time datetime="2026-12-01">Monday</time>. <a href="/live">Roads '
+                'were closed. Schools stayed shut</a> until noon.</p><p>The mayor said: '
+                '<q>We are <strong>ready</strong>.</q></p></article>')
+        product = ('<div class="product"><h2>Blue <b>running</b> shoes</h2><img src="s.jpg" '
+                   'alt="shoes"><ul><li>Light and <i>very</i> comfortable</li><li>Price: '
+                   '<span class="price notranslate">49.99 EUR</span> only</li></ul>'
+                   '<button>Add to cart</button></div>')
+        docs = ('<section><p>Install it with <code>pip install xlate</code> and run '
+                '<kbd>Ctrl</kbd>+<kbd>C</kbd> to stop.</p><pre><code>xlate translate &lt; in.txt'
+                '</code></pre><p>See the <a href="/api"><code>Translate</code> call</a> for '
+                'details.</p></section>')
+        reply = self.grpc_translate(contents=[news, product, docs], mime_type="text/html")
+        for page, translation in zip((news, product, docs), reply.translations):
+            translated = translation.translated_text
+            self.assertEqual(markup_of(translated), markup_of(page), translated)
+        docs_out = reply.translations[2].translated_text
+        for kept in ('<code>pip install xlate</code>', '<kbd>Ctrl</kbd>', '<kbd>C</kbd>',
+                     '<pre><code>xlate translate &lt; in.txt</code></pre>',
+                     '<code>Translate</code>'):
+            self.assertIn(kept, docs_out)
+        self.assertIn('<span class="price notranslate">49.99 EUR</span>',
+                      reply.translations[1].translated_text)
+
     def test_xml_keeps_its_structure_and_translates_its_text(self):
         document = ('<?xml version="1.0" encoding="UTF-8"?>\n<article id="7">'
                     '<title>A man is <em>riding</em> a bike.</title><!-- note -->'
