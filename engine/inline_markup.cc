@@ -69,6 +69,8 @@ WordSpan place(const InlineElement& e, const std::string& source, const WordLink
     return targets;
   };
   if (e.span.begin == e.span.end) {
+    // After the last word: at the end of the translation.
+    if (sources.empty() || e.span.begin >= sources.back().end) return {targets, targets};
     // The word the point ends or is inside of, if any: after its translation.
     size_t word = 0;
     while (word < sources.size() && sources[word].end < e.span.begin) ++word;

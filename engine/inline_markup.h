@@ -29,7 +29,8 @@ namespace xlate {
 struct InlineElement {
   // The bytes of the source text the element encloses. begin == end: an element without text
   // (<img>, a placeholder): it goes before the translation of the source word that starts
-  // there, or after that of the word it ends or is inside of ("{name}" in "Hello{name},").
+  // there, or after that of the word it ends or is inside of ("{name}" in "Hello{name},"), or
+  // at the end of the translation when it follows the last word.
   ByteRange span;
   std::string open, close;  // its markup, written verbatim around its words
   // Set for an element whose content is not translated (<code>, translate="no"): this content
