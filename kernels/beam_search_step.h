@@ -516,8 +516,13 @@ XLATE_HOST_DEVICE inline void constrained_step_sentence(int n, const BeamStepRow
   beam_step_detail::stop_when_decided(state, shape, s, best_live, max_length, alpha);
 }
 
-// The step of every live sentence, one device thread each.
+// The step of every live sentence, one device thread each. With constraints (counts set: the
+// batch has a constrained slot), a sentence whose slot has constraints takes
+// constrained_step_sentence with `scratch` + n·beam_stride·(candidates + wanted_width) as its
+// candidate array (device memory, that many ConstrainedCandidates per live sentence), the
+// others beam_search_step_sentence and clear_constraint_rows, as the CPU's loop does.
 void beam_search_step(const BeamStepRows& rows, const BeamStepState& state,
-                      const BeamStepShape& shape, Stream stream);
+                      const BeamStepShape& shape, const BeamConstraints& constraints,
+                      ConstrainedCandidate* scratch, Stream stream);
 
 }  // namespace xlate::kernels

@@ -920,9 +920,9 @@ grpc::Status TranslationService::CheckGlossary(
   if (config.glossary().empty() && config.entries().empty()) return grpc::Status::OK;
   if (!op_backend(model.translator().model().placement().device).lexical_constraints) {
     return grpc::Status(grpc::UNIMPLEMENTED,
-                        absl::StrCat("glossary_config needs a CPU model; model \"", model.name(),
-                                     "\" runs on the GPU, whose search has no glossary "
-                                     "constraints yet"));
+                        absl::StrCat("glossary_config: model \"", model.name(),
+                                     "\" runs on a backend whose search has no glossary "
+                                     "constraints"));
   }
   // The named glossary as the server holds it (no copy); a merged one with inline entries.
   std::shared_ptr<const Glossary> glossary = std::make_shared<const Glossary>();

@@ -130,19 +130,23 @@ void DeviceBeamSearch::set_constraints(const std::vector<int>& slots,
   }
   const int64_t capacity = t_.beams.numel();
   if (!t_.constrained()) {
-    t_.constraint_counts = Tensor::zeros({capacity}, DType::kInt32, device_);
-    t_.constraint_starts = Tensor::zeros({capacity, kCount + 1}, DType::kInt32, device_);
-    t_.constraint_tokens = Tensor::zeros({capacity, kTokens}, DType::kInt32, device_);
-    for (Tensor* t : {&t_.row_met, &t_.row_progress, &t_.next_met, &t_.next_progress}) {
+    // The slots' constraints are written on the host and uploaded whole (a few KB); the rows'
+    // state starts as "nothing met, none under way".
+    host_constraints_.counts = Tensor::zeros({capacity}, DType::kInt32);
+    host_constraints_.starts = Tensor::zeros({capacity, kCount + 1}, DType::kInt32);
+    host_constraints_.tokens = Tensor::zeros({capacity, kTokens}, DType::kInt32);
+    Tensor none_under_way = Tensor::empty({rows_}, DType::kInt32);
+    std::fill_n(none_under_way.data<int32_t>(), rows_, -1);
+    t_.row_progress = none_under_way.to(device_);
+    for (Tensor* t : {&t_.row_met, &t_.next_met, &t_.next_progress}) {
       *t = Tensor::zeros({rows_}, DType::kInt32, device_);
     }
-    std::fill_n(t_.row_progress.data<int32_t>(), rows_, -1);  // on the host (the CPU's)
   }
   for (size_t i = 0; i < slots.size(); ++i) {
     const int64_t slot = slots[i];
-    int32_t* starts = t_.constraint_starts.data<int32_t>() + slot * (kCount + 1);
-    int32_t* tokens = t_.constraint_tokens.data<int32_t>() + slot * kTokens;
-    t_.constraint_counts.data<int32_t>()[slot] = static_cast<int32_t>(constraints[i].size());
+    int32_t* starts = host_constraints_.starts.data<int32_t>() + slot * (kCount + 1);
+    int32_t* tokens = host_constraints_.tokens.data<int32_t>() + slot * kTokens;
+    host_constraints_.counts.data<int32_t>()[slot] = static_cast<int32_t>(constraints[i].size());
     int32_t at = 0;
     starts[0] = 0;
     for (size_t j = 0; j < constraints[i].size(); ++j) {
@@ -150,6 +154,9 @@ void DeviceBeamSearch::set_constraints(const std::vector<int>& slots,
       starts[j + 1] = at;
     }
   }
+  t_.constraint_counts = host_constraints_.counts.on(device_);
+  t_.constraint_starts = host_constraints_.starts.on(device_);
+  t_.constraint_tokens = host_constraints_.tokens.on(device_);
 }
 
 std::vector<DeviceBeamSearch::Finished> DeviceBeamSearch::step() {
@@ -371,33 +378,37 @@ void DeviceBeamSearch::place(const std::vector<int32_t>& kept_rows) {
   if (t_.constrained()) place_constraint_rows(kept_rows);
 }
 
-// On the host: only a backend with lexical_constraints (the CPU) holds constraint state.
+// On the host, whatever the device: the kept rows' state is read back (a GPU's: at a sync, where
+// the search waits for the device anyway), the placed rows' is computed from the slots'
+// constraints (host_constraints_) and uploaded.
 void DeviceBeamSearch::place_constraint_rows(const std::vector<int32_t>& kept_rows) {
   int width = 0;  // W: the most wanted tokens a row can have
   for (const Sentence& sentence : live_) width = std::max(width, sentence.constraints);
   const int64_t rows = rows_;
-  Tensor met = Tensor::zeros({rows}, DType::kInt32, device_);
-  Tensor progress = Tensor::empty({rows}, DType::kInt32, device_);
-  Tensor wanted = Tensor::empty({rows, width}, DType::kInt32, device_);
-  kernels::BeamConstraints view{t_.constraint_counts.data<int32_t>(),
-                                t_.constraint_starts.data<int32_t>(),
-                                t_.constraint_tokens.data<int32_t>(),
+  Tensor met = Tensor::zeros({rows}, DType::kInt32);
+  Tensor progress = Tensor::empty({rows}, DType::kInt32);
+  Tensor wanted = Tensor::empty({rows, width}, DType::kInt32);
+  kernels::BeamConstraints view{host_constraints_.counts.data<int32_t>(),
+                                host_constraints_.starts.data<int32_t>(),
+                                host_constraints_.tokens.data<int32_t>(),
                                 nullptr, nullptr, nullptr,
                                 met.data<int32_t>(), progress.data<int32_t>(),
                                 wanted.data<int32_t>(), width};
+  const Tensor old_met = t_.row_met.on(Device::kCPU);
+  const Tensor old_progress = t_.row_progress.on(Device::kCPU);
   int64_t row = 0;
   for (const Sentence& sentence : live_) {
     for (int b = 0; b < sentence.beam; ++b, ++row) {
       const bool kept = row < static_cast<int64_t>(kept_rows.size());
-      const int32_t row_met = kept ? t_.row_met.data<int32_t>()[kept_rows[row]] : 0;
-      const int32_t row_progress = kept ? t_.row_progress.data<int32_t>()[kept_rows[row]] : -1;
+      const int32_t row_met = kept ? old_met.data<int32_t>()[kept_rows[row]] : 0;
+      const int32_t row_progress = kept ? old_progress.data<int32_t>()[kept_rows[row]] : -1;
       kernels::constraint_detail::set_row(view, sentence.constraints > 0 ? sentence.slot : -1,
                                           row, row_met, row_progress);
     }
   }
-  t_.row_met = std::move(met);
-  t_.row_progress = std::move(progress);
-  t_.row_wanted = std::move(wanted);
+  t_.row_met = met.on(device_);
+  t_.row_progress = progress.on(device_);
+  t_.row_wanted = wanted.on(device_);
   t_.next_met = Tensor::empty({rows}, DType::kInt32, device_);
   t_.next_progress = Tensor::empty({rows}, DType::kInt32, device_);
   t_.next_wanted = Tensor::empty({rows, width}, DType::kInt32, device_);

@@ -124,6 +124,11 @@ class DeviceBeamSearch {
   const int sync_interval_;
   BeamSearchTensors t_;
   Tensor done_on_host_;  // where a GPU's done flags are read into: pinned, reused every sync
+  // The slots' constraints on the host (t_'s constraint_* are their copies on the device, the
+  // same tensors on the CPU): what placing rows reads.
+  struct {
+    Tensor counts, starts, tokens;
+  } host_constraints_;
   std::vector<Sentence> live_;  // in row order
   std::vector<Progress> progress_;
   int rows_ = 0;                // their rows

@@ -68,7 +68,7 @@ struct OpBackend {
   int max_top_k = std::numeric_limits<int>::max();
   // Largest beam of beam_search_step (the CUDA step ranks 2·B candidates in a fixed array).
   int max_beam = std::numeric_limits<int>::max();
-  // Whether beam_search_step takes lexical constraints (the CPU's; not yet the CUDA kernel's).
+  // Whether beam_search_step takes lexical constraints (both backends now).
   bool lexical_constraints = false;
   // Largest d_k and d_v of attention_forward (the CUDA kernel keeps a query's head in its
   // lanes' registers: kernels::kMaxAttentionHeadDim).

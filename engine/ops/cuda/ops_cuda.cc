@@ -1,5 +1,6 @@
 // The CUDA backend's table and bodies: shapes from the tensors, then one kernel (or cuBLASLt
 // call) each on the worker's stream. Nothing here waits for the device, except synchronize.
+#include <algorithm>
 #include <cmath>
 
 #include "engine/backend/cuda_backend.h"
@@ -167,7 +168,23 @@ void gather_log_probs(Tensor& values, const Tensor& logits, const Tensor& row_of
 
 void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) {
   const BeamStepViews views = beam_step_views(state, top, end_token);
-  kernels::beam_search_step(views.rows, views.state, views.shape, cuda_backend::stream());
+  // A constrained batch's candidate arrays: beam_stride·(K + W) per live sentence, freed to the
+  // caching allocator after the launch (stream-ordered: the next use waits for it).
+  Tensor scratch;
+  kernels::ConstrainedCandidate* candidates = nullptr;
+  if (state.constrained()) {
+    const int64_t count = static_cast<int64_t>(views.shape.sentences) * views.shape.beam_stride *
+                          (views.shape.candidates + views.constraints.wanted_width);
+    static_assert(sizeof(kernels::ConstrainedCandidate) % sizeof(int32_t) == 0,
+                  "a candidate is whole int32 words");
+    scratch = Tensor::empty(
+        {std::max<int64_t>(1, count) * static_cast<int64_t>(sizeof(kernels::ConstrainedCandidate) /
+                                                            sizeof(int32_t))},
+        DType::kInt32, state.beams.device());
+    candidates = reinterpret_cast<kernels::ConstrainedCandidate*>(scratch.data<int32_t>());
+  }
+  kernels::beam_search_step(views.rows, views.state, views.shape, views.constraints, candidates,
+                            cuda_backend::stream());
 }
 
 const OpBackend& op_backend() {
@@ -177,6 +194,7 @@ const OpBackend& op_backend() {
     table.reduced_precision_storage = true;
     table.max_top_k = kMaxDeviceTopK;
     table.max_beam = kMaxDeviceBeam;
+    table.lexical_constraints = true;
     table.max_attention_head_dim = kernels::kMaxAttentionHeadDim;
     table.synchronize = cuda_backend::synchronize;
     table.plan_counts = cuda_backend::plan_counts;
