@@ -116,6 +116,7 @@ class HtmlBlocks {
 
   void Flush() {
     if (open_) {
+      ++generation_;
       while (!text_.empty() && text_.back() == ' ') text_.pop_back();
       if (!translatable_) {
         // Nothing but kept content: the block stays as it is.
@@ -140,15 +141,22 @@ class HtmlBlocks {
   }
 
  private:
+  // The children of element `parent` (an index into the block's elements, -1: none); once a
+  // child ends the block, the rest are in a new block, outside any element of it.
   void WalkChildren(const GumboVector& children, int parent) {
+    const int generation = generation_;
     for (unsigned i = 0; i < children.length; ++i) {
-      Walk(*static_cast<const GumboNode*>(children.data[i]), parent);
+      Walk(*static_cast<const GumboNode*>(children.data[i]),
+           generation == generation_ ? parent : -1);
     }
   }
 
   void WalkElement(const GumboNode& node, int parent) {
     const GumboElement& element = node.v.element;
     if (!is_inline(element.tag)) {
+      // Inside an inline element (a browser's repair of <b>text<ul>...): the block ends here,
+      // and its markup cannot be rebuilt around the text that went before.
+      if (inline_depth_ > 0) in_order_ = false;
       Flush();
       if (!keeps_its_text(element)) WalkChildren(element.children, -1);
       Flush();
@@ -202,7 +210,12 @@ class HtmlBlocks {
         elements_[index].kept_content = html_.source_.substr(open_end, close_begin - open_end);
       }
     } else if (!is_void(element.tag)) {
+      const int generation = generation_;
+      ++inline_depth_;
       WalkChildren(element.children, index);
+      --inline_depth_;
+      // A block-level element inside it ended the block: the element is gone with it.
+      if (generation != generation_) return;
     }
     elements_[index].span.end = text_.size();
     if (closed) {
@@ -211,11 +224,10 @@ class HtmlBlocks {
       Consume(close_begin, end);
       elements_[index].close.assign(element.original_end_tag.data,
                                     element.original_end_tag.length);
-    } else if (!is_void(element.tag)) {
-      {
-        elements_[index].close = absl::StrCat("</", gumbo_normalized_tagname(element.tag), ">");
-      }
     }
+    // An element without an end tag gets none: the browser ends it where it ended the source's
+    // (and, for a formatting element, reopens it where it did), so the output's document is
+    // the source's. Its words run to the block's end (inline_markup.h).
     region_end_ = std::max(region_end_, end);
   }
 
@@ -309,6 +321,8 @@ class HtmlBlocks {
   HtmlText& html_;
   const bool keep_placeholders_;
   bool open_ = false, translatable_ = false, in_order_ = true;
+  int generation_ = 0;    // blocks ended so far
+  int inline_depth_ = 0;  // inline elements being walked
   std::string text_;
   std::vector<InlineElement> elements_;
   std::vector<const GumboNode*> text_nodes_;

@@ -9,7 +9,8 @@
 // h1, ...), a comment, or the parent's end. It is translated whole, as text (its white space
 // collapsed as a browser shows it), and its inline elements are put back around the translated
 // words aligned to the words they enclosed (engine/inline_markup.h), their tags byte for byte;
-// an inline element with a missing end tag gets one (browsers' repair). Not translated: script,
+// an inline element whose end tag is missing keeps it missing, over the rest of its block, so
+// that a browser repairs the output as it repaired the source. Not translated: script,
 // style, noscript, template, textarea, pre, and code, kbd, samp and var contents, and anything
 // inside an element with translate="no" (HTML's attribute) or class "notranslate"; an inline
 // one of these keeps its content byte for byte in place of the words its text was translated

@@ -265,6 +265,11 @@ std::string place_inline_markup(const std::string& source, const std::string& tr
         at.lo >= bounds.lo && at.hi <= bounds.hi;
     if (!verbatim) {
       at = place(elements[i], source, links);
+      if (elements[i].close.empty() && !elements[i].kept_content &&
+          elements[i].span.begin < elements[i].span.end) {
+        at.hi = bounds.hi;  // no end tag: it runs to its parent's end
+        at.before_trailing_punctuation = false;
+      }
       // Within the parent, after the siblings before it.
       const WordSpan wanted = at;
       at.lo = std::clamp(at.lo, std::max(bounds.lo, siblings_end), bounds.hi);

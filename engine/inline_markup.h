@@ -32,7 +32,9 @@ struct InlineElement {
   // there, or after that of the word it ends or is inside of ("{name}" in "Hello{name},"), or
   // at the end of the translation when it follows the last word.
   ByteRange span;
-  std::string open, close;  // its markup, written verbatim around its words
+  // Its markup, written verbatim around its words. An element with text and no close (HTML's
+  // end tag left out) takes the words from its first to the end of its parent's.
+  std::string open, close;
   // Set for an element whose content is not translated (<code>, translate="no"): this content
   // is written verbatim in place of its text in the translation: where the translation has
   // kept_text verbatim (models often copy code and names), else the target words linked to the

@@ -91,11 +91,20 @@ TEST(HtmlText, TranslationsAreEscapedAndDocumentsKeepTheirShape) {
 }
 
 TEST(HtmlText, BrokenMarkupIsRepairedAsBrowsersDo) {
-  // A missing end tag is added where the browser ends the element.
-  auto open = HtmlText::Parse("<p>open <b>bold</p>");
+  // A missing end tag stays missing: the browser ends the element (and reopens it in the next
+  // paragraph) as it did in the source.
+  auto open = HtmlText::Parse("<p>open <b>bold</p><p>next</p>");
   ASSERT_TRUE(open.ok());
-  EXPECT_EQ(open->texts(), std::vector<std::string>{"open bold"});
-  EXPECT_EQ(rebuild_upper(*open), "<p>OPEN <b>BOLD</b></p>");
+  EXPECT_EQ(open->texts(), (std::vector<std::string>{"open bold", "next"}));
+  EXPECT_EQ(rebuild_upper(*open), "<p>OPEN <b>BOLD</p><p>NEXT</p>");
+  // A list after an unclosed <b> in a paragraph: the list ends the paragraph, and the parser
+  // reopens the <b> in the item and after the list; those blocks go text node by text node.
+  auto list_in_bold = HtmlText::Parse("<p>A <b>dog<ul><li>x <i>y</i></li></ul>tail {n}</b></p>",
+                                      /*keep_placeholders=*/true);
+  ASSERT_TRUE(list_in_bold.ok());
+  EXPECT_EQ(list_in_bold->texts(), (std::vector<std::string>{"A dog", "x", "y", "tail"}));
+  EXPECT_EQ(rebuild_upper(*list_in_bold),
+            "<p>A <b>DOG<ul><li>X <i>Y</i></li></ul>TAIL {n}</b></p>");
   // Misnested tags, which the parser rearranges: each text node on its own, every tag kept.
   auto misnested = HtmlText::Parse("<p><b>one <i>two</b> three</i></p>");
   ASSERT_TRUE(misnested.ok());

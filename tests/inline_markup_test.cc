@@ -148,6 +148,16 @@ TEST(InlineMarkup, ChildrenStayInsideTheirParentsAndSiblingsInOrder) {
             "Auto <b>rot</b><i></i>");
 }
 
+TEST(InlineMarkup, AnElementWithoutItsEndTagRunsToTheEnd) {
+  InlineElement bold = element(2, 5, "b");
+  bold.close.clear();  // "a <b>big dog runs": HTML whose end tag was left out
+  EXPECT_EQ(place_inline_markup("a big dog runs", "ein gro\u00dfer Hund rennt", {bold},
+                                links_of("a big dog runs", "ein gro\u00dfer Hund rennt",
+                                         {{0, 0}, {1, 1}, {2, 2}, {3, 3}}),
+                                angle_escape),
+            "ein <b>gro\u00dfer Hund rennt");
+}
+
 TEST(InlineMarkup, ElementsWithoutTextOrLinksGoBeforeTheNextLinkedWord) {
   InlineElement image;
   image.span = {2, 2};

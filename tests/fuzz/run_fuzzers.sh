@@ -13,7 +13,7 @@ work=$1 seconds=$2 jobs=${3:-1}
   || { echo "run_fuzzers.sh: SECONDS and JOBS must be positive integers" >&2; exit 2; }
 shift $(( $# < 3 ? $# : 3 ))
 targets=("$@")
-(( ${#targets[@]} )) || targets=(safetensors model_config text request token_corpus checkpoint)
+(( ${#targets[@]} )) || targets=(safetensors model_config text request token_corpus checkpoint markup)
 if ! command -v clang++ > /dev/null; then echo "skipped: no clang++"; exit 77; fi
 mkdir -p "$work/artifacts"
 build=$work/build
