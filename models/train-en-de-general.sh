@@ -8,7 +8,11 @@
 #   bash models/train-en-de-general.sh [RUN_DIRECTORY]
 # XLATE_TRAINER, XLATE_DATA_DIR override the trainer binary and the data folder;
 # XLATE_GENERAL_SIZE=small (default, sized for a 2-core CPU) or medium (for a GPU);
-# XLATE_GENERAL_STEPS overrides the step count.
+# XLATE_GENERAL_STEPS overrides the step count;
+# XLATE_GENERAL_INIT=MODEL_DIR continues from a model directory's weights (the shipped
+# models/en-de-general) instead of random ones: the corpus is encoded with that model's
+# spm.model, and since Adam and the schedule start afresh, the warm-up is short and the
+# learning rate near where the earlier run had decayed to (see the model card).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 data_root="${XLATE_DATA_DIR:-$repo/../shared/data}"
@@ -43,6 +47,16 @@ case "${XLATE_GENERAL_SIZE:-small}" in
   *) echo "XLATE_GENERAL_SIZE is \"$XLATE_GENERAL_SIZE\"; it must be small or medium" >&2
      exit 2 ;;
 esac
+init=() vocabulary=(--vocab_size 10000 --spm_type bpe)
+if [[ -n "${XLATE_GENERAL_INIT:-}" ]]; then
+  init=(--init_from "$XLATE_GENERAL_INIT")
+  vocabulary=(--spm_model "$XLATE_GENERAL_INIT/spm.model")
+  # The first run's rate at step 14,400 was 0.6 * 256^-0.5 * 14400^-0.5 = 3.1e-4; a fresh
+  # schedule of scale 0.2 and warm-up 1,500 peaks at 3.2e-4 and anneals to 2.0e-4 by step 4,000
+  # and 1.4e-4 by 8,000.
+  schedule=(--max_steps "${XLATE_GENERAL_STEPS:-16000}" --warmup_steps 1500 --lr_scale 0.2
+            --max_tokens 4000)
+fi
 
 # Corpus: general-en-de and Multi30k train, one file per side; a joint 10,000-piece BPE
 # vocabulary trained on it; newstest2013 (news, never trained on) for validation.
@@ -55,13 +69,13 @@ if [[ ! -f "$run/data/corpus.json" ]]; then
   "$trainer" prepare --train_source "$run/text/train.en" --train_target "$run/text/train.de" \
     --valid_source "$data_root/wmt14/newstest2013.en" \
     --valid_target "$data_root/wmt14/newstest2013.de" \
-    --output "$run/data" --vocab_size 10000 --spm_type bpe --max_length 128 \
+    --output "$run/data" "${vocabulary[@]}" --max_length 128 \
     --max_length_ratio 3
 fi
 
 nice -n "${XLATE_NICE:-0}" env OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" \
   "$trainer" train --data "$run/data" --output "$run/train" \
-  --preset base "${size[@]}" "${regularisation[@]}" --max_positions 256 \
+  --preset base "${size[@]}" "${init[@]}" "${regularisation[@]}" --max_positions 256 \
   "${schedule[@]}" --seed 1 \
   --checkpoint_every_steps "$checkpoint_every" --keep_checkpoints 10 \
   --validate_every_steps 1000 --bleu_sentences 300 --bleu_beam_size 4 --log_every_steps 50
