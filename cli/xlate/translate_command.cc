@@ -56,19 +56,20 @@ ABSL_FLAG(int, no_repeat_ngram_size, 0,
           "no n-gram of this size occurs twice in an output, in [0, 64]; 0 = off");
 ABSL_FLAG(bool, keep_placeholders, false,
           "pass placeholders through verbatim ({name}, {0}, {{var}}, ${var}, ICU MessageFormat "
-          "arguments, %s, %1$s, %(name)s ...), translating the text between them (as the "
-          "server's options.keep_placeholders); not with --n_best > 1, --scores, --target_prefix "
-          "or --attention_png");
+          "arguments, %s, %1$s, %(name)s ...): the text is translated without them and each is "
+          "put back by the alignment next to its word (as the server's "
+          "options.keep_placeholders); not with --n_best > 1, --scores, --target_prefix or "
+          "--attention_png");
 ABSL_FLAG(std::string, glossary, "",
           "glossary file (TSV source<TAB>target, or Cloud Translation's CSV layouts): where a "
           "sentence holds a source term, every hypothesis contains its target (constrained beam "
-          "search; CPU models); a term left out is named on stderr");
+          "search); a term left out is named on stderr");
 ABSL_FLAG(bool, glossary_ignore_case, false, "match --glossary's source terms case-folded");
 ABSL_FLAG(std::string, mime_type, "text/plain",
           "text/plain (each line translated as text), or text/html or text/xml: the whole input "
-          "is one document whose text is translated and whose markup comes back (as the "
-          "server's mime_type); not with --n_best > 1, --scores, --target_prefix, --glossary or "
-          "--attention_png");
+          "is one document whose paragraphs are translated whole, their inline tags put back on "
+          "the aligned words (as the server's mime_type); not with --n_best > 1, --scores, "
+          "--target_prefix or --attention_png");
 ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text ||| score`");
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
 ABSL_FLAG(int, batch_size, 32, "sentences per batch");
