@@ -22,7 +22,8 @@ ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
       options_(options),
       decoder_(model, TransformerDecoder::Slots{options.max_sentences, options.max_source_tokens,
                                                 options.max_beam_size,
-                                                max_positions(model, options)}),
+                                                max_positions(model, options),
+                                                options.commit_caches}),
       search_(decoder_, options.max_sentences, options.max_beam_size,
               max_positions(model, options), options.sync_interval),
       handles_(static_cast<size_t>(options.max_sentences), -1),
@@ -35,12 +36,13 @@ ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
 
 absl::StatusOr<std::unique_ptr<ContinuousDecoder>> ContinuousDecoder::Create(
     const TransformerModel& model, const ContinuousDecoderOptions& options) {
+  const int max_beam = op_backend(model.placement().device).max_beam;
   if (options.max_sentences < 1 || options.max_beam_size < 1 ||
-      options.max_beam_size > kMaxDeviceBeam || options.max_source_tokens < 2 ||
+      options.max_beam_size > max_beam || options.max_source_tokens < 2 ||
       options.max_target_tokens < 1 || options.sync_interval < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "continuous decoder options out of range: max_sentences ", options.max_sentences,
-        " (>= 1), max_beam_size ", options.max_beam_size, " (1 to ", kMaxDeviceBeam,
+        " (>= 1), max_beam_size ", options.max_beam_size, " (1 to ", max_beam,
         "), max_source_tokens ", options.max_source_tokens, " (>= 2), max_target_tokens ",
         options.max_target_tokens, " (>= 1), sync_interval ", options.sync_interval, " (>= 0)"));
   }
@@ -81,21 +83,8 @@ absl::Status ContinuousDecoder::Check(const std::vector<std::vector<int32_t>>& s
     return absl::ResourceExhaustedError(absl::StrCat(sources.size(), " sentences but ",
                                                      free_.size(), " free decoding slots"));
   }
-  const int vocabulary = model_.config().vocab_size;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    if (static_cast<int64_t>(sources[i].size()) + 1 > options_.max_source_tokens) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sentence ", i, " has ", sources[i].size() + 1, " tokens (with the end token); the "
-          "limit is ", options_.max_source_tokens));
-    }
-    for (int32_t id : sources[i]) {
-      if (id < 0 || id >= vocabulary) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("sentence ", i, " has token id ", id, " outside [0, ", vocabulary, ")"));
-      }
-    }
-  }
-  return absl::OkStatus();
+  return check_source_tokens(sources, options_.max_source_tokens, "",
+                             model_.config().vocab_size);
 }
 
 absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(

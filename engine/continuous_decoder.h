@@ -4,8 +4,7 @@
 // on the model's device: on a GPU a step waits for nothing, and the host looks for finished
 // sentences every few steps. A sentence keeps a fixed range of max_beam_size physical rows of
 // the KV cache for its whole life, so a newcomer writing its position 0 never touches a live
-// row's keys and values. Results equal Translator::TranslateTokens's for the same sentences and
-// options.
+// row's keys and values. Translator::TranslateTokens is this decoder, given every sentence.
 #pragma once
 
 #include <cstdint>
@@ -22,12 +21,16 @@ namespace xlate {
 
 struct ContinuousDecoderOptions {
   int max_sentences = 32;       // sentences decoding at once
-  int max_beam_size = 4;        // rows reserved per sentence, <= kMaxDeviceBeam (15)
+  int max_beam_size = 4;        // rows per sentence, <= the backend's max_beam (15 on CUDA)
   int max_source_tokens = 256;  // per sentence, end token included
   int max_target_tokens = 306;  // output tokens per sentence at most (caps max_extra_length)
   // Steps between two looks at the sentences' done flags (each waits for the device); 0: every
   // step on the CPU, where looking costs nothing, every 4th on a GPU.
   int sync_interval = 0;
+  // Write the KV caches' pages when the decoder is made (TransformerModel::start_slots): for a
+  // decoder that serves for the process's lifetime, so that its memory stays flat. A decoder
+  // for one call (Translator::TranslateTokens) leaves them to be touched as rows need them.
+  bool commit_caches = true;
 };
 
 class ContinuousDecoder {

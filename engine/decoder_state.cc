@@ -119,24 +119,6 @@ void DecoderState::place(const std::vector<RowPlacement>& rows,
   length_ = 0;
 }
 
-void DecoderState::select_rows(const std::vector<int32_t>& source_rows) {
-  if (static_cast<int64_t>(source_rows.size()) > row_table_.dim(0)) {
-    throw std::logic_error("select_rows: more rows than R_cap");
-  }
-  std::vector<RowPlacement> rows(source_rows.size());
-  std::vector<int32_t> slots(source_rows.size());
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const int32_t source = source_rows[r];
-    rows[r] = {source, host_row_sentences_.at(static_cast<size_t>(source)), 0,
-               static_cast<int32_t>(host_row_positions_[source] + length_)};
-    // Every row of a batch decode is at the same position, so a slot's positions from there on
-    // are free whichever row held it before: row r takes slot r, and as sentences finish the
-    // live rows write the first slots of each position (fewer cache pages touched).
-    slots[r] = static_cast<int32_t>(r);
-  }
-  place(rows, slots);
-}
-
 void DecoderState::select_rows_on_device(const Tensor& source_rows) {
   gather_table_rows(source_rows, source_rows.numel());
 }

@@ -41,9 +41,6 @@ class DecoderState {
   // never share a slot, and a slot's positions from the current one on may be overwritten only
   // if no live row reads them.
   void place_rows(const std::vector<RowPlacement>& rows);
-  // Keeps rows of a batch decode (every row at the same position): new row r continues old row
-  // source_rows[r] (beam reordering, replication and shrinking) and writes cache slot r.
-  void select_rows(const std::vector<int32_t>& source_rows);
   // Beam reordering with the rows on the device: source_rows int32 [R] (the current R rows),
   // each naming a row of the same sentence; the rows' sentences, slots and positions stay.
   void select_rows_on_device(const Tensor& source_rows);

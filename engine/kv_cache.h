@@ -4,8 +4,6 @@
 // S_max the decoding capacity in positions, S_src the padded source length, C = d_model.
 #pragma once
 
-#include <vector>
-
 #include "engine/tensor.h"
 
 namespace xlate {
@@ -19,13 +17,5 @@ struct DecoderLayerCache {
   Tensor cross_key_values;  // [B, S_src, h·d_k + h·d_v], computed once from the encoder output
 };
 
-// Storage that the self-attention caches of successive decoding states on one thread reuse (the
-// Translator keeps one per worker for a call): a batch then writes its keys and values into pages
-// that an earlier batch already faulted in, instead of fresh ones from the allocator (1.8% of
-// the shipped model's time on test_2016, most of it the kernel zeroing new pages). CPU models
-// only; used by one thread at a time.
-struct KvCacheStorage {
-  std::vector<Tensor> layers;  // per decoder layer, a flat buffer at least as large as the cache
-};
 
 }  // namespace xlate

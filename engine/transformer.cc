@@ -322,15 +322,14 @@ Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengt
 
 DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
                                               const Tensor& source_lengths, int64_t max_rows,
-                                              int64_t max_positions,
-                                              KvCacheStorage* storage) const {
+                                              int64_t max_positions) const {
   const int64_t sentences = encoder_output.dim(0), per = std::max<int64_t>(1, sentences);
   DecoderState::Shape shape;
   shape.sentences = per;
   shape.rows_per_sentence = (std::max(max_rows, sentences) + per - 1) / per;
   shape.positions = max_positions;
   shape.source_steps = encoder_output.dim(1);
-  DecoderState state = empty_state(shape, storage);
+  DecoderState state = empty_state(shape);
   const int32_t* lengths = source_lengths.data<int32_t>();
   state.set_source_lengths(identity(sentences),
                            std::vector<int32_t>(lengths, lengths + source_lengths.numel()));
@@ -343,31 +342,13 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
   return state;
 }
 
-DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape,
-                                           KvCacheStorage* storage) const {
+DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape) const {
   std::vector<DecoderLayerCache> layers;
   const AttentionWidths self = attention_widths(config_, config_.decoder_heads);
-  const std::vector<int64_t> cache_shape = {
-      shape.positions, shape.sentences * shape.rows_per_sentence, self.key + self.value};
-  const int64_t elements = cache_shape[0] * cache_shape[1] * cache_shape[2];
-  // On a GPU the caching allocator already hands the last batch's memory back, and headroom
-  // would be committed device memory: storage is for the CPU.
-  if (placement_.device != Device::kCPU) storage = nullptr;
-  if (storage != nullptr) storage->layers.resize(weights_.decoder.size());
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     DecoderLayerCache cache;
-    if (storage == nullptr) {
-      cache.self_key_values = activations(cache_shape);
-    } else {
-      Tensor& buffer = storage->layers[i];
-      if (!buffer.defined() || buffer.storage_shared() || buffer.numel() < elements ||
-          buffer.dtype() != placement_.dtype) {
-        // Half as much again: a caller whose batches grow (the Translator's, shortest first)
-        // would otherwise replace the buffer every batch. Pages never written stay unmapped.
-        buffer = activations({elements + elements / 2});
-      }
-      cache.self_key_values = buffer.reshape(cache_shape);
-    }
+    cache.self_key_values = activations(
+        {shape.positions, shape.sentences * shape.rows_per_sentence, self.key + self.value});
     layers.push_back(std::move(cache));
   }
   return DecoderState(shape, std::move(layers), placement_.device);
@@ -408,13 +389,6 @@ Tensor TransformerModel::decode(DecoderState& state, const Tensor& tokens) const
   return logits_to_host(decode_on_device(state, tokens));
 }
 
-TopK TransformerModel::decode_top_k(DecoderState& state, const std::vector<int32_t>& tokens,
-                                    const std::vector<float>& row_scores, int k) const {
-  const int64_t rows = static_cast<int64_t>(tokens.size());
-  return top_k_to_host(step_logits(state, Tensor::from_vector(tokens, {rows, 1})), row_scores,
-                       k);
-}
-
 TopK TransformerModel::decode_top_k_on_device(DecoderState& state, const Tensor& tokens,
                                               const Tensor& row_scores, int k,
                                               const Tensor& wanted) const {
@@ -445,14 +419,6 @@ Tensor TransformerModel::step_logits(DecoderState& state, const Tensor& tokens) 
   scatter_rows(logits, certain.to_dtype(logits.dtype()).on(logits.device()),
                Tensor::from_vector(rows, {count}).on(logits.device()));
   return logits;
-}
-
-TopK TransformerModel::top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores,
-                                     int k) const {
-  const Tensor& source = k <= backend_of(logits).max_top_k ? logits : logits_to_host(logits);
-  const Tensor offsets = Tensor::from_vector(row_scores, {logits.dim(0)});
-  const TopK top = top_k_of(source, offsets.on(source.device()), k);
-  return {top.values.on(Device::kCPU), top.indices.on(Device::kCPU)};
 }
 
 TopK TransformerModel::top_k_of(const Tensor& logits, const Tensor& offsets, int k) {
@@ -501,18 +467,19 @@ Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& token
 
 DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_source_tokens,
                                           int64_t rows_per_sentence,
-                                          int64_t max_positions) const {
+                                          int64_t max_positions, bool commit_caches) const {
   DecoderState::Shape shape;
   shape.sentences = max_sentences;
   shape.rows_per_sentence = rows_per_sentence;
   shape.positions = max_positions;
   shape.source_steps = max_source_tokens;
   DecoderState state = empty_state(shape);
-  // Slots serve for the decoder's lifetime (the server's), so their caches are committed now:
-  // untouched host pages would otherwise fault in as longer sentences and more slots first
-  // reach them, and the process's memory creep up under load for as long as it runs (13.8% in
-  // 10 minutes of mixed load). Device memory is committed when it is allocated.
-  if (placement_.device == Device::kCPU) {
+  // Slots that serve for the server's lifetime have their caches committed now: untouched host
+  // pages would otherwise fault in as longer sentences and more slots first reach them, and the
+  // process's memory creep up under load for as long as it runs (13.8% in 10 minutes of mixed
+  // load). Device memory is committed when it is allocated. Rows read only the positions they
+  // wrote, so a decoder for one call (the Translator's) leaves the pages to its rows.
+  if (commit_caches && placement_.device == Device::kCPU) {
     for (DecoderLayerCache& layer : state.layers()) layer.self_key_values.fill_zero();
   }
   const AttentionWidths cross = attention_widths(config_, config_.decoder_heads);

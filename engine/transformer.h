@@ -50,27 +50,19 @@ class TransformerModel {
 
   // A decoding state with one row per source sentence (its beam 0), room for `max_rows` rows
   // (rounded up to a whole number per sentence) and `max_positions` target positions; computes
-  // the cross-attention keys/values once. `storage` (may be null; CPU models only, ignored on
-  // a GPU): where the self-attention caches go when it holds room enough that no other tensor
-  // uses (it grows otherwise).
+  // the cross-attention keys/values once. For teacher-forced passes (alignments, tests).
   DecoderState start_decoding(const Tensor& encoder_output, const Tensor& source_lengths,
-                              int64_t max_rows, int64_t max_positions,
-                              KvCacheStorage* storage = nullptr) const;
+                              int64_t max_rows, int64_t max_positions) const;
 
   // Appends target tokens int32 [R, T] at each row's next positions and returns the logits
   // [R, T, V] of the next token at each of them. T = 1 is one incremental step; T > 1 with an
   // empty cache is the whole-prefix (teacher-forced) pass.
   Tensor decode(DecoderState& state, const Tensor& tokens) const;
   // One incremental step (T = 1) that returns only what the search reads: per row, the k best
-  // tokens by log_softmax(logits) + row_scores[r], best first, selected on the model's device
-  // (host TopK: values float32 [R, k], indices int32 [R, k]). On a GPU this brings R·k pairs to
-  // the host instead of R·V logits.
-  TopK decode_top_k(DecoderState& state, const std::vector<int32_t>& tokens,
-                    const std::vector<float>& row_scores, int k) const;
-
-  // decode_top_k with every input and output on the model's device: tokens int32 [R],
-  // row_scores float32 [R], TopK [R, min(k, V)], k <= kMaxDeviceTopK. Nothing waits for the
-  // device, so a search that keeps its state there can run ahead of the GPU. wanted: undefined,
+  // tokens by log_softmax(logits) + row_scores[r], best first, every input and output on the
+  // model's device: tokens int32 [R], row_scores float32 [R], TopK [R, min(k, V)], k <=
+  // kMaxDeviceTopK. Nothing waits for the device, so a search that keeps its state there runs
+  // ahead of the GPU, and a GPU brings R·k pairs to the host at most instead of R·V logits. wanted: undefined,
   // or int32 [R, W] tokens (-1: none) scored alike into TopK::wanted_values [R, W].
   TopK decode_top_k_on_device(DecoderState& state, const Tensor& tokens, const Tensor& row_scores,
                               int k, const Tensor& wanted = Tensor()) const;
@@ -84,9 +76,12 @@ class TransformerModel {
   // Slot decoding, for sentences that join and leave a running decode (continuous batching).
   // A state with no rows, `max_sentences` sentence slots of up to `max_source_tokens` source
   // tokens and `rows_per_sentence` rows (cache slots) each. Rows come with
-  // DecoderState::place_rows; they decode through decode_top_k_on_device.
+  // DecoderState::place_rows; they decode through decode_top_k_on_device. `commit_caches`:
+  // write the self-attention caches' host pages now (a decoder that lives as long as the
+  // server), rather than as rows first reach them (one that lives for one call).
   DecoderState start_slots(int64_t max_sentences, int64_t max_source_tokens,
-                           int64_t rows_per_sentence, int64_t max_positions) const;
+                           int64_t rows_per_sentence, int64_t max_positions,
+                           bool commit_caches) const;
   // Computes the cross-attention keys/values of encoder_output [n, S <= max_source_tokens, C]
   // into sentence slots sentence_slots[0..n); rows placed afterwards read them.
   void set_sources(DecoderState& state, const Tensor& encoder_output, const Tensor& source_lengths,
@@ -128,11 +123,10 @@ class TransformerModel {
                     const LayerNormWeights& next) const;
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
   Tensor on_device(const Tensor& host) const;             // a host input on the model's device
-  Tensor logits_to_host(const Tensor& logits) const;      // host float32 for the search
+  Tensor logits_to_host(const Tensor& logits) const;      // host float32, for decode()
   // A state of this shape with self-attention caches (allocated before the cross-attention
   // caches: they are what may not fit), no rows.
-  DecoderState empty_state(const DecoderState::Shape& shape,
-                           KvCacheStorage* storage = nullptr) const;
+  DecoderState empty_state(const DecoderState::Shape& shape) const;
   // decode() with the logits [R, T, V] left on the model's device.
   Tensor decode_on_device(DecoderState& state, const Tensor& tokens) const;
   // decode_on_device of one step (T = 1), logits [R, V], with each forced row's distribution
@@ -143,9 +137,6 @@ class TransformerModel {
   // layer's cross-attention weights [R, h, T, S_src] (on the device) are appended to it.
   Tensor decoder_layers(DecoderState& state, const Tensor& tokens,
                         std::vector<Tensor>* cross_weights) const;
-  // log_softmax_top_k of logits [R, V] on their device when the kernel takes k, else on the
-  // host; the result on the host.
-  TopK top_k_to_host(const Tensor& logits, const std::vector<float>& row_scores, int k) const;
   // log_softmax_top_k of logits [R, V] with offsets [R] on the logits' device, min(k, V) per row.
   static TopK top_k_of(const Tensor& logits, const Tensor& offsets, int k);
 

@@ -2,22 +2,10 @@
 
 namespace xlate {
 
-TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Tensor& encoder_output,
-                                       const Tensor& source_lengths, int64_t max_rows,
-                                       int64_t max_positions, KvCacheStorage* storage)
-    : model_(model),
-      state_(model.start_decoding(encoder_output, source_lengths, max_rows, max_positions,
-                                  storage)) {}
-
 TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Slots& slots)
     : model_(model),
       state_(model.start_slots(slots.sentences, slots.source_tokens, slots.rows_per_sentence,
-                               slots.positions)) {}
-
-TopK TransformerDecoder::step(const std::vector<int32_t>& tokens,
-                              const std::vector<float>& row_scores, int k) {
-  return model_.decode_top_k(state_, tokens, row_scores, k);
-}
+                               slots.positions, slots.commit_caches)) {}
 
 TopK TransformerDecoder::step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
                                         const Tensor& wanted) {
@@ -36,11 +24,5 @@ void TransformerDecoder::set_sources(const Tensor& encoder_output, const Tensor&
                                      const std::vector<int32_t>& sentence_slots) {
   model_.set_sources(state_, encoder_output, source_lengths, sentence_slots);
 }
-
-void TransformerDecoder::select_rows(const std::vector<int32_t>& source_rows) {
-  state_.select_rows(source_rows);
-}
-
-Tensor TransformerDecoder::logits(const Tensor& tokens) { return model_.decode(state_, tokens); }
 
 }  // namespace xlate

@@ -1,4 +1,5 @@
-// Binds a TransformerModel and one decoding state to the search interfaces.
+// Binds a TransformerModel and one decoding state of sentence slots to the device search
+// (engine/decoding/device_beam_search.h): the continuous decoder's model side.
 #pragma once
 
 #include "engine/decoding/device_beam_search.h"
@@ -6,25 +7,15 @@
 
 namespace xlate {
 
-class TransformerDecoder : public IncrementalDecoder, public DeviceIncrementalDecoder {
+class TransformerDecoder : public DeviceIncrementalDecoder {
  public:
-  // A batch: encoder_output [B, S_src, C], one row per sentence; room for max_rows rows and
-  // max_positions target positions; the self-attention caches in `storage` when it is given
-  // (TransformerModel::start_decoding).
-  TransformerDecoder(const TransformerModel& model, const Tensor& encoder_output,
-                     const Tensor& source_lengths, int64_t max_rows, int64_t max_positions,
-                     KvCacheStorage* storage = nullptr);
   // Slots for sentences that join and leave (TransformerModel::start_slots): no rows until
   // place_rows, sources through set_sources.
   struct Slots {
     int64_t sentences, source_tokens, rows_per_sentence, positions;
+    bool commit_caches;  // TransformerModel::start_slots
   };
   TransformerDecoder(const TransformerModel& model, const Slots& slots);
-
-  // IncrementalDecoder, for a batch.
-  TopK step(const std::vector<int32_t>& tokens, const std::vector<float>& row_scores,
-            int k) override;
-  void select_rows(const std::vector<int32_t>& source_rows) override;
 
   Device device() const override { return model_.placement().device; }
   TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
@@ -47,9 +38,6 @@ class TransformerDecoder : public IncrementalDecoder, public DeviceIncrementalDe
                          const DecoderState::RepeatGuards& guards) {
     state_.set_repeat_guards(sentence_slots, guards);
   }
-
-  // Logits [R, T, V] for T tokens per row at once (the teacher-forced pass).
-  Tensor logits(const Tensor& tokens);
 
  private:
   const TransformerModel& model_;

@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/ops/backend.h"
-#include "engine/transformer_decoder.h"
+#include "engine/continuous_decoder.h"
 #include "text/utf8.h"
 
 namespace xlate {
@@ -185,58 +185,6 @@ absl::StatusOr<std::vector<Translation>> Translator::Translate(
   return translations;
 }
 
-BatchTranslation::BatchTranslation(std::unique_ptr<TransformerDecoder> decoder,
-                                   std::unique_ptr<SearchRun> run)
-    : decoder_(std::move(decoder)), run_(std::move(run)) {}
-
-BatchTranslation::~BatchTranslation() = default;
-
-bool BatchTranslation::Step() {
-  if (!run_->done()) run_->step();
-  return run_->done();
-}
-
-bool BatchTranslation::done() const { return run_->done(); }
-
-int BatchTranslation::live_sentences() const { return run_->live_sentences(); }
-
-std::vector<std::vector<Hypothesis>> BatchTranslation::TakeResults() {
-  return run_->take_results();
-}
-
-absl::Status Translator::check_sources(const std::vector<std::vector<int32_t>>& sources,
-                                       const TranslationOptions& options) const {
-  if (auto status = options.ValidateFor(model_->config()); !status.ok()) return status;
-  const ModelConfig& config = model_->config();
-  for (size_t i = 0; i < sources.size(); ++i) {
-    if (static_cast<int64_t>(sources[i].size()) + 1 > max_input_tokens()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sentence ", i, " has ", sources[i].size() + 1, " tokens (with the end token); the "
-          "limit is ", max_input_tokens(), " (max_position_embeddings of the model)"));
-    }
-    for (int32_t id : sources[i]) {
-      if (id < 0 || id >= config.vocab_size) {
-        return absl::InvalidArgumentError(absl::StrCat("sentence ", i, " has token id ", id,
-                                                       " outside [0, ", config.vocab_size, ")"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::unique_ptr<BatchTranslation>> Translator::StartBatch(
-    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const {
-  if (sources.empty()) return absl::InvalidArgumentError("a batch needs at least one sentence");
-  if (auto status = check_sources(sources, options); !status.ok()) return status;
-  std::vector<const std::vector<int32_t>*> batch;
-  for (const std::vector<int32_t>& source : sources) batch.push_back(&source);
-  try {
-    return start_batch(batch, options);
-  } catch (const std::bad_alloc&) {
-    return out_of_memory(batch.size(), options);
-  }
-}
-
 absl::Status check_constraints(const std::vector<Constraints>& constraints,
                                const std::vector<int>& max_lengths, const TransformerModel& model) {
   if (constraints.empty()) return absl::OkStatus();
@@ -286,181 +234,176 @@ absl::Status check_constraints(const std::vector<Constraints>& constraints,
   return absl::OkStatus();
 }
 
-absl::Status Translator::out_of_memory(size_t sentences, const TranslationOptions& options) const {
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "out of ", memory_name(model_->placement().device),
-      " memory decoding a batch of ", sentences, " sentences with beam_size ", options.beam_size,
-      " (", sentences * options.beam_size, " rows of KV cache): lower the batch size or the beam"));
-}
-
-absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens(
-    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
-    const std::vector<Constraints>& constraints) const {
-  if (auto status = check_sources(sources, options); !status.ok()) return status;
-  if (!constraints.empty()) {
-    const ModelConfig& config = model_->config();
-    std::vector<int> max_lengths;
-    for (const std::vector<int32_t>& source : sources) {
-      max_lengths.push_back(options.max_output_tokens(static_cast<int64_t>(source.size()),
-                                                      config.max_positions,
-                                                      config.end_forced_at_limit));
+absl::Status check_source_tokens(const std::vector<std::vector<int32_t>>& sources,
+                                 int64_t max_tokens, absl::string_view limit,
+                                 int64_t vocabulary) {
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (static_cast<int64_t>(sources[i].size()) + 1 > max_tokens) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sentence ", i, " has ", sources[i].size() + 1, " tokens (with the end token); the "
+          "limit is ", max_tokens, limit));
     }
-    if (auto status = check_constraints(constraints, max_lengths, *model_); !status.ok()) {
-      return status;
-    }
-  }
-  if (options.workers > 1 && model_->placement().device != Device::kCPU) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "option workers = ", options.workers, ": several workers run on the CPU only"));
-  }
-  std::vector<size_t> order(sources.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return sources[a].size() < sources[b].size();
-  });
-  std::vector<std::vector<const std::vector<int32_t>*>> batches;
-  for (size_t begin = 0; begin < order.size(); begin += options.max_batch_size) {
-    const size_t end = std::min(order.size(), begin + options.max_batch_size);
-    batches.emplace_back();
-    for (size_t k = begin; k < end; ++k) batches.back().push_back(&sources[order[k]]);
-  }
-  // Each batch's sentences' constraints (none without constraints).
-  std::vector<std::vector<Constraints>> batch_constraints(batches.size());
-  for (size_t b = 0, k = 0; !constraints.empty() && b < batches.size(); ++b) {
-    for (size_t i = 0; i < batches[b].size(); ++i) {
-      batch_constraints[b].push_back(constraints[order[k++]]);
-    }
-  }
-  std::vector<std::vector<std::vector<Hypothesis>>> translated(batches.size());
-  const int workers = static_cast<int>(
-      std::min<size_t>(static_cast<size_t>(options.workers), batches.size()));
-  if (workers <= 1) {
-    KvCacheStorage storage;
-    for (size_t b = 0; b < batches.size(); ++b) {
-      if (absl::Status status = translate_batch(batches[b], options, translated[b], storage,
-                                                batch_constraints[b]);
-          !status.ok()) {
-        return status;
+    for (int32_t id : sources[i]) {
+      if (id < 0 || id >= vocabulary) {
+        return absl::InvalidArgumentError(absl::StrCat("sentence ", i, " has token id ", id,
+                                                       " outside [0, ", vocabulary, ")"));
       }
     }
-  } else {
-    // Longest batches first, each taken by the next free worker: the last ones to finish are
-    // the shortest. The workers are threads of their own (the caller's OpenMP thread count
-    // stays as it is); what one throws is thrown here once they are all done.
-    const int threads_per_worker = std::max(1, omp_get_max_threads() / workers);
-    std::vector<absl::Status> statuses(batches.size());
-    std::vector<std::exception_ptr> thrown(batches.size());
-    std::atomic<size_t> taken{0};
-    std::atomic<bool> failed{false};
-    auto work = [&] {
-      omp_set_num_threads(threads_per_worker);
-      KvCacheStorage storage;
-      for (size_t k = taken++; k < batches.size() && !failed; k = taken++) {
-        const size_t b = batches.size() - 1 - k;
-        try {
-          statuses[b] = translate_batch(batches[b], options, translated[b], storage,
-                                        batch_constraints[b]);
-          if (!statuses[b].ok()) failed = true;
-        } catch (...) {
-          thrown[b] = std::current_exception();
-          failed = true;
-        }
-      }
-    };
-    std::vector<std::thread> threads;
-    for (int w = 0; w < workers; ++w) threads.emplace_back(work);
-    for (std::thread& thread : threads) thread.join();
-    for (size_t b = 0; b < batches.size(); ++b) {
-      if (thrown[b]) std::rethrow_exception(thrown[b]);
-      if (!statuses[b].ok()) return statuses[b];
-    }
-  }
-  std::vector<std::vector<Hypothesis>> results(sources.size());
-  for (size_t b = 0, k = 0; b < batches.size(); ++b) {
-    for (std::vector<Hypothesis>& sentence : translated[b]) results[order[k++]] = std::move(sentence);
-  }
-  return results;
-}
-
-absl::Status Translator::translate_batch(const std::vector<const std::vector<int32_t>*>& batch,
-                                         const TranslationOptions& options,
-                                         std::vector<std::vector<Hypothesis>>& results,
-                                         KvCacheStorage& storage,
-                                         const std::vector<Constraints>& constraints) const {
-  try {
-    const std::unique_ptr<BatchTranslation> translation =
-        start_batch(batch, options, &storage, constraints);
-    while (!translation->Step()) {
-    }
-    results = translation->TakeResults();
-    if (options.alignment.has_value()) align_best(batch, results, *options.alignment);
-  } catch (const std::bad_alloc&) {
-    return out_of_memory(batch.size(), options);
   }
   return absl::OkStatus();
 }
 
-void Translator::align_best(const std::vector<const std::vector<int32_t>*>& sources,
-                            std::vector<std::vector<Hypothesis>>& results,
-                            const AlignmentOptions& options) const {
-  std::vector<const std::vector<int32_t>*> aligned_sources;
-  std::vector<Hypothesis*> best;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    if (results[i].empty()) continue;
-    aligned_sources.push_back(sources[i]);
-    best.push_back(&results[i].front());
+namespace {
+
+// The sentences of one TranslateTokens call, handed out to its decoders in `order`.
+struct SentenceQueue {
+  const std::vector<std::vector<int32_t>>& sources;
+  const std::vector<Constraints>& constraints;  // empty, or one per source
+  std::vector<size_t> order;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+};
+
+// Decodes sentences of `queue` in `decoder` until none is left: whenever the decoder has free
+// slots it takes the next sentences, and each finished sentence's hypotheses go to
+// results[its index]. Stops at the first failure, and tells the other decoders.
+absl::Status decode_queue(ContinuousDecoder& decoder, SentenceQueue& queue,
+                          const TranslationOptions& options,
+                          std::vector<std::vector<Hypothesis>>& results) {
+  std::vector<size_t> sentence_of_handle;  // the decoder numbers its handles from 0
+  auto fail = [&](absl::Status status) {
+    queue.failed = true;
+    return status;
+  };
+  while (!queue.failed) {
+    const size_t free = static_cast<size_t>(decoder.free_slots());
+    if (free > 0 && queue.next < queue.order.size()) {
+      const size_t first = queue.next.fetch_add(free);
+      const size_t last = std::min(queue.order.size(), first + free);
+      std::vector<std::vector<int32_t>> group;
+      std::vector<Constraints> group_constraints;
+      for (size_t k = first; k < last; ++k) {
+        group.push_back(queue.sources[queue.order[k]]);
+        if (!queue.constraints.empty()) {
+          group_constraints.push_back(queue.constraints[queue.order[k]]);
+        }
+      }
+      if (!group.empty()) {
+        auto handles = decoder.Admit(group, options, group_constraints);
+        if (!handles.ok()) return fail(handles.status());
+        for (size_t k = first; k < last; ++k) {
+          const auto handle = static_cast<size_t>((*handles)[k - first]);
+          if (sentence_of_handle.size() <= handle) sentence_of_handle.resize(handle + 1);
+          sentence_of_handle[handle] = queue.order[k];
+        }
+      }
+    }
+    if (decoder.live_sentences() == 0) break;
+    for (ContinuousDecoder::Finished& finished : decoder.Step()) {
+      if (!finished.status.ok()) return fail(finished.status);
+      results[sentence_of_handle[static_cast<size_t>(finished.handle)]] =
+          std::move(finished.hypotheses);
+    }
+    decoder.TakeProgress();  // nobody streams an offline translation
   }
-  align(*model_, aligned_sources, best, std::vector<const AlignmentOptions*>(best.size(), &options));
+  return absl::OkStatus();
 }
 
-std::unique_ptr<BatchTranslation> Translator::start_batch(
-    const std::vector<const std::vector<int32_t>*>& sources, const TranslationOptions& options,
-    KvCacheStorage* storage, const std::vector<Constraints>& constraints) const {
+}  // namespace
+
+absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens(
+    const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
+    const std::vector<Constraints>& constraints) const {
   const ModelConfig& config = model_->config();
-  const int64_t batch = static_cast<int64_t>(sources.size());
-  int64_t padded = 0;
-  for (const auto* source : sources) padded = std::max<int64_t>(padded, source->size() + 1);
-  std::vector<int32_t> tokens(static_cast<size_t>(batch * padded), config.pad_id);
-  std::vector<int32_t> lengths(static_cast<size_t>(batch));
-  std::vector<int> max_lengths(static_cast<size_t>(batch));
-  int longest_output = 1;
-  for (int64_t b = 0; b < batch; ++b) {
-    const std::vector<int32_t>& source = *sources[b];
-    std::copy(source.begin(), source.end(), tokens.begin() + b * padded);
-    tokens[b * padded + source.size()] = config.eos_id;
-    lengths[b] = static_cast<int32_t>(source.size() + 1);
-    max_lengths[b] = options.max_output_tokens(source.size(), config.max_positions,
-                                               config.end_forced_at_limit);
-    longest_output = std::max(longest_output, max_lengths[b]);
+  if (auto status = options.ValidateFor(config); !status.ok()) return status;
+  if (auto status = check_source_tokens(sources, max_input_tokens(),
+                                        " (max_position_embeddings of the model)",
+                                        config.vocab_size);
+      !status.ok()) {
+    return status;
   }
-  const Tensor source_lengths = Tensor::from_vector(lengths, {batch});
-  const Tensor encoded =
-      model_->encode(Tensor::from_vector(tokens, {batch, padded}), source_lengths);
-  auto decoder = std::make_unique<TransformerDecoder>(
-      *model_, encoded, source_lengths, batch * options.beam_size, longest_output, storage);
-  std::vector<int32_t> slots(static_cast<size_t>(batch));
-  for (int32_t b = 0; b < batch; ++b) slots[b] = b;
-  decoder->set_forced_tokens(slots, options.forced_start_tokens);
-  decoder->set_repeat_guards(slots, options.repeat_guards());
-  const SearchOptions search_options = options.search(config);
-  std::unique_ptr<SearchRun> run;
+  std::vector<int> max_lengths;
+  for (const std::vector<int32_t>& source : sources) {
+    max_lengths.push_back(options.max_output_tokens(static_cast<int64_t>(source.size()),
+                                                    config.max_positions,
+                                                    config.end_forced_at_limit));
+  }
+  if (auto status = check_constraints(constraints, max_lengths, *model_); !status.ok()) {
+    return status;
+  }
   const Device device = model_->placement().device;
-  const bool constrained = std::any_of(constraints.begin(), constraints.end(),
-                                       [](const Constraints& c) { return !c.empty(); });
-  if (constrained) {
-    // Lexical constraints are a rule of the device search (on the CPU too, any beam).
-    run = start_device_beam_search(*decoder, max_lengths, search_options, 0, constraints);
-  } else if (device != Device::kCPU && options.beam_size <= op_backend(device).max_beam) {
-    // The search state stays on the GPU: no host round trip per token.
-    run = start_device_beam_search(*decoder, max_lengths, search_options);
-  } else {
-    // On the host (the same rule), over the decoder's host rows: a sentence's first step
-    // decodes one row, not beam_size.
-    const std::unique_ptr<Search> search =
-        options.beam_size == 1 ? make_greedy_search() : make_beam_search();
-    run = search->start(*decoder, max_lengths, search_options);
+  if (options.workers > 1 && device != Device::kCPU) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "option workers = ", options.workers, ": several workers run on the CPU only"));
   }
-  return std::make_unique<BatchTranslation>(std::move(decoder), std::move(run));
+  const OpBackend& backend = op_backend(device);
+  if (options.beam_size > backend.max_beam) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "option beam_size = ", options.beam_size, " is out of range: the ", backend.name,
+        " backend's beam search takes at most ", backend.max_beam, " beams"));
+  }
+  if (sources.empty()) return std::vector<std::vector<Hypothesis>>();
+
+  // Every sentence goes through a continuous decoder: it takes the slot of one that finished,
+  // so no batch waits for its longest sentence. Shortest first with one decoder; longest first
+  // with several, so that the last ones to finish are short.
+  SentenceQueue queue{sources, constraints, std::vector<size_t>(sources.size())};
+  std::iota(queue.order.begin(), queue.order.end(), 0);
+  std::stable_sort(queue.order.begin(), queue.order.end(), [&](size_t a, size_t b) {
+    return sources[a].size() < sources[b].size();
+  });
+  const size_t batch = static_cast<size_t>(options.max_batch_size);
+  const int workers = static_cast<int>(std::min<size_t>(
+      static_cast<size_t>(options.workers), (sources.size() + batch - 1) / batch));
+  if (workers > 1) std::reverse(queue.order.begin(), queue.order.end());
+  ContinuousDecoderOptions limits;
+  limits.max_sentences = static_cast<int>(std::min(batch, sources.size()));
+  limits.max_beam_size = options.beam_size;
+  limits.commit_caches = false;
+  limits.max_source_tokens = 2;
+  limits.max_target_tokens = 1;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    limits.max_source_tokens =
+        std::max(limits.max_source_tokens, static_cast<int>(sources[i].size()) + 1);
+    limits.max_target_tokens = std::max(limits.max_target_tokens, max_lengths[i]);
+  }
+  std::vector<std::vector<Hypothesis>> results(sources.size());
+  if (workers <= 1) {
+    auto decoder = ContinuousDecoder::Create(*model_, limits);
+    if (!decoder.ok()) return decoder.status();
+    if (auto status = decode_queue(**decoder, queue, options, results); !status.ok()) {
+      return status;
+    }
+    return results;
+  }
+  // Several decoders, each on a thread of its own whose products run on (the caller's OpenMP
+  // threads / workers) threads: on a few cores, small batches side by side keep them busier.
+  // The caller's OpenMP thread count stays as it is; what a worker throws is thrown here once
+  // they are all done.
+  const int threads_per_worker = std::max(1, omp_get_max_threads() / workers);
+  std::vector<absl::Status> statuses(static_cast<size_t>(workers));
+  std::vector<std::exception_ptr> thrown(static_cast<size_t>(workers));
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      omp_set_num_threads(threads_per_worker);
+      try {
+        auto decoder = ContinuousDecoder::Create(*model_, limits);
+        statuses[w] = decoder.ok() ? decode_queue(**decoder, queue, options, results)
+                                   : decoder.status();
+        if (!statuses[w].ok()) queue.failed = true;
+      } catch (...) {
+        thrown[w] = std::current_exception();
+        queue.failed = true;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int w = 0; w < workers; ++w) {
+    if (thrown[w]) std::rethrow_exception(thrown[w]);
+    if (!statuses[w].ok()) return statuses[w];
+  }
+  return results;
 }
 
 }  // namespace xlate

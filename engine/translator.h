@@ -1,6 +1,8 @@
 // The batch translation API: sentences (UTF-8 strings) + options -> translations in input
-// order. Sentences are sorted by length and cut into sub-batches to cut padding. Translate() is
-// const and keeps all per-call state on its own stack, so any number of threads may call it.
+// order. The sentences, sorted by length, go through a continuous decoder of the call's own
+// (engine/continuous_decoder.h, the server's engine): each takes the slot of one that finished.
+// Translate() is const and keeps all per-call state on its own stack, so any number of threads
+// may call it.
 #pragma once
 
 #include <memory>
@@ -28,11 +30,11 @@ struct TranslationOptions {
   int max_output_length = 0;     // when > 0, a hard cap on output tokens as well
   int min_output_length = 0;     // no end token before this many tokens
   int n_best = 1;                // hypotheses returned per sentence (<= beam_size)
-  int max_batch_size = 32;       // sentences per sub-batch
-  // Sub-batches translated at once by Translate/TranslateTokens, each on a thread of its own
-  // whose products run on (the caller's OpenMP threads / workers, at least 1) threads, longest
-  // first: on a few cores, small batches side by side keep them busier than each batch split
-  // across them (CTranslate2's inter_threads). CPU models only.
+  int max_batch_size = 32;       // sentences decoding at once (per worker)
+  // Decoders run at once by Translate/TranslateTokens, each on a thread of its own whose
+  // products run on (the caller's OpenMP threads / workers, at least 1) threads, taking the
+  // longest sentences first: on a few cores, small batches side by side keep them busier than
+  // each batch split across them (CTranslate2's inter_threads). CPU models only.
   int workers = 1;
   bool return_scores = true;
   // Report each sentence's stable prefix as it grows (ContinuousDecoder::TakeProgress; the
@@ -89,8 +91,6 @@ struct Translation {
   Hypothesis best;
 };
 
-class TransformerDecoder;
-
 // Lexical constraints (per sentence: DeviceBeamSearch::add) against the limits of `model`:
 // empty, or one list per sentence of at most kernels::kMaxConstraints non-empty constraints,
 // kernels::kMaxConstraintTokens tokens in all, ids in the target vocabulary other than the end
@@ -100,23 +100,12 @@ class TransformerDecoder;
 absl::Status check_constraints(const std::vector<Constraints>& constraints,
                                const std::vector<int>& max_lengths, const TransformerModel& model);
 
-// One batch being translated step by step (Translator::StartBatch): the encoder has run, and each
-// Step() decodes one more token for every sentence still in progress. Owns its decoding state.
-class BatchTranslation {
- public:
-  BatchTranslation(std::unique_ptr<TransformerDecoder> decoder, std::unique_ptr<SearchRun> run);
-  ~BatchTranslation();
-  // Decodes one token; returns whether the batch is done.
-  bool Step();
-  bool done() const;
-  int live_sentences() const;
-  // Once done: per sentence of the batch, in its order, up to n_best hypotheses.
-  std::vector<std::vector<Hypothesis>> TakeResults();
-
- private:
-  std::unique_ptr<TransformerDecoder> decoder_;
-  std::unique_ptr<SearchRun> run_;
-};
+// Checks token-id sources (no end token) against a limit of `max_tokens` tokens each, the end
+// token included (`limit` says whose limit it is, after the number), and a vocabulary of
+// `vocabulary` ids: INVALID_ARGUMENT naming the sentence, and the limit or the id.
+absl::Status check_source_tokens(const std::vector<std::vector<int32_t>>& sources,
+                                 int64_t max_tokens, absl::string_view limit,
+                                 int64_t vocabulary);
 
 class Translator {
  public:
@@ -135,17 +124,12 @@ class Translator {
                                                      const LanguageTokens& languages = {},
                                                      const std::vector<Constraints>& constraints = {}) const;
 
-  // The same on token ids (no end token; it is appended): hypotheses per sentence. A batch whose
-  // decoding state does not fit in memory is a ResourceExhausted error naming its size.
+  // The same on token ids (no end token; it is appended): hypotheses per sentence. Decoding
+  // state that does not fit in memory is a ResourceExhausted error naming its size; a beam
+  // wider than the backend's search takes (15 on CUDA) is InvalidArgument.
   absl::StatusOr<std::vector<std::vector<Hypothesis>>> TranslateTokens(
       const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
       const std::vector<Constraints>& constraints = {}) const;
-
-  // Encodes `sources` (token ids, no end token) as one batch and returns its decoding, to be
-  // stepped by the caller; the sources are checked as in TranslateTokens. The Translator must
-  // outlive it.
-  absl::StatusOr<std::unique_ptr<BatchTranslation>> StartBatch(
-      const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options) const;
 
   const TransformerModel& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -153,28 +137,6 @@ class Translator {
   int max_input_tokens() const { return model_->config().max_positions; }
 
  private:
-  absl::Status check_sources(const std::vector<std::vector<int32_t>>& sources,
-                             const TranslationOptions& options) const;
-  // ResourceExhausted for a batch whose state did not fit in the model device's memory.
-  absl::Status out_of_memory(size_t sentences, const TranslationOptions& options) const;
-  // `storage` (may be null): where the batch's self-attention caches go (KvCacheStorage).
-  // `constraints`: empty, or one per source (searched by the device beam search, which has
-  // them on the CPU too).
-  std::unique_ptr<BatchTranslation> start_batch(
-      const std::vector<const std::vector<int32_t>*>& sources, const TranslationOptions& options,
-      KvCacheStorage* storage = nullptr, const std::vector<Constraints>& constraints = {}) const;
-  // Translates one sub-batch into `results` (one entry per source, in its order), its caches in
-  // `storage`; a ResourceExhausted error when its decoding state does not fit.
-  absl::Status translate_batch(const std::vector<const std::vector<int32_t>*>& batch,
-                               const TranslationOptions& options,
-                               std::vector<std::vector<Hypothesis>>& results,
-                               KvCacheStorage& storage,
-                               const std::vector<Constraints>& constraints) const;
-  // Aligns each sentence's best hypothesis (results[i] of sources[i]) in place.
-  void align_best(const std::vector<const std::vector<int32_t>*>& sources,
-                  std::vector<std::vector<Hypothesis>>& results,
-                  const AlignmentOptions& options) const;
-
   std::shared_ptr<const TransformerModel> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
 };

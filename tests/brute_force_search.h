@@ -10,7 +10,6 @@
 
 #include "engine/decoding/search.h"
 #include "engine/transformer.h"
-#include "engine/transformer_decoder.h"
 
 namespace xlate::testing {
 
@@ -30,6 +29,24 @@ inline Encoded encode(const TransformerModel& model, const std::vector<int32_t>&
 // library: the brute-force reference must not share the rule it checks.
 inline double gnmt_length_penalty(int length, double alpha) { return std::pow((5.0 + length) / 6.0, alpha); }
 
+// log P(token | input) of the token after `input` (start token first), for every token of the
+// target vocabulary: the last position of one teacher-forced pass, log-softmaxed in double.
+inline std::vector<double> next_log_probs(const TransformerModel& model, const Encoded& encoded,
+                                          const std::vector<int32_t>& input) {
+  DecoderState state =
+      model.start_decoding(encoded.output, encoded.lengths, 1, int64_t(input.size()));
+  const Tensor logits =
+      model.decode(state, Tensor::from_vector(input, {1, int64_t(input.size())}));
+  const int64_t vocabulary = logits.dim(2);
+  const float* last = logits.data<float>() + (input.size() - 1) * vocabulary;
+  double best = -1e30, total = 0;
+  for (int64_t v = 0; v < vocabulary; ++v) best = std::max(best, double(last[v]));
+  for (int64_t v = 0; v < vocabulary; ++v) total += std::exp(last[v] - best);
+  std::vector<double> log_probs(static_cast<size_t>(vocabulary));
+  for (int64_t v = 0; v < vocabulary; ++v) log_probs[v] = last[v] - best - std::log(total);
+  return log_probs;
+}
+
 // Every complete output of at most max_length tokens (end token included), scored by
 // log P / lp(|Y|) from teacher-forced passes; best first.
 inline std::vector<Hypothesis> enumerate_all(const TransformerModel& model,
@@ -40,16 +57,10 @@ inline std::vector<Hypothesis> enumerate_all(const TransformerModel& model,
                                                                  double log_prob) {
     std::vector<int32_t> input = {start_token};
     input.insert(input.end(), prefix.begin(), prefix.end());
-    TransformerDecoder decoder(model, encoded.output, encoded.lengths, 1, int64_t(input.size()));
-    const Tensor logits = decoder.logits(Tensor::from_vector(input, {1, int64_t(input.size())}));
-    const int64_t vocabulary = logits.dim(2);
-    const float* last = logits.data<float>() + (input.size() - 1) * vocabulary;
-    double best = -1e30, total = 0;
-    for (int64_t v = 0; v < vocabulary; ++v) best = std::max(best, double(last[v]));
-    for (int64_t v = 0; v < vocabulary; ++v) total += std::exp(last[v] - best);
+    const std::vector<double> next_token = next_log_probs(model, encoded, input);
     const int length = int(prefix.size()) + 1;
-    for (int32_t token = 0; token < vocabulary; ++token) {
-      const double next = log_prob + last[token] - best - std::log(total);
+    for (int32_t token = 0; token < int32_t(next_token.size()); ++token) {
+      const double next = log_prob + next_token[token];
       std::vector<int32_t> extended = prefix;
       if (token != end_token) extended.push_back(token);
       if (token == end_token || length == max_length) {

@@ -13,6 +13,7 @@
 #include "engine/decoding/device_beam_search.h"
 #include "tests/brute_force_search.h"
 #include "tests/random_tensor.h"
+#include "tests/search_to_end.h"
 
 namespace xlate {
 namespace {
@@ -39,23 +40,7 @@ std::vector<std::vector<Hypothesis>> search(const TransformerModel& model,
                                             const std::vector<int>& max_lengths,
                                             const SearchOptions& options,
                                             const std::vector<Constraints>& constraints) {
-  size_t longest = 0;
-  for (const auto& source : sources) longest = std::max(longest, source.size());
-  std::vector<int32_t> tokens(sources.size() * longest, 0), lengths;
-  for (size_t s = 0; s < sources.size(); ++s) {
-    std::copy(sources[s].begin(), sources[s].end(), tokens.begin() + s * longest);
-    lengths.push_back(static_cast<int32_t>(sources[s].size()));
-  }
-  const int64_t count = static_cast<int64_t>(sources.size());
-  const Tensor source_lengths = Tensor::from_vector(lengths, {count});
-  const Tensor encoded =
-      model.encode(Tensor::from_vector(tokens, {count, int64_t(longest)}), source_lengths);
-  const int longest_output = *std::max_element(max_lengths.begin(), max_lengths.end());
-  TransformerDecoder decoder(model, encoded, source_lengths, count * options.beam_size,
-                             longest_output);
-  auto run = start_device_beam_search(decoder, max_lengths, options, 1, constraints);
-  while (!run->done()) run->step();
-  return run->take_results();
+  return testing::search_sources(model, sources, max_lengths, options, 1, constraints);
 }
 
 // Beam 300 keeps every live prefix of a 6-token vocabulary up to length 3 (125), and at the last

@@ -1,7 +1,8 @@
-// The device beam search (its state in tensors, advanced by the op beam_search_step) against
-// the host beam search, both on the CPU backend over the same small random models: the same
-// hypotheses and scores for a batch of sentences with different source and output lengths,
-// across beam sizes, n-best lists, minimum lengths, length penalties and sync intervals.
+// The device beam search (its state in tensors, advanced by the op beam_search_step) on the CPU
+// backend over small random models: a batch of sentences with different source and output
+// lengths, and sentences joining at any step, get what each gets searched alone, across beam
+// sizes, n-best lists, minimum lengths, length penalties and sync intervals. (Its optimality is
+// checked against enumeration in search_test.cc.)
 #include <algorithm>
 #include <random>
 
@@ -12,6 +13,7 @@
 #include "engine/transformer.h"
 #include "engine/transformer_decoder.h"
 #include "tests/random_tensor.h"
+#include "tests/search_to_end.h"
 
 namespace xlate {
 namespace {
@@ -36,14 +38,13 @@ Batch encode(const TransformerModel& model, const std::vector<std::vector<int32_
   return batch;
 }
 
-TEST(DeviceBeamSearch, EqualsTheHostSearch) {
+TEST(DeviceBeamSearch, ABatchEqualsEachSentenceAlone) {
   const std::vector<std::vector<int32_t>> sources = {
       {4, 5, 3}, {5, 4, 4, 5, 3}, {4, 3}, {5, 5, 4, 4, 4, 5, 3}, {4, 4, 5, 3}};
   const std::vector<int> max_lengths = {3, 7, 12, 5, 9};
   int compared = 0;
   for (int vocabulary : {6, 40}) {
     const auto model = tiny_random_model(vocabulary, 11 + vocabulary, 1.5f);
-    const Batch batch = encode(*model, sources);
     for (int beam : {1, 2, 4, 6}) {
       for (int n_best : {1, beam}) {
         for (int min_length : {0, 2}) {
@@ -53,14 +54,14 @@ TEST(DeviceBeamSearch, EqualsTheHostSearch) {
             options.n_best = n_best;
             options.min_length = min_length;
             options.length_penalty = alpha;
-            const int64_t rows = int64_t(sources.size()) * beam;
-            TransformerDecoder host_decoder(*model, batch.encoded, batch.lengths, rows, 12);
-            const auto expected = make_beam_search()->search(host_decoder, max_lengths, options);
+            std::vector<std::vector<Hypothesis>> expected;
+            for (size_t s = 0; s < sources.size(); ++s) {
+              expected.push_back(
+                  testing::search_sources(*model, {sources[s]}, {max_lengths[s]}, options)[0]);
+            }
             for (int sync_interval : {1, 3}) {
-              TransformerDecoder decoder(*model, batch.encoded, batch.lengths, rows, 12);
-              auto run = start_device_beam_search(decoder, max_lengths, options, sync_interval);
-              while (!run->done()) run->step();
-              const auto actual = run->take_results();
+              const auto actual =
+                  testing::search_sources(*model, sources, max_lengths, options, sync_interval);
               ASSERT_EQ(actual.size(), expected.size());
               for (size_t s = 0; s < expected.size(); ++s) {
                 const std::string where = "V " + std::to_string(vocabulary) + " beam " +
@@ -71,10 +72,15 @@ TEST(DeviceBeamSearch, EqualsTheHostSearch) {
                                           std::to_string(sync_interval) + " sentence " +
                                           std::to_string(s);
                 ASSERT_EQ(actual[s].size(), expected[s].size()) << where;
+                ASSERT_FALSE(actual[s].empty()) << where;
                 for (size_t j = 0; j < expected[s].size(); ++j) {
                   EXPECT_EQ(actual[s][j].tokens, expected[s][j].tokens) << where << " #" << j;
                   EXPECT_NEAR(actual[s][j].score, expected[s][j].score, 1e-5) << where;
                   EXPECT_NEAR(actual[s][j].log_prob, expected[s][j].log_prob, 1e-5) << where;
+                  EXPECT_LE(actual[s][j].tokens.size(), static_cast<size_t>(max_lengths[s]));
+                  if (j > 0) {
+                    EXPECT_GE(actual[s][j - 1].score, actual[s][j].score) << where;
+                  }
                 }
                 ++compared;
               }
@@ -115,7 +121,7 @@ JoiningRun run_joining(const TransformerModel& model, const std::vector<int>& ma
                        const std::vector<SearchOptions>& settings, int sync_interval) {
   const int slots = 3, max_beam = 4, longest = 12;
   const auto& sources = kJoiningSources;
-  TransformerDecoder decoder(model, TransformerDecoder::Slots{slots, 8, max_beam, longest});
+  TransformerDecoder decoder(model, TransformerDecoder::Slots{slots, 8, max_beam, longest, true});
   DeviceBeamSearch search(decoder, slots, max_beam, longest, sync_interval);
   std::vector<int> free_slots = {2, 1, 0}, sentence_in(slots, -1);
   JoiningRun run{std::vector<std::vector<Hypothesis>>(sources.size()),
@@ -148,18 +154,16 @@ JoiningRun run_joining(const TransformerModel& model, const std::vector<int>& ma
   return run;
 }
 
-// What the host search gives source `i` decoded alone.
+// What the search gives source `i` decoded alone.
 std::vector<Hypothesis> decoded_alone(const TransformerModel& model, size_t i, int max_length,
                                       const SearchOptions& options) {
-  const Batch one = encode(model, {kJoiningSources[i]});
-  TransformerDecoder alone(model, one.encoded, one.lengths, options.beam_size, 12);
-  return make_beam_search()->search(alone, {max_length}, options)[0];
+  return testing::search_sources(model, {kJoiningSources[i]}, {max_length}, options)[0];
 }
 
 // Continuous batching: sentences join a running search at different steps, each with its own
-// beam and options, into slots that finished sentences freed. Every sentence gets what the host
+// beam and options, into slots that finished sentences freed. Every sentence gets what the
 // search gives it decoded alone.
-TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
+TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualEachAlone) {
   const std::vector<int> max_lengths = {3, 7, 12, 5, 9, 12, 6};
   const std::vector<SearchOptions> settings = joining_settings();
   int compared = 0;
@@ -187,7 +191,7 @@ TEST(DeviceBeamSearch, SentencesJoiningAtAnyStepEqualTheHostSearch) {
 
 // Sentences that ask for stable prefixes (streaming) report them as they grow: each report is a
 // prefix of the sentence's final best hypothesis and longer than the one before, beam 1 reports
-// every token as it is decoded (looking every step), and the results are the host search's.
+// every token as it is decoded (looking every step), and the results are each alone's.
 TEST(DeviceBeamSearch, StablePrefixesGrowTowardsTheBestHypothesis) {
   const std::vector<int> max_lengths = {12, 7, 12, 9, 12, 12, 10};
   std::vector<SearchOptions> settings = joining_settings();
@@ -228,7 +232,7 @@ TEST(DeviceBeamSearch, StablePrefixesGrowTowardsTheBestHypothesis) {
 }
 
 // After a few steps of two sentences, abandon() hands both slots back with no results; the same
-// slots then decode new sentences exactly as the host search does.
+// slots then decode new sentences exactly as they decode alone.
 TEST(DeviceBeamSearch, AbandonedSlotsDecodeNewSentencesAfresh) {
   const auto model = tiny_random_model(40, 11, 1.5f);
   const int slots = 2, max_beam = 3, longest = 10;
@@ -236,7 +240,7 @@ TEST(DeviceBeamSearch, AbandonedSlotsDecodeNewSentencesAfresh) {
   options.beam_size = 3;
   options.n_best = 2;
   TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, max_beam,
-                                                               longest});
+                                                               longest, true});
   DeviceBeamSearch search(decoder, slots, max_beam, longest, /*sync_interval=*/4);
   const Batch first = encode(*model, {{4, 5, 3}, {5, 4, 4, 3}});
   decoder.set_sources(first.encoded, first.lengths, {0, 1});
@@ -259,9 +263,7 @@ TEST(DeviceBeamSearch, AbandonedSlotsDecodeNewSentencesAfresh) {
     }
   }
   for (size_t i = 0; i < sources.size(); ++i) {
-    const Batch one = encode(*model, {sources[i]});
-    TransformerDecoder alone(*model, one.encoded, one.lengths, options.beam_size, longest);
-    const auto expected = make_beam_search()->search(alone, {longest}, options)[0];
+    const auto expected = testing::search_sources(*model, {sources[i]}, {longest}, options)[0];
     ASSERT_EQ(results[i].size(), expected.size()) << "sentence " << i;
     for (size_t j = 0; j < expected.size(); ++j) {
       EXPECT_EQ(results[i][j].tokens, expected[j].tokens) << "sentence " << i << " #" << j;
@@ -270,13 +272,13 @@ TEST(DeviceBeamSearch, AbandonedSlotsDecodeNewSentencesAfresh) {
   }
 }
 
-TEST(DeviceBeamSearch, AnEmptyBatchIsDoneAtOnce) {
+TEST(DeviceBeamSearch, ASearchWithNoSentenceStepsToNothing) {
   const auto model = tiny_random_model(6, 3);
-  const Batch batch = encode(*model, {{4, 3}});
-  TransformerDecoder decoder(*model, batch.encoded, batch.lengths, 4, 4);
-  auto run = start_device_beam_search(decoder, {}, SearchOptions());
-  EXPECT_TRUE(run->done());
-  EXPECT_TRUE(run->take_results().empty());
+  TransformerDecoder decoder(*model, TransformerDecoder::Slots{2, 4, 4, 4, false});
+  DeviceBeamSearch search(decoder, 2, 4, 4, /*sync_interval=*/1);
+  EXPECT_TRUE(search.step().empty());
+  EXPECT_EQ(search.live_sentences(), 0);
+  EXPECT_TRUE(testing::search_to_end(decoder, {}, SearchOptions()).empty());
 }
 
 // Rows of a sentence that is done idle until the host drops them: they continue themselves

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/transformer.h"
-#include "engine/transformer_decoder.h"
 #include "tests/test_paths.h"
 
 namespace xlate {
@@ -34,9 +33,9 @@ Tensor forward_logits(const TransformerModel& model, const Batch& batch) {
   Tensor source_lengths;
   const Tensor source = padded(batch.source, model.config().pad_id, &source_lengths);
   const Tensor target = padded(batch.target, model.config().pad_id, nullptr);
-  TransformerDecoder decoder(model, model.encode(source, source_lengths), source_lengths,
-                             source.dim(0), target.dim(1));
-  return decoder.logits(target);
+  DecoderState state = model.start_decoding(model.encode(source, source_lengths),
+                                            source_lengths, source.dim(0), target.dim(1));
+  return model.decode(state, target);
 }
 
 // Parameter: a golden model directory under tests/data.
@@ -104,15 +103,16 @@ TEST_P(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
   // Rows: sentence 0 twice, sentence 1 twice (a beam of 2), with different continuations.
   std::vector<std::vector<int32_t>> prefixes = {{2}, {2}, {2}, {2}};
   const std::vector<int32_t> row_source = {0, 0, 1, 1};
-  TransformerDecoder incremental(model, encoded, source_lengths, 4, 8);
-  incremental.select_rows({0, 0, 1, 1});
+  DecoderState incremental = model.start_decoding(encoded, source_lengths, 4, 8);
+  // Two rows (beams) per sentence, both starting at position 0.
+  incremental.place_rows({{-1, 0, 0, 0}, {-1, 0, 1, 0}, {-1, 1, 0, 0}, {-1, 1, 1, 0}});
   const std::vector<std::vector<int32_t>> next_tokens = {
       {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}, {17, 18, 19, 20}, {21, 22, 23, 24}};
   for (size_t step = 0; step <= next_tokens.size(); ++step) {
     std::vector<int32_t> last;
     for (const auto& prefix : prefixes) last.push_back(prefix.back());
     const Tensor step_logits =
-        incremental.logits(Tensor::from_vector(last, {int64_t(last.size()), 1}));
+        model.decode(incremental, Tensor::from_vector(last, {int64_t(last.size()), 1}));
     for (size_t r = 0; r < prefixes.size(); ++r) {
       Batch alone{{sources[row_source[r]]}, {prefixes[r]}};
       const Tensor full = forward_logits(model, alone);
@@ -127,48 +127,11 @@ TEST_P(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
     for (size_t r = 0; r < prefixes.size(); ++r) prefixes[r].push_back(next_tokens[step][r]);
     if (step == 2) {
       // Beam reorder: both rows of sentence 0 continue row 1, sentence 1's rows swap.
-      incremental.select_rows({1, 1, 3, 2});
+      incremental.select_rows_on_device(
+          Tensor::from_vector(std::vector<int32_t>{1, 1, 3, 2}, {4}));
       prefixes = {prefixes[1], prefixes[1], prefixes[3], prefixes[2]};
     }
   }
-}
-
-// A Translator worker's batches share one KvCacheStorage: a batch decoded in storage that an
-// earlier batch filled reads none of its keys and values, and the storage is taken again only
-// once the state that used it is gone.
-TEST_P(GoldenModel, DecodingInReusedCacheStorageEqualsFreshCaches) {
-  const TransformerModel& model = *model_;
-  auto logits_in = [&](const Batch& batch, KvCacheStorage* storage) {
-    Tensor source_lengths;
-    const Tensor source = padded(batch.source, model.config().pad_id, &source_lengths);
-    const Tensor target = padded(batch.target, model.config().pad_id, nullptr);
-    TransformerDecoder decoder(model, model.encode(source, source_lengths), source_lengths,
-                               source.dim(0), target.dim(1), storage);
-    return decoder.logits(target);
-  };
-  auto expect_equal = [](const Tensor& actual, const Tensor& expected) {
-    ASSERT_EQ(actual.shape(), expected.shape());
-    for (int64_t i = 0; i < expected.numel(); ++i) {
-      ASSERT_EQ(actual.data<float>()[i], expected.data<float>()[i]) << "at flat index " << i;
-    }
-  };
-  KvCacheStorage storage;
-  const Batch whole = batch_;
-  const Batch first_two{{batch_.source[0], batch_.source[1]}, {batch_.target[1], batch_.target[0]}};
-  expect_equal(logits_in(whole, &storage), forward_logits(model, whole));
-  ASSERT_EQ(storage.layers.size(), model.weights().decoder.size());
-  const void* buffer = storage.layers[0].raw_data();
-  expect_equal(logits_in(first_two, &storage), forward_logits(model, first_two));
-  EXPECT_EQ(storage.layers[0].raw_data(), buffer) << "a smaller batch reuses the storage";
-
-  Tensor source_lengths;
-  const Tensor source = padded(whole.source, model.config().pad_id, &source_lengths);
-  TransformerDecoder alive(model, model.encode(source, source_lengths), source_lengths, 4, 4,
-                           &storage);
-  TransformerDecoder beside(model, model.encode(source, source_lengths), source_lengths, 4, 4,
-                            &storage);
-  EXPECT_NE(storage.layers[0].raw_data(), buffer)
-      << "a state still decoding keeps its storage; the next one gets its own";
 }
 
 // tiny_golden: d_k = d_v = d_model / h. tiny_golden_dkdv: d_k = 3, d_v = 5 (Table 3, row B).

@@ -1,5 +1,6 @@
-// Beam search and greedy search: exhaustive optimality against brute-force enumeration on a
-// tiny model, beam 1 == greedy, length limits and early stopping on scripted decoders.
+// The beam search (DeviceBeamSearch on the CPU): exhaustive optimality against brute-force
+// enumeration on a tiny model, beam 1 == greedy decoding by hand, length limits and early
+// stopping on scripted decoders.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -9,12 +10,12 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/decoding/search.h"
+#include "engine/decoding/device_beam_search.h"
 #include "engine/model_directory.h"
 #include "engine/transformer.h"
-#include "engine/transformer_decoder.h"
 #include "tests/brute_force_search.h"
 #include "tests/random_tensor.h"
+#include "tests/search_to_end.h"
 
 namespace xlate {
 namespace {
@@ -43,8 +44,7 @@ TEST_P(TinyModelSearch, ExhaustiveBeamFindsTheBruteForceBest) {
     options.beam_size = 300;  // more than the 5^3 live prefixes: nothing is pruned
     options.length_penalty = alpha;
     options.n_best = 3;
-    TransformerDecoder decoder(*model, encoded.output, encoded.lengths, options.beam_size, max_length);
-    const auto found = make_beam_search()->search(decoder, {max_length}, options);
+    const auto found = testing::search_sources(*model, {{4, 5, 4, kEnd}}, {max_length}, options);
     ASSERT_EQ(found[0].size(), 3u);
     for (size_t k = 0; k < 3; ++k) {
       EXPECT_EQ(found[0][k].tokens, truth[k].tokens) << "seed " << seed << " rank " << k;
@@ -55,31 +55,48 @@ TEST_P(TinyModelSearch, ExhaustiveBeamFindsTheBruteForceBest) {
 
 INSTANTIATE_TEST_SUITE_P(LengthPenalties, TinyModelSearch, ::testing::Values(0.f, 0.6f, 1.5f));
 
+// Greedy decoding written out: at each step the most probable token of a teacher-forced pass
+// over the prefix, until the end token or max_length tokens.
+Hypothesis greedy_by_hand(const TransformerModel& model, const testing::Encoded& encoded,
+                          int max_length) {
+  Hypothesis greedy;
+  std::vector<int32_t> input = {kStart};
+  for (int length = 1; length <= max_length; ++length) {
+    const std::vector<double> next = testing::next_log_probs(model, encoded, input);
+    const auto best = int32_t(std::max_element(next.begin(), next.end()) - next.begin());
+    greedy.log_prob += float(next[best]);
+    if (best == kEnd) break;
+    greedy.tokens.push_back(best);
+    input.push_back(best);
+  }
+  return greedy;
+}
+
 TEST(Search, BeamOfOneIsGreedy) {
   for (uint64_t seed : {21u, 22u, 23u, 24u}) {
     auto model = tiny_model(seed);
-    const Encoded encoded = encode(*model, {5, 4, kEnd});
+    const std::vector<int32_t> source = {5, 4, kEnd};
     SearchOptions options;
     options.beam_size = 1;
-    TransformerDecoder beam_decoder(*model, encoded.output, encoded.lengths, 1, 12);
-    TransformerDecoder greedy_decoder(*model, encoded.output, encoded.lengths, 1, 12);
-    const auto beam = make_beam_search()->search(beam_decoder, {12}, options);
-    const auto greedy = make_greedy_search()->search(greedy_decoder, {12}, options);
-    EXPECT_EQ(beam[0][0].tokens, greedy[0][0].tokens) << "seed " << seed;
-    EXPECT_NEAR(beam[0][0].score, greedy[0][0].score, 1e-5);
+    const auto beam = testing::search_sources(*model, {source}, {12}, options);
+    const Hypothesis greedy = greedy_by_hand(*model, testing::encode(*model, source), 12);
+    EXPECT_EQ(beam[0][0].tokens, greedy.tokens) << "seed " << seed;
+    EXPECT_NEAR(beam[0][0].log_prob, greedy.log_prob, 1e-4);
   }
 }
 
-// A decoder whose next-token distribution is a fixed function of (row's history length,
-// token); counts its steps and checks that the search keeps rows and tokens consistent.
-class ScriptedDecoder : public IncrementalDecoder {
+// A decoder whose next-token distribution is a fixed function of (step, token); counts its
+// steps and checks that the search keeps rows and tokens consistent.
+class ScriptedDecoder : public DeviceIncrementalDecoder {
  public:
   ScriptedDecoder(int vocabulary, std::function<float(int step, int token)> log_prob)
       : vocabulary_(vocabulary), log_prob_(std::move(log_prob)) {}
-  TopK step(const std::vector<int32_t>& tokens, const std::vector<float>& row_scores,
-            int k) override {
-    EXPECT_EQ(int64_t(tokens.size()), rows_);
-    EXPECT_EQ(int64_t(row_scores.size()), rows_);
+  Device device() const override { return Device::kCPU; }
+  TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
+                      const Tensor& wanted) override {
+    EXPECT_FALSE(wanted.defined());
+    EXPECT_EQ(tokens.numel(), rows_);
+    EXPECT_EQ(row_scores.numel(), rows_);
     k = std::min(k, vocabulary_);
     TopK top{Tensor::empty({rows_, k}, DType::kFloat32), Tensor::empty({rows_, k}, DType::kInt32)};
     std::vector<int32_t> ids(static_cast<size_t>(vocabulary_));
@@ -88,53 +105,48 @@ class ScriptedDecoder : public IncrementalDecoder {
       std::stable_sort(ids.begin(), ids.end(),
                        [&](int32_t a, int32_t b) { return log_prob_(steps_, a) > log_prob_(steps_, b); });
       for (int j = 0; j < k; ++j) {
-        top.values.data<float>()[r * k + j] = row_scores[r] + log_prob_(steps_, ids[j]);
+        top.values.data<float>()[r * k + j] =
+            row_scores.data<float>()[r] + log_prob_(steps_, ids[j]);
         top.indices.data<int32_t>()[r * k + j] = ids[j];
       }
     }
     ++steps_;
-    rows_per_step_.push_back(rows_);
     return top;
   }
-  void select_rows(const std::vector<int32_t>& rows) override {
-    for (int32_t row : rows) EXPECT_LT(row, rows_);
+  void select_rows_on_device(const Tensor& rows) override {
+    EXPECT_EQ(rows.numel(), rows_);
+    for (int64_t r = 0; r < rows.numel(); ++r) EXPECT_LT(rows.data<int32_t>()[r], rows_);
+  }
+  void place_rows(const std::vector<RowPlacement>& rows) override {
+    for (const RowPlacement& row : rows) EXPECT_LT(row.source_row, rows_);
     rows_ = int64_t(rows.size());
   }
-  void set_rows(int64_t rows) { rows_ = rows; }
   int steps() const { return steps_; }
-  const std::vector<int64_t>& rows_per_step() const { return rows_per_step_; }
 
  private:
   int vocabulary_;
   std::function<float(int, int)> log_prob_;
-  int64_t rows_ = 1;
+  int64_t rows_ = 0;
   int steps_ = 0;
-  std::vector<int64_t> rows_per_step_;
 };
 
-TEST(Search, FirstStepDecodesOneRowPerSentence) {
-  // The beam's other rows start as copies of the first at log P -inf: the host search decodes
-  // them from the second step on, once they hold hypotheses of their own.
-  auto never_end = [](int, int token) { return token == kEnd ? -50.f : std::log(0.2f); };
-  ScriptedDecoder decoder(6, never_end);
-  decoder.set_rows(3);
-  SearchOptions options;
-  options.beam_size = 4;
-  const auto result = make_beam_search()->search(decoder, {3, 3, 3}, options);
-  ASSERT_EQ(result.size(), 3u);
-  EXPECT_EQ(decoder.rows_per_step(), (std::vector<int64_t>{3, 12, 12}));
+// A whole search of one sentence over a scripted decoder.
+std::vector<Hypothesis> search_script(ScriptedDecoder& decoder, int max_length,
+                                      const SearchOptions& options) {
+  return testing::search_to_end(decoder, {max_length}, options)[0];
 }
 
 TEST(Search, OutputNeverExceedsMaxLength) {
   // The end token is never likely: every hypothesis runs to the limit.
   auto never_end = [](int, int token) { return token == kEnd ? -50.f : std::log(0.2f); };
   for (int max_length : {1, 3, 7}) {
-    for (auto* make : {&make_beam_search, &make_greedy_search}) {
+    for (int beam : {4, 1}) {
       ScriptedDecoder decoder(6, never_end);
       SearchOptions options;
-      const auto result = (*make)()->search(decoder, {max_length}, options);
-      ASSERT_FALSE(result[0].empty());
-      EXPECT_EQ(int(result[0][0].tokens.size()), max_length);
+      options.beam_size = beam;
+      const auto result = search_script(decoder, max_length, options);
+      ASSERT_FALSE(result.empty());
+      EXPECT_EQ(int(result[0].tokens.size()), max_length);
       EXPECT_EQ(decoder.steps(), max_length);
     }
   }
@@ -149,8 +161,8 @@ TEST(Search, StopsEarlyWhenNoLiveHypothesisCanWin) {
   };
   ScriptedDecoder decoder(6, script);
   SearchOptions options;
-  const auto result = make_beam_search()->search(decoder, {40}, options);
-  EXPECT_TRUE(result[0][0].tokens.empty());
+  const auto result = search_script(decoder, 40, options);
+  EXPECT_TRUE(result[0].tokens.empty());
   EXPECT_EQ(decoder.steps(), 1) << "the search should stop after the first step";
 }
 
@@ -163,8 +175,8 @@ TEST(Search, KeepsSearchingWhileALiveHypothesisCanStillWin) {
   };
   ScriptedDecoder decoder(6, script);
   SearchOptions options;
-  const auto result = make_beam_search()->search(decoder, {10}, options);
-  EXPECT_EQ(result[0][0].tokens, (std::vector<int32_t>{4, 4, 4}));
+  const auto result = search_script(decoder, 10, options);
+  EXPECT_EQ(result[0].tokens, (std::vector<int32_t>{4, 4, 4}));
   EXPECT_GT(decoder.steps(), 1);
 }
 
@@ -179,8 +191,8 @@ TEST(Search, KeepsSearchingWhileALongerHypothesisCanWinByItsLengthPenalty) {
   };
   ScriptedDecoder decoder(6, script);
   SearchOptions options;  // beam 4, α 0.6
-  const auto result = make_beam_search()->search(decoder, {40}, options);
-  EXPECT_EQ(result[0][0].tokens, (std::vector<int32_t>{4}));
+  const auto result = search_script(decoder, 40, options);
+  EXPECT_EQ(result[0].tokens, (std::vector<int32_t>{4}));
 }
 
 TEST(Search, ABeamOfOneStepsOverAForbiddenEnd) {
@@ -191,30 +203,29 @@ TEST(Search, ABeamOfOneStepsOverAForbiddenEnd) {
   SearchOptions options;
   options.beam_size = 1;
   options.min_length = 3;
-  const auto result = make_beam_search()->search(decoder, {10}, options);
-  ASSERT_FALSE(result[0].empty());
-  EXPECT_EQ(result[0][0].tokens.size(), 3u);
+  const auto result = search_script(decoder, 10, options);
+  ASSERT_FALSE(result.empty());
+  EXPECT_EQ(result[0].tokens.size(), 3u);
 }
 
 TEST(Search, MinLengthForbidsEarlyEnd) {
   auto always_end = [](int, int token) { return token == kEnd ? std::log(0.9f) : std::log(0.02f); };
-  for (auto* make : {&make_beam_search, &make_greedy_search}) {
+  for (int beam : {4, 1}) {
     ScriptedDecoder decoder(6, always_end);
     SearchOptions options;
+    options.beam_size = beam;
     options.min_length = 3;
-    const auto result = (*make)()->search(decoder, {10}, options);
-    EXPECT_EQ(result[0][0].tokens.size(), 3u);
+    const auto result = search_script(decoder, 10, options);
+    EXPECT_EQ(result[0].tokens.size(), 3u);
   }
 }
 
 TEST(Search, NBestListIsSortedAndSized) {
   auto model = tiny_model(31);
-  const Encoded encoded = encode(*model, {4, 4, 5, kEnd});
   SearchOptions options;
   options.beam_size = 4;
   options.n_best = 4;
-  TransformerDecoder decoder(*model, encoded.output, encoded.lengths, 4, 10);
-  const auto result = make_beam_search()->search(decoder, {10}, options);
+  const auto result = testing::search_sources(*model, {{4, 4, 5, kEnd}}, {10}, options);
   ASSERT_EQ(result[0].size(), 4u);
   for (size_t k = 1; k < 4; ++k) {
     EXPECT_GE(result[0][k - 1].score, result[0][k].score);

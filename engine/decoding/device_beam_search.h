@@ -3,9 +3,9 @@
 // device. The host looks at the sentences' done flags every `sync_interval` steps (one small
 // copy), and then reads the finished sentences' hypotheses back and drops their rows. Sentences
 // may join between any two steps, each with its own beam and options (continuous batching); a
-// batch is the case where all join at once. On the CPU it is the host search too
-// (make_beam_search() runs it over an IncrementalDecoder): one rule, kernels/beam_search_step.h.
-// Beams of 1 to the backend's max_beam (15 on CUDA, 256 on the CPU).
+// batch is the case where all join at once. It is the one search, on every backend (the rule:
+// kernels/beam_search_step.h); greedy search is its beam of 1. Beams of 1 to the backend's
+// max_beam (15 on CUDA, any on the CPU).
 #pragma once
 
 #include <memory>
@@ -23,8 +23,10 @@ class DeviceIncrementalDecoder {
  public:
   virtual ~DeviceIncrementalDecoder() = default;
   virtual Device device() const = 0;
-  // IncrementalDecoder::step on device(): tokens int32 [R], row_scores float32 [R]; TopK
-  // [R, min(k, V)] stays there. k <= kMaxDeviceTopK. wanted: undefined, or int32 [R, W] tokens
+  // Feeds one token per live row and returns, per row r, the k' = min(k, V) most probable next
+  // tokens, best first (ties: smaller id first), scored row_scores[r] + log P(token | row r),
+  // on device(): tokens int32 [R], row_scores float32 [R] (each hypothesis's log P so far);
+  // TopK values float32 [R, k'], indices int32 [R, k'] stay there. 1 <= k <= kMaxDeviceTopK. wanted: undefined, or int32 [R, W] tokens
   // (-1: none) whose scores TopK::wanted_values returns too (gather_log_probs).
   virtual TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
                               const Tensor& wanted) = 0;
@@ -138,14 +140,5 @@ class DeviceBeamSearch {
   int since_sync_ = 0;
   int steps_to_max_length_ = 0;  // the fewest steps a live sentence has left
 };
-
-// The device search of one batch: every sentence joins at the first step. `decoder` reads source
-// sentence s for sentence s, holds S sentence slots of beam_size rows and max(max_lengths)
-// positions, and must outlive the run; 1 <= beam_size <= the backend's max_beam.
-std::unique_ptr<SearchRun> start_device_beam_search(DeviceIncrementalDecoder& decoder,
-                                                    const std::vector<int>& max_lengths,
-                                                    const SearchOptions& options,
-                                                    int sync_interval = 0,
-                                                    const std::vector<Constraints>& constraints = {});
 
 }  // namespace xlate

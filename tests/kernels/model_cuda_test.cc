@@ -121,8 +121,8 @@ TEST_F(ModelCuda, ReducedPrecisionLogitsStayClose) {
   }
 }
 
-// The search's step on the GPU: the k best tokens selected on the device (k <= 32) or, past the
-// kernel's limit, on the host, equal the CPU's for the same rows and running scores.
+// The search's step on the GPU: the k best tokens selected on the device (k up to the kernel's
+// 32) equal the CPU's for the same rows and running scores.
 TEST_F(ModelCuda, DecoderTopKStepEqualsTheCpu) {
   auto cpu = load({Device::kCPU, DType::kFloat32});
   auto gpu = load({Device::kCUDA, DType::kFloat32});
@@ -130,16 +130,19 @@ TEST_F(ModelCuda, DecoderTopKStepEqualsTheCpu) {
   const Tensor source = Tensor::from_vector(std::vector<int32_t>{5, 17, 42, 8, 99, 3, 11, 3},
                                             {2, 4});
   const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{4, 3}, {2});
-  const std::vector<int32_t> tokens = {2, 2};
-  const std::vector<float> row_scores = {-1.5f, -0.25f};
-  for (int k : {9, 40}) {
+  const Tensor tokens = Tensor::from_vector(std::vector<int32_t>{2, 2}, {2});
+  const Tensor row_scores = Tensor::from_vector(std::vector<float>{-1.5f, -0.25f}, {2});
+  for (int k : {9, kMaxDeviceTopK}) {
     DecoderState cpu_state = cpu->model().start_decoding(cpu->model().encode(source, lengths),
                                                          lengths, 2, 4);
     DecoderState gpu_state = gpu->model().start_decoding(gpu->model().encode(source, lengths),
                                                          lengths, 2, 4);
-    const TopK expected = cpu->model().decode_top_k(cpu_state, tokens, row_scores, k);
-    const TopK actual = gpu->model().decode_top_k(gpu_state, tokens, row_scores, k);
-    ASSERT_EQ(actual.values.device(), Device::kCPU);
+    const TopK expected =
+        cpu->model().decode_top_k_on_device(cpu_state, tokens, row_scores, k);
+    const TopK on_gpu = gpu->model().decode_top_k_on_device(
+        gpu_state, tokens.on(Device::kCUDA), row_scores.on(Device::kCUDA), k);
+    ASSERT_EQ(on_gpu.values.device(), Device::kCUDA);
+    const TopK actual{on_gpu.values.on(Device::kCPU), on_gpu.indices.on(Device::kCPU)};
     ASSERT_EQ(actual.indices.numel(), 2 * k);
     for (int64_t i = 0; i < 2 * k; ++i) {
       EXPECT_EQ(actual.indices.data<int32_t>()[i], expected.indices.data<int32_t>()[i])
@@ -149,8 +152,8 @@ TEST_F(ModelCuda, DecoderTopKStepEqualsTheCpu) {
   }
 }
 
-// The server's decoder (sentences joining and leaving between steps, search on the host over
-// the device's top-k) on the GPU in float32 gives the CPU's hypotheses.
+// The continuous decoder (sentences joining and leaving between steps, the search's state on
+// the device) on the GPU in float32 gives the CPU's hypotheses.
 TEST_F(ModelCuda, ContinuousDecodingEqualsTheCpu) {
   auto cpu = load({Device::kCPU, DType::kFloat32});
   auto gpu = load({Device::kCUDA, DType::kFloat32});
