@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 #include "engine/ops/backend.h"
 #include "engine/ops/training_ops.h"
 
@@ -26,7 +26,7 @@ constexpr int64_t kVocabulary = 37000, kParameters = 65'000'000;
 Device bench_device() {
   const char* name = std::getenv("XLATE_BENCH_DEVICE");
   if (name != nullptr) return std::string(name) == "cuda" ? Device::kCUDA : Device::kCPU;
-  return cuda_backend::device_count() > 0 ? Device::kCUDA : Device::kCPU;
+  return device_count(Device::kCUDA) > 0 ? Device::kCUDA : Device::kCPU;
 }
 
 int64_t bench_tokens() {

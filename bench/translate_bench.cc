@@ -33,7 +33,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 #include "engine/continuous_decoder.h"
 #include "engine/placement_flags.h"
 #include "engine/profiling.h"
@@ -248,7 +248,8 @@ int main(int argc, char** argv) {
       {"sentences_per_second", sentences / seconds},
       {"peak_rss_mb", usage.ru_maxrss / 1024.0}};
   if (on_gpu) {
-    report["gpu_memory_mb"] = xlate::cuda_backend::bytes_reserved() / (1024.0 * 1024.0);
+    report["gpu_memory_mb"] =
+        xlate::op_backend(xlate::Device::kCUDA).memory().reserved / (1024.0 * 1024.0);
   }
   // Wall-time shares of the op categories (engine/profiling.h). On a GPU they are the host's
   // launch time per category, and transfer_share is mostly the wait for the device each step.

@@ -4,7 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 
 namespace xlate {
 namespace {
@@ -40,14 +40,15 @@ absl::StatusOr<ResolvedPlacement> resolve_placement(const std::string& device,
   } else if (device == "auto") {
     int devices = 0;
     try {
-      devices = cuda_backend::device_count();
+      devices = device_count(Device::kCUDA);
     } catch (const std::runtime_error& error) {
       return absl::FailedPreconditionError(absl::StrCat("--device auto: ", error.what()));
     }
-    const bool usable = cuda_backend::built() && devices > 0;
+    const bool built = find_op_backend(Device::kCUDA) != nullptr;
+    const bool usable = built && devices > 0;
     resolved.placement.device = usable ? Device::kCUDA : Device::kCPU;
     if (!usable) {
-      resolved.note = cuda_backend::built()
+      resolved.note = built
                           ? "--device auto: no CUDA device is visible on this machine; running "
                             "on the CPU"
                           : "--device auto: this build has no CUDA backend; running on the CPU";
@@ -68,7 +69,7 @@ absl::StatusOr<ResolvedPlacement> resolve_placement(const std::string& device,
                                           ": " + std::string(valid.message()));
   }
   if (resolved.placement.device == Device::kCUDA) {
-    resolved.note = "running on " + cuda_backend::device_description() + " in " +
+    resolved.note = "running on " + op_backend(Device::kCUDA).device_description() + " in " +
                     compute_type_label(resolved.placement);
   }
   return resolved;

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 #include "engine/profiling.h"
 
 namespace xlate {
@@ -18,14 +18,6 @@ int64_t product(const std::vector<int64_t>& shape) {
   return count;
 }
 
-std::shared_ptr<void> allocate_host(size_t bytes) {
-  constexpr size_t kAlignment = 64;
-  const size_t rounded = ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
-  void* pointer = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (pointer == nullptr) throw std::bad_alloc();
-  return std::shared_ptr<void>(pointer, [](void* p) { std::free(p); });
-}
-
 }  // namespace
 
 Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device) {
@@ -33,17 +25,16 @@ Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device) {
   tensor.shape_ = std::move(shape);
   tensor.dtype_ = dtype;
   tensor.device_ = device;
-  tensor.storage_ = device == Device::kCPU ? allocate_host(tensor.nbytes())
-                                           : cuda_backend::allocate(tensor.nbytes());
+  tensor.storage_ = op_backend(device).allocate(tensor.nbytes());
   return tensor;
 }
 
-Tensor Tensor::pinned(std::vector<int64_t> shape, DType dtype) {
+Tensor Tensor::staging(std::vector<int64_t> shape, DType dtype, Device device) {
   Tensor tensor;
   tensor.shape_ = std::move(shape);
   tensor.dtype_ = dtype;
   tensor.device_ = Device::kCPU;
-  tensor.storage_ = cuda_backend::allocate_pinned(tensor.nbytes());
+  tensor.storage_ = op_backend(device).allocate_host_staging(tensor.nbytes());
   return tensor;
 }
 
@@ -53,13 +44,7 @@ Tensor Tensor::zeros(std::vector<int64_t> shape, DType dtype, Device device) {
   return tensor;
 }
 
-void Tensor::fill_zero() {
-  if (device_ == Device::kCPU) {
-    std::memset(raw_data(), 0, nbytes());
-  } else {
-    cuda_backend::fill_zero(raw_data(), nbytes());
-  }
-}
+void Tensor::fill_zero() { op_backend(device_).fill_zero(raw_data(), nbytes()); }
 
 Tensor Tensor::from_vector(const std::vector<float>& values, std::vector<int64_t> shape) {
   Tensor tensor = empty(std::move(shape), DType::kFloat32);
@@ -124,11 +109,11 @@ void Tensor::copy_from(const Tensor& source) {
   }
   ScopedOpTimer timer(OpCategory::kTransfer);
   if (source.device_ == Device::kCPU) {
-    cuda_backend::copy_host_to_device(raw_data(), source.raw_data(), nbytes());
+    op_backend(device_).copy_from_host(raw_data(), source.raw_data(), nbytes());
   } else if (device_ == Device::kCPU) {
-    cuda_backend::copy_device_to_host(raw_data(), source.raw_data(), nbytes());
+    op_backend(source.device_).copy_to_host(raw_data(), source.raw_data(), nbytes());
   } else {
-    cuda_backend::copy_device_to_device(raw_data(), source.raw_data(), nbytes());
+    op_backend(device_).copy_within(raw_data(), source.raw_data(), nbytes());
   }
 }
 
@@ -143,32 +128,18 @@ Tensor Tensor::to_dtype(DType dtype) const {
     throw std::logic_error("Tensor::to_dtype: integer conversions are not supported");
   }
   Tensor out = empty(shape_, dtype, device_);
-  if (device_ == Device::kCUDA) {
-    cuda_backend::convert(out.raw_data(), dtype, raw_data(), dtype_, numel());
-    return out;
-  }
-  const int64_t count = numel();
-  std::vector<float> widened;
-  const float* source = nullptr;
-  if (dtype_ == DType::kFloat32) {
-    source = data<float>();
-  } else {
-    widened.resize(static_cast<size_t>(count));
-    const uint16_t* bits = data<uint16_t>();
-    for (int64_t i = 0; i < count; ++i) {
-      widened[i] = dtype_ == DType::kFloat16 ? half_to_float(bits[i]) : bfloat16_to_float(bits[i]);
-    }
-    source = widened.data();
-  }
-  if (dtype == DType::kFloat32) {
-    std::memcpy(out.raw_data(), source, out.nbytes());
-  } else {
-    uint16_t* bits = out.data<uint16_t>();
-    for (int64_t i = 0; i < count; ++i) {
-      bits[i] = dtype == DType::kFloat16 ? float_to_half(source[i]) : float_to_bfloat16(source[i]);
-    }
-  }
+  op_backend(device_).convert(out.raw_data(), dtype, raw_data(), dtype_, numel());
   return out;
+}
+
+void Tensor::convert_from(const Tensor& source) {
+  if (source.device_ != device_ || source.numel() != numel() || !is_float(dtype_) ||
+      !is_float(source.dtype_)) {
+    throw std::logic_error("Tensor::convert_from: " + source.shape_string() + " " +
+                           dtype_name(source.dtype_) + " into " + shape_string() + " " +
+                           dtype_name(dtype_) + " (float types on one device)");
+  }
+  op_backend(device_).convert(raw_data(), dtype_, source.raw_data(), source.dtype_, numel());
 }
 
 std::string Tensor::shape_string() const { return xlate::shape_string(shape_); }

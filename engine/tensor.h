@@ -26,11 +26,11 @@ class Tensor {
   // Uninitialised storage (64-byte aligned on the CPU).
   static Tensor empty(std::vector<int64_t> shape, DType dtype, Device device = Device::kCPU);
   static Tensor zeros(std::vector<int64_t> shape, DType dtype, Device device = Device::kCPU);
-  // A host tensor in page-locked memory (CUDA builds): copies between it and a GPU run without
-  // the driver's staging copy. For buffers a decode loop reads back from the GPU again and again
-  // (a copy to the host waits for the stream; a copy from this tensor does not, so it must not be
-  // freed before the stream is next waited for).
-  static Tensor pinned(std::vector<int64_t> shape, DType dtype);
+  // A host tensor in memory that copies from `device` fill without a staging copy (page-locked
+  // for a GPU). For buffers a decode loop reads back from the GPU again and again (a copy to the
+  // host waits for the stream; a copy from this tensor does not, so it must not be freed before
+  // the stream is next waited for).
+  static Tensor staging(std::vector<int64_t> shape, DType dtype, Device device);
   static Tensor from_vector(const std::vector<float>& values, std::vector<int64_t> shape);
   static Tensor from_vector(const std::vector<int32_t>& values, std::vector<int64_t> shape);
 
@@ -76,6 +76,9 @@ class Tensor {
   Tensor to_float32() const;
   // A copy converted to a 16-bit float type or float32.
   Tensor to_dtype(DType dtype) const;
+  // Writes `source` (a float tensor on the same device with as many elements) converted to this
+  // tensor's float dtype: one pass on the device, no temporary.
+  void convert_from(const Tensor& source);
 
   std::string shape_string() const;  // "[2, 3, 4]"
 

@@ -6,7 +6,6 @@
 #include <limits>
 #include <stdexcept>
 
-#include "engine/backend/cuda_backend.h"
 #include "engine/key_rows.h"
 #include "engine/model_directory.h"
 #include "engine/ops/backend.h"
@@ -152,7 +151,7 @@ absl::Status check_placement(const Placement& placement) {
   }
   int devices = 0;
   try {
-    devices = cuda_backend::device_count();
+    devices = device_count(Device::kCUDA);
   } catch (const std::runtime_error& error) {
     return absl::FailedPreconditionError(error.what());
   }

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 
 namespace xlate::testing {
 
@@ -23,7 +23,7 @@ inline bool gpu_expected() {
 // In a test body or SetUp: returns from it, skipped (no GPU) or failed (XLATE_EXPECT_GPU set).
 #define XLATE_SKIP_WITHOUT_GPU()                                                             \
   do {                                                                                       \
-    if (::xlate::cuda_backend::device_count() > 0) break;                                   \
+    if (::xlate::device_count(::xlate::Device::kCUDA) > 0) break;                                   \
     if (::xlate::testing::gpu_expected()) {                                                  \
       FAIL() << "XLATE_EXPECT_GPU is set, but no CUDA device is visible";                   \
     }                                                                                        \

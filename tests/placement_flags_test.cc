@@ -3,12 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 
 namespace xlate {
 namespace {
 
-bool gpu_usable() { return cuda_backend::built() && cuda_backend::device_count() > 0; }
+bool gpu_usable() { return device_count(Device::kCUDA) > 0; }
 
 TEST(PlacementFlags, AutoPicksCudaInFloat16WhenUsableElseTheCpuWithALogLine) {
   auto resolved = resolve_placement("auto", "auto");

@@ -51,7 +51,7 @@ DeviceBeamSearch::DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots,
   t_.finished_last_index = Tensor::empty({count, finished}, DType::kInt32, device_);
   t_.history_tokens = Tensor::empty({max_length, count * max_beam}, DType::kInt32, device_);
   t_.history_parents = Tensor::empty({max_length, count * max_beam}, DType::kInt32, device_);
-  done_on_host_ = device_ == Device::kCPU ? t_.done : Tensor::pinned({count}, DType::kInt32);
+  done_on_host_ = device_ == Device::kCPU ? t_.done : Tensor::staging({count}, DType::kInt32, device_);
   place({});
 }
 

@@ -30,6 +30,11 @@ const OpBackend& op_backend(Device device) {
   return *backend;
 }
 
+int device_count(Device device) {
+  const OpBackend* backend = find_op_backend(device);
+  return backend == nullptr ? 0 : backend->device_count();
+}
+
 absl::Status int8_available(Device device) {
   const OpBackend* backend = find_op_backend(device);
   if (backend == nullptr || backend->int8_available == nullptr) {

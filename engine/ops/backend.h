@@ -2,7 +2,9 @@
 // (engine/ops/cpu/cpu_backend.cc; engine/ops/cuda/ops_cuda.cc over kernels/ when the build has
 // CUDA) and found by device (engine/ops/backend.cc). ops.cc checks an op's arguments and calls
 // the body of the tensors' device through this table; it never branches on the device itself.
-// CUDA-free.
+// The table holds the device's runtime too (its memory, copies, conversions, statistics and
+// math mode): Tensor, the trainer and the placement checks go through it, so the CUDA calls are
+// made in the CUDA backend alone. CUDA-free.
 //
 // Adding an op: declare it in ops.h and check its arguments in ops.cc (which ends by calling
 // `backend_of(...).the_op(...)`), add its name to XLATE_FOR_EACH_OP below (the one
@@ -13,11 +15,15 @@
 // backend cannot pack int8 weights).
 #pragma once
 
+#include <cstddef>
 #include <limits>
+#include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
+#include "kernels/element_type.h"
 #include "kernels/plan_cache.h"
 
 // Every op of ops.h and training_ops.h that a backend implements, by name.
@@ -59,6 +65,15 @@
 
 namespace xlate {
 
+// A device's memory as its allocator sees it (the calling worker's on CUDA; all zero on the
+// CPU, whose memory the process's RSS shows).
+struct DeviceMemory {
+  size_t in_use = 0;       // bytes handed out and not given back
+  size_t peak_in_use = 0;  // the most in_use has been: what the work needed at once
+  size_t reserved = 0;     // bytes held from the device (in use + cached): the high-water mark
+  size_t free = 0;         // free device memory, every process counted
+};
+
 struct OpBackend {
   const char* name = "";
   // Whether float tensors may be stored as float16/bfloat16 (arithmetic is float32 either way);
@@ -84,6 +99,33 @@ struct OpBackend {
   // took: a training step whose batch shapes are new pays them every step.
   kernels::PlanCacheCounts (*plan_counts)() = nullptr;
 
+  // The runtime. Usable devices (the CPU: 1; CUDA: 0 without a GPU or driver, and a loaded
+  // driver that fails throws std::runtime_error), what the device is, and 10 · major + minor of
+  // a GPU's compute capability (0 on the CPU).
+  int (*device_count)() = nullptr;
+  std::string (*device_description)() = nullptr;
+  int (*compute_capability)() = nullptr;
+  // Memory on the device (64-byte aligned on the CPU); throws std::bad_alloc when it is full.
+  std::shared_ptr<void> (*allocate)(size_t bytes) = nullptr;
+  // Host memory that copies from this device fill without a staging copy (page-locked on CUDA).
+  std::shared_ptr<void> (*allocate_host_staging)(size_t bytes) = nullptr;
+  void (*fill_zero)(void* data, size_t bytes) = nullptr;
+  // Copies in the calling worker's stream; a copy to the host waits for it.
+  void (*copy_from_host)(void* to, const void* host, size_t bytes) = nullptr;
+  void (*copy_to_host)(void* host, const void* from, size_t bytes) = nullptr;
+  void (*copy_within)(void* to, const void* from, size_t bytes) = nullptr;
+  // Float element type conversion of `count` elements in this device's memory.
+  void (*convert)(void* out, DType out_dtype, const void* inp, DType inp_dtype,
+                  int64_t count) = nullptr;
+  DeviceMemory (*memory)() = nullptr;
+  // Seconds the calling worker's thread has waited for the device since it began (0 where the
+  // ops run synchronously): a training step's time less its waits is the host's own share.
+  double (*wait_seconds)() = nullptr;
+  // How the calling worker's products of float32 tensors compute (kExact unless set; the CPU's
+  // are exact, and refuse another mode): mixed-precision training's float16/bfloat16 inputs.
+  void (*set_float32_math)(kernels::Float32Math math) = nullptr;
+  kernels::Float32Math (*float32_math)() = nullptr;
+
 #define XLATE_OP_BACKEND_MEMBER(op) decltype(&::xlate::op) op = nullptr;
   XLATE_FOR_EACH_OP(XLATE_OP_BACKEND_MEMBER)
   XLATE_FOR_EACH_OPTIONAL_OP(XLATE_OP_BACKEND_MEMBER)
@@ -97,6 +139,9 @@ const OpBackend* find_op_backend(Device device);
 // (no tensor can exist there, so reaching this is a programming error).
 const OpBackend& op_backend(Device device);
 inline const OpBackend& backend_of(const Tensor& tensor) { return op_backend(tensor.device()); }
+// Usable devices of `device`'s kind: 0 where the build has no backend for it (see
+// OpBackend::device_count for what else it may be, and throw).
+int device_count(Device device);
 // OK when `device`'s backend runs the int8 ops here, else a FailedPrecondition naming why.
 absl::Status int8_available(Device device);
 

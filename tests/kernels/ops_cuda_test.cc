@@ -488,7 +488,7 @@ TEST_P(OpsCuda, GatherScatterAndDeviceCopiesAreExact) {
   ASSERT_EQ(back.nbytes(), expected.nbytes());
   EXPECT_EQ(std::memcmp(back.raw_data(), expected.raw_data(), back.nbytes()), 0);
   // Through page-locked host memory, both ways.
-  Tensor pinned = Tensor::pinned({4, 2, 10}, dtype());
+  Tensor pinned = Tensor::staging({4, 2, 10}, dtype(), Device::kCUDA);
   pinned.copy_from(out);
   EXPECT_EQ(std::memcmp(pinned.raw_data(), expected.raw_data(), pinned.nbytes()), 0);
   EXPECT_EQ(std::memcmp(pinned.to(Device::kCUDA).to(Device::kCPU).raw_data(), expected.raw_data(),

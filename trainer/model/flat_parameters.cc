@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 
 namespace xlate::trainer {
 
@@ -105,13 +105,6 @@ ParameterCopy::ParameterCopy(const FlatParameters& master, DType dtype)
   refresh(master);
 }
 
-void ParameterCopy::refresh(const FlatParameters& master) {
-  if (flat_.device() == Device::kCUDA) {  // one conversion kernel, no temporary
-    cuda_backend::convert(flat_.raw_data(), flat_.dtype(), master.flat().raw_data(),
-                          DType::kFloat32, flat_.numel());
-    return;
-  }
-  flat_.copy_from(master.flat().to_dtype(flat_.dtype()));
-}
+void ParameterCopy::refresh(const FlatParameters& master) { flat_.convert_from(master.flat()); }
 
 }  // namespace xlate::trainer

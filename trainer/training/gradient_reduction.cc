@@ -4,7 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 #include "trainer/distributed/nccl_communicator.h"
 #include "trainer/training/trainer.h"
 

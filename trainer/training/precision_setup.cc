@@ -3,7 +3,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
 
@@ -24,7 +24,7 @@ void run_small_linear(DType storage, bool backward) {
     Tensor dbias = Tensor::zeros({16}, DType::kFloat32, Device::kCUDA);
     linear_backward(dinp, dweight, dbias, out, inp, weight, GradientWrite::kAccumulate);
   }
-  cuda_backend::synchronize();
+  op_backend(Device::kCUDA).synchronize();
 }
 
 }  // namespace
@@ -54,14 +54,15 @@ kernels::Float32Math float32_math(TrainingPrecision precision) {
 }
 
 PrecisionScope::PrecisionScope(Device device, TrainingPrecision precision)
-    : active_(device == Device::kCUDA && precision != TrainingPrecision::kFloat32) {
+    : device_(device),
+      active_(device == Device::kCUDA && precision != TrainingPrecision::kFloat32) {
   if (!active_) return;
-  previous_ = cuda_backend::float32_math();
-  cuda_backend::set_float32_math(float32_math(precision));
+  previous_ = op_backend(device).float32_math();
+  op_backend(device).set_float32_math(float32_math(precision));
 }
 
 PrecisionScope::~PrecisionScope() {
-  if (active_) cuda_backend::set_float32_math(previous_);
+  if (active_) op_backend(device_).set_float32_math(previous_);
 }
 
 absl::Status check_precision_runs(Device device, TrainingPrecision precision,
@@ -76,7 +77,7 @@ absl::Status check_precision_runs(Device device, TrainingPrecision precision,
   } catch (const std::exception& error) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--precision ", precision_name(precision), ": this GPU (",
-        cuda_backend::device_description(), ") cannot run float32 products with ", inputs,
+        op_backend(device).device_description(), ") cannot run float32 products with ", inputs,
         " inputs (", error.what(), "); use --precision fp32"));
   }
   if (activation_dtype == DType::kFloat32) return absl::OkStatus();
@@ -84,7 +85,7 @@ absl::Status check_precision_runs(Device device, TrainingPrecision precision,
     run_small_linear(activation_dtype, /*backward=*/true);
   } catch (const std::exception& error) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "--activations 16bit: this GPU (", cuda_backend::device_description(),
+        "--activations 16bit: this GPU (", op_backend(device).device_description(),
         ") cannot run a linear layer on ", inputs, " activations (", error.what(),
         "); use --activations fp32"));
   }

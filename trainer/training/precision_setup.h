@@ -30,6 +30,7 @@ class PrecisionScope {
   PrecisionScope& operator=(const PrecisionScope&) = delete;
 
  private:
+  Device device_;
   bool active_;
   kernels::Float32Math previous_ = kernels::Float32Math::kExact;
 };

@@ -16,7 +16,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
-#include "engine/backend/cuda_backend.h"
 #include "engine/model_directory.h"
 #include "engine/ops/backend.h"
 #include "engine/ops/ops.h"
@@ -69,8 +68,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
   if (!(status = check_model_fits_device(*config, *device)).ok()) return status;
   if (!(status = check_lengths(*train, *config, "train")).ok()) return status;
   if (valid && !(status = check_lengths(*valid, *config, "valid")).ok()) return status;
-  const int compute_capability =
-      *device == Device::kCUDA ? cuda_backend::compute_capability() : 0;
+  const int compute_capability = op_backend(*device).compute_capability();
   absl::StatusOr<TrainingPrecision> precision =
       resolve_training_precision(options.precision, *device, compute_capability);
   if (!precision.ok()) return precision.status();
@@ -399,19 +397,18 @@ absl::Status Trainer::Run() {
 }
 
 std::string Trainer::device_memory_text() const {
-  if (device_ != Device::kCUDA) return "";
+  if (device_ == Device::kCPU) return "";
   constexpr double kMiB = 1024.0 * 1024.0;
+  const DeviceMemory memory = op_backend(device_).memory();
   return absl::StrFormat(" (this process holds %.0f MiB of GPU memory; %.0f MiB are free)",
-                         static_cast<double>(cuda_backend::bytes_reserved()) / kMiB,
-                         static_cast<double>(cuda_backend::device_memory_free()) / kMiB);
+                         static_cast<double>(memory.reserved) / kMiB,
+                         static_cast<double>(memory.free) / kMiB);
 }
 
 absl::Status Trainer::train_until_done() {
   StepReport report;
   double report_started = elapsed_seconds();
-  const auto device_waits = [&] {
-    return device_ == Device::kCUDA ? cuda_backend::wait_seconds() : 0.0;
-  };
+  const auto device_waits = [&] { return op_backend(device_).wait_seconds(); };
   double waits_before = device_waits();
   const auto plan_counts = [&] { return op_backend(device_).plan_counts(); };
   kernels::PlanCacheCounts plans_before = plan_counts();
@@ -432,10 +429,10 @@ absl::Status Trainer::train_until_done() {
       report.tokens_per_second =
           static_cast<double>(report.source_tokens + report.target_tokens) / std::max(now - report_started, 1e-9);
       report.elapsed_seconds = now;
-      if (device_ == Device::kCUDA) {
-        report.gpu_memory_bytes = static_cast<int64_t>(cuda_backend::bytes_reserved());
-        report.gpu_memory_peak_in_use_bytes =
-            static_cast<int64_t>(cuda_backend::peak_bytes_in_use());
+      if (device_ != Device::kCPU) {
+        const DeviceMemory memory = op_backend(device_).memory();
+        report.gpu_memory_bytes = static_cast<int64_t>(memory.reserved);
+        report.gpu_memory_peak_in_use_bytes = static_cast<int64_t>(memory.peak_in_use);
         report.device_wait_seconds = device_waits() - waits_before;
         report.interval_seconds = now - report_started;
       }

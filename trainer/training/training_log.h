@@ -33,7 +33,7 @@ struct StepReport {
   // the most its tensors used at once (the first less what the cache held idle).
   std::optional<int64_t> gpu_memory_bytes, gpu_memory_peak_in_use_bytes;
   // On a GPU, since the last report: the seconds the host waited for the device
-  // (cuda_backend::wait_seconds), and the seconds the interval took. Their difference is the
+  // (OpBackend::wait_seconds), and the seconds the interval took. Their difference is the
   // host's own work; an interval that hardly waits is bound by the host.
   std::optional<double> device_wait_seconds, interval_seconds;
   // Since the last report (validation's translations included): the per-shape plans the

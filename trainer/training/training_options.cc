@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "engine/backend/cuda_backend.h"
 #include "engine/ops/backend.h"
 #include "engine/placement_flags.h"
 #include "engine/transformer.h"
@@ -77,7 +76,7 @@ absl::StatusOr<Device> resolve_training_device(const std::string& device, std::s
   if (!resolved.ok()) return resolved.status();
   if (note != nullptr) {
     *note = resolved->placement.device == Device::kCUDA
-                ? absl::StrCat("training on ", cuda_backend::device_description())
+                ? absl::StrCat("training on ", op_backend(Device::kCUDA).device_description())
                 : resolved->note;
   }
   return resolved->placement.device;

@@ -13,6 +13,20 @@ const OpBackend& op_backend() {
     table.synchronize = [] {};
     table.int8_available = &int8_available;
     table.plan_counts = &primitive_counts;
+    table.device_count = [] { return 1; };
+    table.device_description = [] { return std::string("the CPU"); };
+    table.compute_capability = [] { return 0; };
+    table.allocate = &allocate;
+    table.allocate_host_staging = &allocate;
+    table.fill_zero = &fill_zero;
+    table.copy_from_host = &copy;
+    table.copy_to_host = &copy;
+    table.copy_within = &copy;
+    table.convert = &convert;
+    table.memory = [] { return DeviceMemory(); };
+    table.wait_seconds = [] { return 0.0; };
+    table.set_float32_math = &set_float32_math;
+    table.float32_math = [] { return kernels::Float32Math::kExact; };
     XLATE_FOR_EACH_OP(XLATE_SET_OP_BODY)
     XLATE_FOR_EACH_OPTIONAL_OP(XLATE_SET_OP_BODY)
     return table;

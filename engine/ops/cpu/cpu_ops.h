@@ -7,6 +7,12 @@
 namespace xlate::cpu {
 XLATE_FOR_EACH_OP(XLATE_DECLARE_OP_BODY)
 XLATE_FOR_EACH_OPTIONAL_OP(XLATE_DECLARE_OP_BODY)
+// The CPU's runtime entries of OpBackend (cpu_runtime.cc).
+std::shared_ptr<void> allocate(size_t bytes);
+void fill_zero(void* data, size_t bytes);
+void copy(void* to, const void* from, size_t bytes);
+void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64_t count);
+void set_float32_math(kernels::Float32Math math);
 // The CPU's OpBackend::int8_available (quantized_linear_cpu.cc).
 absl::Status int8_available();
 // The int8 halves of pack_linear_weight and packed_linear_forward (linear_cpu.cc has the op

@@ -198,6 +198,23 @@ const OpBackend& op_backend() {
     table.max_attention_head_dim = kernels::kMaxAttentionHeadDim;
     table.synchronize = cuda_backend::synchronize;
     table.plan_counts = cuda_backend::plan_counts;
+    table.device_count = cuda_backend::device_count;
+    table.device_description = cuda_backend::device_description;
+    table.compute_capability = cuda_backend::compute_capability;
+    table.allocate = cuda_backend::allocate;
+    table.allocate_host_staging = cuda_backend::allocate_pinned;
+    table.fill_zero = cuda_backend::fill_zero;
+    table.copy_from_host = cuda_backend::copy_host_to_device;
+    table.copy_to_host = cuda_backend::copy_device_to_host;
+    table.copy_within = cuda_backend::copy_device_to_device;
+    table.convert = cuda_backend::convert;
+    table.memory = [] {
+      return DeviceMemory{cuda_backend::bytes_in_use(), cuda_backend::peak_bytes_in_use(),
+                          cuda_backend::bytes_reserved(), cuda_backend::device_memory_free()};
+    };
+    table.wait_seconds = cuda_backend::wait_seconds;
+    table.set_float32_math = cuda_backend::set_float32_math;
+    table.float32_math = cuda_backend::float32_math;
     XLATE_FOR_EACH_OP(XLATE_SET_OP_BODY)
     return table;
   }();
