@@ -1,4 +1,4 @@
-// The CUDA build's cuda_backend (cuda_backend_unavailable.cc is the CPU-only build's).
+// The CUDA backend's runtime (built only with CUDA; the table of ops_cuda.cc points at it).
 #include "engine/backend/cuda_backend.h"
 
 #include <cstdlib>
@@ -65,7 +65,6 @@ class WaitTimer {
 
 }  // namespace
 
-bool built() { return true; }
 int device_count() { return kernels::cuda_device_count(); }
 std::string device_description() { return kernels::cuda_device_description(0); }
 int compute_capability() { return kernels::cuda_compute_capability(0); }

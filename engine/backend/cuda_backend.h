@@ -1,6 +1,7 @@
-// The engine's access to the CUDA backend, CUDA-free. In a build without CUDA every function
-// exists: built() is false, device_count() is 0, and the rest throw std::logic_error (reaching
-// them is a programming error, since no CUDA tensor can exist in such a build).
+// The CUDA backend's runtime, CUDA-free: what the CUDA table (engine/ops/cuda/ops_cuda.cc) and
+// its bodies call, and the other CUDA-only code (NCCL's communicator, the CUDA tests). Generic
+// code reaches the runtime through the backend table (engine/ops/backend.h). Built only with
+// CUDA.
 //
 // Each thread that runs CUDA work is a worker with its own stream and caching allocator,
 // created on its first use (see kernels/caching_allocator.h for why the allocator belongs to the
@@ -23,7 +24,6 @@ class GemmContext;
 
 namespace xlate::cuda_backend {
 
-bool built();
 // Usable GPUs; 0 in a CPU-only build or on a machine without a GPU or driver. Throws
 // std::runtime_error when an NVIDIA driver is loaded but fails (kernels::cuda_device_count).
 int device_count();

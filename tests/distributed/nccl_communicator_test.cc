@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tests/gpu_required.h"
-#include "engine/backend/cuda_backend.h"
+#include "engine/ops/backend.h"
 #include "engine/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -85,8 +85,8 @@ TEST_F(OneRankNccl, TheOtherElementTypesOnDeviceMemory) {
   std::vector<double> reals = {-2.5, 0.0, 1e-300, 6.02e23};
   Tensor integer_bytes = Tensor::zeros({8}, DType::kInt32, Device::kCUDA);
   Tensor real_bytes = Tensor::zeros({8}, DType::kInt32, Device::kCUDA);
-  cuda_backend::copy_host_to_device(integer_bytes.raw_data(), integers.data(), 32);
-  cuda_backend::copy_host_to_device(real_bytes.raw_data(), reals.data(), 32);
+  op_backend(Device::kCUDA).copy_from_host(integer_bytes.raw_data(), integers.data(), 32);
+  op_backend(Device::kCUDA).copy_from_host(real_bytes.raw_data(), reals.data(), 32);
   auto* device_integers = static_cast<int64_t*>(integer_bytes.raw_data());
   auto* device_reals = static_cast<double*>(real_bytes.raw_data());
   ASSERT_TRUE(nccl.all_reduce_sum(device_integers, 4).ok());
@@ -94,8 +94,8 @@ TEST_F(OneRankNccl, TheOtherElementTypesOnDeviceMemory) {
   ASSERT_TRUE(nccl.all_reduce_sum(device_reals, 4).ok());
   std::vector<int64_t> integers_back(4);
   std::vector<double> reals_back(4);
-  cuda_backend::copy_device_to_host(integers_back.data(), device_integers, 32);
-  cuda_backend::copy_device_to_host(reals_back.data(), device_reals, 32);
+  op_backend(Device::kCUDA).copy_to_host(integers_back.data(), device_integers, 32);
+  op_backend(Device::kCUDA).copy_to_host(reals_back.data(), device_reals, 32);
   EXPECT_EQ(integers_back, integers);
   EXPECT_EQ(reals_back, reals);
 }
@@ -113,7 +113,7 @@ TEST_F(OneRankNccl, ACollectiveFromAnotherThreadWaitsForTheTrainingStream) {
   const Tensor zeros = Tensor::zeros({count}, DType::kFloat32, Device::kCUDA);
   Tensor data = Tensor::zeros({count}, DType::kFloat32, Device::kCUDA);
   Tensor gathered = Tensor::zeros({count}, DType::kFloat32, Device::kCUDA);
-  cuda_backend::synchronize();
+  op_backend(Device::kCUDA).synchronize();
   for (int i = 0; i < 20; ++i) data.copy_from(zeros);
   data.copy_from(source);  // queued on the training thread's stream, not yet run
   absl::Status status;
