@@ -57,7 +57,7 @@ class ContinuousDecoder {
   // Internal for another failure of the device (a CUDA error). Never throws.
   // constraints: empty, or one per source: target token sequences every hypothesis of that
   // sentence must contain (lexical constraints: DeviceBeamSearch::add; at most
-  // kernels::kMaxConstraints of kernels::kMaxConstraintTokens tokens in all, each non-empty, no
+  // rules::kMaxConstraints of rules::kMaxConstraintTokens tokens in all, each non-empty, no
   // end or padding token, fitting the sentence's output limit; a CPU model — Unimplemented on
   // another device).
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,

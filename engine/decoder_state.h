@@ -60,7 +60,7 @@ class DecoderState {
   // The live rows whose next step (one position) predicts a forced output position.
   std::vector<ForcedToken> forced_next_step() const;
 
-  // The repetition guards of the sentences in `sentence_slots` (kernels/repeat_guards.h):
+  // The repetition guards of the sentences in `sentence_slots` (rules/repeat_guards.h):
   // penalty 1 and n-gram size 0 are none.
   struct RepeatGuards {
     float repetition_penalty = 1.f;

@@ -1,6 +1,6 @@
 // Glossaries: source terms and the target terms a translation must use for them, read from a
 // file or given inline, and where a sentence holds their source terms. The translation side
-// (constrained beam search, kernels/beam_search_step.h) takes the target terms of the terms
+// (constrained beam search, rules/beam_search.h) takes the target terms of the terms
 // found as constraints.
 //
 // Files (told by their extension, else by content: a tab on the first entry line is TSV):

@@ -30,13 +30,13 @@ absl::StatusOr<std::vector<SentenceTerms>> find_terms(const Glossary& glossary, 
       if (!ids.ok()) return ids.status();
       const int length = static_cast<int>(ids->size());
       const int room = output_limits[s] - 1 - forced_tokens[s];
-      if (targets.size() == static_cast<size_t>(kernels::kMaxConstraints)) {
-        use.note = absl::StrCat("the sentence has more than ", kernels::kMaxConstraints,
-                                " glossary targets; the first ", kernels::kMaxConstraints,
+      if (targets.size() == static_cast<size_t>(rules::kMaxConstraints)) {
+        use.note = absl::StrCat("the sentence has more than ", rules::kMaxConstraints,
+                                " glossary targets; the first ", rules::kMaxConstraints,
                                 " are applied");
-      } else if (tokens + length > kernels::kMaxConstraintTokens) {
+      } else if (tokens + length > rules::kMaxConstraintTokens) {
         use.note = absl::StrCat("the sentence's glossary targets would have more than ",
-                                kernels::kMaxConstraintTokens, " tokens");
+                                rules::kMaxConstraintTokens, " tokens");
       } else if (length == 0) {
         use.note = "the target has no tokens";
       } else if (tokens + length > room) {

@@ -26,8 +26,8 @@ struct SentenceTerms {
 };
 
 // Per sentence: its glossary terms (Glossary::Find) and their targets as target-side token
-// ids, the first that fit: at most kernels::kMaxConstraints distinct targets of
-// kernels::kMaxConstraintTokens tokens in all, all of them shorter than output_limits[s] (the
+// ids, the first that fit: at most rules::kMaxConstraints distinct targets of
+// rules::kMaxConstraintTokens tokens in all, all of them shorter than output_limits[s] (the
 // sentence's output tokens, the end token included) less forced_tokens[s]. A term left out
 // gets a note saying which limit it passed.
 absl::StatusOr<std::vector<SentenceTerms>> find_terms(const Glossary& glossary, bool ignore_case,

@@ -201,10 +201,10 @@ absl::Status check_constraints(const std::vector<Constraints>& constraints,
           "lexical constraints (glossaries) run on the CPU; this model is on the ",
           backend.name, " backend"));
     }
-    if (constraints[i].size() > static_cast<size_t>(kernels::kMaxConstraints)) {
+    if (constraints[i].size() > static_cast<size_t>(rules::kMaxConstraints)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sentence ", i, " has ", constraints[i].size(), " constraints; the limit is ",
-          kernels::kMaxConstraints));
+          rules::kMaxConstraints));
     }
     int64_t tokens = 0;
     for (const std::vector<int32_t>& constraint : constraints[i]) {
@@ -220,10 +220,10 @@ absl::Status check_constraints(const std::vector<Constraints>& constraints,
       }
       tokens += static_cast<int64_t>(constraint.size());
     }
-    if (tokens > kernels::kMaxConstraintTokens) {
+    if (tokens > rules::kMaxConstraintTokens) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sentence ", i, " has constraints of ", tokens, " tokens in all; the limit is ",
-          kernels::kMaxConstraintTokens));
+          rules::kMaxConstraintTokens));
     }
     if (tokens >= max_lengths[i]) {
       return absl::InvalidArgumentError(absl::StrCat(

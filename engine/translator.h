@@ -50,7 +50,7 @@ struct TranslationOptions {
   // (engine/target_language.h). Checked against the model's target vocabulary.
   std::vector<int32_t> forced_start_tokens;
   // Guards against repetition, off by default (the paper's decoding), in every search
-  // (kernels/repeat_guards.h): CTRL's penalty on the logit of every token already in the output
+  // (rules/repeat_guards.h): CTRL's penalty on the logit of every token already in the output
   // (> 1 discourages repeats; CTranslate2's and transformers' repetition_penalty), and a ban on
   // any token that would repeat an n-gram of the output (no_repeat_ngram_size; 0 = none).
   float repetition_penalty = 1.f;
@@ -92,8 +92,8 @@ struct Translation {
 };
 
 // Lexical constraints (per sentence: DeviceBeamSearch::add) against the limits of `model`:
-// empty, or one list per sentence of at most kernels::kMaxConstraints non-empty constraints,
-// kernels::kMaxConstraintTokens tokens in all, ids in the target vocabulary other than the end
+// empty, or one list per sentence of at most rules::kMaxConstraints non-empty constraints,
+// rules::kMaxConstraintTokens tokens in all, ids in the target vocabulary other than the end
 // and padding tokens, fewer than the sentence's max_lengths[i] (its output limit);
 // INVALID_ARGUMENT naming the sentence and the limit, UNIMPLEMENTED on a backend without
 // lexical constraints.

@@ -1,5 +1,5 @@
 #include "kernels/activation.h"
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 
 namespace xlate::kernels {

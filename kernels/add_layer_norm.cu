@@ -1,7 +1,7 @@
 #include "kernels/add_layer_norm.h"
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
-#include "kernels/dropout_mask.h"
+#include "rules/dropout_mask.h"
 
 namespace xlate::kernels {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 template <typename T, bool kTraining>
 __global__ void add_layer_norm_forward_kernel(T* out, const T* inp, const T* residual,
                                               const T* gamma, const T* beta, int64_t channels,
-                                              float eps, DropoutMask dropout, T* saved_sum,
+                                              float eps, rules::DropoutMask dropout, T* saved_sum,
                                               float* saved_mean, float* saved_rstd) {
   extern __shared__ float row[];  // [C]
   __shared__ float scratch[32];
@@ -68,7 +68,7 @@ void add_layer_norm_forward(void* out, const void* inp, const void* residual, co
       add_layer_norm_forward_kernel<T, false><<<grid, threads, shared, stream>>>(
           static_cast<T*>(out), static_cast<const T*>(inp), static_cast<const T*>(residual),
           static_cast<const T*>(gamma), static_cast<const T*>(beta), channels, eps,
-          DropoutMask{}, nullptr, nullptr, nullptr);
+          rules::DropoutMask{}, nullptr, nullptr, nullptr);
     } else {
       add_layer_norm_forward_kernel<T, true><<<grid, threads, shared, stream>>>(
           static_cast<T*>(out), static_cast<const T*>(inp), static_cast<const T*>(residual),

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "kernels/dropout_mask.h"
+#include "rules/dropout_mask.h"
 #include "kernels/element_type.h"
 
 namespace xlate::kernels {
@@ -17,7 +17,7 @@ constexpr int64_t kMaxLayerNormChannels = 8192;
 
 // The residual sub-layer of training, LN(residual + Dropout(inp)): all of it or none.
 struct AddLayerNormTraining {
-  DropoutMask dropout;  // on inp, by element index (dropout_forward's mask)
+  rules::DropoutMask dropout;  // on inp, by element index (dropout_forward's mask)
   void* sum;            // [M, C] of the element type: Dropout(inp) + residual (may alias inp)
   float* mean;          // [M]
   float* rstd;          // [M] 1 / sqrt(variance + eps)

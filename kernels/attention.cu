@@ -2,8 +2,8 @@
 #include <cstdint>
 
 #include "kernels/attention.h"
-#include "kernels/cuda_check.h"
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_check.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 #include "kernels/shared_staging.cuh"
 

@@ -1,4 +1,4 @@
-// Attention's backward pass: the softmax step between products that run through kernels/gemm.h,
+// Attention's backward pass: the softmax step between products that run through kernels/runtime/gemm.h,
 // or the whole pass for sentences whose heads fit in shared memory. float32. Every reduction
 // runs in an order fixed by the shapes alone (no atomics), so a training step is
 // bit-reproducible on a device; the CPU body of the op in engine/ops/cpu/ is the reference
@@ -31,7 +31,7 @@ struct AttentionBackwardShape {
   int value_dim = 0;  // d_v
 };
 // Whether one sentence's head fits the current device's shared memory (else the products run
-// through kernels/gemm.h and softmax_backward).
+// through kernels/runtime/gemm.h and softmax_backward).
 bool attention_backward_fits(const AttentionBackwardShape& shape);
 // q, k, v, dout, dq, dk, dv of `type` (staged and summed as float32, the gradients rounded
 // once); probs float32.

@@ -2,7 +2,7 @@
 #include <limits>
 
 #include "kernels/convert.h"
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 
 namespace xlate::kernels {

@@ -1,6 +1,6 @@
 // Element type conversion on the device (float32 <-> float16 <-> bfloat16, round to nearest
 // even), used to store weights in the compute dtype chosen at run time, and to round a float32
-// product's operands to bfloat16 (kernels/gemm.cc).
+// product's operands to bfloat16 (kernels/runtime/gemm.cc).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/decode_positions.h"
 
 namespace xlate::kernels {

@@ -1,14 +1,14 @@
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 #include "kernels/dropout.h"
-#include "kernels/dropout_mask.h"
+#include "rules/dropout_mask.h"
 
 namespace xlate::kernels {
 namespace {
 
 // Elements of the storage type T, arithmetic in float32 (the mask's product rounded once to T).
 template <typename T>
-__global__ void dropout_kernel(T* out, const T* inp, int64_t count, DropoutMask mask) {
+__global__ void dropout_kernel(T* out, const T* inp, int64_t count, rules::DropoutMask mask) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = from_float<T>(mask.apply(to_float(inp[i]), i));
@@ -17,7 +17,7 @@ __global__ void dropout_kernel(T* out, const T* inp, int64_t count, DropoutMask 
 
 template <typename T>
 __global__ void dropout_relu_backward_kernel(T* dinp, const T* dout, const T* relu_out,
-                                             int64_t count, DropoutMask mask) {
+                                             int64_t count, rules::DropoutMask mask) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     dinp[i] = from_float<T>(to_float(relu_out[i]) > 0.f ? mask.apply(to_float(dout[i]), i) : 0.f);
@@ -40,7 +40,7 @@ void dropout_forward(void* out, const void* inp, int64_t count, float p, uint64_
     using T = decltype(tag);
     dropout_kernel<T><<<blocks, 256, 0, stream>>>(static_cast<T*>(out),
                                                   static_cast<const T*>(inp), count,
-                                                  DropoutMask::of(p, key));
+                                                  rules::DropoutMask::of(p, key));
   });
   check_last_launch("dropout_kernel");
 }
@@ -53,7 +53,7 @@ void dropout_relu_backward(void* dinp, const void* dout, const void* relu_out, i
     using T = decltype(tag);
     dropout_relu_backward_kernel<T><<<blocks, 256, 0, stream>>>(
         static_cast<T*>(dinp), static_cast<const T*>(dout), static_cast<const T*>(relu_out),
-        count, DropoutMask::of(p, key));
+        count, rules::DropoutMask::of(p, key));
   });
   check_last_launch("dropout_relu_backward_kernel");
 }

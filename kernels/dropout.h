@@ -1,4 +1,4 @@
-// Dropout with the counter-based mask of kernels/dropout_mask.h, on float32, float16 or bfloat16
+// Dropout with the counter-based mask of rules/dropout_mask.h, on float32, float16 or bfloat16
 // storage (float32 arithmetic, each result rounded once to the storage type). The CPU body of
 // the op in engine/ops/cpu/ is the reference (tests/kernels/training_ops_cuda_test.cc).
 // CUDA-free.
@@ -11,7 +11,7 @@
 
 namespace xlate::kernels {
 
-// out = inp / (1 - p) where kernels/dropout_mask.h keeps element i, else 0; may alias. All of
+// out = inp / (1 - p) where rules/dropout_mask.h keeps element i, else 0; may alias. All of
 // `type`.
 void dropout_forward(void* out, const void* inp, int64_t count, float p, uint64_t key,
                      ElementType type, Stream stream);

@@ -17,7 +17,7 @@ inline int element_size(ElementType type) { return type == ElementType::kFloat32
 // How a matrix product of float32 tensors computes: exactly, or with its inputs rounded to
 // float16 or bfloat16 so that tensor cores run it (products and sums stay float32): float16 by
 // cuBLAS's FAST_16F compute type on the fly, bfloat16 by a rounded copy of each operand
-// (kernels/gemm.cc says why). Mixed-precision training's products.
+// (kernels/runtime/gemm.cc says why). Mixed-precision training's products.
 enum class Float32Math { kExact, kFloat16Inputs, kBFloat16Inputs };
 
 }  // namespace xlate::kernels

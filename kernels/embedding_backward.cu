@@ -1,7 +1,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
-#include "kernels/cuda_check.h"
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_check.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 #include "kernels/embedding_backward.h"
 

@@ -1,7 +1,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 #include "kernels/gather_log_probs.h"
 

@@ -1,6 +1,6 @@
 #include <stdexcept>
 
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 #include "kernels/gather_rows.h"
 

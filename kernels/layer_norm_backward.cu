@@ -1,5 +1,5 @@
 #include "kernels/column_sums.cuh"
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/layer_norm_backward.h"
 
 namespace xlate::kernels {
@@ -14,7 +14,7 @@ template <typename T>
 __global__ void layer_norm_input_gradient_kernel(T* dresidual, T* dinp, const T* dout,
                                                  const T* sum, const float* mean,
                                                  const float* rstd, const T* gamma,
-                                                 DropoutMask dropout, int64_t channels) {
+                                                 rules::DropoutMask dropout, int64_t channels) {
   __shared__ float scratch[32];
   const int64_t offset = static_cast<int64_t>(blockIdx.x) * channels;
   const float mu = mean[blockIdx.x], inverse = rstd[blockIdx.x];
@@ -59,8 +59,8 @@ int64_t layer_norm_backward_workspace_floats(int64_t rows, int64_t channels) {
 
 void layer_norm_backward(void* dresidual, void* dinp, float* dgamma, float* dbeta,
                          const void* dout, const void* sum, const float* mean, const float* rstd,
-                         const void* gamma, DropoutMask dropout, int64_t rows, int64_t channels,
-                         float* workspace, ElementType type, Stream stream) {
+                         const void* gamma, rules::DropoutMask dropout, int64_t rows,
+                         int64_t channels, float* workspace, ElementType type, Stream stream) {
   if (rows == 0) return;
   const int threads = channels >= 1024 ? 1024 : (channels >= 256 ? 256 : 64);
   dispatch_float_type(type, [&](auto tag) {

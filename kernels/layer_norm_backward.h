@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/dropout_mask.h"
+#include "rules/dropout_mask.h"
 #include "kernels/element_type.h"
 
 namespace xlate::kernels {
@@ -21,7 +21,7 @@ int64_t layer_norm_backward_workspace_floats(int64_t rows, int64_t channels);
 // dresidual, dinp, dout, sum and gamma of `type`; mean, rstd, dgamma, dbeta float32.
 void layer_norm_backward(void* dresidual, void* dinp, float* dgamma, float* dbeta,
                          const void* dout, const void* sum, const float* mean, const float* rstd,
-                         const void* gamma, DropoutMask dropout, int64_t rows, int64_t channels,
-                         float* workspace, ElementType type, Stream stream);
+                         const void* gamma, rules::DropoutMask dropout, int64_t rows,
+                         int64_t channels, float* workspace, ElementType type, Stream stream);
 
 }  // namespace xlate::kernels

@@ -1,5 +1,5 @@
 #include "kernels/column_sums.cuh"
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/linear_backward.h"
 
 namespace xlate::kernels {

@@ -1,6 +1,6 @@
 #include <cfloat>
 
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 #include "kernels/log_softmax.h"
 

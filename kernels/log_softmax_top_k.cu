@@ -2,7 +2,7 @@
 #include <climits>
 #include <stdexcept>
 
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 #include "kernels/log_softmax_top_k.h"
 

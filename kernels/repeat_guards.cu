@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 #include "kernels/device_math.cuh"
 #include "kernels/repeat_guards.h"
 
@@ -30,15 +30,16 @@ __global__ void penalize_repeats_kernel(T* logits, const int32_t* tokens,
   T* row = logits + r * vocabulary;
   if (penalty != 1.f) {
     for (int j = threadIdx.x; j < length; j += blockDim.x) {
-      if (first_occurrence(history, j)) {
-        row[history[j]] = from_float<T>(repetition_penalized(to_float(row[history[j]]), penalty));
+      if (rules::first_occurrence(history, j)) {
+        row[history[j]] =
+            from_float<T>(rules::repetition_penalized(to_float(row[history[j]]), penalty));
       }
     }
   }
   __syncthreads();
   if (n == 0) return;
   for (int start = threadIdx.x; start <= length - n; start += blockDim.x) {
-    if (completes_repeated_ngram(history, length, start, n)) {
+    if (rules::completes_repeated_ngram(history, length, start, n)) {
       row[history[start + n - 1]] = from_float<T>(-INFINITY);
     }
   }

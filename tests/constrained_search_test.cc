@@ -1,4 +1,4 @@
-// Lexically constrained beam search (kernels/beam_search_step.h, dynamic beam allocation): with
+// Lexically constrained beam search (rules/beam_search.h, dynamic beam allocation): with
 // a beam wide enough to prune nothing it finds the brute-force best outputs that contain the
 // constraints; at beam 4 every finished hypothesis contains them; sentences without constraints
 // decode exactly as without any beside them; the continuous decoder admits constrained

@@ -32,7 +32,7 @@ TEST(GlossaryTerms, EachLimitLeavesTermsOutWithANote) {
   ASSERT_TRUE(terms.ok()) << terms.status();
   const SentenceTerms& found = terms->front();
   ASSERT_EQ(found.uses.size(), 18u);
-  EXPECT_EQ(found.constraints.size(), static_cast<size_t>(kernels::kMaxConstraints));
+  EXPECT_EQ(found.constraints.size(), static_cast<size_t>(rules::kMaxConstraints));
   for (int i = 0; i < 16; ++i) EXPECT_TRUE(found.uses[i].constrained) << i;
   EXPECT_FALSE(found.uses[16].constrained);
   EXPECT_EQ(found.uses[16].note,

@@ -59,10 +59,12 @@ while (($#)) && [[ $1 != -- ]]; do stages+=("$1"); shift; done
 [[ ${1:-} == -- ]] && shift
 bench_flags=("$@")
 
-# cuBLASLt (dlopen'ed by kernels/cublaslt_library.cc) from the machine's CUDA toolkit or wheels.
+# cuBLASLt (dlopen'ed by kernels/runtime/cublaslt_library.cc) from the machine's CUDA toolkit
+# or wheels.
 cublaslt=$(find / -xdev -name 'libcublasLt.so.1[0-9]*' 2>/dev/null | grep -v "$bundle" | head -1)
 export LD_LIBRARY_PATH="$bundle/lib:$(dirname "$cublaslt"):${LD_LIBRARY_PATH:-}"
-# NCCL (dlopen'ed by kernels/nccl_library.cc) likewise, e.g. from PyTorch's nvidia-nccl wheel.
+# NCCL (dlopen'ed by kernels/runtime/nccl_library.cc) likewise, e.g. from PyTorch's
+# nvidia-nccl wheel.
 nccl=$(find / -xdev -name 'libnccl.so.2*' 2>/dev/null | grep -v "$bundle" | head -1)
 [[ -n $nccl ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$nccl")"
 # Open MPI from the bundle (bench/gpu/make_bundle.sh), re-rooted where it was unpacked.

@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/caching_allocator.h"
+#include "kernels/runtime/caching_allocator.h"
 #include "kernels/convert.h"
-#include "kernels/cuda_runtime.h"
-#include "kernels/gemm.h"
+#include "kernels/runtime/cuda_runtime.h"
+#include "kernels/runtime/gemm.h"
 
 namespace xlate::cuda_backend {
 namespace {
@@ -26,7 +26,7 @@ std::shared_ptr<kernels::AllocatorGroup> pinned_memory_group() {
 }
 
 // XLATE_CUDA_MEMORY_CACHING=0 gives every block an allocation of its own, freed at once: for
-// compute-sanitizer, which sees an access past a block's end only then (kernels/caching_allocator.h).
+// compute-sanitizer, which sees an access past a block's end only then (kernels/runtime/caching_allocator.h).
 bool memory_caching() {
   static const bool caching = [] {
     const char* value = std::getenv("XLATE_CUDA_MEMORY_CACHING");

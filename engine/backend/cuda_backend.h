@@ -4,7 +4,7 @@
 // CUDA.
 //
 // Each thread that runs CUDA work is a worker with its own stream and caching allocator,
-// created on its first use (see kernels/caching_allocator.h for why the allocator belongs to the
+// created on its first use (see kernels/runtime/caching_allocator.h for why the allocator belongs to the
 // stream), and a cuBLASLt context (handle, 32 MiB workspace, plans) created on its first
 // product: a thread that only loads weights or copies results pays for no workspace. Device
 // tensors keep their allocator alive.
@@ -16,7 +16,7 @@
 
 #include "engine/dtype.h"
 #include "kernels/element_type.h"
-#include "kernels/plan_cache.h"
+#include "kernels/runtime/plan_cache.h"
 
 namespace xlate::kernels {
 class GemmContext;

@@ -51,7 +51,8 @@ DeviceBeamSearch::DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots,
   t_.finished_last_index = Tensor::empty({count, finished}, DType::kInt32, device_);
   t_.history_tokens = Tensor::empty({max_length, count * max_beam}, DType::kInt32, device_);
   t_.history_parents = Tensor::empty({max_length, count * max_beam}, DType::kInt32, device_);
-  done_on_host_ = device_ == Device::kCPU ? t_.done : Tensor::staging({count}, DType::kInt32, device_);
+  done_on_host_ = device_ == Device::kCPU ? t_.done
+                                          : Tensor::staging({count}, DType::kInt32, device_);
   place({});
 }
 
@@ -105,7 +106,7 @@ void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>
 
 void DeviceBeamSearch::set_constraints(const std::vector<int>& slots,
                                        const std::vector<Constraints>& constraints) {
-  constexpr int kCount = kernels::kMaxConstraints, kTokens = kernels::kMaxConstraintTokens;
+  constexpr int kCount = rules::kMaxConstraints, kTokens = rules::kMaxConstraintTokens;
   bool any = false;
   for (const Constraints& sentence : constraints) {
     int tokens = 0;
@@ -388,7 +389,7 @@ void DeviceBeamSearch::place_constraint_rows(const std::vector<int32_t>& kept_ro
   Tensor met = Tensor::zeros({rows}, DType::kInt32);
   Tensor progress = Tensor::empty({rows}, DType::kInt32);
   Tensor wanted = Tensor::empty({rows, width}, DType::kInt32);
-  kernels::BeamConstraints view{host_constraints_.counts.data<int32_t>(),
+  rules::BeamConstraints view{host_constraints_.counts.data<int32_t>(),
                                 host_constraints_.starts.data<int32_t>(),
                                 host_constraints_.tokens.data<int32_t>(),
                                 nullptr, nullptr, nullptr,
@@ -402,7 +403,7 @@ void DeviceBeamSearch::place_constraint_rows(const std::vector<int32_t>& kept_ro
       const bool kept = row < static_cast<int64_t>(kept_rows.size());
       const int32_t row_met = kept ? old_met.data<int32_t>()[kept_rows[row]] : 0;
       const int32_t row_progress = kept ? old_progress.data<int32_t>()[kept_rows[row]] : -1;
-      kernels::constraint_detail::set_row(view, sentence.constraints > 0 ? sentence.slot : -1,
+      rules::constraint_detail::set_row(view, sentence.constraints > 0 ? sentence.slot : -1,
                                           row, row_met, row_progress);
     }
   }

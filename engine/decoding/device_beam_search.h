@@ -4,7 +4,7 @@
 // copy), and then reads the finished sentences' hypotheses back and drops their rows. Sentences
 // may join between any two steps, each with its own beam and options (continuous batching); a
 // batch is the case where all join at once. It is the one search, on every backend (the rule:
-// kernels/beam_search_step.h); greedy search is its beam of 1. Beams of 1 to the backend's
+// rules/beam_search.h); greedy search is its beam of 1. Beams of 1 to the backend's
 // max_beam (15 on CUDA, any on the CPU).
 #pragma once
 
@@ -26,8 +26,9 @@ class DeviceIncrementalDecoder {
   // Feeds one token per live row and returns, per row r, the k' = min(k, V) most probable next
   // tokens, best first (ties: smaller id first), scored row_scores[r] + log P(token | row r),
   // on device(): tokens int32 [R], row_scores float32 [R] (each hypothesis's log P so far);
-  // TopK values float32 [R, k'], indices int32 [R, k'] stay there. 1 <= k <= kMaxDeviceTopK. wanted: undefined, or int32 [R, W] tokens
-  // (-1: none) whose scores TopK::wanted_values returns too (gather_log_probs).
+  // TopK values float32 [R, k'], indices int32 [R, k'] stay there. 1 <= k <= kMaxDeviceTopK.
+  // wanted: undefined, or int32 [R, W] tokens (-1: none) whose scores TopK::wanted_values
+  // returns too (gather_log_probs).
   virtual TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
                               const Tensor& wanted) = 0;
   // Beam reordering: source_rows int32 [R] on device(), each a row of the same sentence.
@@ -50,7 +51,7 @@ class DeviceBeamSearch {
   // searched with `options` (beam_size <= max_beam; the same end token for every sentence),
   // sentence i producing at most max_lengths[i] <= max_length tokens, the end token included.
   // constraints: empty, or per sentence the token sequences every hypothesis of it must contain
-  // (lexical constraints, kernels/beam_search_step.h: at most kMaxConstraints non-empty ones of
+  // (lexical constraints, rules/beam_search.h: at most kMaxConstraints non-empty ones of
   // kMaxConstraintTokens tokens in all, no end token; a backend with lexical_constraints).
   void add(const std::vector<int>& slots, const std::vector<int>& max_lengths,
            const SearchOptions& options, const std::vector<Constraints>& constraints = {});

@@ -28,7 +28,7 @@ struct SearchOptions {
 
 // Lexical constraints: the token sequences one sentence's translation must contain (a
 // glossary's target terms), searched by the beam rule's constrained step
-// (kernels/beam_search_step.h).
+// (rules/beam_search.h).
 using Constraints = std::vector<std::vector<int32_t>>;
 
 struct Hypothesis {
@@ -42,6 +42,6 @@ struct Hypothesis {
 };
 
 // ((5 + length) / 6)^alpha: the one definition, beside the beam rule that ranks by it.
-using kernels::length_penalty;
+using rules::length_penalty;
 
 }  // namespace xlate

@@ -4,7 +4,7 @@
 // Every later best hypothesis descends from one of them, so the prefix only grows and is a
 // prefix of the final best translation. With beam 1 (greedy) it is the whole live hypothesis.
 //
-// Hypotheses are read from the search's history (kernels/beam_search_step.h): the token each
+// Hypotheses are read from the search's history (rules/beam_search.h): the token each
 // live hypothesis b of a sentence took at step t, at [t, first_column + b] of a table of `width`
 // columns, and the live index at step t - 1 it continued. Host memory.
 #pragma once

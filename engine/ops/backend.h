@@ -24,7 +24,7 @@
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
 #include "kernels/element_type.h"
-#include "kernels/plan_cache.h"
+#include "kernels/runtime/plan_cache.h"
 
 // Every op of ops.h and training_ops.h that a backend implements, by name.
 #define XLATE_FOR_EACH_OP(X) \

@@ -1,17 +1,17 @@
-// The raw views the beam step of kernels/beam_search_step.h reads, taken from the op's tensors
+// The raw views the beam step of rules/beam_search.h reads, taken from the op's tensors
 // (shared by the CPU and CUDA backends of beam_search_step). CUDA-free.
 #pragma once
 
 #include "engine/ops/ops.h"
-#include "kernels/beam_search_step.h"
+#include "rules/beam_search.h"
 
 namespace xlate {
 
 struct BeamStepViews {
-  kernels::BeamStepRows rows;
-  kernels::BeamStepState state;
-  kernels::BeamStepShape shape;
-  kernels::BeamConstraints constraints{};  // wanted_width 0 and null when unconstrained
+  rules::BeamStepRows rows;
+  rules::BeamStepState state;
+  rules::BeamStepShape shape;
+  rules::BeamConstraints constraints{};  // wanted_width 0 and null when unconstrained
 };
 
 inline BeamStepViews beam_step_views(BeamSearchTensors& t, const TopK& top, int end_token) {

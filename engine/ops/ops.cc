@@ -352,8 +352,8 @@ void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) 
                 " backend");
     const int64_t slots = state.beams.numel();
     require(state.constraint_counts.numel() == slots &&
-                state.constraint_starts.numel() == slots * (kernels::kMaxConstraints + 1) &&
-                state.constraint_tokens.numel() == slots * kernels::kMaxConstraintTokens,
+                state.constraint_starts.numel() == slots * (rules::kMaxConstraints + 1) &&
+                state.constraint_tokens.numel() == slots * rules::kMaxConstraintTokens,
             op, "constraint settings must be [S], [S, C + 1], [S, T]");
     for (const Tensor* t : {&state.row_met, &state.row_progress, &state.next_met,
                             &state.next_progress}) {

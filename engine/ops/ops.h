@@ -156,7 +156,7 @@ void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths
                       const Tensor& row_slots, const Tensor& row_positions, int64_t length,
                       int64_t row_capacity);
 
-// The decoding guards against repetition (kernels/repeat_guards.h has the rules), on the logits
+// The decoding guards against repetition (rules/repeat_guards.h has the rules), on the logits
 // of one step before the softmax: row r's history is tokens[history_rows[r, j]] for
 // j < lengths[r], the tokens the row was fed so far (start token first).
 //   penalties[r] != 1: each distinct history token's logit x becomes x < 0 ? x·p : x / p
@@ -168,7 +168,7 @@ constexpr int64_t kMaxRepeatHistory = 8192;
 void penalize_repeats(Tensor& logits, const Tensor& tokens, const Tensor& history_rows,
                       const Tensor& lengths, const Tensor& penalties, const Tensor& ngram_sizes);
 
-// A beam search's state in tensors on one device (kernels/beam_search_step.h has the rule and the
+// A beam search's state in tensors on one device (rules/beam_search.h has the rule and the
 // layouts): S sentence slots of up to B_max rows each, N live sentences, R rows.
 struct BeamSearchTensors {
   Tensor sentence_ids, first_rows;                    // int32 [N]
@@ -179,7 +179,7 @@ struct BeamSearchTensors {
   Tensor finished_last_steps, finished_last_index;    // int32 [S, F]
   Tensor history_tokens, history_parents;             // int32 [L, S·B_max]
   Tensor next_tokens, next_scores, source_rows;       // int32, float32, int32 [R]
-  // Lexical constraints (kernels/beam_search_step.h, BeamConstraints); all undefined for a
+  // Lexical constraints (rules/beam_search.h, BeamConstraints); all undefined for a
   // search without them. Settings: int32 [S], [S, C + 1], [S, T]. Row state: the rows the step
   // continues (row_*) and the rows it writes (next_*), int32 [R]; next_wanted int32 [R, W].
   Tensor constraint_counts, constraint_starts, constraint_tokens;

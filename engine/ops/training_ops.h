@@ -55,7 +55,7 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
                         int heads);
 
 // Inverted dropout whose mask is a pure function of (key, element index)
-// (kernels/dropout_mask.h): out = inp / (1 - p) where kept, 0 where dropped; p = 0 copies.
+// (rules/dropout_mask.h): out = inp / (1 - p) where kept, 0 where dropped; p = 0 copies.
 // The same key draws the same mask on every backend, so the backward recomputes it.
 // May alias. 0 <= p < 1. All tensors of one float dtype: float32, or on a backend that stores
 // them (CUDA) float16 / bfloat16 too (the product in float32, rounded once).

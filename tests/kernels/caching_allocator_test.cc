@@ -1,5 +1,5 @@
 // The caching policy of device memory, over host memory standing in for the GPU.
-#include "kernels/caching_allocator.h"
+#include "kernels/runtime/caching_allocator.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -16,7 +16,7 @@
 #include "tests/gpu_required.h"
 #include "engine/backend/cuda_backend.h"
 #include "engine/ops/ops.h"
-#include "kernels/gemm.h"
+#include "kernels/runtime/gemm.h"
 #include "tests/random_tensor.h"
 
 namespace xlate {

@@ -1,6 +1,6 @@
 // The bounded per-shape plan cache shared by the CUDA gemm context and the CPU backend's oneDNN
 // primitives: recency order, the bound, counts, and a plan maker that fails.
-#include "kernels/plan_cache.h"
+#include "kernels/runtime/plan_cache.h"
 
 #include <memory>
 #include <stdexcept>

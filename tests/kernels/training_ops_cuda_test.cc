@@ -20,7 +20,7 @@
 #include "engine/backend/cuda_backend.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
-#include "kernels/gemm.h"
+#include "kernels/runtime/gemm.h"
 #include "tests/random_tensor.h"
 
 namespace xlate {

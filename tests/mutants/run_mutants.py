@@ -30,8 +30,8 @@ run left mutated is checked out again. There, once per run:
 
 <data> is --data_dir, default the repository's ../shared/data (passed explicitly, so a scratch
 elsewhere finds it too). `--cmake_arg=-DXLATE_CUDA=OFF` skips the CUDA backend: the tests here
-run on the CPU, and a mutant of a header that .cu files include (kernels/beam_search_step.h,
-kernels/dropout_mask.h) would otherwise recompile them with nvcc for every architecture. The
+run on the CPU, and a mutant of a header that .cu files include (rules/beam_search.h,
+rules/dropout_mask.h) would otherwise recompile them with nvcc for every architecture. The
 configure step reuses the build's CMakeCache.txt, so an option given once stays.
 
 Baseline. Before any mutant, every test command of the selected mutants runs once on the
@@ -109,7 +109,7 @@ SEARCH_TESTS = "*Search*"  # TinyModelSearch (brute force), Search (hand-worked)
 MUTANTS = [
     Mutant(
         name="length_penalty",
-        file="kernels/beam_search_step.h",
+        file="rules/beam_search.h",
         original="powf((5.f + static_cast<float>(length)) / 6.f, alpha)",
         replacement="powf((6.f + static_cast<float>(length)) / 6.f, alpha)",
         rule="GNMT length penalty ((5 + |Y|) / 6)^alpha",
@@ -118,7 +118,7 @@ MUTANTS = [
     ),
     Mutant(
         name="beam_stop_bound",
-        file="kernels/beam_search_step.h",
+        file="rules/beam_search.h",
         original="const float bound = best_live / length_penalty(max_length, alpha);",
         replacement="const float bound = best_live / length_penalty(length, alpha);",
         rule="early stop only when no live hypothesis can win (bound at max length)",
@@ -194,7 +194,7 @@ MUTANTS = [
     ),
     Mutant(
         name="dropout_keep_scale",
-        file="kernels/dropout_mask.h",
+        file="rules/dropout_mask.h",
         original="DropoutMask{key, dropout_threshold(p), 1.f / (1.f - p)}",
         replacement="DropoutMask{key, dropout_threshold(p), 1.f}",
         rule="inverted dropout scales kept elements by 1/(1-p)",

@@ -78,7 +78,7 @@ ctest --test-dir "$build" -L "^server_unit$" -FA ".*" -j"$(nproc)" \
   --output-on-failure "$@"
 status=$?
 # The worker threads' caching allocators of one GPU, emptying each other's caches when the memory
-# runs out (kernels/caching_allocator.h), over host memory.
+# runs out (kernels/runtime/caching_allocator.h), over host memory.
 "$build/tests/xlate_kernel_tests" --gtest_filter='AllocatorGroup.*:CachingAllocator.*' \
   --gtest_brief=1 || status=1
 exit $status

@@ -2,12 +2,12 @@
 
 #include <utility>
 
-#include "kernels/mix64.h"
+#include "rules/mix64.h"
 
 namespace xlate::trainer {
 
 uint64_t derive_seed(uint64_t seed, uint64_t stream) {
-  return kernels::mix64(kernels::mix64(seed) ^ stream);
+  return rules::mix64(rules::mix64(seed) ^ stream);
 }
 
 uint64_t uniform_below(std::mt19937_64& rng, uint64_t bound) {

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cuda_backend.h"
-#include "kernels/nccl_library.h"
+#include "kernels/runtime/nccl_library.h"
 
 namespace xlate {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "engine/dtype.h"
 #include "engine/tensor.h"
-#include "kernels/gemm.h"
+#include "kernels/element_type.h"
 #include "trainer/training/training_options.h"
 
 namespace xlate::trainer {

@@ -2,7 +2,7 @@
 
 #include <mutex>
 
-#include "kernels/plan_cache.h"
+#include "kernels/runtime/plan_cache.h"
 
 namespace xlate::cpu {
 namespace {

@@ -13,7 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "engine/tensor.h"
-#include "kernels/plan_cache.h"
+#include "kernels/runtime/plan_cache.h"
 
 namespace xlate::cpu {
 

@@ -1,7 +1,7 @@
 #include <cstring>
 
 #include "engine/ops/cpu/cpu_ops.h"
-#include "kernels/dropout_mask.h"
+#include "rules/dropout_mask.h"
 
 namespace xlate::cpu {
 
@@ -10,7 +10,7 @@ void dropout_forward(Tensor& out, const Tensor& inp, float p, uint64_t key) {
     if (out.raw_data() != inp.raw_data()) std::memcpy(out.raw_data(), inp.raw_data(), inp.nbytes());
     return;
   }
-  const kernels::DropoutMask mask = kernels::DropoutMask::of(p, key);
+  const rules::DropoutMask mask = rules::DropoutMask::of(p, key);
   const int64_t count = inp.numel();
   const float* in = inp.data<float>();
   float* result = out.data<float>();

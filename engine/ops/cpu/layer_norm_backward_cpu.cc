@@ -2,14 +2,14 @@
 #include <vector>
 
 #include "engine/ops/cpu/cpu_ops.h"
-#include "kernels/dropout_mask.h"
+#include "rules/dropout_mask.h"
 
 namespace xlate::cpu {
 
 void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
                          const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma) {
   const int64_t channels = saved.sum.dim(-1), rows = saved.sum.numel() / channels;
-  const kernels::DropoutMask dropout = kernels::DropoutMask::of(saved.dropout, saved.dropout_key);
+  const rules::DropoutMask dropout = rules::DropoutMask::of(saved.dropout, saved.dropout_key);
   const float* g = gamma.data<float>();
   // Parameter gradients per fixed row block, summed in block order (thread-count independent).
   constexpr int64_t kBlockRows = 256;

@@ -2,7 +2,7 @@
 
 #include "engine/ops/cpu/cpu_ops.h"
 #include "engine/ops/cpu/vector_math.h"
-#include "kernels/dropout_mask.h"
+#include "rules/dropout_mask.h"
 
 namespace xlate::cpu {
 namespace {
@@ -12,7 +12,7 @@ namespace {
 // passes in float32, with the row's mean and 1/sqrt(var + eps) kept for layer_norm_backward.
 void add_layer_norm_row_training(float* y, float* sum, float* mean, float* rstd, const float* a,
                                  const float* b, const float* gamma, const float* beta, float eps,
-                                 int64_t channels, const kernels::DropoutMask& dropout,
+                                 int64_t channels, const rules::DropoutMask& dropout,
                                  int64_t offset) {
   float total = 0.f;
   for (int64_t c = 0; c < channels; ++c) {
@@ -39,8 +39,8 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
   const float* b = residual.data<float>();
   float* y = out.data<float>();
   if (training != nullptr) {
-    const kernels::DropoutMask dropout =
-        kernels::DropoutMask::of(training->dropout, training->dropout_key);
+    const rules::DropoutMask dropout =
+        rules::DropoutMask::of(training->dropout, training->dropout_key);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       add_layer_norm_row_training(y + r * channels, training->sum.data<float>() + r * channels,

@@ -2,11 +2,11 @@
 #include <vector>
 
 #include "engine/ops/cpu/cpu_ops.h"
-#include "kernels/repeat_guards.h"
+#include "rules/repeat_guards.h"
 
 namespace xlate::cpu {
 
-// The rules of kernels/repeat_guards.h, row by row: every penalty first, then the bans (as the
+// The rules of rules/repeat_guards.h, row by row: every penalty first, then the bans (as the
 // device kernel orders them).
 void penalize_repeats(Tensor& logits, const Tensor& tokens, const Tensor& history_rows,
                       const Tensor& lengths, const Tensor& penalties, const Tensor& ngram_sizes) {
@@ -24,13 +24,13 @@ void penalize_repeats(Tensor& logits, const Tensor& tokens, const Tensor& histor
     float* row = logits.data<float>() + r * vocabulary;
     if (penalty != 1.f) {
       for (int j = 0; j < length; ++j) {
-        if (kernels::first_occurrence(history.data(), j)) {
-          row[history[j]] = kernels::repetition_penalized(row[history[j]], penalty);
+        if (rules::first_occurrence(history.data(), j)) {
+          row[history[j]] = rules::repetition_penalized(row[history[j]], penalty);
         }
       }
     }
     for (int start = 0; n > 0 && start <= length - n; ++start) {
-      if (kernels::completes_repeated_ngram(history.data(), length, start, n)) {
+      if (rules::completes_repeated_ngram(history.data(), length, start, n)) {
         row[history[start + n - 1]] = -INFINITY;
       }
     }

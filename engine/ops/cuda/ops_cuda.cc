@@ -14,7 +14,7 @@
 #include "kernels/embedding.h"
 #include "kernels/gather_log_probs.h"
 #include "kernels/gather_rows.h"
-#include "kernels/gemm.h"
+#include "kernels/runtime/gemm.h"
 #include "kernels/log_softmax.h"
 #include "kernels/log_softmax_top_k.h"
 #include "kernels/repeat_guards.h"
@@ -75,7 +75,7 @@ void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residu
   const int64_t channels = inp.dim(-1);
   kernels::AddLayerNormTraining kernel_training{};
   if (training != nullptr) {
-    kernel_training = {kernels::DropoutMask::of(training->dropout, training->dropout_key),
+    kernel_training = {rules::DropoutMask::of(training->dropout, training->dropout_key),
                        training->sum.raw_data(), training->mean.data<float>(),
                        training->rstd.data<float>()};
   }
@@ -171,17 +171,17 @@ void beam_search_step(BeamSearchTensors& state, const TopK& top, int end_token) 
   // A constrained batch's candidate arrays: beam_stride·(K + W) per live sentence, freed to the
   // caching allocator after the launch (stream-ordered: the next use waits for it).
   Tensor scratch;
-  kernels::ConstrainedCandidate* candidates = nullptr;
+  rules::ConstrainedCandidate* candidates = nullptr;
   if (state.constrained()) {
     const int64_t count = static_cast<int64_t>(views.shape.sentences) * views.shape.beam_stride *
                           (views.shape.candidates + views.constraints.wanted_width);
-    static_assert(sizeof(kernels::ConstrainedCandidate) % sizeof(int32_t) == 0,
+    static_assert(sizeof(rules::ConstrainedCandidate) % sizeof(int32_t) == 0,
                   "a candidate is whole int32 words");
     scratch = Tensor::empty(
-        {std::max<int64_t>(1, count) * static_cast<int64_t>(sizeof(kernels::ConstrainedCandidate) /
+        {std::max<int64_t>(1, count) * static_cast<int64_t>(sizeof(rules::ConstrainedCandidate) /
                                                             sizeof(int32_t))},
         DType::kInt32, state.beams.device());
-    candidates = reinterpret_cast<kernels::ConstrainedCandidate*>(scratch.data<int32_t>());
+    candidates = reinterpret_cast<rules::ConstrainedCandidate*>(scratch.data<int32_t>());
   }
   kernels::beam_search_step(views.rows, views.state, views.shape, views.constraints, candidates,
                             cuda_backend::stream());

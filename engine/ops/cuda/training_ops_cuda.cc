@@ -1,6 +1,6 @@
 // The CUDA bodies of the training ops (engine/ops/training_ops.h): shapes from the tensors, then
 // kernels (kernels/*_backward.h, dropout.h, cross_entropy.h, adam.h) and cuBLASLt products
-// (kernels/gemm.h) on the worker's stream. Workspaces come from the worker's caching allocator
+// (kernels/runtime/gemm.h) on the worker's stream. Workspaces come from the worker's caching allocator
 // and go back to it when the body returns: later work on the same stream reuses them in order.
 // Only the squared norm waits for the device when the op returns; the loss sums wait when read.
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "kernels/cross_entropy.h"
 #include "kernels/dropout.h"
 #include "kernels/embedding_backward.h"
-#include "kernels/gemm.h"
+#include "kernels/runtime/gemm.h"
 #include "kernels/layer_norm_backward.h"
 #include "kernels/linear_backward.h"
 
@@ -128,7 +128,7 @@ void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor
   kernels::layer_norm_backward(
       dresidual.raw_data(), dinp.raw_data(), dgamma.data<float>(), dbeta.data<float>(),
       dout.raw_data(), saved.sum.raw_data(), saved.mean.data<float>(), saved.rstd.data<float>(),
-      gamma.raw_data(), kernels::DropoutMask::of(saved.dropout, saved.dropout_key), rows,
+      gamma.raw_data(), rules::DropoutMask::of(saved.dropout, saved.dropout_key), rows,
       channels, workspace.data<float>(), cuda_backend::element_type(saved.sum.dtype()),
       cuda_backend::stream());
 }

@@ -1,8 +1,8 @@
-#include "kernels/nccl_library.h"
+#include "kernels/runtime/nccl_library.h"
 
 #include <string>
 
-#include "kernels/loaded_library.h"
+#include "kernels/runtime/loaded_library.h"
 
 namespace xlate::kernels {
 namespace {

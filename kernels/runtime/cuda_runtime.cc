@@ -1,4 +1,4 @@
-#include "kernels/cuda_runtime.h"
+#include "kernels/runtime/cuda_runtime.h"
 
 #include <cuda_runtime_api.h>
 
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda_check.h"
+#include "kernels/runtime/cuda_check.h"
 
 namespace xlate::kernels {
 

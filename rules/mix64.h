@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "kernels/host_device.h"
+#include "rules/host_device.h"
 
-namespace xlate::kernels {
+namespace xlate::rules {
 
 XLATE_HOST_DEVICE inline uint64_t mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -16,4 +16,4 @@ XLATE_HOST_DEVICE inline uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-}  // namespace xlate::kernels
+}  // namespace xlate::rules

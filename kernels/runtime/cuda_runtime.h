@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "kernels/caching_allocator.h"
+#include "kernels/runtime/caching_allocator.h"
 #include "kernels/element_type.h"
 
 namespace xlate::kernels {

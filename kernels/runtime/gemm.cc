@@ -1,4 +1,4 @@
-#include "kernels/gemm.h"
+#include "kernels/runtime/gemm.h"
 
 #include <cuda_runtime_api.h>
 
@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "kernels/convert.h"
-#include "kernels/cublaslt_library.h"
-#include "kernels/cuda_check.h"
-#include "kernels/plan_cache.h"
+#include "kernels/runtime/cublaslt_library.h"
+#include "kernels/runtime/cuda_check.h"
+#include "kernels/runtime/plan_cache.h"
 
 namespace xlate::kernels {
 namespace {

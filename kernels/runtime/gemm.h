@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "kernels/element_type.h"
-#include "kernels/plan_cache.h"
+#include "kernels/runtime/plan_cache.h"
 
 namespace xlate::kernels {
 
@@ -32,7 +32,7 @@ struct MatmulShape {
 constexpr size_t kDefaultGemmPlanCapacity = 1024;
 
 // One per stream: owns the cuBLASLt handle, a workspace and the per-shape plans (descriptors
-// and the heuristic's algorithm, kernels/plan_cache.h), so a repeated shape costs no planning.
+// and the heuristic's algorithm, kernels/runtime/plan_cache.h), so a repeated shape costs no planning.
 class GemmContext {
  public:
   explicit GemmContext(Stream stream, size_t workspace_bytes = size_t{32} << 20,

@@ -1,4 +1,4 @@
-#include "kernels/caching_allocator.h"
+#include "kernels/runtime/caching_allocator.h"
 
 #include <algorithm>
 #include <new>

@@ -1,5 +1,5 @@
 // A bounded cache of per-shape plans: cuBLASLt's descriptors and chosen algorithm in
-// kernels/gemm.cc, oneDNN's primitives in the CPU backend. Making a plan costs far more than
+// kernels/runtime/gemm.cc, oneDNN's primitives in the CPU backend. Making a plan costs far more than
 // using one (a heuristic query, a primitive's code generation), so a repeated shape reuses its
 // plan; but the shapes a process meets are not a fixed set (training batches have a different
 // token count nearly every step, decoding batches shrink row by row), so the cache holds at most

@@ -1,4 +1,4 @@
-#include "kernels/loaded_library.h"
+#include "kernels/runtime/loaded_library.h"
 
 #include <dlfcn.h>
 

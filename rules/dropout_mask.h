@@ -6,10 +6,10 @@
 
 #include <cstdint>
 
-#include "kernels/host_device.h"
-#include "kernels/mix64.h"
+#include "rules/host_device.h"
+#include "rules/mix64.h"
 
-namespace xlate::kernels {
+namespace xlate::rules {
 
 // An element is kept when the top 24 bits of its hash, as a fraction of 2^24, are >= p.
 XLATE_HOST_DEVICE inline uint32_t dropout_threshold(float p) {
@@ -43,4 +43,4 @@ struct DropoutMask {
   }
 };
 
-}  // namespace xlate::kernels
+}  // namespace xlate::rules
