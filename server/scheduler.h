@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/decoding/device_beam_search.h"
+#include "engine/continuous_decoder.h"
 #include "engine/decoding/search.h"
 #include "engine/translator.h"
 #include "server/batching_policy.h"
@@ -44,17 +44,12 @@ class StreamingEngine {
   virtual absl::StatusOr<std::vector<int64_t>> Admit(
       const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
       const std::vector<Constraints>& constraints) = 0;
-  struct Finished {
-    int64_t handle;
-    std::vector<Hypothesis> hypotheses;
-    absl::Status status;  // not OK: the sentence failed, and with it its request
-  };
+  // A finished sentence (a failed one fails its request) and a stable prefix, as the
+  // continuous decoder gives them: nothing is repackaged on its way to the scheduler.
+  using Finished = ContinuousDecoder::Finished;
+  using Progress = ContinuousDecoder::Progress;
   // One decoding step of every live sentence; returns those that finished.
   virtual std::vector<Finished> Step() = 0;
-  struct Progress {
-    int64_t handle;
-    std::vector<int32_t> stable_tokens;  // engine/decoding/stable_prefix.h
-  };
   // The stable prefixes that grew since the last call, of live sentences admitted with
   // options.report_stable_prefixes (ContinuousDecoder::TakeProgress).
   virtual std::vector<Progress> TakeProgress() = 0;

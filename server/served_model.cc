@@ -31,19 +31,9 @@ class ServedModel::Engine : public StreamingEngine {
     } else if (threads_ > 0) {
       omp_set_num_threads(threads_);
     }
-    std::vector<Finished> finished;
-    for (ContinuousDecoder::Finished& done : decoder_->Step()) {
-      finished.push_back({done.handle, std::move(done.hypotheses), std::move(done.status)});
-    }
-    return finished;
+    return decoder_->Step();
   }
-  std::vector<Progress> TakeProgress() override {
-    std::vector<Progress> progress;
-    for (ContinuousDecoder::Progress& sentence : decoder_->TakeProgress()) {
-      progress.push_back({sentence.handle, std::move(sentence.stable_tokens)});
-    }
-    return progress;
-  }
+  std::vector<Progress> TakeProgress() override { return decoder_->TakeProgress(); }
   int Drop(const std::vector<int64_t>& handles) override { return decoder_->Drop(handles); }
 
  private:
