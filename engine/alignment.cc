@@ -80,9 +80,6 @@ auto all_fields(const AlignmentOptions& options) {
 bool operator==(const AlignmentOptions& a, const AlignmentOptions& b) {
   return all_fields(a) == all_fields(b);
 }
-bool operator<(const AlignmentOptions& a, const AlignmentOptions& b) {
-  return all_fields(a) < all_fields(b);
-}
 
 absl::Status check_alignment_options(const AlignmentOptions& options, const ModelConfig& config,
                                      absl::string_view prefix) {

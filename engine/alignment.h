@@ -22,9 +22,8 @@ struct AlignmentOptions {
   int resolved_layer(int layers) const { return layer < 0 ? layers + layer : layer; }
 };
 
-// Whole-struct comparisons, every field (see TranslationOptions' in engine/translator.h).
+// Whole-struct comparison, every field (see TranslationOptions' in engine/translator.h).
 bool operator==(const AlignmentOptions& a, const AlignmentOptions& b);
-bool operator<(const AlignmentOptions& a, const AlignmentOptions& b);
 
 // OK, or InvalidArgument naming the option (after `prefix`, e.g. "alignment.") and the model's
 // range of layers or heads.

@@ -72,12 +72,20 @@ int64_t ContinuousDecoder::cache_bytes(const ModelConfig& config, DType dtype,
 int ContinuousDecoder::live_sentences() const { return search_.live_sentences(); }
 
 absl::Status ContinuousDecoder::Check(const std::vector<std::vector<int32_t>>& sources,
-                                      const TranslationOptions& options) const {
-  if (auto status = options.ValidateFor(model_.config()); !status.ok()) return status;
-  if (options.beam_size > options_.max_beam_size) {
-    return absl::InvalidArgumentError(absl::StrCat("option beam_size = ", options.beam_size,
-                                                   " is out of range: this decoder holds at most ",
-                                                   options_.max_beam_size, " beams per sentence"));
+                                      const std::vector<TranslationOptions>& options) const {
+  if (options.size() != sources.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(options.size(), " sets of options for ",
+                                                   sources.size(), " sentences"));
+  }
+  for (size_t i = 0; i < options.size(); ++i) {
+    if (i > 0 && options[i] == options[i - 1]) continue;
+    if (auto status = options[i].ValidateFor(model_.config()); !status.ok()) return status;
+    if (options[i].beam_size > options_.max_beam_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "option beam_size = ", options[i].beam_size,
+          " is out of range: this decoder holds at most ", options_.max_beam_size,
+          " beams per sentence"));
+    }
   }
   if (sources.size() > free_.size()) {
     return absl::ResourceExhaustedError(absl::StrCat(sources.size(), " sentences but ",
@@ -90,6 +98,12 @@ absl::Status ContinuousDecoder::Check(const std::vector<std::vector<int32_t>>& s
 absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
     const std::vector<Constraints>& constraints) {
+  return Admit(sources, std::vector<TranslationOptions>(sources.size(), options), constraints);
+}
+
+absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
+    const std::vector<std::vector<int32_t>>& sources,
+    const std::vector<TranslationOptions>& options, const std::vector<Constraints>& constraints) {
   if (auto status = Check(sources, options); !status.ok()) return status;
   const ModelConfig& config = model_.config();
   const int64_t count = static_cast<int64_t>(sources.size());
@@ -100,13 +114,15 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
   std::vector<int32_t> lengths(static_cast<size_t>(count));
   std::vector<int32_t> slots(free_.rbegin(), free_.rbegin() + count);  // taken once encoded
   std::vector<int> max_lengths(lengths.size());
+  std::vector<SearchOptions> searches;
   const int capacity = max_positions(model_, options_);
   for (int64_t n = 0; n < count; ++n) {
     std::copy(sources[n].begin(), sources[n].end(), tokens.begin() + n * padded);
     tokens[n * padded + sources[n].size()] = config.eos_id;
     lengths[n] = static_cast<int32_t>(sources[n].size() + 1);
-    max_lengths[n] = options.max_output_tokens(sources[n].size(), capacity,
-                                               config.end_forced_at_limit);
+    max_lengths[n] = options[n].max_output_tokens(sources[n].size(), capacity,
+                                                  config.end_forced_at_limit);
+    searches.push_back(options[n].search(config));
   }
   if (auto status = check_constraints(constraints, max_lengths, model_); !status.ok()) {
     return status;
@@ -120,10 +136,12 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     const Tensor encoded =
         model_.encode(Tensor::from_vector(tokens, {count, padded}), source_lengths);
     decoder_.set_sources(encoded, source_lengths, slots);
-    decoder_.set_forced_tokens(slots, options.forced_start_tokens);
-    decoder_.set_repeat_guards(slots, options.repeat_guards());
-    search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths,
-                options.search(config), constraints);
+    for (int64_t n = 0; n < count; ++n) {
+      decoder_.set_forced_tokens({slots[n]}, options[n].forced_start_tokens);
+      decoder_.set_repeat_guards({slots[n]}, options[n].repeat_guards());
+    }
+    search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths, searches,
+                constraints);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "out of ", memory_name(model_.placement().device),
@@ -140,8 +158,8 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     const int32_t slot = slots[n];
     handles_[slot] = next_handle_++;
     handles.push_back(handles_[slot]);
-    alignments_[slot] = options.alignment;
-    if (options.alignment.has_value()) aligned_sources_[slot] = sources[n];
+    alignments_[slot] = options[n].alignment;
+    if (options[n].alignment.has_value()) aligned_sources_[slot] = sources[n];
   }
   return handles;
 }

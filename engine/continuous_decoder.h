@@ -63,6 +63,11 @@ class ContinuousDecoder {
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
                                              const TranslationOptions& options,
                                              const std::vector<Constraints>& constraints = {});
+  // The same with options[i] for source i: sentences of any options share one admission (one
+  // encoder pass) as they share the steps.
+  absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
+                                             const std::vector<TranslationOptions>& options,
+                                             const std::vector<Constraints>& constraints = {});
 
   struct Finished {
     int64_t handle;
@@ -95,7 +100,7 @@ class ContinuousDecoder {
 
  private:
   absl::Status Check(const std::vector<std::vector<int32_t>>& sources,
-                     const TranslationOptions& options) const;
+                     const std::vector<TranslationOptions>& options) const;
   // Fills the alignments of the finished sentences whose slots asked for one.
   void Align(std::vector<Finished>& finished, const std::vector<int>& slots);
 

@@ -47,9 +47,6 @@ bool operator==(const TranslationOptions& a, const TranslationOptions& b) {
   return all_fields(a) == all_fields(b);
 }
 bool operator!=(const TranslationOptions& a, const TranslationOptions& b) { return !(a == b); }
-bool operator<(const TranslationOptions& a, const TranslationOptions& b) {
-  return all_fields(a) < all_fields(b);
-}
 
 absl::Status TranslationOptions::Validate(absl::string_view prefix) const {
   if (beam_size < 1 || beam_size > 256) {

@@ -76,11 +76,11 @@ struct TranslationOptions {
                         bool end_forced_at_limit = false) const;
 };
 
-// Whole-struct comparisons (every field, derived in translator.cc so that adding a field without
-// comparing it does not compile): what decides whether two requests may share a batch.
+// Whole-struct comparison (every field, derived in translator.cc so that adding a field without
+// comparing it does not compile). Requests of any options share batches, each sentence with its
+// own (ContinuousDecoder::Admit); equality only spares checking the same options twice.
 bool operator==(const TranslationOptions& a, const TranslationOptions& b);
 bool operator!=(const TranslationOptions& a, const TranslationOptions& b);
-bool operator<(const TranslationOptions& a, const TranslationOptions& b);
 
 struct Translation {
   std::vector<std::string> hypotheses;  // n_best, best first

@@ -21,9 +21,9 @@ BatchDecision decide_batch(const std::deque<PendingSentence>& queue, absl::Time 
   if (live.empty()) return decision;
 
   // The batch grows from the first sentence in fair order (so no client starves, nor a
-  // sentence) with the sentences of the same decoding options that are closest to it in length
-  // (so that little padding and few decoding steps are wasted), while the padded token budget
-  // and the sentence limit allow.
+  // sentence) with the sentences closest to it in length (so that little padding and few
+  // decoding steps are wasted), while the padded token budget and the sentence limit allow.
+  // Their decoding options may differ: each sentence decodes with its own.
   size_t first = live.front();
   for (size_t i : live) {
     if (queue[i].fair_start < queue[first].fair_start) first = i;
@@ -31,7 +31,7 @@ BatchDecision decide_batch(const std::deque<PendingSentence>& queue, absl::Time 
   const PendingSentence& anchor = queue[first];
   std::vector<size_t> candidates{first};
   for (size_t i : live) {
-    if (i != first && queue[i].options_group == anchor.options_group) candidates.push_back(i);
+    if (i != first) candidates.push_back(i);
   }
   std::stable_sort(candidates.begin() + 1, candidates.end(), [&](size_t a, size_t b) {
     return std::abs(queue[a].tokens - anchor.tokens) < std::abs(queue[b].tokens - anchor.tokens);

@@ -16,7 +16,6 @@ struct PendingSentence {
   int64_t tokens = 0;        // source tokens, end token included
   absl::Time enqueued;       // when it entered the queue
   absl::Time deadline = absl::InfiniteFuture();
-  int64_t options_group = 0; // only sentences with equal decoding options share a batch
   // The sentence's place in fair order (start-time fair queuing over clients: the scheduler
   // gives each client's sentences consecutive slices of virtual time, in source tokens, from
   // the later of now and its previous sentence's end). Batches grow from the first sentence in
@@ -36,7 +35,8 @@ struct BatchingLimits {
 struct BatchDecision {
   std::vector<size_t> expired;  // queue indices whose deadline has passed: drop them
   // Queue indices to dispatch now, ascending (may be empty): the first sentence in fair order
-  // (the oldest, among equals) and those closest to it in length, with the same options.
+  // (the oldest, among equals) and those closest to it in length, whatever their options (each
+  // sentence decodes with its own).
   std::vector<size_t> batch;
   // When `batch` is empty: how long until the decision may change without a new arrival
   // (the first sentence's delay running out, or the next deadline). InfiniteDuration when

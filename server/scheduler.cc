@@ -97,23 +97,6 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-int64_t Scheduler::OptionsGroupLocked(const TranslationOptions& options) {
-  // Groups only need telling apart among the sentences queued now. Once most groups have no
-  // sentence left (clients that vary a float option each call), they are numbered afresh from
-  // the queue, so the table stays within a few times the queue's length.
-  if (option_groups_.size() > 2 * queued_.size() + 16) {
-    option_groups_.clear();
-    for (size_t i = 0; i < queued_.size(); ++i) {
-      auto [entry, inserted] = option_groups_.emplace(
-          queued_[i].options, static_cast<int64_t>(option_groups_.size()));
-      pending_[i].options_group = entry->second;
-    }
-  }
-  auto [entry, inserted] =
-      option_groups_.emplace(options, static_cast<int64_t>(option_groups_.size()));
-  return entry->second;
-}
-
 absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     std::vector<std::vector<int32_t>> sources, TranslationOptions options, absl::Time deadline,
     TranslationJob::DoneCallback on_done, TranslationJob::ProgressCallback on_progress,
@@ -171,20 +154,17 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
           " waiting (--max_queued_sentences_per_client); retry later"));
     }
     const absl::Time now = clock_();
-    const int64_t shared_group = OptionsGroupLocked(options);
     ClientShare& share = clients_[client];
     double fair_end = std::max(share.fair_end, virtual_time_);
     for (size_t i = 0; i < sources.size(); ++i) {
       const int64_t tokens = static_cast<int64_t>(sources[i].size()) + 1;
       TranslationOptions sentence_options = options;
-      int64_t group = shared_group;
       if (!forced_starts.empty() && !forced_starts[i].empty()) {
         sentence_options.forced_start_tokens.insert(sentence_options.forced_start_tokens.end(),
                                                     forced_starts[i].begin(),
                                                     forced_starts[i].end());
-        group = OptionsGroupLocked(sentence_options);
       }
-      pending_.push_back({tokens, now, deadline, group, fair_end});
+      pending_.push_back({tokens, now, deadline, fair_end});
       fair_end += static_cast<double>(tokens);
       queued_.push_back({job, i, std::move(sources[i]), std::move(sentence_options), client,
                          constraints.empty() ? Constraints() : std::move(constraints[i])});
@@ -351,15 +331,20 @@ Scheduler::Lane& Scheduler::NextToStep() {
 void Scheduler::AdmitBatch(Lane& lane, std::vector<QueuedSentence> batch,
                            int64_t padded_tokens) {
   std::vector<std::vector<int32_t>> sources;
+  std::vector<TranslationOptions> options;
   std::vector<Constraints> constraints;
   sources.reserve(batch.size());
-  for (QueuedSentence& sentence : batch) sources.push_back(std::move(sentence.source));
+  options.reserve(batch.size());
+  for (QueuedSentence& sentence : batch) {
+    sources.push_back(std::move(sentence.source));
+    options.push_back(std::move(sentence.options));
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     if (batch[i].constraints.empty()) continue;
     constraints.resize(batch.size());
     constraints[i] = std::move(batch[i].constraints);
   }
-  auto handles = lane.engine->Admit(sources, batch.front().options, constraints);
+  auto handles = lane.engine->Admit(sources, options, constraints);
   if (!handles.ok()) {
     for (QueuedSentence& sentence : batch) sentence.job->Fail(handles.status());
     return;

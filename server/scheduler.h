@@ -38,11 +38,12 @@ class StreamingEngine {
   // Sentences that can still be admitted, and sentences decoding.
   virtual int free_slots() const = 0;
   virtual int live_sentences() const = 0;
-  // Admits sentences (token ids) with one set of options and, when `constraints` is not empty,
-  // each sentence's lexical constraints (ContinuousDecoder::Admit); returns a handle per
+  // Admits sentences (token ids), options[i] for sentence i, and, when `constraints` is not
+  // empty, each sentence's lexical constraints (ContinuousDecoder::Admit); returns a handle per
   // sentence.
   virtual absl::StatusOr<std::vector<int64_t>> Admit(
-      const std::vector<std::vector<int32_t>>& sources, const TranslationOptions& options,
+      const std::vector<std::vector<int32_t>>& sources,
+      const std::vector<TranslationOptions>& options,
       const std::vector<Constraints>& constraints) = 0;
   // A finished sentence (a failed one fails its request) and a stable prefix, as the
   // continuous decoder gives them: nothing is repackaged on its way to the scheduler.
@@ -153,8 +154,8 @@ class Scheduler {
   // computes no stable prefixes) is called on the completion thread too, as the sentences'
   // translations grow, before on_done. Every call has run when the scheduler is destroyed.
   // `forced_starts`: empty, or one per source: target tokens forced after
-  // options.forced_start_tokens at the start of that sentence's output (a target prefix);
-  // sentences with different ones batch apart (they are options of their own).
+  // options.forced_start_tokens at the start of that sentence's output (a target prefix).
+  // Sentences of any options share batches, each decoded with its own.
   // `constraints`: empty, or one per source: its lexical constraints (a glossary's target
   // terms); sentences with and without them share batches.
   absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
@@ -220,8 +221,6 @@ class Scheduler {
   // Drops the decoding sentences of cancelled jobs from the engines (engine thread).
   void DropInFlight(const std::vector<std::shared_ptr<TranslationJob>>& cancelled);
   bool Decoding() const;
-  int64_t OptionsGroupLocked(const TranslationOptions& options)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const Options options_;
   Lane main_, express_;  // express_.engine may be null
@@ -238,9 +237,6 @@ class Scheduler {
   // Two views of one queue, index for index: what the policy needs, and what the engine needs.
   std::deque<PendingSentence> pending_ ABSL_GUARDED_BY(mutex_);
   std::deque<QueuedSentence> queued_ ABSL_GUARDED_BY(mutex_);
-  // The decoding options a batch shares, whole (sentences with other options go to another
-  // batch): the group number of each set of options seen.
-  std::map<TranslationOptions, int64_t> option_groups_ ABSL_GUARDED_BY(mutex_);
   // Clients with sentences waiting (an entry goes when its last sentence leaves the queue).
   std::map<std::string, ClientShare> clients_ ABSL_GUARDED_BY(mutex_);
   // Fair queuing's virtual time, in source tokens: the place of the last batch's first

@@ -20,7 +20,7 @@ class ServedModel::Engine : public StreamingEngine {
   int free_slots() const override { return decoder_->free_slots(); }
   int live_sentences() const override { return decoder_->live_sentences(); }
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
-                                             const TranslationOptions& options,
+                                             const std::vector<TranslationOptions>& options,
                                              const std::vector<Constraints>& constraints) override {
     return decoder_->Admit(sources, options, constraints);
   }

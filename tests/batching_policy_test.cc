@@ -17,9 +17,9 @@ BatchingLimits limits(int64_t tokens, int sentences, absl::Duration delay) {
   return result;
 }
 
-PendingSentence sentence(int64_t tokens, absl::Duration arrived_after, int64_t group = 0,
+PendingSentence sentence(int64_t tokens, absl::Duration arrived_after,
                          absl::Time deadline = absl::InfiniteFuture()) {
-  return {tokens, kStart + arrived_after, deadline, group};
+  return {tokens, kStart + arrived_after, deadline};
 }
 
 TEST(BatchingPolicy, EmptyQueueWaitsForever) {
@@ -71,20 +71,11 @@ TEST(BatchingPolicy, OversizedSentenceFormsABatchOfItsOwn) {
   EXPECT_EQ(decision.batch, (std::vector<size_t>{0}));
 }
 
-TEST(BatchingPolicy, OnlySentencesWithTheOldestsOptionsJoin) {
-  const std::deque<PendingSentence> queue = {sentence(5, absl::ZeroDuration(), 7),
-                                             sentence(5, absl::ZeroDuration(), 8),
-                                             sentence(5, absl::ZeroDuration(), 7)};
-  const BatchDecision decision =
-      decide_batch(queue, kStart + absl::Seconds(1), limits(1000, 8, absl::Milliseconds(5)));
-  EXPECT_EQ(decision.batch, (std::vector<size_t>{0, 2}));
-}
-
 TEST(BatchingPolicy, ExpiredSentencesAreDroppedAndDeadlinesBoundTheWait) {
   const std::deque<PendingSentence> queue = {
-      sentence(5, absl::ZeroDuration(), 0, kStart + absl::Milliseconds(2)),
-      sentence(5, absl::Milliseconds(1), 0, kStart + absl::Milliseconds(9)),
-      sentence(5, absl::Milliseconds(1), 0, kStart + absl::Milliseconds(4))};
+      sentence(5, absl::ZeroDuration(), kStart + absl::Milliseconds(2)),
+      sentence(5, absl::Milliseconds(1), kStart + absl::Milliseconds(9)),
+      sentence(5, absl::Milliseconds(1), kStart + absl::Milliseconds(4))};
   const BatchingLimits policy = limits(1000, 8, absl::Milliseconds(5));
   const BatchDecision decision = decide_batch(queue, kStart + absl::Milliseconds(3), policy);
   EXPECT_EQ(decision.expired, (std::vector<size_t>{0}));

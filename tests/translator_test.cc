@@ -138,6 +138,49 @@ TEST_F(TranslatorTest, ContinuousDecodingEqualsBatchTranslation) {
   }
 }
 
+// One admission of sentences with different options (beam, n-best, length penalty, scores,
+// alignment): each gets exactly what it gets translated alone with its own options.
+TEST_F(TranslatorTest, OneAdmissionTakesSentencesOfDifferentOptions) {
+  const std::vector<std::vector<int32_t>> sources = real_sources(6);
+  std::vector<TranslationOptions> options(sources.size());
+  options[1].beam_size = 1;
+  options[2].n_best = 3;
+  options[3].length_penalty = 0.f;
+  options[4].alignment = AlignmentOptions{};
+  options[5].beam_size = 2;
+  options[5].return_scores = false;
+  ContinuousDecoderOptions limits;
+  limits.max_sentences = 6;
+  ContinuousDecoder decoder(translator_->model(), limits);
+  auto handles = decoder.Admit(sources, options);
+  ASSERT_TRUE(handles.ok()) << handles.status();
+  std::map<int64_t, std::vector<Hypothesis>> results;
+  for (int steps = 0; decoder.live_sentences() > 0; ++steps) {
+    ASSERT_LT(steps, 1000);
+    for (ContinuousDecoder::Finished& done : decoder.Step()) {
+      ASSERT_TRUE(done.status.ok()) << done.status;
+      results[done.handle] = std::move(done.hypotheses);
+    }
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const auto alone = translator_->TranslateTokens({sources[i]}, options[i]);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    const std::vector<Hypothesis>& together = results.at((*handles)[i]);
+    ASSERT_EQ(together.size(), (*alone)[0].size()) << "sentence " << i;
+    for (size_t j = 0; j < together.size(); ++j) {
+      EXPECT_EQ(together[j].tokens, (*alone)[0][j].tokens) << "sentence " << i << " #" << j;
+      ASSERT_EQ(together[j].alignment.size(), (*alone)[0][j].alignment.size()) << i;
+      for (size_t k = 0; k < together[j].alignment.size(); ++k) {
+        EXPECT_NEAR(together[j].alignment[k], (*alone)[0][j].alignment[k], 1e-5) << i;
+      }
+    }
+  }
+  EXPECT_FALSE(results.at((*handles)[4]).front().alignment.empty());
+  EXPECT_FALSE(decoder.Admit(sources, std::vector<TranslationOptions>(2)).ok())
+      << "one set of options per sentence";
+}
+
+
 // Sentences admitted with report_stable_prefixes report, by handle, stable prefixes that grow
 // and are prefixes of their results; their results are those of sentences that do not report.
 TEST_F(TranslatorTest, ContinuousDecoderReportsStablePrefixesByHandle) {

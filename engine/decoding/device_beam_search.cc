@@ -59,12 +59,18 @@ DeviceBeamSearch::DeviceBeamSearch(DeviceIncrementalDecoder& decoder, int slots,
 void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>& max_lengths,
                            const SearchOptions& options,
                            const std::vector<Constraints>& constraints) {
+  add(slots, max_lengths, std::vector<SearchOptions>(slots.size(), options), constraints);
+}
+
+void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>& max_lengths,
+                           const std::vector<SearchOptions>& options,
+                           const std::vector<Constraints>& constraints) {
   if (slots.empty()) return;
   const int64_t capacity = t_.beams.numel(), longest = t_.history_tokens.dim(0);
-  if (options.beam_size < 1 || options.beam_size > max_beam_ || slots.size() != max_lengths.size() ||
-      (end_token_ >= 0 && options.end_token != end_token_)) {
-    throw std::logic_error("DeviceBeamSearch::add: beam beyond max_beam or another end token");
+  if (slots.size() != max_lengths.size() || slots.size() != options.size()) {
+    throw std::logic_error("DeviceBeamSearch::add: one max length and options per slot");
   }
+  const int end_token = end_token_ >= 0 ? end_token_ : options.front().end_token;
   for (size_t i = 0; i < slots.size(); ++i) {
     const bool taken = std::any_of(live_.begin(), live_.end(),
                                    [&](const Sentence& s) { return s.slot == slots[i]; });
@@ -73,9 +79,14 @@ void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>
       throw std::logic_error("DeviceBeamSearch::add: a slot taken or out of range, or a max "
                              "length outside [1, max_length]");
     }
+    if (options[i].beam_size < 1 || options[i].beam_size > max_beam_ ||
+        options[i].end_token != end_token ||
+        options[i].start_token != options.front().start_token) {
+      throw std::logic_error("DeviceBeamSearch::add: beam beyond max_beam or another end token");
+    }
   }
-  start_token_ = options.start_token;
-  end_token_ = options.end_token;
+  start_token_ = options.front().start_token;
+  end_token_ = end_token;
   if (!constraints.empty()) {
     if (constraints.size() != slots.size()) {
       throw std::logic_error("DeviceBeamSearch::add: constraints for some sentences only");
@@ -86,19 +97,27 @@ void DeviceBeamSearch::add(const std::vector<int>& slots, const std::vector<int>
   }
   const auto count = slots.size();
   const Tensor slot_ids = tensor_on(device_, std::vector<int32_t>(slots.begin(), slots.end()));
-  set_entries(t_.beams, slot_ids, std::vector<int32_t>(count, options.beam_size));
-  set_entries(t_.n_bests, slot_ids, std::vector<int32_t>(count, options.n_best));
-  set_entries(t_.min_lengths, slot_ids, std::vector<int32_t>(count, options.min_length));
+  std::vector<int32_t> beams, n_bests, min_lengths;
+  std::vector<float> length_penalties;
+  for (const SearchOptions& sentence : options) {
+    beams.push_back(sentence.beam_size);
+    n_bests.push_back(sentence.n_best);
+    min_lengths.push_back(sentence.min_length);
+    length_penalties.push_back(sentence.length_penalty);
+  }
+  set_entries(t_.beams, slot_ids, beams);
+  set_entries(t_.n_bests, slot_ids, n_bests);
+  set_entries(t_.min_lengths, slot_ids, min_lengths);
   set_entries(t_.max_lengths, slot_ids, std::vector<int32_t>(max_lengths.begin(), max_lengths.end()));
-  set_entries(t_.length_penalties, slot_ids, std::vector<float>(count, options.length_penalty));
+  set_entries(t_.length_penalties, slot_ids, length_penalties);
   for (Tensor* state : {&t_.steps, &t_.done, &t_.finished_count}) {
     set_entries(*state, slot_ids, std::vector<int32_t>(count, 0));
   }
   std::vector<int32_t> kept_rows(static_cast<size_t>(rows_));
   for (int r = 0; r < rows_; ++r) kept_rows[r] = r;
   for (size_t i = 0; i < count; ++i) {
-    live_.push_back({slots[i], options.beam_size, options.n_best, max_lengths[i],
-                     options.length_penalty, 0, options.report_stable_prefix});
+    live_.push_back({slots[i], options[i].beam_size, options[i].n_best, max_lengths[i],
+                     options[i].length_penalty, 0, options[i].report_stable_prefix});
     if (!constraints.empty()) live_.back().constraints = static_cast<int>(constraints[i].size());
   }
   place(kept_rows);

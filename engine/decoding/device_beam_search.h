@@ -55,6 +55,10 @@ class DeviceBeamSearch {
   // kMaxConstraintTokens tokens in all, no end token; a backend with lexical_constraints).
   void add(const std::vector<int>& slots, const std::vector<int>& max_lengths,
            const SearchOptions& options, const std::vector<Constraints>& constraints = {});
+  // The same with options[i] for sentence i (each its own beam, n-best, length penalty...).
+  void add(const std::vector<int>& slots, const std::vector<int>& max_lengths,
+           const std::vector<SearchOptions>& options,
+           const std::vector<Constraints>& constraints = {});
 
   struct Finished {
     int slot;
