@@ -71,11 +71,11 @@ int64_t ContinuousDecoder::cache_bytes(const ModelConfig& config, DType dtype,
 
 int ContinuousDecoder::live_sentences() const { return search_.live_sentences(); }
 
-absl::Status ContinuousDecoder::Check(const std::vector<std::vector<int32_t>>& sources,
+absl::Status ContinuousDecoder::Check(int64_t count,
                                       const std::vector<TranslationOptions>& options) const {
-  if (options.size() != sources.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(options.size(), " sets of options for ",
-                                                   sources.size(), " sentences"));
+  if (static_cast<int64_t>(options.size()) != count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.size(), " sets of options for ", count, " sentences"));
   }
   for (size_t i = 0; i < options.size(); ++i) {
     if (i > 0 && options[i] == options[i - 1]) continue;
@@ -87,12 +87,48 @@ absl::Status ContinuousDecoder::Check(const std::vector<std::vector<int32_t>>& s
           " beams per sentence"));
     }
   }
-  if (sources.size() > free_.size()) {
-    return absl::ResourceExhaustedError(absl::StrCat(sources.size(), " sentences but ",
-                                                     free_.size(), " free decoding slots"));
+  if (count > static_cast<int64_t>(free_.size())) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(count, " sentences but ", free_.size(), " free decoding slots"));
   }
-  return check_source_tokens(sources, options_.max_source_tokens, "",
-                             model_.config().vocab_size);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ContinuousDecoder::Encoded> ContinuousDecoder::Encode(
+    std::vector<std::vector<int32_t>> sources) const {
+  const ModelConfig& config = model_.config();
+  if (auto status = check_source_tokens(sources, options_.max_source_tokens, "",
+                                        config.vocab_size);
+      !status.ok()) {
+    return status;
+  }
+  Encoded encoded;
+  const int64_t count = static_cast<int64_t>(sources.size());
+  int64_t padded = 0;
+  for (const auto& source : sources) padded = std::max<int64_t>(padded, source.size() + 1);
+  std::vector<int32_t> tokens(static_cast<size_t>(count * padded), config.pad_id);
+  for (int64_t n = 0; n < count; ++n) {
+    std::copy(sources[n].begin(), sources[n].end(), tokens.begin() + n * padded);
+    tokens[n * padded + sources[n].size()] = config.eos_id;
+    encoded.lengths.push_back(static_cast<int32_t>(sources[n].size() + 1));
+  }
+  encoded.sources = std::move(sources);
+  if (count == 0) return encoded;
+  // The encoder pass is the one allocation of an admission that grows with the request (the
+  // caches exist). Nothing escapes as an exception: the caller is a scheduler's thread (on a
+  // GPU, a CUDA error throws std::runtime_error).
+  try {
+    encoded.output = model_.encode(Tensor::from_vector(tokens, {count, padded}),
+                                   Tensor::from_vector(encoded.lengths, {count}));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of ", memory_name(model_.placement().device), " memory encoding ", count,
+        " sentences of up to ", padded, " tokens: admit fewer tokens at a time"));
+  } catch (const std::exception& error) {
+    return absl::InternalError(
+        absl::StrCat("encoding ", count, " sentences failed: ", error.what()));
+  }
+  return encoded;
 }
 
 absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
@@ -104,38 +140,47 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
 absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     const std::vector<std::vector<int32_t>>& sources,
     const std::vector<TranslationOptions>& options, const std::vector<Constraints>& constraints) {
-  if (auto status = Check(sources, options); !status.ok()) return status;
-  const ModelConfig& config = model_.config();
-  const int64_t count = static_cast<int64_t>(sources.size());
+  // Checked before the encoder pass, which they would waste.
+  if (auto status = Check(static_cast<int64_t>(sources.size()), options); !status.ok()) {
+    return status;
+  }
+  auto encoded = Encode(sources);
+  if (!encoded.ok()) return encoded.status();
+  return Admit(*encoded, 0, options, constraints);
+}
+
+absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
+    const Encoded& encoded, int64_t first, const std::vector<TranslationOptions>& options,
+    const std::vector<Constraints>& constraints) {
+  const int64_t count = static_cast<int64_t>(options.size());
+  const int64_t sentences = static_cast<int64_t>(encoded.sources.size());
+  if (first < 0 || first + count > sentences) {
+    return absl::InvalidArgumentError(absl::StrCat("sentences [", first, ", ", first + count,
+                                                   ") of ", sentences, " encoded"));
+  }
+  if (auto status = Check(count, options); !status.ok()) return status;
   if (count == 0) return std::vector<int64_t>();
-  int64_t padded = 0;
-  for (const auto& source : sources) padded = std::max<int64_t>(padded, source.size() + 1);
-  std::vector<int32_t> tokens(static_cast<size_t>(count * padded), config.pad_id);
-  std::vector<int32_t> lengths(static_cast<size_t>(count));
-  std::vector<int32_t> slots(free_.rbegin(), free_.rbegin() + count);  // taken once encoded
-  std::vector<int> max_lengths(lengths.size());
+  const ModelConfig& config = model_.config();
+  std::vector<int32_t> slots(free_.rbegin(), free_.rbegin() + count);  // taken once added
+  std::vector<int> max_lengths(static_cast<size_t>(count));
   std::vector<SearchOptions> searches;
   const int capacity = max_positions(model_, options_);
   for (int64_t n = 0; n < count; ++n) {
-    std::copy(sources[n].begin(), sources[n].end(), tokens.begin() + n * padded);
-    tokens[n * padded + sources[n].size()] = config.eos_id;
-    lengths[n] = static_cast<int32_t>(sources[n].size() + 1);
-    max_lengths[n] = options[n].max_output_tokens(sources[n].size(), capacity,
+    max_lengths[n] = options[n].max_output_tokens(encoded.sources[first + n].size(), capacity,
                                                   config.end_forced_at_limit);
     searches.push_back(options[n].search(config));
   }
   if (auto status = check_constraints(constraints, max_lengths, model_); !status.ok()) {
     return status;
   }
-  const Tensor source_lengths = Tensor::from_vector(lengths, {count});
-  // The encoder pass is the one allocation here that grows with the request (the caches exist);
-  // the slots are taken only once the sentences are in the search, so a failure leaves them
-  // free. Nothing escapes as an exception: the caller is a scheduler's thread (on a GPU, a
-  // CUDA error throws std::runtime_error).
+  const std::vector<int32_t> lengths(encoded.lengths.begin() + first,
+                                     encoded.lengths.begin() + first + count);
+  const int64_t padded = encoded.output.dim(1), width = encoded.output.dim(2);
+  // The slots are taken only once the sentences are in the search, so a failure leaves them
+  // free.
   try {
-    const Tensor encoded =
-        model_.encode(Tensor::from_vector(tokens, {count, padded}), source_lengths);
-    decoder_.set_sources(encoded, source_lengths, slots);
+    decoder_.set_sources(encoded.output.view(first * padded * width, {count, padded, width}),
+                         Tensor::from_vector(lengths, {count}), slots);
     for (int64_t n = 0; n < count; ++n) {
       decoder_.set_forced_tokens({slots[n]}, options[n].forced_start_tokens);
       decoder_.set_repeat_guards({slots[n]}, options[n].repeat_guards());
@@ -144,11 +189,10 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
                 constraints);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "out of ", memory_name(model_.placement().device),
-        " memory encoding ", count, " sentences of up to ", padded,
-        " tokens: admit fewer tokens at a time"));
+        "out of ", memory_name(model_.placement().device), " memory admitting ", count,
+        " sentences of up to ", padded, " tokens: admit fewer tokens at a time"));
   } catch (const std::exception& error) {
-    return absl::InternalError(absl::StrCat("encoding ", count, " sentences failed: ",
+    return absl::InternalError(absl::StrCat("admitting ", count, " sentences failed: ",
                                             error.what()));
   }
   free_.resize(free_.size() - static_cast<size_t>(count));
@@ -159,7 +203,7 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     handles_[slot] = next_handle_++;
     handles.push_back(handles_[slot]);
     alignments_[slot] = options[n].alignment;
-    if (options[n].alignment.has_value()) aligned_sources_[slot] = sources[n];
+    if (options[n].alignment.has_value()) aligned_sources_[slot] = encoded.sources[first + n];
   }
   return handles;
 }

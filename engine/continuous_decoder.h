@@ -50,6 +50,20 @@ class ContinuousDecoder {
   int free_slots() const { return static_cast<int>(free_.size()); }
   int live_sentences() const;
 
+  // Sentences through the encoder, not yet admitted: one pass over many sentences makes larger
+  // matrix products than passes over the few a step frees slots for (on the CPU, 43 against
+  // 31 us per token for 1 against 32 sentences of the default model). Translator encodes a
+  // batch ahead and admits its sentences as slots free up.
+  struct Encoded {
+    std::vector<std::vector<int32_t>> sources;  // token ids, no end token
+    std::vector<int32_t> lengths;               // per sentence, end token included
+    Tensor output;  // [sentences, padded length, d_model] on the model's device
+  };
+  // Errors: a source too long or with ids outside the vocabulary (InvalidArgument);
+  // ResourceExhausted when the encoder pass cannot be allocated, Internal for another failure
+  // of the device. Never throws.
+  absl::StatusOr<Encoded> Encode(std::vector<std::vector<int32_t>> sources) const;
+
   // Encodes `sources` (token ids, no end token) and adds them to the decode with `options`;
   // returns one handle per source, in order. Errors (nothing admitted): more sources than free
   // slots, a source too long or with ids outside the vocabulary, options out of range or a beam
@@ -66,6 +80,10 @@ class ContinuousDecoder {
   // The same with options[i] for source i: sentences of any options share one admission (one
   // encoder pass) as they share the steps.
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
+                                             const std::vector<TranslationOptions>& options,
+                                             const std::vector<Constraints>& constraints = {});
+  // Admits sentences [first, first + options.size()) of `encoded`, as Admit does its sources.
+  absl::StatusOr<std::vector<int64_t>> Admit(const Encoded& encoded, int64_t first,
                                              const std::vector<TranslationOptions>& options,
                                              const std::vector<Constraints>& constraints = {});
 
@@ -99,8 +117,7 @@ class ContinuousDecoder {
   int Drop(const std::vector<int64_t>& handles);
 
  private:
-  absl::Status Check(const std::vector<std::vector<int32_t>>& sources,
-                     const std::vector<TranslationOptions>& options) const;
+  absl::Status Check(int64_t count, const std::vector<TranslationOptions>& options) const;
   // Fills the alignments of the finished sentences whose slots asked for one.
   void Align(std::vector<Finished>& finished, const std::vector<int>& slots);
 

@@ -257,43 +257,68 @@ struct SentenceQueue {
   const std::vector<std::vector<int32_t>>& sources;
   const std::vector<Constraints>& constraints;  // empty, or one per source
   std::vector<size_t> order;
+  int decoders = 1;
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
 };
 
 // Decodes sentences of `queue` in `decoder` until none is left: whenever the decoder has free
-// slots it takes the next sentences, and each finished sentence's hypotheses go to
-// results[its index]. Stops at the first failure, and tells the other decoders.
+// slots it admits the next sentences, and each finished sentence's hypotheses go to
+// results[its index]. Sentences are encoded ahead, up to a batch (`options.max_batch_size`)
+// at a time: a step frees a slot or two, and an encoder pass over those alone runs slower per
+// token. Near the queue's end a decoder takes only its share of what is left, so that the
+// others are not left idle while it holds encoded sentences. Stops at the first failure, and
+// tells the other decoders.
 absl::Status decode_queue(ContinuousDecoder& decoder, SentenceQueue& queue,
                           const TranslationOptions& options,
                           std::vector<std::vector<Hypothesis>>& results) {
   std::vector<size_t> sentence_of_handle;  // the decoder numbers its handles from 0
+  ContinuousDecoder::Encoded ahead;        // encoded, not yet admitted: ahead_order[admitted..)
+  std::vector<size_t> ahead_order;
+  size_t admitted = 0;
   auto fail = [&](absl::Status status) {
     queue.failed = true;
     return status;
   };
   while (!queue.failed) {
     const size_t free = static_cast<size_t>(decoder.free_slots());
-    if (free > 0 && queue.next < queue.order.size()) {
-      const size_t first = queue.next.fetch_add(free);
-      const size_t last = std::min(queue.order.size(), first + free);
+    if (free > 0 && admitted == ahead_order.size() && queue.next < queue.order.size()) {
+      const size_t left = queue.order.size() - queue.next;
+      const size_t share = (left + static_cast<size_t>(queue.decoders) - 1) /
+                           static_cast<size_t>(queue.decoders);
+      const size_t wanted =
+          std::max(free, std::min(share, static_cast<size_t>(options.max_batch_size)));
+      const size_t first = queue.next.fetch_add(wanted);
+      const size_t last = std::min(queue.order.size(), first + wanted);
       std::vector<std::vector<int32_t>> group;
-      std::vector<Constraints> group_constraints;
+      ahead_order.clear();
       for (size_t k = first; k < last; ++k) {
         group.push_back(queue.sources[queue.order[k]]);
-        if (!queue.constraints.empty()) {
-          group_constraints.push_back(queue.constraints[queue.order[k]]);
+        ahead_order.push_back(queue.order[k]);
+      }
+      admitted = 0;
+      auto encoded = decoder.Encode(std::move(group));
+      if (!encoded.ok()) return fail(encoded.status());
+      ahead = *std::move(encoded);
+    }
+    const size_t count = std::min(free, ahead_order.size() - admitted);
+    if (count > 0) {
+      std::vector<Constraints> group_constraints;
+      if (!queue.constraints.empty()) {
+        for (size_t k = admitted; k < admitted + count; ++k) {
+          group_constraints.push_back(queue.constraints[ahead_order[k]]);
         }
       }
-      if (!group.empty()) {
-        auto handles = decoder.Admit(group, options, group_constraints);
-        if (!handles.ok()) return fail(handles.status());
-        for (size_t k = first; k < last; ++k) {
-          const auto handle = static_cast<size_t>((*handles)[k - first]);
-          if (sentence_of_handle.size() <= handle) sentence_of_handle.resize(handle + 1);
-          sentence_of_handle[handle] = queue.order[k];
-        }
+      auto handles = decoder.Admit(ahead, static_cast<int64_t>(admitted),
+                                   std::vector<TranslationOptions>(count, options),
+                                   group_constraints);
+      if (!handles.ok()) return fail(handles.status());
+      for (size_t k = 0; k < count; ++k) {
+        const auto handle = static_cast<size_t>((*handles)[k]);
+        if (sentence_of_handle.size() <= handle) sentence_of_handle.resize(handle + 1);
+        sentence_of_handle[handle] = ahead_order[admitted + k];
       }
+      admitted += count;
     }
     if (decoder.live_sentences() == 0) break;
     for (ContinuousDecoder::Finished& finished : decoder.Step()) {
@@ -353,6 +378,7 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
   const int workers = static_cast<int>(std::min<size_t>(
       static_cast<size_t>(options.workers), (sources.size() + batch - 1) / batch));
   if (workers > 1) std::reverse(queue.order.begin(), queue.order.end());
+  queue.decoders = std::max(1, workers);
   ContinuousDecoderOptions limits;
   limits.max_sentences = static_cast<int>(std::min(batch, sources.size()));
   limits.max_beam_size = options.beam_size;

@@ -138,6 +138,53 @@ TEST_F(TranslatorTest, ContinuousDecodingEqualsBatchTranslation) {
   }
 }
 
+// Sentences encoded in one pass and admitted a few at a time, as slots free up, from different
+// places of the encoded batch (its padding is not theirs), get what each gets alone. A range
+// beyond the encoded sentences and a source the encoder must not see are refused by name.
+TEST_F(TranslatorTest, SentencesEncodedAheadAreAdmittedInParts) {
+  const std::vector<std::vector<int32_t>> sources = real_sources(7);
+  ContinuousDecoderOptions limits;
+  limits.max_sentences = 2;
+  ContinuousDecoder decoder(translator_->model(), limits);
+  auto encoded = decoder.Encode(sources);
+  ASSERT_TRUE(encoded.ok()) << encoded.status();
+  TranslationOptions options;
+  std::map<int64_t, size_t> sentence_of;
+  std::map<size_t, std::vector<Hypothesis>> results;
+  size_t next = 0;
+  for (int steps = 0; results.size() < sources.size(); ++steps) {
+    ASSERT_LT(steps, 2000);
+    const size_t count =
+        std::min(sources.size() - next, static_cast<size_t>(decoder.free_slots()));
+    if (count > 0) {
+      auto handles = decoder.Admit(*encoded, static_cast<int64_t>(next),
+                                   std::vector<TranslationOptions>(count, options));
+      ASSERT_TRUE(handles.ok()) << handles.status();
+      for (size_t k = 0; k < count; ++k) sentence_of[(*handles)[k]] = next + k;
+      next += count;
+    }
+    for (ContinuousDecoder::Finished& done : decoder.Step()) {
+      results[sentence_of.at(done.handle)] = std::move(done.hypotheses);
+    }
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto alone = translator_->TranslateTokens({sources[i]}, options);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    ASSERT_FALSE(results[i].empty());
+    EXPECT_EQ(results[i][0].tokens, (*alone)[0][0].tokens) << "sentence " << i;
+    EXPECT_NEAR(results[i][0].score, (*alone)[0][0].score, 1e-4) << "sentence " << i;
+  }
+  const auto beyond = decoder.Admit(*encoded, 6, std::vector<TranslationOptions>(2));
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_EQ(beyond.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(beyond.status().message().find("sentences [6, 8) of 7 encoded"), std::string::npos)
+      << beyond.status();
+  const auto outside = decoder.Encode({{1, 2}, {3, -7}});
+  ASSERT_FALSE(outside.ok());
+  EXPECT_NE(outside.status().message().find("sentence 1 has token id -7"), std::string::npos)
+      << outside.status();
+}
+
 // One admission of sentences with different options (beam, n-best, length penalty, scores,
 // alignment): each gets exactly what it gets translated alone with its own options.
 TEST_F(TranslatorTest, OneAdmissionTakesSentencesOfDifferentOptions) {
