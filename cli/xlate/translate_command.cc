@@ -72,7 +72,9 @@ ABSL_FLAG(std::string, mime_type, "text/plain",
           "--target_prefix or --attention_png");
 ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text ||| score`");
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
-ABSL_FLAG(int, batch_size, 32, "sentences per batch");
+ABSL_FLAG(int, batch_size, 32,
+          "sentences decoding at once, per worker (a finished sentence's place goes to the "
+          "next)");
 ABSL_FLAG(int, threads, 0, "CPU threads (0 = all cores)");
 ABSL_FLAG(int, workers, 1,
           "batches translated at once on the CPU, each on --threads / workers threads (on 2 "
