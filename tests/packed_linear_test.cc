@@ -11,6 +11,7 @@
 
 #include "engine/model_directory.h"
 #include "engine/ops/backend.h"
+#include "engine/ops/cpu/cpu_ops.h"
 #include "engine/ops/ops.h"
 #include "engine/transformer.h"
 #include "tests/random_tensor.h"
@@ -170,7 +171,9 @@ TEST_F(QuantizedLinear, StaysWithinTheStatedBoundOfTheFloatProduct) {
   }
 }
 
-TEST_F(QuantizedLinear, ScalesAreEachRowsLargestMagnitudeOver127) {
+// Over 127, or 63 where the processor has no VNNI (cpu::int8_weight_levels; the ctest entry
+// int8_on_avx2 runs these tests with oneDNN held to AVX2).
+TEST_F(QuantizedLinear, ScalesAreEachRowsLargestMagnitudeOverTheWeightLevels) {
   std::mt19937 generator(12);
   Tensor weight = random_tensor({5, 40}, generator);
   std::fill_n(weight.data<float>() + 2 * 40, 40, 0.f);  // a zero row: scale 0
@@ -178,23 +181,26 @@ TEST_F(QuantizedLinear, ScalesAreEachRowsLargestMagnitudeOver127) {
   ASSERT_EQ(quantized.outputs, 5);
   ASSERT_EQ(quantized.inputs, 40);
   for (int64_t n = 0; n < 5; ++n) {
-    EXPECT_FLOAT_EQ(quantized.scales.data<float>()[n], row_max_abs(weight, n) / 127.f);
+    EXPECT_FLOAT_EQ(quantized.scales.data<float>()[n],
+                    row_max_abs(weight, n) / cpu::int8_weight_levels());
   }
 }
 
-// Integers in [-127, 127] with 127 in every row quantise with scale 1 and no rounding: the int8
-// product must equal the float one exactly, so a wrong layout or sum cannot hide in a tolerance.
+// Integers in [-L, L] with L in every row quantise with scale 1 and no rounding (L = 127 for
+// the activations, the weight levels for the weights): the int8 product must equal the float
+// one exactly, so a wrong layout or sum, or a saturated one, cannot hide in a tolerance.
 TEST_F(QuantizedLinear, IsExactWhereQuantisationLosesNothing) {
   std::mt19937 generator(13);
-  std::uniform_int_distribution<int> value(-127, 127);
   const int64_t rows = 6, inputs = 70, outputs = 150;
-  auto integers = [&](int64_t count, int64_t width) {
+  auto integers = [&](int64_t count, int64_t width, int largest) {
+    std::uniform_int_distribution<int> value(-largest, largest);
     std::vector<float> values(count * width);
     for (float& v : values) v = static_cast<float>(value(generator));
-    for (int64_t r = 0; r < count; ++r) values[r * width + r % width] = 127.f;
+    for (int64_t r = 0; r < count; ++r) values[r * width + r % width] = largest;
     return Tensor::from_vector(values, {count, width});
   };
-  Tensor x = integers(rows, inputs), weight = integers(outputs, inputs);
+  Tensor x = integers(rows, inputs, 127);
+  Tensor weight = integers(outputs, inputs, static_cast<int>(cpu::int8_weight_levels()));
   Tensor out = Tensor::empty({rows, outputs}, DType::kFloat32);
   packed_linear_forward(out, x, pack_linear_weight(weight, DType::kInt8), Tensor(),
                         Activation::kNone);

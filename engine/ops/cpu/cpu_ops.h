@@ -15,6 +15,9 @@ void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64
 void set_float32_math(kernels::Float32Math math);
 // The CPU's OpBackend::int8_available (quantized_linear_cpu.cc).
 absl::Status int8_available();
+// The largest magnitude of a quantised int8 weight on this processor (oneDNN's effective ISA):
+// 127, or 63 without VNNI, whose 16-bit pair sums would saturate (quantized_linear_cpu.cc).
+float int8_weight_levels();
 // The int8 halves of pack_linear_weight and packed_linear_forward (linear_cpu.cc has the op
 // bodies and the float32 halves), in quantized_linear_cpu.cc.
 PackedWeight quantize_linear_weight(const Tensor& weight);

@@ -69,6 +69,15 @@ const char* isa_name(dnnl::cpu_isa isa) {
 
 }  // namespace
 
+// Without VNNI, oneDNN's s8 x s8 products make the activations unsigned (+128) and multiply-add
+// them with the weights in pairs into 16 bits, saturating (vpmaddubsw): 255 x 127 x 2 overflows,
+// and a saturated pair changes the sum (a random model's logits were off by 36 %). Weights of 7
+// bits cannot overflow (255 x 63 x 2 = 32,130 <= 32,767), as other int8 runtimes do there.
+float int8_weight_levels() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx512_core ? 63.f : 127.f;
+}
+
 absl::Status int8_available() {
   // oneDNN's effective ISA: the processor's, lowered by ONEDNN_MAX_CPU_ISA when that is set.
   const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
@@ -90,12 +99,13 @@ PackedWeight quantize_linear_weight(const Tensor& weight) {
   std::vector<int8_t> plain(static_cast<size_t>(outputs * inputs));
   const float* values = weight.data<float>();
   float* scales = quantized.scales.data<float>();
+  const float levels = int8_weight_levels();
 #pragma omp parallel for
   for (int64_t n = 0; n < outputs; ++n) {
     const float largest = max_abs(values + n * inputs, inputs);
-    scales[n] = largest / 127.f;
+    scales[n] = largest / levels;
     quantize_row(plain.data() + n * inputs, values + n * inputs,
-                 largest > 0.f ? 127.f / largest : 0.f, inputs);
+                 largest > 0.f ? levels / largest : 0.f, inputs);
   }
   quantized.packed = packed_copy(memory::desc({inputs, outputs}, Type::s8, Tag::ba), plain.data(),
                                  packed_weight_desc(outputs, inputs), DType::kInt8);
