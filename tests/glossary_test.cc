@@ -101,6 +101,22 @@ TEST(Glossary, FindsWholeWordsLongestFirst) {
   EXPECT_EQ(sentence.substr(matches[0].begin), "Straße");
 }
 
+// Terms that overlap in the source: the leftmost wins, then the longest at its place, and the
+// search goes on after it, so a term starting inside it is not found there.
+TEST(Glossary, OverlappingTermsTakeTheLeftmostThenTheLongest) {
+  const auto glossary = Glossary::FromEntries(
+      {{"New York", "New York"}, {"York City", "Stadt York"}, {"City Hall", "Rathaus"},
+       {"New", "Neu"}, {"Hall", "Halle"}},
+      "test");
+  ASSERT_TRUE(glossary.ok()) << glossary.status();
+  EXPECT_EQ(found(*glossary, "New York City Hall", false),
+            (std::vector<std::string>{"New York=New York", "City Hall=Rathaus"}));
+  EXPECT_EQ(found(*glossary, "York City Hall", false),
+            (std::vector<std::string>{"York City=Stadt York", "Hall=Halle"}));
+  EXPECT_EQ(found(*glossary, "New City Hall", false),
+            (std::vector<std::string>{"New=Neu", "City Hall=Rathaus"}));
+}
+
 TEST(Glossary, InlineEntriesOverrideTheNamedGlossary) {
   const auto named = Glossary::FromEntries({{"server", "Server"}, {"update", "Update"}}, "named");
   const auto inline_entries = Glossary::FromEntries({{"update", "Aktualisierung"}}, "inline");

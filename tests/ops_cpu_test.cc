@@ -402,6 +402,22 @@ TEST(OpsCpu, GatherLogProbsScoresTokensAsTheTopKDoes) {
                   1e-5);
     }
   }
+  // A search's shape: a vocabulary of no whole number of vector blocks, k = 4 (log_softmax_top_k
+  // then finds the maximum in its one-pass bounds, where the CPU has AVX-512), many rows at once
+  // (in parallel): the top 4 ids score exactly what the top k gives them.
+  const int64_t search_rows = 9, search_vocabulary = 1003, k = 4;
+  const Tensor search_logits = random_tensor({search_rows, search_vocabulary}, generator, 4.f);
+  std::vector<float> search_offsets(search_rows);
+  for (int64_t n = 0; n < search_rows; ++n) search_offsets[n] = -0.25f * static_cast<float>(n);
+  const Tensor row_offsets = Tensor::from_vector(search_offsets, {search_rows});
+  Tensor top_values = Tensor::empty({search_rows, k}, DType::kFloat32);
+  Tensor top_ids = Tensor::empty({search_rows, k}, DType::kInt32);
+  log_softmax_top_k(top_values, top_ids, search_logits, row_offsets, static_cast<int>(k));
+  Tensor top_scores = Tensor::empty({search_rows, k}, DType::kFloat32);
+  gather_log_probs(top_scores, search_logits, row_offsets, top_ids);
+  for (int64_t i = 0; i < search_rows * k; ++i) {
+    EXPECT_EQ(top_scores.data<float>()[i], top_values.data<float>()[i]) << "entry " << i;
+  }
   const Tensor beyond = Tensor::from_vector(std::vector<int32_t>{1, 70, 2}, {1, 3});
   Tensor one = Tensor::empty({1, 3}, DType::kFloat32);
   EXPECT_THROW(gather_log_probs(one, logits.view(0, {1, vocabulary}), offsets.view(0, {1}), beyond),
