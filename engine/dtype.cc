@@ -48,21 +48,22 @@ bool dtype_from_name(const std::string& name, DType* dtype) {
   return false;
 }
 
+// Bit operations only (no libm call: a model's float16 weights pass through here as it loads).
 float half_to_float(uint16_t bits) {
   const uint32_t sign = (bits & 0x8000u) << 16;
   const uint32_t exponent = (bits >> 10) & 0x1f;
   const uint32_t mantissa = bits & 0x3ff;
-  float magnitude;
-  if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
-  } else if (exponent == 31) {
-    magnitude = mantissa ? NAN : INFINITY;
-  } else {
-    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
-  }
   uint32_t out;
-  std::memcpy(&out, &magnitude, 4);
-  out |= sign;
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa units of 2^-24, exact in float32.
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    std::memcpy(&out, &magnitude, 4);
+    out |= sign;
+  } else if (exponent == 31) {
+    out = sign | 0x7f800000u | (mantissa << 13);  // infinity, or NaN keeping its payload
+  } else {
+    out = sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13);  // rebias 15 -> 127
+  }
   float result;
   std::memcpy(&result, &out, 4);
   return result;

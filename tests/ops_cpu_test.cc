@@ -5,6 +5,9 @@
 #include <random>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <gtest/gtest.h>
 
 #include "engine/ops/cpu/avx512_kernels.h"
@@ -563,6 +566,48 @@ TEST(DType, HalfAndBfloat16ConversionsRoundTrip) {
   EXPECT_EQ(bfloat16_to_float(0x4049), 3.140625f);
   EXPECT_TRUE(std::isinf(half_to_float(float_to_half(1e6f))));
   EXPECT_NEAR(half_to_float(float_to_half(0.1f)), 0.1f, 1e-4);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("f16c"))) float half_to_float_f16c(uint16_t bits) { return _cvtsh_ss(bits); }
+#endif
+
+// Every float16 value: widened exactly (the processor's own conversion where it has F16C, and
+// back to the same bits), NaNs staying NaNs; a tensor's conversion widens each element alike.
+TEST(DType, EveryHalfValueWidensExactly) {
+#if defined(__x86_64__)
+  const bool has_f16c = __builtin_cpu_supports("f16c");
+#else
+  const bool has_f16c = false;
+#endif
+  std::vector<uint16_t> all(65536);
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    all[bits] = static_cast<uint16_t>(bits);
+    const float value = half_to_float(static_cast<uint16_t>(bits));
+    if (((bits >> 10) & 0x1f) == 31 && (bits & 0x3ff) != 0) {
+      EXPECT_TRUE(std::isnan(value)) << bits;
+      continue;
+    }
+    ASSERT_EQ(float_to_half(value), bits) << value;
+    ASSERT_EQ(std::signbit(value), (bits & 0x8000) != 0) << bits;
+#if defined(__x86_64__)
+    if (has_f16c) {
+      ASSERT_EQ(value, half_to_float_f16c(static_cast<uint16_t>(bits))) << bits;
+    }
+#endif
+  }
+  Tensor halves = Tensor::empty({65536}, DType::kFloat16);
+  std::memcpy(halves.raw_data(), all.data(), all.size() * 2);
+  const Tensor widened = halves.to_dtype(DType::kFloat32);
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    const float want = half_to_float(static_cast<uint16_t>(bits));
+    const float got = widened.data<float>()[bits];
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << bits;
+    } else {
+      ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << bits;
+    }
+  }
 }
 
 }  // namespace

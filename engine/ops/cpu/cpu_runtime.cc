@@ -29,12 +29,23 @@ void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64
   std::vector<float> widened;
   const float* source = static_cast<const float*>(inp);
   if (inp_dtype != DType::kFloat32) {
-    widened.resize(static_cast<size_t>(count));
-    const auto* bits = static_cast<const uint16_t*>(inp);
-    for (int64_t i = 0; i < count; ++i) {
-      widened[i] = inp_dtype == DType::kFloat16 ? half_to_float(bits[i])
-                                                : bfloat16_to_float(bits[i]);
+    // Widened straight into `out` when it is float32 and does not overlap `inp` (a model's
+    // float16 weights as it loads), else into a buffer of its own.
+    const auto* in_bytes = static_cast<const char*>(inp);
+    const auto* out_bytes = static_cast<const char*>(out);
+    const bool overlap = out_bytes < in_bytes + count * 2 && in_bytes < out_bytes + count * 4;
+    float* widened_to = static_cast<float*>(out);
+    if (out_dtype != DType::kFloat32 || overlap) {
+      widened.resize(static_cast<size_t>(count));
+      widened_to = widened.data();
     }
+    const auto* bits = static_cast<const uint16_t*>(inp);
+    if (inp_dtype == DType::kFloat16) {
+      for (int64_t i = 0; i < count; ++i) widened_to[i] = half_to_float(bits[i]);
+    } else {
+      for (int64_t i = 0; i < count; ++i) widened_to[i] = bfloat16_to_float(bits[i]);
+    }
+    if (widened_to == out) return;
     source = widened.data();
   }
   if (out_dtype == DType::kFloat32) {
