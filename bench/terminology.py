@@ -47,7 +47,9 @@ WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
 def read(path, limit=None):
-    with gzip.open(path, "rt", encoding="utf-8") as f:
+    """The lines of a text file, gzip-compressed when its name ends in .gz."""
+    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz")
+          else open(path, encoding="utf-8")) as f:
         lines = [line.rstrip("\n") for line in f]
     return lines[:limit] if limit else lines
 
@@ -149,21 +151,32 @@ def add_arguments(parser):
     parser.add_argument("--json_out")
 
 
-def word_pairs(args, sources, candidates):
-    """Per sentence, None or (Dice, English word, German word): of the German words in
-    candidates[i] and the words of sources[i], the pair of highest Dice (>= --min_dice)."""
+def ranked_word_pairs(args, sources, candidates, count):
+    """Per sentence, up to `count` pairs (Dice, English word, German word) of the German words in
+    candidates[i] and the words of sources[i] with Dice >= --min_dice, the highest first, no
+    word in two of them."""
     source_vocabulary = {w for s in sources for w in words(s, lower=True) if len(w) >= 3}
     dice = dice_lexicon(args, source_vocabulary, {w for c in candidates for w in c})
     pairs = []
     for source, german in zip(sources, candidates):
-        best = None
-        for g in german:
-            for e in dict.fromkeys(words(source, lower=True)):
-                score = dice(e, g) if e in source_vocabulary else 0
-                if score >= args.min_dice and (best is None or score > best[0]):
-                    best = (score, e, g)
-        pairs.append(best)
+        scored = sorted(((dice(e, g), e, g) for g in german
+                         for e in dict.fromkeys(words(source, lower=True))
+                         if e in source_vocabulary), key=lambda p: -p[0])
+        chosen = []
+        for score, e, g in scored:
+            if score < args.min_dice or len(chosen) == count:
+                break
+            if all(e != c[1] and g != c[2] for c in chosen):
+                chosen.append((score, e, g))
+        pairs.append(chosen)
     return pairs
+
+
+def word_pairs(args, sources, candidates):
+    """Per sentence, None or (Dice, English word, German word): of the German words in
+    candidates[i] and the words of sources[i], the pair of highest Dice (>= --min_dice)."""
+    return [ranked[0] if ranked else None
+            for ranked in ranked_word_pairs(args, sources, candidates, 1)]
 
 
 def main():

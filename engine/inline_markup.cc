@@ -111,8 +111,11 @@ WordSpan place(const InlineElement& e, const std::string& source, const WordLink
     return {at, at};
   }
   WordSpan at{lo, hi + 1};
-  at.after_leading_punctuation = e.span.begin > sources[first].begin;
-  at.before_trailing_punctuation = e.span.end < sources[last - 1].end;
+  // Punctuation the element did not hold stays outside it: what it cut off its own words
+  // ("<b>bike</b>.") and what the translation's words carry ("weil er <b>war</b>." for
+  // "because he <b>was</b>": the sentence's full stop, not the word's).
+  at.after_leading_punctuation = !is_ascii_punctuation(source[e.span.begin]);
+  at.before_trailing_punctuation = !is_ascii_punctuation(source[e.span.end - 1]);
   return at;
 }
 
@@ -231,6 +234,96 @@ class MarkupWriter {
   size_t written_ = 0;
 };
 
+
+// Places the children of one element (or the roots) within `bounds`: each where its linked
+// words are, then, in the order of those words, each after the ones before it, so that siblings
+// never overlap and follow the translation's word order ("because he <b>was</b> <i>tired</i>"
+// -> "weil er <i>müde</i> <b>war</b>"). A kept element found verbatim keeps its bytes (two may
+// share a word: "<kbd>Ctrl</kbd>+<kbd>C</kbd>"), unless a sibling before it already took them.
+// Fills placements[c] and sets `children` to their order in the translation, then places each
+// child's children within it.
+class GroupPlacer {
+ public:
+  GroupPlacer(const std::string& source, const std::string& translation,
+              const std::vector<InlineElement>& elements, const WordLinks& links,
+              const std::vector<ByteRange>& words)
+      : source_(source), translation_(translation), elements_(elements), links_(links),
+        words_(words), placements_(elements.size()) {}
+
+  void Place(std::vector<int>& children, const WordSpan& bounds,
+             std::vector<std::vector<int>>& children_of) {
+    const int targets = static_cast<int>(words_.size());
+    std::vector<bool> verbatim(elements_.size(), false);
+    size_t kept_after = bounds.lo < targets ? words_[bounds.lo].begin : translation_.size();
+    for (int c : children) {
+      const InlineElement& element = elements_[c];
+      WordSpan& at = placements_[c];
+      if (element.kept_content &&
+          find_verbatim(translation_, words_, element.kept_text, kept_after, &at) &&
+          at.lo >= bounds.lo && at.hi <= bounds.hi) {
+        verbatim[c] = true;
+        kept_after = at.kept_end;
+        continue;
+      }
+      at = Wanted(c, bounds);
+    }
+    // The translation's order: by first word, a point before a word starting there, then the
+    // source's order.
+    std::stable_sort(children.begin(), children.end(), [&](int a, int b) {
+      return placements_[a].lo < placements_[b].lo;
+    });
+    int end = bounds.lo;         // words the siblings so far took
+    size_t end_byte = bounds.lo < targets ? words_[bounds.lo].begin : translation_.size();
+    for (int c : children) {
+      WordSpan& at = placements_[c];
+      if (verbatim[c] && at.kept_begin < end_byte) {
+        verbatim[c] = find_verbatim(translation_, words_, elements_[c].kept_text, end_byte, &at) &&
+                      at.lo >= bounds.lo && at.hi <= bounds.hi;
+        if (!verbatim[c]) at = Wanted(c, bounds);
+      }
+      if (!verbatim[c]) {
+        const WordSpan wanted = at;
+        at.lo = std::clamp(at.lo, end, bounds.hi);
+        at.hi = std::clamp(at.hi, at.lo, bounds.hi);
+        if (at.lo != wanted.lo) at.after_word = false;
+        // Whole words (none: the bytes before word lo).
+        at.kept_begin = at.lo < targets ? words_[at.lo].begin : translation_.size();
+        at.kept_end = at.hi > at.lo ? words_[at.hi - 1].end : at.kept_begin;
+      }
+      end = std::max(end, at.hi);
+      end_byte = std::max(end_byte, elements_[c].kept_content ? at.kept_end
+                                    : at.hi > at.lo            ? words_[at.hi - 1].end
+                                                               : end_byte);
+    }
+    for (int c : children) Place(children_of[c], placements_[c], children_of);
+  }
+
+  const std::vector<WordSpan>& placements() const { return placements_; }
+
+ private:
+  // Where element c's linked words put it, within its parent's bounds.
+  WordSpan Wanted(int c, const WordSpan& bounds) const {
+    const InlineElement& element = elements_[c];
+    WordSpan at = place(element, source_, links_);
+    if (element.close.empty() && !element.kept_content && element.span.begin < element.span.end) {
+      at.hi = bounds.hi;  // no end tag: it runs to its parent's end
+      at.before_trailing_punctuation = false;
+    }
+    const WordSpan wanted = at;
+    at.lo = std::clamp(at.lo, bounds.lo, bounds.hi);
+    at.hi = std::clamp(at.hi, at.lo, bounds.hi);
+    if (at.lo != wanted.lo) at.after_word = false;
+    return at;
+  }
+
+  const std::string& source_;
+  const std::string& translation_;
+  const std::vector<InlineElement>& elements_;
+  const WordLinks& links_;
+  const std::vector<ByteRange>& words_;
+  std::vector<WordSpan> placements_;
+};
+
 }  // namespace
 
 std::string place_inline_markup(const std::string& source, const std::string& translation,
@@ -242,53 +335,19 @@ std::string place_inline_markup(const std::string& source, const std::string& tr
     throw std::logic_error("place_inline_markup: links of another translation");
   }
   const int targets = static_cast<int>(words.size());
-  std::vector<WordSpan> placements(elements.size());
   std::vector<std::vector<int>> children_of(elements.size());
   std::vector<int> roots;
-  // The end of the last placed child of each element (and of the root, at the back), in words
-  // and in bytes (a verbatim kept element may share a word with the sibling before it:
-  // "<kbd>Ctrl</kbd>+<kbd>C</kbd>").
-  std::vector<int> taken(elements.size() + 1, 0);
-  std::vector<size_t> taken_bytes(elements.size() + 1, 0);
   for (size_t i = 0; i < elements.size(); ++i) {
     const int parent = elements[i].parent;
     if (parent >= static_cast<int>(i)) {
       throw std::logic_error("place_inline_markup: a parent after its child");
     }
-    const WordSpan bounds = parent < 0 ? WordSpan{0, targets} : placements[parent];
-    int& siblings_end = parent < 0 ? taken.back() : taken[parent];
-    size_t& siblings_end_byte = parent < 0 ? taken_bytes.back() : taken_bytes[parent];
-    WordSpan at;
-    const bool verbatim =
-        elements[i].kept_content &&
-        find_verbatim(translation, words, elements[i].kept_text, siblings_end_byte, &at) &&
-        at.lo >= bounds.lo && at.hi <= bounds.hi;
-    if (!verbatim) {
-      at = place(elements[i], source, links);
-      if (elements[i].close.empty() && !elements[i].kept_content &&
-          elements[i].span.begin < elements[i].span.end) {
-        at.hi = bounds.hi;  // no end tag: it runs to its parent's end
-        at.before_trailing_punctuation = false;
-      }
-      // Within the parent, after the siblings before it.
-      const WordSpan wanted = at;
-      at.lo = std::clamp(at.lo, std::max(bounds.lo, siblings_end), bounds.hi);
-      at.hi = std::clamp(at.hi, at.lo, bounds.hi);
-      if (at.lo != wanted.lo) at.after_word = false;
-      // Whole words (none: the bytes before word lo).
-      at.kept_begin = at.lo < targets ? words[at.lo].begin : translation.size();
-      at.kept_end = at.hi > at.lo ? words[at.hi - 1].end : at.kept_begin;
-    }
-    siblings_end = std::max(siblings_end, at.hi);
-    siblings_end_byte = std::max(siblings_end_byte, elements[i].kept_content
-                                                        ? at.kept_end
-                                                        : at.hi > at.lo ? words[at.hi - 1].end
-                                                                        : siblings_end_byte);
-    placements[i] = at;
     (parent < 0 ? roots : children_of[parent]).push_back(static_cast<int>(i));
   }
+  GroupPlacer placer(source, translation, elements, links, words);
+  placer.Place(roots, WordSpan{0, targets}, children_of);
   MarkupWriter writer(translation, elements, words, escape);
-  writer.Write(roots, placements, children_of, targets);
+  writer.Write(roots, placer.placements(), children_of, targets);
   return writer.Finish();  // the words after the last element, and what follows them
 }
 

@@ -10,8 +10,10 @@
 //   output  "Ein <b>Mädchen</b> in einem Karateanzug."
 //
 // The output is always well nested: an element's words lie within its parent's, and siblings
-// keep their source order without overlapping (a sibling whose words the one before it already
-// took gets the words after them, or none). An element whose words have no link is placed
+// do not overlap. Siblings follow their words in the translation's order, which may not be the
+// source's ("because he <b>was</b> <i>tired</i>." -> "weil er <i>müde</i> <b>war</b>."); of
+// two whose words overlap, the first in that order takes them and the other the words after
+// them, or none. Punctuation the element did not hold in the source stays outside it. An element whose words have no link is placed
 // where the words around it put it, with no words inside; an element enclosing every source
 // word encloses every target word.
 #pragma once

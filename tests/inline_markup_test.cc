@@ -129,7 +129,7 @@ TEST(InlineMarkup, PunctuationOutsideTheSourceTagStaysOutsideTheTargetTag) {
             "ein rotes <b>Fahrrad.</b>");
 }
 
-TEST(InlineMarkup, ChildrenStayInsideTheirParentsAndSiblingsInOrder) {
+TEST(InlineMarkup, ChildrenStayInsideTheirParentsAndSiblingsFollowTheirWords) {
   // "<a>click <b>here</b></a> now" -> "klicke hier jetzt"
   EXPECT_EQ(place_inline_markup("click here now", "klicke hier jetzt", {element(0, 10, "a"), element(6, 10, "b", 0)},
                                 links_of("click here now", "klicke hier jetzt",
@@ -142,10 +142,37 @@ TEST(InlineMarkup, ChildrenStayInsideTheirParentsAndSiblingsInOrder) {
                                          {{0, 0}, {1, 2}, {2, 2}}),
                                 angle_escape),
             "<a>klicke hier <b>jetzt</b></a>");
-  // Siblings whose words swap places: the second comes after the first, with no words.
+  // Siblings whose words swap places in the translation swap with them.
   EXPECT_EQ(place_inline_markup("red car", "Auto rot", {element(0, 3, "b"), element(4, 7, "i")},
                                 links_of("red car", "Auto rot", {{0, 1}, {1, 0}}), angle_escape),
-            "Auto <b>rot</b><i></i>");
+            "<i>Auto</i> <b>rot</b>");
+  // German puts the verb last: "because he <b>was</b> <i>tired</i>." The sentence's full stop,
+  // which the translation's last word carries, stays outside the tag as in the source.
+  const std::string source = "because he was tired.", target = "weil er m\u00fcde war.";
+  EXPECT_EQ(place_inline_markup(source, target, {element(11, 14, "b"), element(15, 20, "i")},
+                                links_of(source, target, {{0, 0}, {1, 1}, {2, 3}, {3, 2}}),
+                                angle_escape),
+            "weil er <i>m\u00fcde</i> <b>war</b>.");
+  // Siblings linked to the same words: the first in the translation's order takes them, the
+  // other comes after it without words; children move with their parent.
+  EXPECT_EQ(place_inline_markup("a big red car", "ein rotes Auto",
+                                {element(2, 5, "b"), element(6, 13, "i"), element(10, 13, "u", 1)},
+                                links_of("a big red car", "ein rotes Auto",
+                                         {{0, 0}, {1, 1}, {2, 1}, {3, 2}}),
+                                angle_escape),
+            "ein <b>rotes</b> <i><u>Auto</u></i>");
+  EXPECT_EQ(place_inline_markup("a big car", "ein Auto", {element(2, 5, "b"), element(6, 9, "i")},
+                                links_of("a big car", "ein Auto", {{0, 0}, {1, 1}, {2, 1}}),
+                                angle_escape),
+            "ein <b>Auto</b><i></i>");
+  // A kept element found verbatim moves with the words too: "<b>list</b> with <code>ls</code>".
+  InlineElement code = element(10, 12, "code");
+  code.kept_content = code.kept_text = "ls";
+  EXPECT_EQ(place_inline_markup("list with ls", "mit ls auflisten", {element(0, 4, "b"), code},
+                                links_of("list with ls", "mit ls auflisten",
+                                         {{0, 2}, {1, 0}, {2, 1}}),
+                                angle_escape),
+            "mit <code>ls</code> <b>auflisten</b>");
 }
 
 TEST(InlineMarkup, AnElementWithoutItsEndTagRunsToTheEnd) {

@@ -77,9 +77,35 @@ class _Markup(html.parser.HTMLParser):
 
 
 def markup_of(page):
+    """The page's elements (tag and attributes) and comments as a tree, read from Python's
+    parser's events: each element with the markup inside it. Siblings are compared as a sorted
+    list, since inline elements follow their words, whose order the translation may change
+    ("because he <b>was</b> <i>tired</i>" -> "weil er <i>müde</i> <b>war</b>"); what is inside
+    what, and every attribute, must stay."""
     reader = _Markup()
     reader.feed(page)
-    return reader.markup
+    root = []
+    stack = [root]
+    for event in reader.markup:
+        if event[0] == "start":
+            children = []
+            stack[-1].append((event[1], tuple(event[2]), children))
+            if event[1] not in VOID_ELEMENTS:
+                stack.append(children)
+        elif event[0] == "end":
+            if len(stack) > 1:
+                stack.pop()
+        else:
+            stack[-1].append(event)
+
+    def canonical(nodes):
+        return sorted(repr(node) if node[0] == "comment" else
+                      repr((node[0], node[1], canonical(node[2]))) for node in nodes)
+    return canonical(root)
+
+
+VOID_ELEMENTS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+                 "source", "track", "wbr"}
 
 
 def block_texts(page):
