@@ -15,7 +15,9 @@ ones, as the terms are common words; they share batches with the others), and th
 sentences alone, both ways; and through xlate-server (continuous batching): every sentence of test_2016 a
 request of its own from --clients concurrent clients, once without and once with the 50 term
 sentences asking for the glossary (--glossary terms=FILE). --repeats runs each, alternating,
-and the medians are reported.
+and the medians are reported. Markup: the chosen sentences with their term's source word in
+<b>, translated as one HTML document with the glossary: how often the tag holds the term's
+target.
 
   python3 bench/terminology.py [--xlate build/cli/xlate] [--server build/server/xlate-server]
       [--model_dir models/en-de-general] [--terms 50] [--repeats 3] [--json_out FILE]
@@ -179,6 +181,21 @@ def word_pairs(args, sources, candidates):
             for ranked in ranked_word_pairs(args, sources, candidates, 1)]
 
 
+def tag_on_term(args, sources, chosen, flags):
+    """The share of the chosen sentences whose term, its source word wrapped in <b> and the
+    sentences translated as one HTML document with the glossary, comes back inside the <b>."""
+    from html_tags import TaggedText, tag_words  # noqa: E402 (html_tags imports this module)
+    cases = [(tag_words(sources[i], [(d, e, g)]), g) for i, e, g, d in chosen]
+    document = "".join(f"<p>{tagged[0]}</p>" for tagged, _ in cases if tagged)
+    output, _ = translate(args, [document], ("--mime_type", "text/html", *flags))
+    reader = TaggedText()
+    reader.feed("\n".join(output))
+    targets = [g for tagged, g in cases if tagged]
+    if len(reader.paragraphs) != len(targets):
+        sys.exit(f"{len(reader.paragraphs)} paragraphs came back for {len(targets)}")
+    return sum(g in p["b"] for g, p in zip(targets, reader.paragraphs)) / len(targets)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_arguments(parser)
@@ -186,6 +203,8 @@ def main():
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--terms", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip_cost", action="store_true",
+                        help="term use, BLEU and tags only: no timed runs")
     args = parser.parse_args()
 
     sources = read(f"{args.data_dir}/multi30k/test_2016_flickr.en.gz")
@@ -223,7 +242,13 @@ def main():
         "term_use_without": use_rate(without), "term_use_with": use_rate(with_glossary),
         "bleu_without": sacrebleu.corpus_bleu(without, [subset_refs]).score,
         "bleu_with": sacrebleu.corpus_bleu(with_glossary, [subset_refs]).score,
+        "tag_on_the_term": tag_on_term(args, sources, chosen, flags),
     }
+    print(f"HTML with each term's source word in <b>, with the glossary: the tag holds the "
+          f"term's target in {100 * report['tag_on_the_term']:.0f}%")
+    if args.skip_cost:
+        print(json.dumps({k: v for k, v in report.items() if k != "terms"}))
+        return
     # Cost: alternating runs, medians.
     timings = collections.defaultdict(list)
     for _ in range(args.repeats):

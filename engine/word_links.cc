@@ -3,6 +3,7 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "text/utf8.h"
 
@@ -30,6 +31,72 @@ std::vector<int> piece_words(const std::vector<std::string>& pieces, int* words)
 int text_word(int k, int piece_count, int text_words) {
   if (piece_count == text_words) return k;
   return static_cast<int>(static_cast<long long>(k) * text_words / piece_count);
+}
+
+// Whether byte `c` may be part of a word next to a term (ASCII letters and digits, and any
+// byte of a multi-byte character): a source term occurs only where neither neighbour is.
+bool word_byte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u >= 0x80 || std::isalnum(u);
+}
+
+// The byte offsets where `term` occurs in `text`, in order, not overlapping; on word boundaries
+// only when `whole_words`.
+std::vector<size_t> occurrences(const std::string& text, const std::string& term, bool whole_words) {
+  std::vector<size_t> found;
+  if (term.empty()) return found;
+  for (size_t at = text.find(term); at != std::string::npos; at = text.find(term, at + 1)) {
+    const size_t end = at + term.size();
+    if (whole_words && ((at > 0 && word_byte(text[at - 1]) && word_byte(term.front())) ||
+                        (end < text.size() && word_byte(text[end]) && word_byte(term.back())))) {
+      continue;
+    }
+    found.push_back(at);
+    at = end - 1;
+  }
+  return found;
+}
+
+// The words [first, end) of `words` that bytes [begin, end_byte) touch.
+std::pair<int, int> words_touching(const std::vector<ByteRange>& words, size_t begin,
+                                   size_t end_byte) {
+  int first = 0;
+  while (first < static_cast<int>(words.size()) && words[first].end <= begin) ++first;
+  int end = first;
+  while (end < static_cast<int>(words.size()) && words[end].begin < end_byte) ++end;
+  return {first, end};
+}
+
+// Links each glossary term's source words to its target's words (AlignedSentence::terms): the
+// k-th of S source words to the target words [k·T/S, (k+1)·T/S) of T (at least one each), so
+// that a tag around part of a term takes its part and one around all of it takes all. Sorts
+// the links and removes duplicates.
+void link_terms(WordLinks& out, const AlignedSentence& sentence) {
+  for (const auto& [source_term, target_term] : sentence.terms) {
+    const std::vector<size_t> in_source = occurrences(sentence.source, source_term, true);
+    const std::vector<size_t> in_target = occurrences(sentence.target, target_term, false);
+    for (size_t n = 0; n < in_source.size() && n < in_target.size(); ++n) {
+      const auto [s_lo, s_hi] =
+          words_touching(out.source_words, in_source[n], in_source[n] + source_term.size());
+      const auto [t_lo, t_hi] =
+          words_touching(out.target_words, in_target[n], in_target[n] + target_term.size());
+      if (s_lo >= s_hi || t_lo >= t_hi) continue;
+      out.links.erase(std::remove_if(out.links.begin(), out.links.end(),
+                                     [&](const std::pair<int, int>& link) {
+                                       return (link.first >= s_lo && link.first < s_hi) ||
+                                              (link.second >= t_lo && link.second < t_hi);
+                                     }),
+                      out.links.end());
+      const int sources = s_hi - s_lo, targets = t_hi - t_lo;
+      for (int k = 0; k < sources; ++k) {
+        const int from = t_lo + k * targets / sources;
+        const int to = std::max(from + 1, t_lo + (k + 1) * targets / sources);
+        for (int t = from; t < to; ++t) out.links.emplace_back(s_lo + k, t);
+      }
+    }
+  }
+  std::sort(out.links.begin(), out.links.end());
+  out.links.erase(std::unique(out.links.begin(), out.links.end()), out.links.end());
 }
 
 }  // namespace
@@ -63,6 +130,7 @@ WordLinks link_words(const AlignedSentence& sentence) {
   const size_t width = source_pieces + 1;
   if (out.source_words.empty() || out.target_words.empty() || source_pieces == 0 ||
       target_pieces == 0 || sentence.weights.size() != target_pieces * width) {
+    link_terms(out, sentence);
     return out;
   }
   int source_piece_words = 0, target_piece_words = 0;
@@ -97,8 +165,7 @@ WordLinks link_words(const AlignedSentence& sentence) {
     }
     if (best >= 0) out.links.emplace_back(s, best);
   }
-  std::sort(out.links.begin(), out.links.end());
-  out.links.erase(std::unique(out.links.begin(), out.links.end()), out.links.end());
+  link_terms(out, sentence);
   return out;
 }
 

@@ -36,6 +36,12 @@ struct AlignedSentence {
   // [target_pieces, source_pieces + 1]: row t is target piece t's attention over the source
   // pieces and the end token (whose column is ignored). Empty: no links (the words still count).
   std::vector<float> weights;
+  // Glossary terms the sentence was constrained with (engine/glossary_terms.h): the source term
+  // as the sentence has it, and its target. The words of the term's n-th occurrence in the
+  // source are linked to those of its target's n-th occurrence in the translation, whatever
+  // the attention says (a word the search forced need not attend its source word), and to no
+  // other; a term whose target the translation does not hold keeps the attention's links.
+  std::vector<std::pair<std::string, std::string>> terms;
 };
 
 // The words of `text` (byte ranges of valid UTF-8; a malformed byte counts as a word character).

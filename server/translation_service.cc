@@ -211,6 +211,10 @@ void fold_runs(const RunEntries& runs, xlate::v1::TranslateResponse& response) {
           sentence.weights.insert(sentence.weights.end(), row.source_weights().begin(),
                                   row.source_weights().end());
         }
+        // The run's glossary terms (each sentence links those it holds).
+        for (const xlate::v1::GlossaryTerm& term : translation.glossary_terms()) {
+          if (term.applied()) sentence.terms.emplace_back(term.source(), term.target());
+        }
       }
       links.push_back(link_text_words(document.texts()[run - runs.first_run[i]],
                                       translations.back(), sentences));

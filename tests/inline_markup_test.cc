@@ -82,10 +82,10 @@ TEST(WordLinks, ALonePieceMarkerJoinsTheNextPiecesWord) {
 
 TEST(WordLinks, TextLinksJoinTheSentencesAtTheirPlaces) {
   AlignedSentence one{"One.", "Eins.", {"\u2581One", "."}, {"\u2581Eins", "."},
-                      {1.f, 0.f, 0.f, 0.f, 1.f, 0.f}};
+                      {1.f, 0.f, 0.f, 0.f, 1.f, 0.f}, {}};
   AlignedSentence two{"Two three.", "Zwei drei.", {"\u2581Two", "\u2581three", "."},
                       {"\u2581Zwei", "\u2581drei", "."},
-                      {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}};
+                      {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}, {}};
   const WordLinks links = link_text_words("One.  Two three.", "Eins.  Zwei drei.", {one, two});
   EXPECT_EQ(links.links, (std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {2, 2}}));
   // A sentence that is not in the text adds nothing.
@@ -93,6 +93,53 @@ TEST(WordLinks, TextLinksJoinTheSentencesAtTheirPlaces) {
   missing.source = "Four.";
   EXPECT_EQ(link_text_words("One.  Two three.", "Eins.  Zwei drei.", {one, missing}).links,
             (std::vector<std::pair<int, int>>{{0, 0}}));
+}
+
+// A glossary's term: its source words go with its target's words, whatever the attention
+// says (the search forced them), and no other source word takes those target words.
+TEST(WordLinks, GlossaryTermsLinkTheirOwnWords) {
+  AlignedSentence sentence;
+  sentence.source = "Restart the server before the update.";
+  sentence.target = "Zur Aktualisierung vor dem Server.";
+  for (const char* piece : {"\u2581Restart", "\u2581the", "\u2581server", "\u2581before",
+                            "\u2581the", "\u2581update", "."}) {
+    sentence.source_pieces.push_back(piece);
+  }
+  for (const char* piece : {"\u2581Zur", "\u2581Aktualisierung", "\u2581vor", "\u2581dem",
+                            "\u2581Server", "."}) {
+    sentence.target_pieces.push_back(piece);
+  }
+  // Attention that gets "update" wrong: every source word attends most from target word 4
+  // ("Server."), except "Restart" (Zur) and "before" (vor).
+  const size_t width = sentence.source_pieces.size() + 1;
+  sentence.weights.assign(sentence.target_pieces.size() * width, 0.f);
+  for (size_t s = 0; s < sentence.source_pieces.size(); ++s) sentence.weights[4 * width + s] = 1.f;
+  sentence.weights[0 * width + 0] = 2.f;
+  sentence.weights[2 * width + 3] = 2.f;
+  const std::vector<std::pair<int, int>> attention_only = {{0, 0}, {1, 4}, {2, 4}, {3, 2},
+                                                           {4, 4}, {5, 4}};
+  EXPECT_EQ(link_words(sentence).links, attention_only);
+  sentence.terms = {{"update", "Aktualisierung"}, {"server", "Server"}};
+  EXPECT_EQ(link_words(sentence).links,
+            (std::vector<std::pair<int, int>>{{0, 0}, {2, 4}, {3, 2}, {5, 1}}));
+  // Placed by these links, each tag goes on its term, in the translation's order.
+  EXPECT_EQ(place_inline_markup(sentence.source, sentence.target,
+                                {element(12, 18, "b"), element(30, 36, "a")},
+                                link_words(sentence), angle_escape),
+            "Zur <a>Aktualisierung</a> vor dem <b>Server</b>.");
+  // A target the translation does not hold, or a source term only inside a word, links
+  // nothing of its own.
+  sentence.terms = {{"update", "Neuerung"}, {"art", "Kunst"}};
+  EXPECT_EQ(link_words(sentence).links, attention_only);
+  // A term of two words to a target of one, and one of one word to a target of two.
+  AlignedSentence names;
+  names.source = "New York is big";
+  names.target = "NYC ist gross";
+  names.terms = {{"New York", "NYC"}, {"big", "sehr gross"}};
+  EXPECT_EQ(link_words(names).links, (std::vector<std::pair<int, int>>{{0, 0}, {1, 0}}));
+  names.target = "NYC ist sehr gross";
+  EXPECT_EQ(link_words(names).links,
+            (std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {3, 2}, {3, 3}}));
 }
 
 TEST(InlineMarkup, AnElementGoesAroundTheWordsLinkedToItsWords) {

@@ -153,10 +153,12 @@ std::vector<std::string> best_texts(const SegmentedTexts& texts,
 }
 
 // The word links of each text of `texts` and its translation runs[text], from its sentences'
-// alignments (options.alignment was set).
+// alignments (options.alignment was set) and the glossary terms each sentence was constrained
+// with (terms: one per sentence, or empty).
 std::vector<WordLinks> word_links_of(const Tokenizer& tokenizer, const SegmentedTexts& texts,
                                      const std::vector<Translation>& translations,
-                                     const std::vector<std::string>& runs) {
+                                     const std::vector<std::string>& runs,
+                                     const std::vector<SentenceTerms>& terms) {
   std::vector<WordLinks> links;
   for (size_t text = 0; text < texts.text_count(); ++text) {
     std::vector<AlignedSentence> sentences;
@@ -172,6 +174,10 @@ std::vector<WordLinks> word_links_of(const Tokenizer& tokenizer, const Segmented
         sentence.target_pieces.push_back(tokenizer.piece_of(id));
       }
       sentence.weights = translation.best.alignment;
+      for (size_t i = 0; s < terms.size() && i < terms[s].uses.size(); ++i) {
+        const TermUse& use = terms[s].uses[i];
+        if (use.constrained) sentence.terms.emplace_back(use.source, use.target);
+      }
     }
     links.push_back(link_text_words(texts.text(text), runs[text], sentences));
   }
@@ -374,11 +380,13 @@ int run_translate() {
     if ((*document)->needs_word_links()) options->alignment = kMarkupAlignment;
     // A glossary's terms are found in each block's sentences.
     std::vector<Constraints> constraints;
+    std::vector<SentenceTerms> sentence_terms;
     absl::Status glossed = absl::OkStatus();
     if (glossary && texts.ok()) {
       auto terms = glossary_constraints(*glossary, absl::GetFlag(FLAGS_glossary_ignore_case),
                                         texts->sentences(), **translator, *options, *languages);
       glossed = terms.status();
+      if (terms.ok()) sentence_terms = *terms;
       for (size_t s = 0; terms.ok() && s < terms->size(); ++s) {
         constraints.push_back((*terms)[s].constraints);
         for (const TermUse& use : (*terms)[s].uses) {
@@ -401,7 +409,8 @@ int run_translate() {
     const std::vector<std::string> runs = best_texts(*texts, *translations);
     std::vector<WordLinks> links;
     if ((*document)->needs_word_links()) {
-      links = word_links_of((*translator)->tokenizer(), *texts, *translations, runs);
+      links = word_links_of((*translator)->tokenizer(), *texts, *translations, runs,
+                            sentence_terms);
     }
     out << (*document)->Rebuild(runs, links);
     out.flush();
@@ -444,11 +453,13 @@ int run_translate() {
       }
     }
     std::vector<Constraints> constraints;
+    std::vector<SentenceTerms> sentence_terms;
     absl::Status glossed = absl::OkStatus();
     if (glossary && lines.ok()) {
       auto terms = glossary_constraints(*glossary, absl::GetFlag(FLAGS_glossary_ignore_case),
                                         sources, **translator, *options, *languages);
       glossed = terms.status();
+      if (terms.ok()) sentence_terms = *terms;
       for (size_t s = 0; terms.ok() && s < terms->size(); ++s) {
         constraints.push_back((*terms)[s].constraints);
         for (const TermUse& use : (*terms)[s].uses) {
@@ -474,7 +485,7 @@ int run_translate() {
     if (keep_placeholders) {
       const std::vector<std::string> runs = best_texts(*lines, *translations);
       const std::vector<WordLinks> links =
-          word_links_of((*translator)->tokenizer(), *lines, *translations, runs);
+          word_links_of((*translator)->tokenizer(), *lines, *translations, runs, sentence_terms);
       for (size_t d = 0; d < documents.size(); ++d) {
         const auto slice = [&](const auto& all) {
           return std::vector<typename std::decay_t<decltype(all)>::value_type>(

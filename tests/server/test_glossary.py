@@ -6,6 +6,7 @@ SIGHUP re-reads the file (keeping the old glossary while the file does not parse
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
+import html.parser
 import os
 import signal
 import sys
@@ -20,6 +21,27 @@ DEFAULT_MODEL = os.environ["XLATE_DEFAULT_MODEL"]
 RESTART = "Please restart the server before installing the update."
 MEETING = "The meeting has been moved to Tuesday afternoon."
 STATION = "Where is the nearest train station?"
+
+
+def element_texts(page, tag):
+    """The text inside each `tag` element of an HTML page, joined, as Python's parser reads it."""
+    class Reader(html.parser.HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.depth, self.text = 0, ""
+
+        def handle_starttag(self, name, attrs):
+            self.depth += name == tag
+
+        def handle_endtag(self, name):
+            self.depth -= name == tag
+
+        def handle_data(self, data):
+            if self.depth:
+                self.text += data
+    reader = Reader()
+    reader.feed(page)
+    return reader.text
 
 
 def glossary_request(contents, glossary="", entries=(), ignore_case=False, **options):
@@ -116,6 +138,10 @@ class GlossaryServer(unittest.TestCase):
             self.assertIn(tag, text)
         self.assertEqual([(t.source, t.applied) for t in translation.glossary_terms],
                          [("server", True), ("update", True)])
+        # The tags around the source terms hold their targets (the terms' words are linked to
+        # each other, whatever the attention of the forced words), read by Python's parser.
+        self.assertIn("Rechner", element_texts(text, "a"))
+        self.assertIn("Aktualisierung", element_texts(text, "em"))
 
     def test_bad_glossaries_are_refused_by_name(self):
         cases = [
