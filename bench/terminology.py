@@ -17,7 +17,7 @@ request of its own from --clients concurrent clients, once without and once with
 sentences asking for the glossary (--glossary terms=FILE). --repeats runs each, alternating,
 and the medians are reported. Markup: the chosen sentences with their term's source word in
 <b>, translated as one HTML document with the glossary: how often the tag holds the term's
-target.
+target. Beams: the chosen sentences with the glossary at --constrained_beam_size 6, 8 and 12.
 
   python3 bench/terminology.py [--xlate build/cli/xlate] [--server build/server/xlate-server]
       [--model_dir models/en-de-general] [--terms 50] [--repeats 3] [--json_out FILE]
@@ -246,6 +246,16 @@ def main():
     }
     print(f"HTML with each term's source word in <b>, with the glossary: the tag holds the "
           f"term's target in {100 * report['tag_on_the_term']:.0f}%")
+    # A wider beam for the constrained sentences only (--constrained_beam_size).
+    report["constrained_beams"] = {}
+    for beam in (6, 8, 12):
+        outputs, seconds = translate(args, subset, (*flags, f"--constrained_beam_size={beam}"))
+        report["constrained_beams"][beam] = {
+            "term_use": use_rate(outputs), "seconds": seconds,
+            "bleu": sacrebleu.corpus_bleu(outputs, [subset_refs]).score}
+        print(f"--constrained_beam_size {beam}: term use {100 * use_rate(outputs):.0f}%, BLEU "
+              f"{report['constrained_beams'][beam]['bleu']:.2f}, {seconds:.2f} s for the "
+              f"{len(subset)} sentences")
     if args.skip_cost:
         print(json.dumps({k: v for k, v in report.items() if k != "terms"}))
         return

@@ -80,11 +80,13 @@ absl::Status ContinuousDecoder::Check(int64_t count,
   for (size_t i = 0; i < options.size(); ++i) {
     if (i > 0 && options[i] == options[i - 1]) continue;
     if (auto status = options[i].ValidateFor(model_.config()); !status.ok()) return status;
-    if (options[i].beam_size > options_.max_beam_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "option beam_size = ", options[i].beam_size,
-          " is out of range: this decoder holds at most ", options_.max_beam_size,
-          " beams per sentence"));
+    for (const auto& [name, beam] : {std::pair<const char*, int>{"beam_size", options[i].beam_size},
+                                     {"constrained_beam_size", options[i].constrained_beam_size}}) {
+      if (beam > options_.max_beam_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "option ", name, " = ", beam, " is out of range: this decoder holds at most ",
+            options_.max_beam_size, " beams per sentence"));
+      }
     }
   }
   if (count > static_cast<int64_t>(free_.size())) {
@@ -168,7 +170,8 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
   for (int64_t n = 0; n < count; ++n) {
     max_lengths[n] = options[n].max_output_tokens(encoded.sources[first + n].size(), capacity,
                                                   config.end_forced_at_limit);
-    searches.push_back(options[n].search(config));
+    const bool constrained = static_cast<size_t>(n) < constraints.size() && !constraints[n].empty();
+    searches.push_back(options[n].search(config, constrained));
   }
   if (auto status = check_constraints(constraints, max_lengths, model_); !status.ok()) {
     return status;

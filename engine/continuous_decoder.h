@@ -73,7 +73,8 @@ class ContinuousDecoder {
   // sentence must contain (lexical constraints: DeviceBeamSearch::add; at most
   // rules::kMaxConstraints of rules::kMaxConstraintTokens tokens in all, each non-empty, no
   // end or padding token, fitting the sentence's output limit; a CPU model — Unimplemented on
-  // another device).
+  // another device). A sentence with constraints searches with options.constrained_beam_size
+  // beams where that is set.
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
                                              const TranslationOptions& options,
                                              const std::vector<Constraints>& constraints = {});

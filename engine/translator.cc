@@ -33,12 +33,12 @@ absl::Status out_of_range(absl::string_view prefix, const char* option,
 auto all_fields(const TranslationOptions& options) {
   const auto& [beam_size, length_penalty, max_extra_length, max_output_length, min_output_length,
                n_best, max_batch_size, workers, return_scores, report_stable_prefixes,
-               alignment, forced_start_tokens, repetition_penalty, no_repeat_ngram_size] =
-      options;
+               alignment, forced_start_tokens, repetition_penalty, no_repeat_ngram_size,
+               constrained_beam_size] = options;
   return std::tie(beam_size, length_penalty, max_extra_length, max_output_length,
                   min_output_length, n_best, max_batch_size, workers, return_scores,
                   report_stable_prefixes, alignment, forced_start_tokens, repetition_penalty,
-                  no_repeat_ngram_size);
+                  no_repeat_ngram_size, constrained_beam_size);
 }
 
 }  // namespace
@@ -69,6 +69,11 @@ absl::Status TranslationOptions::Validate(absl::string_view prefix) const {
     return out_of_range(prefix, "n_best", n_best,
                         absl::StrCat("in [1, beam_size = ", beam_size, "]"));
   }
+  if (constrained_beam_size != 0 &&
+      (constrained_beam_size < n_best || constrained_beam_size > 256)) {
+    return out_of_range(prefix, "constrained_beam_size", constrained_beam_size,
+                        absl::StrCat("0 (beam_size) or in [n_best = ", n_best, ", 256]"));
+  }
   if (max_batch_size < 1 || max_batch_size > 4096) {
     return out_of_range(prefix, "max_batch_size", max_batch_size, "in [1, 4096]");
   }
@@ -98,9 +103,9 @@ absl::Status TranslationOptions::ValidateFor(const ModelConfig& config) const {
   return check_alignment_options(*alignment, config, "option alignment.");
 }
 
-SearchOptions TranslationOptions::search(const ModelConfig& config) const {
+SearchOptions TranslationOptions::search(const ModelConfig& config, bool constrained) const {
   SearchOptions search;
-  search.beam_size = beam_size;
+  search.beam_size = beam_for(constrained);
   search.length_penalty = length_penalty;
   search.n_best = n_best;
   search.min_length = min_output_length;
@@ -359,10 +364,15 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
         "option workers = ", options.workers, ": several workers run on the CPU only"));
   }
   const OpBackend& backend = op_backend(device);
-  if (options.beam_size > backend.max_beam) {
+  const bool any_constrained = std::any_of(constraints.begin(), constraints.end(),
+                                           [](const Constraints& c) { return !c.empty(); });
+  const int widest_beam = std::max(options.beam_size, options.beam_for(any_constrained));
+  if (widest_beam > backend.max_beam) {
+    const bool constrained_beam = widest_beam != options.beam_size;
     return absl::InvalidArgumentError(absl::StrCat(
-        "option beam_size = ", options.beam_size, " is out of range: the ", backend.name,
-        " backend's beam search takes at most ", backend.max_beam, " beams"));
+        "option ", constrained_beam ? "constrained_beam_size = " : "beam_size = ", widest_beam,
+        " is out of range: the ", backend.name, " backend's beam search takes at most ",
+        backend.max_beam, " beams"));
   }
   if (sources.empty()) return std::vector<std::vector<Hypothesis>>();
 
@@ -381,7 +391,7 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
   queue.decoders = std::max(1, workers);
   ContinuousDecoderOptions limits;
   limits.max_sentences = static_cast<int>(std::min(batch, sources.size()));
-  limits.max_beam_size = options.beam_size;
+  limits.max_beam_size = widest_beam;
   limits.commit_caches = false;
   limits.max_source_tokens = 2;
   limits.max_target_tokens = 1;

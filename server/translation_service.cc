@@ -800,9 +800,17 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
   if (given.has_n_best()) options.n_best = given.n_best();
   if (given.has_repetition_penalty()) options.repetition_penalty = given.repetition_penalty();
   if (given.has_no_repeat_ngram_size()) options.no_repeat_ngram_size = given.no_repeat_ngram_size();
+  if (given.has_constrained_beam_size()) {
+    options.constrained_beam_size = given.constrained_beam_size();
+  }
   if (options.beam_size < 1 || options.beam_size > limits.max_beam_size) {
     return invalid(absl::StrCat("options.beam_size = ", options.beam_size,
                                 " is out of range: it must be in [1, ", limits.max_beam_size, "]"));
+  }
+  if (options.constrained_beam_size > limits.max_beam_size) {
+    return invalid(absl::StrCat("options.constrained_beam_size = ", options.constrained_beam_size,
+                                " is out of range: it must be 0 (beam_size) or in [n_best, ",
+                                limits.max_beam_size, "] (--max_beam_size)"));
   }
   if (auto status = options.Validate("options."); !status.ok()) return to_grpc(status);
   options.alignment = alignment_options(request);

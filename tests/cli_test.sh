@@ -64,6 +64,17 @@ check "--glossary puts its targets in every hypothesis" \
   test "$(grep '^0 ' "$work/glossed_out.txt" | grep Katze | grep -c Frau)" -eq 3
 check "--glossary leaves sentences without terms as they were" \
   cmp -s <(grep '^1 ' "$work/glossed_out.txt") <(grep '^1 ' "$work/plain_out.txt")
+# --constrained_beam_size: the line with terms searches as at --beam_size 8, the other as at 4.
+"$xlate" translate --model_dir "$model" --glossary "$work/glossary.tsv" --n_best 2 \
+  --constrained_beam_size 8 --split_sentences=false < "$work/glossed.txt" \
+  > "$work/glossed_wide.txt" 2>/dev/null
+"$xlate" translate --model_dir "$model" --glossary "$work/glossary.tsv" --n_best 2 \
+  --beam_size 8 --split_sentences=false < "$work/glossed.txt" > "$work/all_wide.txt" 2>/dev/null
+"$xlate" translate --model_dir "$model" --n_best 2 --split_sentences=false \
+  < "$work/glossed.txt" > "$work/plain_two.txt" 2>/dev/null
+check "--constrained_beam_size widens the beam of the lines with terms only" \
+  cmp -s <(grep '^0 ' "$work/glossed_wide.txt"; grep '^1 ' "$work/plain_two.txt") \
+  <(grep '^0 ' "$work/all_wide.txt"; grep '^1 ' "$work/glossed_wide.txt")
 printf '<p>A <b>dog</b> and a <i>man</i>.</p>' | "$xlate" translate --model_dir "$model" \
   --glossary "$work/glossary.tsv" --mime_type text/html > "$work/glossed_page.txt" 2>/dev/null
 # Each tag around a source term holds its target (the terms' words are linked to each other),

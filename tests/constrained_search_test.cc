@@ -181,5 +181,84 @@ TEST(ConstrainedSearch, ContinuousDecoderAdmitsConstraintsAndRefusesBadOnes) {
   EXPECT_FALSE(mismatched.ok());
 }
 
+// Every sentence of `sources` admitted at once into a fresh decoder holding `max_beam` beams,
+// each with its options and constraints, decoded to the end: hypotheses per sentence.
+std::vector<std::vector<Hypothesis>> decode_all(const TransformerModel& model, int max_beam,
+                                                const std::vector<std::vector<int32_t>>& sources,
+                                                const std::vector<TranslationOptions>& options,
+                                                const std::vector<Constraints>& constraints) {
+  ContinuousDecoderOptions limits;
+  limits.max_sentences = static_cast<int>(sources.size());
+  limits.max_beam_size = max_beam;
+  auto decoder = ContinuousDecoder::Create(model, limits);
+  EXPECT_TRUE(decoder.ok()) << decoder.status();
+  auto handles = (*decoder)->Admit(sources, options, constraints);
+  EXPECT_TRUE(handles.ok()) << handles.status();
+  std::map<int64_t, std::vector<Hypothesis>> finished;
+  while ((*decoder)->live_sentences() > 0) {
+    for (ContinuousDecoder::Finished& sentence : (*decoder)->Step()) {
+      finished[sentence.handle] = std::move(sentence.hypotheses);
+    }
+  }
+  std::vector<std::vector<Hypothesis>> out;
+  for (int64_t handle : *handles) out.push_back(finished[handle]);
+  return out;
+}
+
+// constrained_beam_size: a sentence with constraints searches with that beam, exactly as it
+// would with beam_size set to it; a sentence without keeps beam_size, beside it. Beams wider
+// than the decoder holds, or narrower than n_best, are refused by name.
+TEST(ConstrainedSearch, AConstrainedSentenceSearchesWithItsOwnBeam) {
+  const auto model = tiny_random_model(40, 11, 1.5f);
+  const std::vector<std::vector<int32_t>> sources = {{4, 5, 6}, {7, 8, 9, 10}};
+  TranslationOptions options;
+  options.max_extra_length = 8;
+  options.n_best = 4;
+  options.constrained_beam_size = 8;
+  TranslationOptions wide = options, narrow = options;
+  wide.beam_size = 8;
+  wide.constrained_beam_size = 0;
+  narrow.constrained_beam_size = 0;
+  int differs = 0;
+  for (int32_t token = 12; token < 20; ++token) {
+    const Constraints constraint = {{token, token + 1}};
+    const auto both = decode_all(*model, 8, sources, {options, options}, {constraint, {}});
+    const auto alone_wide = decode_all(*model, 8, {sources[0]}, {wide}, {constraint});
+    const auto alone_narrow = decode_all(*model, 8, {sources[0]}, {narrow}, {constraint});
+    const auto plain = decode_all(*model, 8, {sources[1]}, {narrow}, {{}});
+    ASSERT_EQ(both[0].size(), alone_wide[0].size()) << token;
+    for (size_t k = 0; k < both[0].size(); ++k) {
+      EXPECT_EQ(both[0][k].tokens, alone_wide[0][k].tokens) << token << " hypothesis " << k;
+      EXPECT_EQ(both[0][k].score, alone_wide[0][k].score) << token << " hypothesis " << k;
+      EXPECT_TRUE(contains_all(both[0][k].tokens, constraint)) << token;
+    }
+    ASSERT_EQ(both[1].size(), plain[0].size());
+    for (size_t k = 0; k < plain[0].size(); ++k) {
+      EXPECT_EQ(both[1][k].tokens, plain[0][k].tokens) << token << " hypothesis " << k;
+    }
+    bool same_as_narrow = both[0].size() == alone_narrow[0].size();
+    for (size_t k = 0; same_as_narrow && k < both[0].size(); ++k) {
+      same_as_narrow = both[0][k].tokens == alone_narrow[0][k].tokens;
+    }
+    differs += !same_as_narrow;
+  }
+  EXPECT_GT(differs, 0) << "the wider beam never changed an n-best list: the test shows nothing";
+
+  ContinuousDecoderOptions limits;
+  limits.max_sentences = 2;
+  auto decoder = ContinuousDecoder::Create(*model, limits);  // 4 beams per sentence
+  ASSERT_TRUE(decoder.ok());
+  auto refused = (*decoder)->Admit({sources[0]}, options, {{{12}}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("constrained_beam_size = 8 is out of range: this "
+                                            "decoder holds at most 4"),
+            std::string::npos)
+      << refused.status();
+  TranslationOptions too_narrow = options;
+  too_narrow.constrained_beam_size = 2;
+  EXPECT_NE(too_narrow.Validate().message().find("constrained_beam_size = 2"), std::string::npos)
+      << too_narrow.Validate();
+}
+
 }  // namespace
 }  // namespace xlate

@@ -65,6 +65,9 @@ ABSL_FLAG(std::string, glossary, "",
           "sentence holds a source term, every hypothesis contains its target (constrained beam "
           "search); a term left out is named on stderr");
 ABSL_FLAG(bool, glossary_ignore_case, false, "match --glossary's source terms case-folded");
+ABSL_FLAG(int, constrained_beam_size, 0,
+          "the beam of each sentence that holds --glossary terms (0: --beam_size); a wider beam "
+          "than plain text's translates them better (docs/benchmarks.md, terminology)");
 ABSL_FLAG(std::string, mime_type, "text/plain",
           "text/plain (each line translated as text), or text/html or text/xml: the whole input "
           "is one document whose paragraphs are translated whole, their inline tags put back on "
@@ -103,6 +106,7 @@ absl::StatusOr<TranslationOptions> options_from_flags() {
   options.n_best = absl::GetFlag(FLAGS_n_best);
   options.repetition_penalty = static_cast<float>(absl::GetFlag(FLAGS_repetition_penalty));
   options.no_repeat_ngram_size = absl::GetFlag(FLAGS_no_repeat_ngram_size);
+  options.constrained_beam_size = absl::GetFlag(FLAGS_constrained_beam_size);
   options.max_batch_size = absl::GetFlag(FLAGS_batch_size);
   options.workers = absl::GetFlag(FLAGS_workers);
   if (auto status = options.Validate(); !status.ok()) return status;

@@ -125,6 +125,28 @@ class GlossaryServer(unittest.TestCase):
         self.assertFalse(term.applied)
         self.assertIn("do not fit the sentence's output limit", term.note)
 
+    def test_constrained_sentences_search_with_their_own_beam(self):
+        # options.constrained_beam_size: the sentence with terms searches as it would at that
+        # beam; the one without keeps beam_size, in the same request.
+        wide = self.translate(glossary_request([RESTART], glossary="it", beam_size=8, n_best=2))
+        plain = self.translate(pb2.TranslateRequest(contents=[STATION]))
+        reply = self.translate(glossary_request([RESTART, STATION], glossary="it", n_best=2,
+                                                constrained_beam_size=8))
+        self.assertEqual([h.text for h in reply.translations[0].hypotheses],
+                         [h.text for h in wide.translations[0].hypotheses])
+        self.assertEqual(reply.translations[1].hypotheses[0].text,
+                         plain.translations[0].translated_text)
+        narrow = self.translate(glossary_request([RESTART], glossary="it", n_best=2))
+        self.assertNotEqual([h.text for h in narrow.translations[0].hypotheses],
+                            [h.text for h in wide.translations[0].hypotheses])
+        for beam, named in ((9, "in [n_best, 8] (--max_beam_size)"), (1, "in [n_best = 2")):
+            with self.assertRaises(grpc.RpcError) as caught:
+                self.translate(glossary_request([RESTART], glossary="it", n_best=2,
+                                                constrained_beam_size=beam))
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn(f"options.constrained_beam_size = {beam}", caught.exception.details())
+            self.assertIn(named, caught.exception.details())
+
     def test_html_blocks_take_the_glossary_and_keep_their_tags(self):
         page = ('<p>Please <b>restart</b> the <a href="/s">server</a> before installing the '
                 '<em>update</em>.</p><p>Where is the nearest train station?</p>')
