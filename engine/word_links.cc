@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <tuple>
 
 #include "text/utf8.h"
 
@@ -76,9 +77,10 @@ void link_terms(WordLinks& out, const AlignedSentence& sentence) {
     const std::vector<size_t> in_source = occurrences(sentence.source, source_term, true);
     const std::vector<size_t> in_target = occurrences(sentence.target, target_term, false);
     for (size_t n = 0; n < in_source.size() && n < in_target.size(); ++n) {
-      const auto [s_lo, s_hi] =
+      int s_lo, s_hi, t_lo, t_hi;  // plain variables: a lambda below reads them
+      std::tie(s_lo, s_hi) =
           words_touching(out.source_words, in_source[n], in_source[n] + source_term.size());
-      const auto [t_lo, t_hi] =
+      std::tie(t_lo, t_hi) =
           words_touching(out.target_words, in_target[n], in_target[n] + target_term.size());
       if (s_lo >= s_hi || t_lo >= t_hi) continue;
       out.links.erase(std::remove_if(out.links.begin(), out.links.end(),

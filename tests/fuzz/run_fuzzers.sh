@@ -24,7 +24,7 @@ if ! { CC=clang CXX=clang++ cmake -S "$repo" -B "$build" -DXLATE_FUZZ=ON -DXLATE
          "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
          > "$work/configure.log" 2>&1 &&
        cmake --build "$build" -j"$(nproc)" --target fuzzers > "$work/build.log" 2>&1; }; then
-  tail -30 "$work/configure.log" "$work/build.log"
+  tail -n 30 "$work/configure.log" "$work/build.log"
   exit 1
 fi
 

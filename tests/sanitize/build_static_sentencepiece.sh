@@ -22,7 +22,7 @@ if [[ ! -f $lib/complete ]]; then
            -DSPM_ENABLE_TCMALLOC=OFF > "$work/configure.log" 2>&1 &&
          cmake --build "$work/build" -j"$(nproc)" \
            --target sentencepiece-static sentencepiece_train-static > "$work/build.log" 2>&1; }; then
-    tail -30 "$work/configure.log" "$work/build.log" >&2
+    tail -n 30 "$work/configure.log" "$work/build.log" >&2
     exit 1
   fi
   mkdir -p "$lib"

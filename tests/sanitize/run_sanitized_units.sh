@@ -36,7 +36,7 @@ if ! { cmake -S "$repo" -B "$build" -DXLATE_SANITIZE=address -DXLATE_CUDA=OFF \
          -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
          > "$work/configure.log" 2>&1 &&
        cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$work/build.log" 2>&1; }; then
-  tail -30 "$work/configure.log" "$work/build.log"
+  tail -n 30 "$work/configure.log" "$work/build.log"
   exit 1
 fi
 # allocator_may_return_null: an allocation too large for the machine throws std::bad_alloc, as

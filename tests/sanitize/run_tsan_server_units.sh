@@ -32,7 +32,7 @@ if ! { cmake -S "$repo" -B "$build" -DXLATE_SANITIZE=thread -DXLATE_CUDA=OFF "${
        cmake --build "$build" -j"$(nproc)" --target xlate_server_unit_tests \
          xlate_kernel_tests xlate_sentencepiece \
          > "$work/build.log" 2>&1; }; then
-  tail -30 "$work/configure.log" "$work/build.log"
+  tail -n 30 "$work/configure.log" "$work/build.log"
   exit 1
 fi
 
