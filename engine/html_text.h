@@ -32,8 +32,17 @@ namespace xlate {
 
 class HtmlText : public TextRuns {
  public:
-  // INVALID_ARGUMENT when `source` is over 2^31 bytes (Gumbo's offsets); any other text parses,
-  // as HTML5 defines for every input. keep_placeholders: the placeholders of the text
+  // Bounds on what one text may cost to parse: start tags (the parser's time grows with the
+  // square of the nesting they allow), the parse tree's memory (HTML's repair of unclosed
+  // formatting elements multiplies it), and the depth of the elements (the walk recurses).
+  static constexpr size_t kMaxStartTags = 20000;
+  static constexpr size_t kTreeBytesPerSourceByte = 64;
+  static constexpr size_t kTreeBytesBase = size_t{16} << 20;
+  static constexpr int kMaxDepth = 256;
+
+  // INVALID_ARGUMENT when `source` is over 2^31 bytes (Gumbo's offsets) or over one of the
+  // bounds above, each named; any other text parses, as HTML5 defines for every input.
+  // keep_placeholders: the placeholders of the text
   // (engine/placeholder_text.h) are taken out of it and put back as the inline elements are.
   static absl::StatusOr<HtmlText> Parse(std::string source, bool keep_placeholders = false);
 

@@ -103,20 +103,38 @@ absl::Status ApiKeys::Reload() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ApiKeys::Admit(absl::string_view key, int64_t characters) {
-  if (key.empty()) {
-    return absl::UnauthenticatedError(
-        "this server needs an API key: send it as the metadata or header \"authorization: "
-        "Bearer KEY\" or \"x-api-key: KEY\" (LibreTranslate's api_key field over HTTP)");
-  }
+namespace {
+
+absl::Status no_key() {
+  return absl::UnauthenticatedError(
+      "this server needs an API key: send it as the metadata or header \"authorization: "
+      "Bearer KEY\" or \"x-api-key: KEY\" (LibreTranslate's api_key field over HTTP)");
+}
+
+}  // namespace
+
+const ApiKeys::Entry* ApiKeys::Find(absl::string_view key) const {
   const Digest presented = digest_of(key);
-  absl::MutexLock lock(&mutex_);
   // Every digest is compared, whichever matches: the time taken says nothing about the keys.
   const Entry* match = nullptr;
   for (const Entry& entry : entries_) {
     const bool equal = CRYPTO_memcmp(entry.digest.data(), presented.data(), presented.size()) == 0;
     if (equal) match = &entry;
   }
+  return match;
+}
+
+absl::Status ApiKeys::Verify(absl::string_view key) {
+  if (key.empty()) return no_key();
+  absl::MutexLock lock(&mutex_);
+  if (Find(key) == nullptr) return absl::UnauthenticatedError("the API key is not valid");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ApiKeys::Admit(absl::string_view key, int64_t characters) {
+  if (key.empty()) return no_key();
+  absl::MutexLock lock(&mutex_);
+  const Entry* match = Find(key);
   if (match == nullptr) return absl::UnauthenticatedError("the API key is not valid");
   const ApiKeyLimits& limits = match->limits;
   const absl::Time now = clock_();

@@ -53,6 +53,10 @@ class ApiKeys {
   // a quota: which, its limit, and in how many seconds the request would fit).
   absl::StatusOr<std::string> Admit(absl::string_view key, int64_t characters);
 
+  // Admit's answer about the key alone, taking no quota: the HTTP gateway asks it before it
+  // reads a body, so that a caller without a valid key costs no parse.
+  absl::Status Verify(absl::string_view key);
+
   // The name of a key (12 hex digits of its SHA-256).
   static std::string Name(absl::string_view key);
 
@@ -68,6 +72,8 @@ class ApiKeys {
   };
   ApiKeys(std::string path, Clock clock) : path_(std::move(path)), clock_(std::move(clock)) {}
   static absl::StatusOr<std::vector<Entry>> Read(const std::string& path);
+  // The entry whose digest is the key's, comparing every one; nullptr when none.
+  const Entry* Find(absl::string_view key) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const std::string path_;
   const Clock clock_;

@@ -5,20 +5,27 @@
 
 namespace xlate::server {
 
-std::string presented_api_key(const grpc::ServerContextBase& context) {
-  const auto& metadata = context.client_metadata();
-  if (const auto found = metadata.find("authorization"); found != metadata.end()) {
-    const absl::string_view value(found->second.data(), found->second.size());
+std::string presented_api_key(std::optional<absl::string_view> authorization,
+                              std::optional<absl::string_view> x_api_key) {
+  if (authorization) {
     constexpr absl::string_view kBearer = "bearer ";
-    if (value.size() > kBearer.size() && absl::StartsWithIgnoreCase(value, kBearer)) {
-      return std::string(absl::StripAsciiWhitespace(value.substr(kBearer.size())));
+    if (authorization->size() > kBearer.size() &&
+        absl::StartsWithIgnoreCase(*authorization, kBearer)) {
+      return std::string(absl::StripAsciiWhitespace(authorization->substr(kBearer.size())));
     }
   }
-  if (const auto found = metadata.find("x-api-key"); found != metadata.end()) {
-    return std::string(absl::StripAsciiWhitespace(
-        absl::string_view(found->second.data(), found->second.size())));
-  }
+  if (x_api_key) return std::string(absl::StripAsciiWhitespace(*x_api_key));
   return std::string();
+}
+
+std::string presented_api_key(const grpc::ServerContextBase& context) {
+  const auto& metadata = context.client_metadata();
+  const auto value = [&metadata](const char* name) -> std::optional<absl::string_view> {
+    const auto found = metadata.find(name);
+    if (found == metadata.end()) return std::nullopt;
+    return absl::string_view(found->second.data(), found->second.size());
+  };
+  return presented_api_key(value("authorization"), value("x-api-key"));
 }
 
 grpc::Status admit_caller(ApiKeys* keys, const grpc::ServerContextBase& context,

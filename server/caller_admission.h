@@ -7,14 +7,20 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "server/api_keys.h"
 
 namespace xlate::server {
 
-// The key a call presents (empty when none).
+// The key a call presents (empty when none): a bearer token of "authorization", else
+// "x-api-key".
 std::string presented_api_key(const grpc::ServerContextBase& context);
+// The same from the two values (HTTP headers, before a call is made).
+std::string presented_api_key(std::optional<absl::string_view> authorization,
+                              std::optional<absl::string_view> x_api_key);
 
 // OK when `keys` is null (no --api_keys_file) or admits the call's key for a request of
 // `characters` code points (its name, when `key_name` is given, goes there); else

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/translator.grpc.pb.h"
+#include "server/caller_admission.h"
+#include "server/libre_request.h"
 #include "server/translation_service.h"
 #include "server/web_page.h"
 
@@ -107,6 +110,30 @@ grpc::Status prepare_call(const httplib::Request& request, grpc::ClientContext& 
   return grpc::Status::OK;
 }
 
+// The API key of the request's headers, checked before its body is read, so that a caller
+// without a valid key costs no parse (the service admits it again, with its quotas). A
+// LibreTranslate body may carry the key itself (api_key): `key_may_be_in_body` lets a request
+// without the headers through to its bounded parse.
+grpc::Status verify_key_first(ApiKeys* keys, const httplib::Request& request,
+                              bool key_may_be_in_body) {
+  if (keys == nullptr) return grpc::Status::OK;
+  const auto header = [&request](const char* name) -> std::optional<std::string> {
+    if (!request.has_header(name)) return std::nullopt;
+    return request.get_header_value(name);
+  };
+  const std::optional<std::string> authorization = header("Authorization");
+  const std::optional<std::string> x_api_key = header("X-API-Key");
+  if (!authorization && !x_api_key && key_may_be_in_body) return grpc::Status::OK;
+  const auto view = [](const std::optional<std::string>& value) {
+    return value ? std::optional<absl::string_view>(*value) : std::nullopt;
+  };
+  const absl::Status verified =
+      keys->Verify(presented_api_key(view(authorization), view(x_api_key)));
+  if (verified.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(verified.code()),
+                      std::string(verified.message()));
+}
+
 // A v1 request body: the message's JSON mapping, unknown fields refused.
 grpc::Status parse_body(const httplib::Request& request, google::protobuf::Message& message) {
   google::protobuf::util::JsonParseOptions options;
@@ -140,14 +167,16 @@ struct StreamCall {
 // A v1 unary route: the body (none for a GET) as the request's JSON, the in-process call, its
 // reply as JSON or its status as a v1 error.
 template <typename Request, typename Reply>
-httplib::Server::Handler v1_unary(std::shared_ptr<Stub> stub,
+httplib::Server::Handler v1_unary(std::shared_ptr<Stub> stub, ApiKeys* keys,
                                   grpc::Status (Stub::*method)(grpc::ClientContext*,
                                                                const Request&, Reply*),
                                   bool has_body) {
-  return [stub, method, has_body](const httplib::Request& request, httplib::Response& response) {
+  return [stub, keys, method, has_body](const httplib::Request& request,
+                                        httplib::Response& response) {
     Request message;
     grpc::ClientContext context;
-    grpc::Status status = has_body ? parse_body(request, message) : grpc::Status::OK;
+    grpc::Status status = verify_key_first(keys, request, /*key_may_be_in_body=*/false);
+    if (status.ok() && has_body) status = parse_body(request, message);
     if (status.ok()) status = prepare_call(request, context);
     Reply reply;
     if (status.ok()) status = ((*stub).*method)(&context, message, &reply);
@@ -156,14 +185,15 @@ httplib::Server::Handler v1_unary(std::shared_ptr<Stub> stub,
   };
 }
 
-void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub) {
-  http.Post("/v1/translate", v1_unary(stub, &Stub::Translate, /*has_body=*/true));
+void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub, ApiKeys* keys) {
+  http.Post("/v1/translate", v1_unary(stub, keys, &Stub::Translate, /*has_body=*/true));
 
   http.Post("/v1/translate:stream",
-            [stub](const httplib::Request& request, httplib::Response& response) {
+            [stub, keys](const httplib::Request& request, httplib::Response& response) {
     xlate::v1::TranslateRequest message;
     auto call = std::make_shared<StreamCall>();
-    grpc::Status status = parse_body(request, message);
+    grpc::Status status = verify_key_first(keys, request, /*key_may_be_in_body=*/false);
+    if (status.ok()) status = parse_body(request, message);
     if (status.ok()) status = prepare_call(request, call->context);
     if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
     call->reader = stub->TranslateStream(&call->context, message);
@@ -207,109 +237,8 @@ void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub) {
         [call](bool) { call->Abandon(); });
   });
 
-  http.Post("/v1/detect", v1_unary(stub, &Stub::DetectLanguage, /*has_body=*/true));
-  http.Get("/v1/models", v1_unary(stub, &Stub::ListModels, /*has_body=*/false));
-}
-
-// A LibreTranslate request's fields, from a JSON body or a form (URL-encoded or multipart).
-struct LibreRequest {
-  std::vector<std::string> texts;
-  bool q_is_list = false;
-  std::string source, target, format = "text", api_key;
-  int alternatives = 0;
-};
-
-// Fails with LibreTranslate's 400 message when a field is missing or of the wrong type.
-absl::StatusOr<LibreRequest> parse_libre(const httplib::Request& request,
-                                         bool with_languages = true) {
-  LibreRequest parsed;
-  const bool is_json =
-      request.get_header_value("Content-Type").find("application/json") != std::string::npos;
-  std::map<std::string, Value> fields;
-  if (is_json) {
-    Struct body;
-    const auto status = google::protobuf::util::JsonStringToMessage(request.body, &body);
-    if (!status.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the body is not a JSON object: ", std::string(status.message())));
-    }
-    for (const auto& [name, value] : body.fields()) fields[name] = value;
-  } else {
-    // A URL-encoded form's fields are params; a multipart form's are "files" without a file
-    // name. A repeated q is a list.
-    std::vector<std::pair<std::string, std::string>> pairs(request.params.begin(),
-                                                           request.params.end());
-    for (const auto& [name, part] : request.files) pairs.emplace_back(name, part.content);
-    const auto count = std::count_if(pairs.begin(), pairs.end(),
-                                     [](const auto& pair) { return pair.first == "q"; });
-    for (const auto& [name, value] : pairs) {
-      if (name == "q" && count > 1) {
-        *fields["q"].mutable_list_value()->add_values() = string_value(value);
-      } else {
-        fields[name] = string_value(value);
-      }
-    }
-  }
-  const auto text_field = [&](const char* name, std::string& out) -> absl::Status {
-    const auto found = fields.find(name);
-    if (found == fields.end() || found->second.kind_case() == Value::kNullValue) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Invalid request: missing ", name, " parameter"));
-    }
-    if (found->second.kind_case() != Value::kStringValue) {
-      return absl::InvalidArgumentError(absl::StrCat("Invalid request: ", name,
-                                                     " must be a string"));
-    }
-    out = found->second.string_value();
-    return absl::OkStatus();
-  };
-  if (const auto key = fields.find("api_key");
-      key != fields.end() && key->second.kind_case() == Value::kStringValue) {
-    parsed.api_key = key->second.string_value();
-  }
-  const auto q = fields.find("q");
-  if (q == fields.end() || q->second.kind_case() == Value::kNullValue) {
-    return absl::InvalidArgumentError("Invalid request: missing q parameter");
-  }
-  if (q->second.kind_case() == Value::kListValue) {
-    parsed.q_is_list = true;
-    for (const Value& item : q->second.list_value().values()) {
-      if (item.kind_case() != Value::kStringValue) {
-        return absl::InvalidArgumentError("Invalid request: q must be a string or strings");
-      }
-      parsed.texts.push_back(item.string_value());
-    }
-  } else if (q->second.kind_case() == Value::kStringValue) {
-    parsed.texts.push_back(q->second.string_value());
-  } else {
-    return absl::InvalidArgumentError("Invalid request: q must be a string or strings");
-  }
-  if (!with_languages) return parsed;
-  if (auto status = text_field("source", parsed.source); !status.ok()) return status;
-  if (auto status = text_field("target", parsed.target); !status.ok()) return status;
-  if (fields.count("format")) {
-    if (auto status = text_field("format", parsed.format); !status.ok()) return status;
-    if (parsed.format != "text" && parsed.format != "html") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Invalid request: format must be text or html, not \"", parsed.format.substr(0, 32),
-          "\""));
-    }
-  }
-  if (const auto found = fields.find("alternatives"); found != fields.end()) {
-    double count = -1;
-    if (found->second.kind_case() == Value::kNumberValue) {
-      count = found->second.number_value();
-    } else if (found->second.kind_case() == Value::kStringValue &&
-               !absl::SimpleAtod(found->second.string_value(), &count)) {
-      count = -1;
-    }
-    if (!(count >= 0 && count <= 16 && count == std::floor(count))) {
-      return absl::InvalidArgumentError(
-          "Invalid request: alternatives must be a whole number from 0 to 16");
-    }
-    parsed.alternatives = static_cast<int>(count);
-  }
-  return parsed;
+  http.Post("/v1/detect", v1_unary(stub, keys, &Stub::DetectLanguage, /*has_body=*/true));
+  http.Get("/v1/models", v1_unary(stub, keys, &Stub::ListModels, /*has_body=*/false));
 }
 
 // English names of language codes (ICU's display names), for /languages.
@@ -346,11 +275,36 @@ Struct libre_detection(const xlate::v1::DetectedLanguage& detected) {
   return out;
 }
 
-void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub) {
-  http.Post("/detect", [stub](const httplib::Request& request, httplib::Response& response) {
-    // /detect takes q alone: parse_libre's source and target are not asked for here.
-    auto libre = parse_libre(request, /*with_languages=*/false);
-    if (!libre.ok()) return libre_error(response, 400, std::string(libre.status().message()));
+// The LibreTranslate request of an HTTP one whose headers' key, if any, is valid.
+absl::StatusOr<LibreRequest> read_libre(const httplib::Request& request, ApiKeys* keys,
+                                        int64_t max_texts, bool with_languages) {
+  if (grpc::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/true);
+      !key.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(key.error_code()), key.error_message());
+  }
+  if (request.get_header_value("Content-Type").find("application/json") != std::string::npos) {
+    return read_libre_json(request.body, max_texts, with_languages);
+  }
+  // A URL-encoded form's fields are params; a multipart form's are "files" without a file name.
+  std::vector<std::pair<absl::string_view, absl::string_view>> pairs;
+  for (const auto& [name, value] : request.params) pairs.emplace_back(name, value);
+  for (const auto& [name, part] : request.files) pairs.emplace_back(name, part.content);
+  return read_libre_form(pairs, max_texts, with_languages);
+}
+
+// Refuses a request read_libre could not read: 400, or 403 for its key, as LibreTranslate does.
+void libre_refusal(httplib::Response& response, const absl::Status& status) {
+  libre_error(response, status.code() == absl::StatusCode::kUnauthenticated ? 403 : 400,
+              std::string(status.message()));
+}
+
+void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub, ApiKeys* keys,
+                          int64_t max_texts) {
+  http.Post("/detect", [stub, keys, max_texts](const httplib::Request& request,
+                                               httplib::Response& response) {
+    // /detect takes q alone: source and target are not asked for here.
+    auto libre = read_libre(request, keys, max_texts, /*with_languages=*/false);
+    if (!libre.ok()) return libre_refusal(response, libre.status());
     xlate::v1::DetectLanguageRequest message;
     for (const std::string& text : libre->texts) message.add_contents(text);
     grpc::ClientContext context;
@@ -371,9 +325,10 @@ void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub) {
   });
 
 
-  http.Post("/translate", [stub](const httplib::Request& request, httplib::Response& response) {
-    auto libre = parse_libre(request);
-    if (!libre.ok()) return libre_error(response, 400, std::string(libre.status().message()));
+  http.Post("/translate", [stub, keys, max_texts](const httplib::Request& request,
+                                                  httplib::Response& response) {
+    auto libre = read_libre(request, keys, max_texts, /*with_languages=*/true);
+    if (!libre.ok()) return libre_refusal(response, libre.status());
     xlate::v1::TranslateRequest message;
     for (const std::string& text : libre->texts) message.add_contents(text);
     message.set_source_language_code(libre->source);
@@ -512,8 +467,8 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     response.set_header("Access-Control-Max-Age", "600");
   });
   std::shared_ptr<Stub> stub = xlate::v1::Translator::NewStub(channel);
-  serve_v1(http, stub);
-  serve_libretranslate(http, stub);
+  serve_v1(http, stub, options.api_keys);
+  serve_libretranslate(http, stub, options.api_keys, options.max_texts);
   http.Get("/", [](const httplib::Request&, httplib::Response& response) {
     // Its script and style are inline, and it talks to this server alone.
     response.set_header("Content-Security-Policy",

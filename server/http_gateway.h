@@ -38,11 +38,19 @@ class Server;
 
 namespace xlate::server {
 
+class ApiKeys;
+
 struct HttpGatewayOptions {
   std::string host = "0.0.0.0";
   int port = 0;  // 0: any free port (HttpGateway::port() tells which)
   // Bodies larger than this get 413 naming --max_receive_message_bytes.
   int64_t max_body_bytes = 4 << 20;
+  // Texts a request may hold (--max_entries_per_request): a LibreTranslate body is refused at
+  // the first text past it, while it is read (server/libre_request.h).
+  int64_t max_texts = 256;
+  // The server's keys (--api_keys_file; null: none): a request's header key is checked before
+  // its body is read.
+  ApiKeys* api_keys = nullptr;
   // Seconds a connection may take to send its request (slow clients are cut off).
   int read_timeout_seconds = 10;
   // Connections served at once (--http_threads): each holds a thread while it is open (a

@@ -474,6 +474,8 @@ int serve(const std::vector<std::string>& model_flags) {
     http_options.host = absl::GetFlag(FLAGS_host);
     http_options.port = http_port;
     http_options.max_body_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
+    http_options.max_texts = limits.max_entries_per_request;
+    http_options.api_keys = api_keys.get();
     http_options.threads = absl::GetFlag(FLAGS_http_threads);
     if (http_options.threads < 1 || http_options.threads > 4096) {
       server->Shutdown(std::chrono::system_clock::now());

@@ -49,6 +49,20 @@ TEST_F(ApiKeysTest, AdmitsListedKeysByNameAndRefusesOthers) {
             absl::string_view::npos);
 }
 
+TEST_F(ApiKeysTest, VerifyChecksTheKeyWithoutTakingQuota) {
+  Write(std::string(kAlice) + "\t1\n");
+  auto keys = Load();
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE((*keys)->Verify(kAlice).ok());
+  EXPECT_EQ((*keys)->Verify(kBob).code(), absl::StatusCode::kUnauthenticated);
+  const absl::Status none = (*keys)->Verify("");
+  EXPECT_EQ(none.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_NE(none.message().find("needs an API key"), std::string::npos) << none;
+  // The one request a minute is still there.
+  EXPECT_TRUE((*keys)->Admit(kAlice, 1).ok());
+  EXPECT_EQ((*keys)->Admit(kAlice, 1).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST_F(ApiKeysTest, MalformedLinesAreNamedWithoutQuotingTheKey) {
   const std::string secret = "secret-0123456789abcdef";
   const std::pair<std::string, std::string> cases[] = {

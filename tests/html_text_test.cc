@@ -114,4 +114,67 @@ TEST(HtmlText, BrokenMarkupIsRepairedAsBrowsersDo) {
 }
 
 }  // namespace
+// The QA round's crash: 20,000 nested <b> (60 KB) overflowed the stack of the walk, and below
+// that depth Gumbo's error records took memory quadratic in it. Refused by name, quickly.
+TEST(HtmlText, DeepNestingIsRefusedByName) {
+  std::string deep;
+  for (int i = 0; i < 20000; ++i) deep += "<b>";
+  deep += "The dog runs.";
+  auto html = HtmlText::Parse(deep);
+  ASSERT_FALSE(html.ok());
+  EXPECT_EQ(html.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(html.status().message().find("nested more than 256 deep"), std::string::npos)
+      << html.status();
+  // A body's worth (4 MiB) of start tags: refused before the parser sees them.
+  std::string many;
+  for (int i = 0; i < 1400000; ++i) many += "<b>";
+  html = HtmlText::Parse(many);
+  ASSERT_FALSE(html.ok());
+  EXPECT_NE(html.status().message().find("1400000 start tags; the limit is 20000"),
+            std::string::npos)
+      << html.status();
+}
+
+// html is depth 1, body 2: 254 nested <b> reach the limit, one more passes it.
+TEST(HtmlText, NestingUpToTheLimitIsTranslated) {
+  const auto nested = [](int levels) {
+    std::string text;
+    for (int i = 0; i < levels; ++i) text += "<b>";
+    text += "The dog runs.";
+    for (int i = 0; i < levels; ++i) text += "</b>";
+    return text;
+  };
+  auto html = HtmlText::Parse(nested(254));
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_EQ(html->texts(), std::vector<std::string>{"The dog runs."});
+  EXPECT_EQ(rebuild_upper(*html), nested(254).replace(254 * 3, 13, "THE DOG RUNS."));
+  EXPECT_FALSE(HtmlText::Parse(nested(255)).ok());
+}
+
+// Formatting elements left open are reopened in every later paragraph: 2,000 of them and 4,000
+// paragraphs (53 KB) made Gumbo build a tree of 2.9 GB. The parse stops at its budget.
+TEST(HtmlText, ReopenedFormattingElementsAreBoundedInMemory) {
+  std::string text = "<p>";
+  for (int i = 0; i < 2000; ++i) text += "<b id=" + std::to_string(i) + ">";
+  for (int i = 0; i < 4000; ++i) text += "</p><p>x";
+  auto html = HtmlText::Parse(text);
+  ASSERT_FALSE(html.ok());
+  EXPECT_NE(html.status().message().find("parse tree would take over"), std::string::npos)
+      << html.status();
+}
+
+// A page at the start-tag limit, as pages are (paragraphs with inline elements), parses whole.
+TEST(HtmlText, ALargePageWithinTheLimitsParses) {
+  std::string page = "<!DOCTYPE html><html><head><title>Notes</title></head><body>";
+  for (int i = 0; i < 6660; ++i) {
+    page += "<p class=\"note\">Hello <b>dear</b> reader, this is note <a href=\"/n/" +
+            std::to_string(i) + "\">number " + std::to_string(i) + "</a>.</p>\n";
+  }
+  page += "</body></html>";
+  auto html = HtmlText::Parse(page);
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_EQ(html->texts().size(), 6661u);
+  EXPECT_EQ(html->texts()[6660], "Hello dear reader, this is note number 6659.");
+}
+
 }  // namespace xlate

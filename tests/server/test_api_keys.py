@@ -25,8 +25,8 @@ CAROL = "carol-key-0123456789abcdef"  # added by the reload
 
 
 def http(port, path, body, headers=None):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
-                                     data=json.dumps(body).encode(),
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
                                      headers={"Content-Type": "application/json",
                                               **(headers or {})})
     try:
@@ -111,6 +111,15 @@ class ApiKeys(unittest.TestCase):
             LibreTranslateAPI(f"http://127.0.0.1:{port}/").translate("A dog.", "en", "de")
         self.assertEqual(refused.exception.code, 403)
         self.assertIn("API key", json.loads(refused.exception.read())["error"])
+        # The key is checked before the body is read: a malformed body without a valid key is
+        # refused for its key, not parsed.
+        for headers in ({}, {"X-API-Key": "not-a-key"}):
+            status, body = http(port, "/v1/translate", b'{"contents": [[[[', headers)
+            self.assertEqual(status, 401, body)
+            self.assertIn("API key", body["message"])
+        status, body = http(port, "/translate", b'{"q": [[[[', {"X-API-Key": "not-a-key"})
+        self.assertEqual(status, 403, body)
+        self.assertIn("API key is not valid", body["error"])
 
     def test_4_the_admin_service_takes_keys_too(self):
         channel = grpc.insecure_channel(f"127.0.0.1:{self.server.admin_port}")
