@@ -20,6 +20,7 @@
 #include "engine/ops/backend.h"
 #include "engine/translator.h"
 #include "tests/hf_greedy_reference.h"
+#include "tests/test_paths.h"
 
 namespace xlate {
 namespace {

@@ -309,6 +309,24 @@ TEST_F(TranslatorTest, ContinuousDecoderDropsASentenceMidDecode) {
 // Create names what is wrong: options out of range, or caches that cannot be allocated (here
 // 2^28 sentences x 15 beams: the first cache alone exceeds any address space, so it fails the
 // same way under every overcommit policy, before any memory is touched).
+// Each sentence's options are validated, the second of two whose beams are equal too (Check
+// skips a sentence whose options equal its neighbour's: equality must compare every field).
+TEST_F(TranslatorTest, ContinuousDecoderValidatesEachSentencesOptions) {
+  const std::vector<std::vector<int32_t>> sources = real_sources(2);
+  ContinuousDecoderOptions limits;
+  limits.max_sentences = 2;
+  ContinuousDecoder decoder(translator_->model(), limits);
+  TranslationOptions valid;
+  valid.beam_size = 2;
+  TranslationOptions too_many = valid;
+  too_many.n_best = 3;  // more hypotheses than beams
+  auto refused = decoder.Admit(sources, std::vector<TranslationOptions>{valid, too_many});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("n_best"), std::string::npos) << refused.status();
+  EXPECT_EQ(decoder.free_slots(), 2);
+}
+
 TEST_F(TranslatorTest, ContinuousDecoderOptionsAndMemoryAreChecked) {
   const TransformerModel& model = translator_->model();
   ContinuousDecoderOptions fine;

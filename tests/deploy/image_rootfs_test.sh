@@ -19,26 +19,32 @@ mirror=${XLATE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 [[ -n $release ]] || { echo "FAIL: no ARG DEBIAN_RELEASE= in the Dockerfile"; exit 1; }
 packages=$(grep -v '^#' "$repo/scripts/runtime-packages.txt" | tr -s '[:space:]' ' ')
 
-# The image's root filesystem: the Dockerfile's FROM debian:$release-slim (debootstrapped once
-# per WORK_DIR, then copied afresh), then its RUN apt-get of the runtime packages.
-base=$work/base-$release
+# The image's root filesystem: the Dockerfile's FROM debian:$release-slim, then its RUN apt-get
+# of the runtime packages. Made once per machine for each release, mirror and package list
+# (tests/machine_cache_dir.sh; a new list makes a new one), then copied afresh for each run.
+cache=$(bash "$repo/tests/machine_cache_dir.sh")
+key=$(printf '%s\n' "$release" "$mirror" "$packages" | sha256sum | cut -c1-16)
+base=$cache/image-rootfs-$release-$key
 if [[ ! -x $base/usr/bin/apt-get ]]; then
-  rm -rf "$base"
-  if ! debootstrap --variant=minbase "$release" "$base" "$mirror" > "$work/debootstrap.log" 2>&1
+  staging=$base.partial.$$
+  rm -rf "$staging"
+  if ! debootstrap --variant=minbase "$release" "$staging" "$mirror" > "$work/debootstrap.log" 2>&1
   then
+    rm -rf "$staging"
     if grep -q "Failed getting release file\|Couldn't download" "$work/debootstrap.log"; then
       echo "skipped: the Debian mirror $mirror is not reachable"; exit 77
     fi
     tail -20 "$work/debootstrap.log"; exit 1
   fi
+  cp /etc/resolv.conf "$staging/etc/resolv.conf"
+  # shellcheck disable=SC2086  # one word per package
+  chroot "$staging" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -c \
+    "apt-get update -qq && apt-get install -y -qq --no-install-recommends $packages && apt-get clean" \
+    > "$work/apt.log" 2>&1 || { tail -20 "$work/apt.log"; rm -rf "$staging"; exit 1; }
+  mv -T "$staging" "$base" 2> /dev/null || rm -rf "$staging"  # another run made it first
 fi
 rm -rf "$rootfs"
 cp -a "$base" "$rootfs"
-cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
-# shellcheck disable=SC2086  # one word per package
-chroot "$rootfs" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -c \
-  "apt-get update -qq && apt-get install -y -qq --no-install-recommends $packages" \
-  > "$work/apt.log" 2>&1 || { tail -20 "$work/apt.log"; exit 1; }
 
 # The Dockerfile's build stage: the shipped binaries and model, installed under /opt/xlate.
 rm -rf "$rootfs/opt/xlate"

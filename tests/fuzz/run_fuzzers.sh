@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, AddressSanitizer + UndefinedBehaviorSanitizer; see
-# tests/fuzz/CMakeLists.txt) and runs each for SECONDS on a copy of its seed corpus
-# (tests/fuzz/corpus/<target>/), JOBS at a time. A crash, a sanitizer report, a leak, a timeout
-# (10 s per input) or running out of memory (2 GiB) fails; the crashing input is kept in
-# WORK_DIR/artifacts/ and named in the output. Prints each target's executions.
-#   usage: run_fuzzers.sh WORK_DIR SECONDS [JOBS] [TARGET...]
+# tests/fuzz/CMakeLists.txt) and runs each for RUNS executions, JOBS at a time, on its corpus: the
+# seeds of tests/fuzz/corpus/<target>/ and what earlier runs on this machine found
+# (tests/machine_cache_dir.sh's fuzz-corpus/<target>/, kept between runs and clones, so each run
+# goes on from where the last stopped). A count of executions, not a time: the work is the same
+# however loaded the machine is. A crash, a sanitizer report, a leak, a timeout (10 s per input)
+# or running out of memory (2 GiB) fails; the crashing input is kept in WORK_DIR/artifacts/ and
+# named in the output. Prints each target's executions and time.
+#   usage: run_fuzzers.sh WORK_DIR RUNS [JOBS] [TARGET...]
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-[[ $# -ge 2 ]] || { echo "usage: run_fuzzers.sh WORK_DIR SECONDS [JOBS] [TARGET...]" >&2; exit 2; }
-work=$1 seconds=$2 jobs=${3:-1}
-[[ $seconds =~ ^[1-9][0-9]*$ && $jobs =~ ^[1-9][0-9]*$ ]] \
-  || { echo "run_fuzzers.sh: SECONDS and JOBS must be positive integers" >&2; exit 2; }
+[[ $# -ge 2 ]] || { echo "usage: run_fuzzers.sh WORK_DIR RUNS [JOBS] [TARGET...]" >&2; exit 2; }
+work=$1 runs=$2 jobs=${3:-1}
+[[ $runs =~ ^[1-9][0-9]*$ && $jobs =~ ^[1-9][0-9]*$ ]] \
+  || { echo "run_fuzzers.sh: RUNS and JOBS must be positive integers" >&2; exit 2; }
 shift $(( $# < 3 ? $# : 3 ))
 targets=("$@")
 (( ${#targets[@]} )) || targets=(safetensors model_config text request token_corpus checkpoint markup)
@@ -28,17 +31,19 @@ if ! { CC=clang CXX=clang++ cmake -S "$repo" -B "$build" -DXLATE_FUZZ=ON -DXLATE
   exit 1
 fi
 
-run() {  # run TARGET: fuzz it for $seconds; the log is $work/TARGET.log
-  local target=$1
-  rm -rf "$work/corpus/$target"
-  mkdir -p "$work/corpus/$target"
-  cp "$repo/tests/fuzz/corpus/$target"/* "$work/corpus/$target/"
-  "$build/tests/fuzz/${target}_fuzzer" "$work/corpus/$target" -max_total_time="$seconds" \
+corpora=$(bash "$repo/tests/machine_cache_dir.sh" fuzz-corpus) || exit 1
+run() {  # run TARGET: fuzz it for $runs executions; the log is $work/TARGET.log
+  local target=$1 corpus=$corpora/$1
+  mkdir -p "$corpus"
+  cp "$repo/tests/fuzz/corpus/$target"/* "$corpus/"
+  local started=$SECONDS
+  "$build/tests/fuzz/${target}_fuzzer" "$corpus" -runs="$runs" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/${target}-" > "$work/$target.log" 2>&1
+  echo "seconds: $((SECONDS - started))" >> "$work/$target.log"
 }
 export -f run
-export work seconds build repo
+export work runs build repo corpora
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run {}'
 
 failures=0
@@ -51,7 +56,8 @@ for target in "${targets[@]}"; do
     grep "Test unit written to" "$work/$target.log"
     failures=$((failures + 1))
   else
-    echo "ok: $target: $executions executions in $seconds s, $(ls "$work/corpus/$target" | wc -l) corpus inputs"
+    echo "ok: $target: $executions executions in $(sed -n 's/^seconds: //p' "$work/$target.log") s," \
+         "$(ls "$corpora/$target" | wc -l) corpus inputs"
   fi
 done
 test "$failures" -eq 0

@@ -120,7 +120,7 @@ MUTANTS = [
         name="beam_stop_bound",
         file="rules/beam_search.h",
         original="const float bound = best_live / length_penalty(max_length, alpha);",
-        replacement="const float bound = best_live / length_penalty(length, alpha);",
+        replacement="const float bound = best_live / length_penalty(1, alpha);",
         rule="early stop only when no live hypothesis can win (bound at max length)",
         targets=("xlate_tests",),
         gtest=(("xlate_tests", SEARCH_TESTS),),
@@ -171,26 +171,16 @@ MUTANTS = [
         gtest=(("xlate_trainer_tests", "DynamicLossScaler.*"),),
     ),
     Mutant(
+        # The scheduler no longer groups sentences by options (they travel per sentence); the
+        # equality's one use is the continuous decoder's check of a sentence's options.
         name="options_equality",
         file="engine/translator.cc",
         original="return all_fields(a) == all_fields(b);",
         replacement="return a.beam_size == b.beam_size;",
-        rule="TranslationOptions == compares every field (the batch key)",
-        targets=("xlate_server_unit_tests", "xlate-server"),
-        gtest=(("xlate_server_unit_tests", "Scheduler.*:BusyEngine.*"),),
-        ctest="^server_test_mixed_options$",
-    ),
-    Mutant(
-        # Not in the original list: the scheduler's batch key is std::map<TranslationOptions,
-        # ...>, which orders by operator<, so operator== (above) is not on the batching path.
-        name="options_ordering",
-        file="engine/translator.cc",
-        original="return all_fields(a) < all_fields(b);",
-        replacement="return a.beam_size < b.beam_size;",
-        rule="TranslationOptions < orders by every field (the scheduler's std::map batch key)",
-        targets=("xlate_server_unit_tests", "xlate-server"),
-        gtest=(("xlate_server_unit_tests", "Scheduler.*:BusyEngine.*"),),
-        ctest="^server_test_mixed_options$",
+        rule="TranslationOptions == compares every field (a sentence whose options equal its "
+             "neighbour's is not validated again)",
+        targets=("xlate_tests",),
+        gtest=(("xlate_tests", "TranslatorTest.ContinuousDecoder*"),),
     ),
     Mutant(
         name="dropout_keep_scale",

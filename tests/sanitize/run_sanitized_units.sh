@@ -27,8 +27,11 @@ mkdir -p "$work"
 targets=(xlate xlate-trainer xlate-server xlate-health xlate_sentencepiece xlate_tests xlate_server_unit_tests
          xlate_kernel_tests xlate_evaluation_tests xlate_trainer_tests xlate_trainer_data_tests
          xlate_distributed_tests xlate_bucketed_all_reduce_tests)
-sentencepiece=$(bash "$repo/tests/sanitize/build_static_sentencepiece.sh" "$work/sentencepiece") \
-  || exit 1
+# Built once per machine and SentencePiece version (tests/machine_cache_dir.sh), not per clone.
+sentencepiece_version=$(dpkg-query -W -f='${Version}' libsentencepiece-dev) || exit 1
+cache=$(bash "$repo/tests/machine_cache_dir.sh") || exit 1
+sentencepiece=$(bash "$repo/tests/sanitize/build_static_sentencepiece.sh" \
+                  "$cache/sentencepiece-static-$sentencepiece_version") || exit 1
 # -O1 with line tables (-g1): the reports' stacks keep file and line, and the build takes about
 # half the time of -O2 -g (ASan + UBSan instrumentation is most of a compile's time).
 if ! { cmake -S "$repo" -B "$build" -DXLATE_SANITIZE=address -DXLATE_CUDA=OFF \

@@ -40,15 +40,18 @@ version=$(dpkg-query -W -f='${Version}' libabsl-dev 2>/dev/null) \
   || { echo "run_tsan_server_units.sh: libabsl-dev is not installed (scripts/setup.sh)" >&2; exit 1; }
 upstream=${version%%-*}       # 20220623.1-1+deb12u2 -> 20220623.1
 soversion=${upstream%%.*}     # -> 20220623, the libraries' soname suffix
-absl_lib=$work/abseil-$version/lib
+# The Abseil libraries the test's process loads, by CMake target name.
+targets=$(ldd "$build/tests/xlate_server_unit_tests" | grep -o 'libabsl_[a-z0-9_]*\.so' \
+          | sed 's/^libabsl_//; s/\.so$//' | sort -u)
+# Built once per machine, Abseil version and set of libraries (tests/machine_cache_dir.sh).
+cache=$(bash "$repo/tests/machine_cache_dir.sh") || exit 1
+abseil=$cache/abseil-tsan-$version-$(echo "$targets" | sha256sum | cut -c1-12)
+absl_lib=$abseil/lib
 if [[ ! -f $absl_lib/complete ]]; then
-  rm -rf "$work/abseil-$version"
-  source_dir=$(bash "$repo/tests/sanitize/debian_source.sh" libabsl-dev "$work/abseil-$version/source") \
+  rm -rf "$abseil"
+  source_dir=$(bash "$repo/tests/sanitize/debian_source.sh" libabsl-dev "$abseil/source") \
     || exit 1
-  cd "$work/abseil-$version"
-  # The Abseil libraries the test's process loads, by CMake target name.
-  targets=$(ldd "$build/tests/xlate_server_unit_tests" | grep -o 'libabsl_[a-z0-9_]*\.so' \
-            | sed 's/^libabsl_//; s/\.so$//' | sort -u)
+  cd "$abseil"
   if ! { cmake -S "$source_dir" -B build -DCMAKE_CXX_STANDARD=17 -DBUILD_SHARED_LIBS=ON \
            "${flags[@]}" -DCMAKE_CXX_FLAGS=-fsanitize=thread \
            -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread > configure.log 2>&1 &&
@@ -59,6 +62,7 @@ if [[ ! -f $absl_lib/complete ]]; then
   mkdir -p "$absl_lib"
   find build -name "libabsl_*.so.$soversion*" -exec cp -L {} "$absl_lib/" \;
   touch "$absl_lib/complete"
+  rm -rf "$abseil/source" "$abseil/build"
 fi
 
 export LD_LIBRARY_PATH=$absl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
