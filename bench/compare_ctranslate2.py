@@ -73,7 +73,7 @@ REPO_ROOT = os.path.dirname(HERE)
 DEFAULT_SOURCE = os.path.join(REPO_ROOT, "..", "shared", "data", "wmt14", "newstest2014.en")
 DEFAULT_REFERENCE = os.path.join(REPO_ROOT, "..", "shared", "data", "wmt14", "newstest2014.de")
 DEFAULT_XLATE_BENCH = os.path.join(REPO_ROOT, "build", "bench", "xlate_translate_bench")
-DEFAULT_XLATE = os.path.join(REPO_ROOT, "build", "engine", "xlate")
+DEFAULT_XLATE = os.path.join(REPO_ROOT, "build", "cli", "xlate")
 CONVERTER = os.path.join(HERE, "convert_to_ctranslate2.py")
 WORKER_FLAG = "--ct2_worker"
 

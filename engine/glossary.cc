@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine/break_boundaries.h"
@@ -138,6 +139,20 @@ absl::Status Glossary::Add(GlossaryEntry entry, const std::string& where) {
     if (!is_valid_utf8(*term, &bad)) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": the ", side, " term is not valid UTF-8 at byte ", bad));
+    }
+    // Control characters and bidirectional overrides would be forced into the translation
+    // (U+202E reverses what follows it on screen): never a term's.
+    for (size_t at = 0; at < term->size();) {
+      const size_t start = at;
+      char32_t c = 0;
+      decode_utf8(*term, &at, &c);
+      const bool control = c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x200E || c == 0x200F ||
+                           (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+      if (control) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": the ", side, " term holds ", absl::StrFormat("U+%04X", static_cast<int>(c)),
+            " at byte ", start, ", a control or bidirectional formatting character"));
+      }
     }
   }
   if (const auto same = exact_.find(entry.source); same != exact_.end()) {

@@ -16,7 +16,10 @@
 //
 // Matching: source terms occur where ICU's word boundaries allow (never inside a word), left to
 // right, the longest term at each place, not overlapping; with ignore_case both sides are
-// case-folded (Unicode full folding: "STRASSE" finds "Straße").
+// case-folded (Unicode full folding: "STRASSE" finds "Straße"), and of source terms that fold
+// alike ("bank", "BANK") the one listed last applies (a request's inline entries come after
+// the named glossary's). Control and bidirectional formatting characters (U+0000-001F,
+// U+007F-009F, U+200E/F, U+202A-202E, U+2066-2069) are refused in either term.
 #pragma once
 
 #include <cstddef>

@@ -1,16 +1,43 @@
 #include "engine/glossary_terms.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "text/utf8.h"
 
 namespace xlate {
+namespace {
+
+absl::Status check_target(const std::string& target, const std::vector<int32_t>& ids,
+                          const TermTokenRules& rules) {
+  if (std::find(ids.begin(), ids.end(), rules.unk_id) != ids.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "glossary target \"", excerpt(target), "\" holds characters the model's vocabulary "
+        "cannot spell (they would become <unk>)"));
+  }
+  const int n = rules.no_repeat_ngram_size;
+  if (n <= 0) return absl::OkStatus();
+  std::set<std::vector<int32_t>> seen;
+  for (size_t i = 0; i + n <= ids.size(); ++i) {
+    if (!seen.insert(std::vector<int32_t>(ids.begin() + i, ids.begin() + i + n)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "glossary target \"", excerpt(target), "\" repeats a sequence of ", n,
+          " token(s), which options.no_repeat_ngram_size ", n, " forbids: the search could "
+          "never write it (send a smaller no_repeat_ngram_size, or none)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<SentenceTerms>> find_terms(const Glossary& glossary, bool ignore_case,
                                                       const std::vector<std::string>& sentences,
                                                       const Tokenizer& tokenizer,
                                                       const std::vector<int>& output_limits,
-                                                      const std::vector<int>& forced_tokens) {
+                                                      const std::vector<int>& forced_tokens,
+                                                      const TermTokenRules& rules) {
   std::vector<SentenceTerms> terms(sentences.size());
   for (size_t s = 0; s < sentences.size(); ++s) {
     SentenceTerms& sentence = terms[s];
@@ -28,6 +55,7 @@ absl::StatusOr<std::vector<SentenceTerms>> find_terms(const Glossary& glossary, 
       }
       auto ids = tokenizer.encode_target(entry.target);
       if (!ids.ok()) return ids.status();
+      if (auto broken = check_target(entry.target, *ids, rules); !broken.ok()) return broken;
       const int length = static_cast<int>(ids->size());
       const int room = output_limits[s] - 1 - forced_tokens[s];
       if (targets.size() == static_cast<size_t>(rules::kMaxConstraints)) {
@@ -70,7 +98,11 @@ absl::StatusOr<std::vector<SentenceTerms>> glossary_constraints(
     forced.push_back(static_cast<int>(options.forced_start_tokens.size() +
                                       languages.forced_target.size()));
   }
-  return find_terms(glossary, ignore_case, sentences, translator.tokenizer(), limits, forced);
+  TermTokenRules rules;
+  rules.unk_id = config.unk_id;
+  rules.no_repeat_ngram_size = options.no_repeat_ngram_size;
+  return find_terms(glossary, ignore_case, sentences, translator.tokenizer(), limits, forced,
+                    rules);
 }
 
 }  // namespace xlate

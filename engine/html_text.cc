@@ -228,8 +228,9 @@ class HtmlBlocks {
     if (open_) {
       ++generation_;
       while (!text_.empty() && text_.back() == ' ') text_.pop_back();
-      if (!translatable_) {
-        // Nothing but kept content: the block stays as it is.
+      if (!translatable_ || text_.empty()) {
+        // Nothing but kept content, or placeholders alone (<b>{name}</b>, whose text without
+        // them is empty): the block stays as it is.
       } else if (in_order_) {
         for (InlineElement& e : elements_) {
           e.span.begin = std::min(e.span.begin, text_.size());

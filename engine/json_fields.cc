@@ -11,16 +11,18 @@ namespace {
 
 using Json = nlohmann::json;
 
+constexpr size_t kExcerptBytes = 80;
+
 absl::Status wrong_type(const std::string& origin, const char* key, const Json& value,
                         const char* expected) {
   return absl::InvalidArgumentError(absl::StrCat(origin, ": key \"", key,
-                                                 "\" has the wrong type: ", value.dump(),
+                                                 "\" has the wrong type: ", json_excerpt(value),
                                                  " (expected ", expected, ")"));
 }
 
 absl::Status out_of_range(const std::string& origin, const char* key, const Json& value,
                           const char* expected) {
-  return absl::InvalidArgumentError(absl::StrCat(origin, ": key \"", key, "\" = ", value.dump(),
+  return absl::InvalidArgumentError(absl::StrCat(origin, ": key \"", key, "\" = ", json_excerpt(value),
                                                  " is out of range (expected ", expected, ")"));
 }
 
@@ -38,6 +40,17 @@ absl::Status find(const Json& object, const char* key, JsonField presence,
 }
 
 }  // namespace
+
+std::string json_excerpt(const Json& value) {
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() <= kExcerptBytes) return text;
+  const size_t bytes = text.size();
+  // Cut at a character's start, not inside a UTF-8 sequence.
+  size_t cut = kExcerptBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  text.resize(cut);
+  return absl::StrCat(text, "... (", bytes, " bytes)");
+}
 
 absl::Status read_json_integer(const Json& object, const char* key, int64_t min, int64_t max,
                                const char* what, JsonField presence, const std::string& origin,

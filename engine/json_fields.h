@@ -14,6 +14,10 @@
 
 namespace xlate {
 
+// A value as an error message quotes it: its JSON, cut to the first 80 bytes with its size said
+// ("\"aaaa...\" ... (52428802 bytes)"), so that a 50 MB value does not become a 50 MB message.
+std::string json_excerpt(const nlohmann::json& value);
+
 // An absent optional key leaves *value as it was; an absent required one is an error.
 enum class JsonField { kOptional, kRequired };
 

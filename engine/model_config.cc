@@ -22,7 +22,7 @@ absl::Status range_error(const char* key, double value, const char* limit) {
 
 absl::Status unsupported(const std::string& origin, const char* key, const Json& value,
                          const std::string& supported) {
-  return absl::InvalidArgumentError(absl::StrCat(origin, ": \"", key, "\" = ", value.dump(),
+  return absl::InvalidArgumentError(absl::StrCat(origin, ": \"", key, "\" = ", json_excerpt(value),
                                                  " is not supported: xlate supports ", supported));
 }
 
@@ -51,7 +51,7 @@ absl::Status read_bool(const Json& json, const char* key, const std::string& ori
   if (it == json.end()) return absl::OkStatus();
   if (!it->is_boolean()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": key \"", key, "\" has the wrong type: ",
-                                                   it->dump(), " (expected true or false)"));
+                                                   json_excerpt(*it), " (expected true or false)"));
   }
   *value = it->get<bool>();
   return absl::OkStatus();
@@ -157,8 +157,8 @@ absl::StatusOr<ModelConfig> ModelConfig::FromJson(const std::string& text,
     config.positional = PositionalEncoding::kFairseq;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": \"xlate_positional\" is \"", positional,
-        "\"; expected sinusoidal, learned or fairseq"));
+        origin, ": \"xlate_positional\" is ", json_excerpt(Json(positional)),
+        "; expected sinusoidal, learned or fairseq"));
   }
   // Keys that would change the computation in ways the forward does not implement (pre-norm
   // blocks, extra layer norms around the embeddings): refused by name when set.

@@ -11,12 +11,33 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "engine/json_fields.h"
 #include "engine/safetensors.h"
 
 namespace xlate {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A weight no model could have been trained to: a value that is not finite (NaN or infinite:
+// every translation would come out empty), or a matrix of zeros (an embedding or projection
+// whose outputs are all equal). Biases and norms may be zero. OK, or why not, with where.
+absl::Status check_values(const Tensor& tensor, ParameterKind kind) {
+  const float* values = tensor.data<float>();
+  const int64_t count = tensor.numel();
+  bool all_zero = count > 0;
+  for (int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(values[i])) {
+      return absl::InvalidArgumentError(absl::StrCat("holds ", values[i], " at element ", i,
+                                                     ": weights must be finite"));
+    }
+    all_zero = all_zero && values[i] == 0.0f;
+  }
+  if (all_zero && (kind == ParameterKind::kEmbedding || kind == ParameterKind::kMatrix)) {
+    return absl::InvalidArgumentError("is all zeros: no trained model has such a matrix");
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::string> read_text(const std::string& path) {
   std::ifstream file(path);
@@ -56,7 +77,7 @@ absl::StatusOr<TensorMap> read_weights(const fs::path& directory, std::string* d
   for (const auto& [name, shard] : json["weight_map"].items()) {
     if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat(
-          index.string(), ": tensor \"", name, "\" maps to ", shard.dump(),
+          index.string(), ": tensor \"", name, "\" maps to ", json_excerpt(shard),
           "; expected the file name of a shard in the same directory"));
     }
     shards.insert(shard.get<std::string>());
@@ -163,6 +184,11 @@ absl::StatusOr<LoadedModel> load_model_directory(const std::string& directory) {
                                                      "; expected F32, F16 or BF16"));
     }
     *parameter.tensor = tensor.to_float32();
+    if (absl::Status usable = check_values(*parameter.tensor, parameter.kind);
+        !usable.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(weights_path, ": tensor \"", found->first, "\" ", usable.message()));
+    }
   }
   return model;
 }

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "engine/json_fields.h"
 
 namespace xlate {
 namespace {
@@ -119,7 +120,8 @@ absl::StatusOr<Tensor> parse_entry(const std::string& path, const std::string& n
   }
   DType dtype;
   if (!entry["dtype"].is_string() || !dtype_from_name(entry["dtype"].get<std::string>(), &dtype)) {
-    return corrupt(path, absl::StrCat(where, ": unsupported dtype ", entry["dtype"].dump(),
+    return corrupt(path, absl::StrCat(where, ": unsupported dtype ",
+                                      json_excerpt(entry["dtype"]),
                                       "; expected F32, F16, BF16, I32 or I8"));
   }
   std::vector<int64_t> shape;
@@ -127,7 +129,7 @@ absl::StatusOr<Tensor> parse_entry(const std::string& path, const std::string& n
   uint64_t count = 1;
   for (const Json& extent : entry["shape"]) {
     if (!extent.is_number_unsigned() || extent.get<uint64_t>() > (1ull << 40)) {
-      return corrupt(path, absl::StrCat(where, ": bad shape ", entry["shape"].dump()));
+      return corrupt(path, absl::StrCat(where, ": bad shape ", json_excerpt(entry["shape"])));
     }
     shape.push_back(extent.get<int64_t>());
     count *= extent.get<uint64_t>();

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "engine/json_fields.h"
 #include "engine/sentencepiece_wrapper.h"
 
 namespace xlate {
@@ -66,7 +67,7 @@ absl::StatusOr<PieceVocabulary> read_vocabulary(const fs::path& path,
     if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
         id.get<int64_t>() >= static_cast<int64_t>(json.size()) || seen[id.get<size_t>()]) {
       return absl::InvalidArgumentError(absl::StrCat(
-          path.string(), ": piece \"", piece, "\" has id ", id.dump(), "; the ", json.size(),
+          path.string(), ": piece \"", piece, "\" has id ", json_excerpt(id), "; the ", json.size(),
           " pieces must have the ids 0 to ", json.size() - 1, ", each once"));
     }
     seen[id.get<size_t>()] = true;

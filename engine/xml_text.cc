@@ -205,7 +205,8 @@ void for_each_block(xmlNode* node, bool keep_placeholders,
     BlockBuilder builder(block, keep_placeholders);
     builder.Add(child, -1);
     builder.Finish();
-    if (block.translatable) visit(block);
+    // Placeholders alone (<b>%s</b>: no text once they are taken out) stay as they are.
+    if (block.translatable && !block.text.empty()) visit(block);
   }
 }
 

@@ -44,7 +44,9 @@ absl::StatusOr<std::vector<ApiKeys::Entry>> ApiKeys::Read(const std::string& pat
   for (int number = 1; std::getline(file, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (absl::StripAsciiWhitespace(line).empty() || line[0] == '#') continue;
-    const std::vector<std::string> fields = absl::StrSplit(line, '\t');
+    // Spaces around a field are an editor's, not the key's (a key holds none).
+    std::vector<std::string> fields = absl::StrSplit(line, '\t');
+    for (std::string& field : fields) absl::StripAsciiWhitespace(&field);
     const auto bad = [&](absl::string_view why) {
       return absl::InvalidArgumentError(
           absl::StrCat("--api_keys_file ", path, " line ", number, ": ", why,
@@ -55,7 +57,10 @@ absl::StatusOr<std::vector<ApiKeys::Entry>> ApiKeys::Read(const std::string& pat
     const std::string& key = fields[0];
     if (key.size() < 16) return bad("the key is shorter than 16 characters");
     if (key.size() > 256) return bad("the key is longer than 256 characters");
-    if (std::any_of(key.begin(), key.end(), [](unsigned char c) { return c <= ' ' || c > '~'; })) {
+    if (key.find(' ') != std::string::npos) {
+      return bad("the key holds a space (a key is printable ASCII without spaces)");
+    }
+    if (std::any_of(key.begin(), key.end(), [](unsigned char c) { return c < ' ' || c > '~'; })) {
       return bad("the key has a character outside printable ASCII");
     }
     Entry entry;
@@ -91,13 +96,29 @@ absl::Status ApiKeys::Reload() {
   auto entries = Read(path_);
   if (!entries.ok()) return entries.status();
   absl::MutexLock lock(&mutex_);
+  std::map<std::string, ApiKeyLimits> previous;
+  for (const Entry& entry : entries_) previous[entry.name] = entry.limits;
   entries_ = *std::move(entries);
-  // Quotas used stay with the keys that stay; those of removed keys go.
+  // Quotas used stay with the keys that stay; those of removed keys go. A raised limit adds
+  // what it raises to what is left (a key that had used all of 10 a minute has 90 left of 100),
+  // and a limit where there was none starts full; a lowered one caps what is left at the next
+  // request.
+  const auto carry = [](int64_t before, int64_t now, double& left) {
+    if (before == 0) {
+      left = static_cast<double>(now);
+    } else if (now > before) {
+      left += static_cast<double>(now - before);
+    }
+  };
   std::map<std::string, Bucket> kept;
   for (const Entry& entry : entries_) {
-    if (auto found = buckets_.find(entry.name); found != buckets_.end()) {
-      kept.insert(*found);
-    }
+    auto found = buckets_.find(entry.name);
+    if (found == buckets_.end()) continue;
+    Bucket bucket = found->second;
+    const ApiKeyLimits& before = previous[entry.name];
+    carry(before.requests_per_minute, entry.limits.requests_per_minute, bucket.requests);
+    carry(before.characters_per_day, entry.limits.characters_per_day, bucket.characters);
+    kept.emplace(entry.name, bucket);
   }
   buckets_ = std::move(kept);
   return absl::OkStatus();

@@ -28,6 +28,14 @@ std::string presented_api_key(const grpc::ServerContextBase& context) {
   return presented_api_key(value("authorization"), value("x-api-key"));
 }
 
+grpc::Status verify_caller(ApiKeys* keys, const grpc::ServerContextBase& context) {
+  if (keys == nullptr) return grpc::Status::OK;
+  const absl::Status verified = keys->Verify(presented_api_key(context));
+  if (verified.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(verified.code()),
+                      std::string(verified.message()));
+}
+
 grpc::Status admit_caller(ApiKeys* keys, const grpc::ServerContextBase& context,
                           int64_t characters, std::string* key_name) {
   if (keys == nullptr) return grpc::Status::OK;

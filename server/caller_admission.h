@@ -22,6 +22,10 @@ std::string presented_api_key(const grpc::ServerContextBase& context);
 std::string presented_api_key(std::optional<absl::string_view> authorization,
                               std::optional<absl::string_view> x_api_key);
 
+// OK when `keys` is null or knows the call's key, taking no quota: a call is checked for its
+// key before its request is looked at, and charged (admit_caller) only once it is found valid.
+grpc::Status verify_caller(ApiKeys* keys, const grpc::ServerContextBase& context);
+
 // OK when `keys` is null (no --api_keys_file) or admits the call's key for a request of
 // `characters` code points (its name, when `key_name` is given, goes there); else
 // UNAUTHENTICATED or RESOURCE_EXHAUSTED saying why.

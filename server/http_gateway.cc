@@ -21,6 +21,7 @@
 #include "server/libre_request.h"
 #include "server/translation_service.h"
 #include "server/web_page.h"
+#include "text/utf8.h"
 
 namespace xlate::server {
 namespace {
@@ -136,6 +137,11 @@ grpc::Status verify_key_first(ApiKeys* keys, const httplib::Request& request,
 
 // A v1 request body: the message's JSON mapping, unknown fields refused.
 grpc::Status parse_body(const httplib::Request& request, google::protobuf::Message& message) {
+  // Protobuf's parser would log an ERROR line for each such body before refusing it.
+  if (size_t bad = 0; !is_valid_utf8(request.body, &bad)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("the body is not valid UTF-8 (byte ", bad, ")"));
+  }
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   const auto parsed = google::protobuf::util::JsonStringToMessage(request.body, &message, options);
@@ -471,9 +477,12 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   serve_libretranslate(http, stub, options.api_keys, options.max_texts);
   http.Get("/", [](const httplib::Request&, httplib::Response& response) {
     // Its script and style are inline, and it talks to this server alone.
+    // Never inside another site's frame (clickjacking with the key the page holds), and the
+    // key in sessionStorage, gone with the tab, not localStorage.
     response.set_header("Content-Security-Policy",
                         "default-src 'self'; script-src 'unsafe-inline'; "
-                        "style-src 'unsafe-inline'; connect-src 'self'");
+                        "style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'");
+    response.set_header("X-Frame-Options", "DENY");
     response.set_content(kWebPage, "text/html; charset=utf-8");
   });
   // A known route asked with another method: 405 naming the one it takes.

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "text/utf8.h"
 
 namespace xlate::server {
 namespace {
@@ -87,7 +88,8 @@ class LibreJsonEvents final : public nlohmann::json_sax<Json> {
   }
   bool parse_error(std::size_t, const std::string&,
                    const nlohmann::detail::exception& error) override {
-    return Refuse(invalid(absl::StrCat("the body is not JSON: ", error.what())));
+    // The message quotes the input near the error: cut to whole characters.
+    return Refuse(invalid(absl::StrCat("the body is not JSON: ", excerpt(error.what(), 200))));
   }
 
  private:
@@ -210,6 +212,9 @@ absl::StatusOr<LibreRequest> check_fields(SentFields sent, bool with_languages) 
 
 absl::StatusOr<LibreRequest> read_libre_json(absl::string_view body, int64_t max_texts,
                                              bool with_languages) {
+  if (size_t bad = 0; !is_valid_utf8(std::string_view(body.data(), body.size()), &bad)) {
+    return invalid(absl::StrCat("the body is not valid UTF-8 (byte ", bad, ")"));
+  }
   SentFields sent;
   LibreJsonEvents events(max_texts, sent);
   if (!Json::sax_parse(body.begin(), body.end(), &events)) {

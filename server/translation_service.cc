@@ -624,15 +624,10 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   } else {
     status = parse_request(request_bytes, limits_.max_entries_per_request, call->request());
   }
-  // The scheduler shares the engine between clients: per API key when keys are in use (one
-  // caller may open many connections), else per peer.
-  std::string sharing_client = client;
-  if (status.ok()) {
-    std::string key_name;
-    status = admit_caller(keys_, *call->context(), characters_of(call->request().contents()),
-                          &key_name);
-    if (!key_name.empty()) sharing_client = "key:" + key_name;
-  }
+  // The key first (a caller without one costs no more work), its quota last: a request refused
+  // for what it holds uses none of it.
+  if (status.ok()) status = verify_caller(keys_, *call->context());
+  const int64_t characters = status.ok() ? characters_of(call->request().contents()) : 0;
   if (status.ok() && (absl::EqualsIgnoreCase(call->request().mime_type(), "text/html") ||
                       absl::EqualsIgnoreCase(call->request().mime_type(), "text/xml") ||
                       call->request().options().keep_placeholders())) {
@@ -662,13 +657,24 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   if (!status.ok() && call->detected() && status.error_code() == grpc::INVALID_ARGUMENT &&
       absl::StartsWith(status.error_message(), "source_language_code")) {
     // A detected language no model takes: say that it was detected, and how surely.
+    const xlate::v1::DetectedLanguage& detected = *call->detected();
     status = grpc::Status(
         grpc::INVALID_ARGUMENT,
-        absl::StrCat("source_language_code \"auto\" was detected as ",
-                     call->detected()->language_code(), " (confidence ",
-                     call->detected()->confidence(),
-                     call->detected()->reliable() ? "" : ", not reliable", "): ",
-                     status.error_message()));
+        detected.language_code().empty()
+            ? absl::StrCat("source_language_code \"auto\": no language could be detected in "
+                           "contents; name it: ", status.error_message())
+            : absl::StrCat("source_language_code \"auto\" was detected as ",
+                           detected.language_code(), " (confidence ", detected.confidence(),
+                           detected.reliable() ? "" : ", not reliable", "): ",
+                           status.error_message()));
+  }
+  // The scheduler shares the engine between clients: per API key when keys are in use (one
+  // caller may open many connections), else per peer.
+  std::string sharing_client = client;
+  if (status.ok()) {
+    std::string key_name;
+    status = admit_caller(keys_, *call->context(), characters, &key_name);
+    if (!key_name.empty()) sharing_client = "key:" + key_name;
   }
   if (!status.ok()) return call->EndWith(status);
   call->set_texts(*std::move(texts));
@@ -741,8 +747,9 @@ grpc::ServerUnaryReactor* TranslationService::DetectLanguage(
   } else {
     status = parse_request(*request_bytes, limits_.max_entries_per_request, request);
   }
-  if (status.ok()) status = admit_caller(keys_, *context, characters_of(request.contents()));
+  if (status.ok()) status = verify_caller(keys_, *context);
   if (status.ok()) status = check_contents(request.contents(), limits_);
+  if (status.ok()) status = admit_caller(keys_, *context, characters_of(request.contents()));
   if (status.ok()) {
     xlate::v1::DetectLanguageResponse response;
     for (const std::string& text : request.contents()) {
@@ -970,8 +977,11 @@ grpc::Status TranslationService::CheckGlossary(
     forced.push_back(static_cast<int>(options.forced_start_tokens.size() +
                                       (forced_starts.empty() ? 0 : forced_starts[s].size())));
   }
+  TermTokenRules rules;
+  rules.unk_id = model_config.unk_id;
+  rules.no_repeat_ngram_size = options.no_repeat_ngram_size;
   auto found = find_terms(*glossary, config.ignore_case(), texts.sentences(),
-                          model.translator().tokenizer(), limits, forced);
+                          model.translator().tokenizer(), limits, forced, rules);
   if (!found.ok()) return to_grpc(found.status());
   terms = *std::move(found);
   return grpc::Status::OK;

@@ -138,5 +138,42 @@ TEST_F(ApiKeysTest, ReloadReplacesKeysKeepsUsedQuotaAndSurvivesABadFile) {
   EXPECT_TRUE((*keys)->Admit(kAlice, 1).ok());  // the keys in use stayed
 }
 
+// The QA round: raising a used key's limit by reload left it exhausted.
+TEST_F(ApiKeysTest, ARaisedLimitAddsWhatItRaisesAndANewOneStartsFull) {
+  Write(std::string(kAlice) + "\t1\t10\n" + kBob + "\n");
+  auto keys = Load();
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  EXPECT_TRUE((*keys)->Admit(kAlice, 10).ok());
+  EXPECT_TRUE((*keys)->Admit(kBob, 1000).ok());
+  EXPECT_EQ((*keys)->Admit(kAlice, 1).status().code(), absl::StatusCode::kResourceExhausted);
+  // Alice: 1 -> 3 requests a minute, 10 -> 100 characters a day; Bob: from none to 2 a minute.
+  Write(std::string(kAlice) + "\t3\t100\n" + kBob + "\t2\n");
+  ASSERT_TRUE((*keys)->Reload().ok());
+  EXPECT_TRUE((*keys)->Admit(kAlice, 90).ok());
+  EXPECT_TRUE((*keys)->Admit(kAlice, 0).ok());
+  EXPECT_EQ((*keys)->Admit(kAlice, 0).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE((*keys)->Admit(kBob, 1).ok());
+  EXPECT_TRUE((*keys)->Admit(kBob, 1).ok());
+  EXPECT_EQ((*keys)->Admit(kBob, 1).status().code(), absl::StatusCode::kResourceExhausted);
+  // Lowered: what is left is capped at the new limit.
+  now_ += absl::Minutes(10);
+  Write(std::string(kAlice) + "\t1\n" + kBob + "\t2\n");
+  ASSERT_TRUE((*keys)->Reload().ok());
+  EXPECT_TRUE((*keys)->Admit(kAlice, 0).ok());
+  EXPECT_EQ((*keys)->Admit(kAlice, 0).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(ApiKeysTest, SpacesAroundFieldsAreTrimmedAndASpaceInAKeyIsNamed) {
+  Write(std::string(" ") + kAlice + " \t 5 \r\n");
+  auto keys = Load();
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  EXPECT_TRUE((*keys)->Admit(kAlice, 1).ok());
+  Write("alice 0123456789abcdef\n");
+  const auto spaced = Load();
+  ASSERT_FALSE(spaced.ok());
+  EXPECT_NE(spaced.status().message().find("line 1: the key holds a space"), std::string::npos)
+      << spaced.status();
+}
+
 }  // namespace
 }  // namespace xlate::server

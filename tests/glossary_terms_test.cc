@@ -28,7 +28,7 @@ TEST(GlossaryTerms, EachLimitLeavesTermsOutWithANote) {
   absl::StrAppend(&sentence, " again");
   auto glossary = Glossary::FromEntries(entries, "entries");
   ASSERT_TRUE(glossary.ok()) << glossary.status();
-  auto terms = find_terms(*glossary, false, {sentence}, **tokenizer, {200}, {0});
+  auto terms = find_terms(*glossary, false, {sentence}, **tokenizer, {200}, {0}, {});
   ASSERT_TRUE(terms.ok()) << terms.status();
   const SentenceTerms& found = terms->front();
   ASSERT_EQ(found.uses.size(), 18u);
@@ -46,7 +46,7 @@ TEST(GlossaryTerms, EachLimitLeavesTermsOutWithANote) {
   auto long_glossary = Glossary::FromEntries({{"dog", "Hund"}, {"cat", long_target}}, "entries");
   ASSERT_TRUE(long_glossary.ok());
   auto long_terms = find_terms(*long_glossary, false, {"a dog and a cat", "a dog"}, **tokenizer,
-                               {500, 1}, {0, 0});
+                               {500, 1}, {0, 0}, {});
   ASSERT_TRUE(long_terms.ok());
   EXPECT_TRUE((*long_terms)[0].uses[0].constrained);
   EXPECT_EQ((*long_terms)[0].uses[1].note,
@@ -55,6 +55,48 @@ TEST(GlossaryTerms, EachLimitLeavesTermsOutWithANote) {
   EXPECT_NE((*long_terms)[1].uses[0].note.find("do not fit the sentence's output limit of 0"),
             std::string::npos)
       << (*long_terms)[1].uses[0].note;
+}
+
+// The QA round: a target the search cannot write (one the repetition guard forbids: a
+// max-length hallucination) or the vocabulary cannot spell (the sentence damaged, "⁇") is
+// refused by name; so are control and bidirectional characters in any term.
+TEST(GlossaryTerms, TargetsTheSearchCannotWriteAreRefusedByName) {
+  auto tokenizer = Tokenizer::Load(testing::tiny_model_dir() + "/spm.model");
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  TermTokenRules rules;
+  rules.unk_id = (*tokenizer)->id_of("<unk>");
+  rules.no_repeat_ngram_size = 1;
+  auto repeated = Glossary::FromEntries({{"money", "Geld Geld"}}, "entries");
+  ASSERT_TRUE(repeated.ok());
+  auto refused = find_terms(*repeated, false, {"money"}, **tokenizer, {200}, {0}, rules);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "glossary target \"Geld Geld\" repeats a sequence of 1 token(s), which "
+                "options.no_repeat_ngram_size 1 forbids"),
+            std::string::npos)
+      << refused.status();
+  auto once = Glossary::FromEntries({{"money", "Geld"}}, "entries");
+  ASSERT_TRUE(once.ok());
+  const auto allowed = find_terms(*once, false, {"money"}, **tokenizer, {200}, {0}, rules);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_TRUE(allowed->front().uses.front().constrained);
+
+  // "銀行🏦": no piece of the tiny model's vocabulary spells it.
+  auto unspellable =
+      Glossary::FromEntries({{"bank", "\xe9\x8a\x80\xe8\xa1\x8c\xf0\x9f\x8f\xa6"}}, "entries");
+  ASSERT_TRUE(unspellable.ok());
+  refused = find_terms(*unspellable, false, {"the bank"}, **tokenizer, {200}, {0}, rules);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("cannot spell"), std::string::npos)
+      << refused.status();
+
+  for (const char* target : {"Bank\xe2\x80\xae", "Ba\x07nk", "Ba\nnk"}) {
+    auto controlled = Glossary::FromEntries({{"bank", target}}, "entries");
+    ASSERT_FALSE(controlled.ok()) << target;
+    EXPECT_NE(controlled.status().message().find("a control or bidirectional formatting"),
+              std::string::npos)
+        << controlled.status();
+  }
 }
 
 }  // namespace

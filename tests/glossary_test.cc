@@ -79,6 +79,20 @@ TEST(Glossary, BadFilesAreRefusedNamingTheLine) {
       << inline_entries.status();
 }
 
+// Terms that fold alike under ignore_case: the one listed last applies, inline entries after
+// a named glossary's; without ignore_case each finds its own spelling.
+TEST(Glossary, OfTermsThatFoldAlikeTheLastListedApplies) {
+  const auto glossary = Glossary::FromEntries({{"bank", "Bank"}, {"BANK", "BANK AG"}}, "test");
+  ASSERT_TRUE(glossary.ok()) << glossary.status();
+  EXPECT_EQ(found(*glossary, "the Bank", true), std::vector<std::string>{"Bank=BANK AG"});
+  EXPECT_EQ(found(*glossary, "the bank and the BANK", false),
+            (std::vector<std::string>{"bank=Bank", "BANK=BANK AG"}));
+  const auto inline_entries = Glossary::FromEntries({{"Bank", "Ufer"}}, "inline");
+  ASSERT_TRUE(inline_entries.ok());
+  EXPECT_EQ(found(glossary->With(*inline_entries), "the BANK", true),
+            std::vector<std::string>{"BANK=Ufer"});
+}
+
 TEST(Glossary, FindsWholeWordsLongestFirst) {
   const auto glossary = Glossary::FromEntries(
       {{"cat", "Katze"}, {"New York", "New York City"}, {"New", "Neu"}, {"Straße", "street"},

@@ -51,7 +51,7 @@ TEST(LibreRequest, WrongFieldsGetLibreTranslatesMessages) {
       {R"(["q", "a"])", "the body is not a JSON object"},
       {R"("q")", "the body is not a JSON object"},
       {R"({"q": "a", )", "the body is not JSON"},
-      {"{\"q\": \"\xff\"}", "the body is not JSON"},
+      {"{\"q\": \"\xff\"}", "the body is not valid UTF-8 (byte 7)"},
   };
   for (const auto& [body, message] : cases) {
     const auto read = read_libre_json(body, 256, true);

@@ -28,6 +28,18 @@ TEST(ModelConfigJson, RefusesValuesTheirTypesCannotHold) {
   }
 }
 
+// The QA round: a reload's error quoted a 50 MB config value in full. Values are quoted cut.
+TEST(ModelConfigJson, ErrorsQuoteLongValuesCut) {
+  const std::string huge(50 << 20, 'a');
+  for (const std::string& key : {"d_model", "xlate_positional", "model_type"}) {
+    auto config = ModelConfig::FromJson(with("\"" + key + "\": \"" + huge + "\""), "c.json");
+    ASSERT_FALSE(config.ok()) << key;
+    const std::string message(config.status().message());
+    EXPECT_LT(message.size(), 400u) << key << ": " << message.substr(0, 400);
+    EXPECT_NE(message.find("... (52428802 bytes)"), std::string::npos) << message;
+  }
+}
+
 TEST(ModelConfigJson, ReadsValuesInRange) {
   auto config = ModelConfig::FromJson(
       with("\"d_model\": 64, \"dropout\": 0.25, \"source_lang\": \"en\""), "c.json");

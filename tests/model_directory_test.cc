@@ -1,5 +1,6 @@
 // Model directories: save/load round trips in every dtype, and one clear error per kind of
 // broken file, naming the file, the tensor and what was expected.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -90,6 +91,35 @@ TEST_F(BrokenModelDirectory, MissingTensor) {
   EXPECT_NE(error.find("model.decoder.layers.1.fc2.weight"), std::string::npos) << error;
   EXPECT_NE(error.find("missing"), std::string::npos) << error;
   EXPECT_NE(error.find("[16, 32]"), std::string::npos) << error;
+}
+
+// The QA round: weights of NaN, infinities or zeros loaded, and every translation was "".
+TEST_F(BrokenModelDirectory, WeightsNoModelCouldHaveAreRefusedByName) {
+  const auto original = read_safetensors(weights().string());
+  ASSERT_TRUE(original.ok());
+  const std::string name = "model.encoder.layers.0.fc1.weight";
+  for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+    auto tensors = *original;
+    Tensor changed = tensors[name].to_float32().clone();  // not the original's storage
+    changed.data<float>()[37] = bad;
+    tensors[name] = std::move(changed);
+    ASSERT_TRUE(write_safetensors(weights().string(), tensors).ok());
+    const std::string error = load_error();
+    EXPECT_NE(error.find("tensor \"" + name + "\" holds"), std::string::npos) << error;
+    EXPECT_NE(error.find("at element 37: weights must be finite"), std::string::npos) << error;
+  }
+  auto zeros = *original;
+  zeros[name] = Tensor::zeros(zeros[name].shape(), DType::kFloat32);
+  ASSERT_TRUE(write_safetensors(weights().string(), zeros).ok());
+  const std::string error = load_error();
+  EXPECT_NE(error.find(name + "\" is all zeros"), std::string::npos) << error;
+  // A bias of zeros is a bias a model may have.
+  auto zero_bias = *original;
+  const std::string bias = "model.encoder.layers.0.fc1.bias";
+  zero_bias[bias] = Tensor::zeros(zero_bias[bias].shape(), DType::kFloat32);
+  ASSERT_TRUE(write_safetensors(weights().string(), zero_bias).ok());
+  const auto loaded = load_model_directory(directory_.string());
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
 }
 
 TEST_F(BrokenModelDirectory, MisShapedTensor) {

@@ -91,5 +91,29 @@ TEST(PlaceholderText, InsideHtmlAndXmlTheyArePlacedWithTheInlineTags) {
             "<t>HELLO {name}, <b>YOU</b> HAVE %d FILES.</t>");
 }
 
+// The QA round: <p><b>{name}</b></p> came back as <p><b></b></p>, and <b>%s</b> in XML as <b/>.
+// A block of placeholders alone has nothing to translate and stays as it is.
+TEST(PlaceholderText, MarkupAroundPlaceholdersAloneKeepsThem) {
+  for (const std::string source :
+       {"<p><b>{name}</b></p>", "<p>{name}<b>%s</b>{{x}}</p>", "<p><b>%s</b></p><p>Hi.</p>"}) {
+    auto html = HtmlText::Parse(source, /*keep_placeholders=*/true);
+    ASSERT_TRUE(html.ok()) << source;
+    std::vector<std::string> translations;
+    std::vector<WordLinks> links;
+    for (const std::string& text : html->texts()) {
+      translations.push_back(text);
+      links.push_back(one_to_one(text, text));
+    }
+    EXPECT_EQ(html->Rebuild(translations, links), source);
+  }
+  for (const std::string source :
+       {"<r><b>%s</b></r>", "<r><p>{name}<b>%s</b>{{x}}</p></r>"}) {
+    auto xml = XmlText::Parse(source, /*keep_placeholders=*/true);
+    ASSERT_TRUE(xml.ok()) << source;
+    EXPECT_TRUE(xml->texts().empty()) << source;
+    EXPECT_NE(xml->Rebuild({}, {}).find(source), std::string::npos) << xml->Rebuild({}, {});
+  }
+}
+
 }  // namespace
 }  // namespace xlate

@@ -48,7 +48,10 @@ ABSL_FLAG(std::string, source_language, "",
           "their language's token); such a model refuses to start without one");
 ABSL_FLAG(int, beam_size, 4, "beam size; 1 = greedy search");
 ABSL_FLAG(double, length_penalty, 0.6, "length penalty alpha of ((5+|Y|)/6)^alpha");
-ABSL_FLAG(int, max_extra_length, 50, "output tokens <= input tokens + this");
+ABSL_FLAG(int, max_extra_length, 50,
+          "output tokens <= input tokens + this, where input tokens are the sentence's "
+          "SentencePiece pieces (and a multilingual model's source language token), the end "
+          "token not counted");
 ABSL_FLAG(double, repetition_penalty, 1.0,
           "penalty on the logits of tokens already in the output, in (0, 10]; > 1 discourages "
           "repeats (CTranslate2's repetition_penalty); 1 = off");

@@ -87,6 +87,12 @@ class ApiKeys(unittest.TestCase):
 
     def test_2_a_key_over_its_rate_waits_and_others_go_on(self):
         bob = (("x-api-key", BOB),)
+        # Refused requests use none of the quota: only admitted work is charged.
+        invalid = pb2.TranslateRequest(contents=["A dog."],
+                                       options=pb2.DecodingOptions(beam_size=99))
+        for _ in range(3):
+            self.refused(lambda: self.server.stub.Translate(invalid, metadata=bob, timeout=60),
+                         grpc.StatusCode.INVALID_ARGUMENT, "beam_size")
         self.translate(bob)
         self.translate(bob)
         details = self.refused(lambda: self.translate(bob), grpc.StatusCode.RESOURCE_EXHAUSTED,

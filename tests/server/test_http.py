@@ -402,6 +402,27 @@ class HttpGateway(unittest.TestCase):
         self.assertEqual(got, 405)
         self.assertEqual(headers["Allow"], "POST")
 
+    def test_the_page_cannot_be_framed_and_keeps_no_key_past_its_tab(self):
+        status, page, headers = get(self.port, "/")
+        self.assertEqual(status, 200)
+        self.assertIn("frame-ancestors 'none'", headers["Content-Security-Policy"])
+        self.assertEqual(headers["X-Frame-Options"], "DENY")
+        self.assertNotIn("localStorage", page)
+        self.assertIn("sessionStorage", page)
+
+    def test_invalid_utf8_is_refused_by_name_without_a_log_line_per_request(self):
+        before = len(self.server.stderr_lines)
+        for path in ("/v1/translate", "/v1/detect"):
+            status, body, _ = post(self.port, path, b'{"contents": ["a \xff\xfe b"]}')
+            self.assertEqual(status, 400, body)
+            self.assertIn("not valid UTF-8", body["message"])
+        status, body, _ = post(self.port, "/translate",
+                               b'{"q": "a \xff", "source": "en", "target": "de"}')
+        self.assertEqual(status, 400, body)
+        self.assertIn("not valid UTF-8", body["error"])
+        self.assertFalse([line for line in self.server.stderr_lines[before:]
+                          if "libprotobuf" in line], self.server.stderr_lines[before:])
+
     def test_http_calls_are_counted_as_grpc_ones(self):
         def count(code):  # over every model label
             with urllib.request.urlopen(
