@@ -558,14 +558,19 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
         absl::StrCat("cannot listen for HTTP on ", options.host, ":", options.port));
   }
   gateway->port_ = port;
-  gateway->listener_ = std::thread([&http] { http.listen_after_bind(); });
+  gateway->listener_ = std::thread([&http, ended = gateway->listening_ended_] {
+    http.listen_after_bind();
+    ended->Notify();
+  });
   return gateway;
 }
 
-void HttpGateway::Stop() {
-  if (!http_) return;
+bool HttpGateway::Stop(absl::Time deadline) {
+  if (!http_) return true;
   http_->stop();
+  if (!listening_ended_->WaitForNotificationWithDeadline(deadline)) return false;
   if (listener_.joinable()) listener_.join();
+  return true;
 }
 
 HttpGateway::~HttpGateway() { Stop(); }

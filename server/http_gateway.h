@@ -30,6 +30,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "grpcpp/channel.h"
 
 namespace httplib {
@@ -73,14 +75,19 @@ class HttpGateway {
   ~HttpGateway();
 
   int port() const { return port_; }
-  // Stops listening and waits for the requests in flight (their gRPC calls end with the
-  // service's own drain or deadline).
-  void Stop();
+  // Stops listening and waits until `deadline` for the connections still open to end (their
+  // requests' gRPC calls end with the service's own drain or deadline). False when some are
+  // still open then: a client trickling its request a byte at a time holds its worker for as
+  // long as it goes on, and cpp-httplib cannot cut it off; the caller bounds its shutdown by
+  // exiting (the object must then not be destroyed, which waits for them).
+  bool Stop(absl::Time deadline = absl::InfiniteFuture());
 
  private:
   HttpGateway() = default;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
+  // Notified once the listener has returned (every worker joined).
+  std::shared_ptr<absl::Notification> listening_ended_ = std::make_shared<absl::Notification>();
   int port_ = 0;
 };
 

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -546,8 +548,18 @@ int serve(const std::vector<std::string>& model_flags) {
   // runs), so that no call holds a model afterwards.
   server->Shutdown(std::chrono::system_clock::now());
   // Then HTTP, whose requests still in flight were in-process calls just cancelled (a later
-  // one finds the server shut down): its workers are free to be joined.
-  if (http_gateway) http_gateway->Stop();
+  // one finds the server shut down): its workers are free to be joined, but for connections
+  // still sending their request (slow or trickling clients), which the grace period bounds
+  // too: past it (and a second for the workers to see the stop), the process exits with them
+  // open rather than wait for as long as a client cares to trickle.
+  if (http_gateway && !http_gateway->Stop(std::max(grace_end, absl::Now()) + absl::Seconds(1))) {
+    std::cerr << "xlate-server: HTTP connections still sending their requests after the grace "
+                 "period; exiting with them open"
+              << std::endl;
+    if (admin_server) admin_server->Shutdown(std::chrono::system_clock::now());
+    std::cerr << "xlate-server: stopped" << std::endl;
+    std::_Exit(0);
+  }
   if (admin_server) admin_server->Shutdown(std::chrono::system_clock::now());
   // Destroys every model (each scheduler finishes what it holds, and runs its last completions
   // while the service they answer through still exists).

@@ -14,6 +14,7 @@ import socket
 import ssl
 import sys
 import tempfile
+import threading
 import time
 import unittest
 from xml.etree import ElementTree
@@ -440,6 +441,43 @@ class HttpGateway(unittest.TestCase):
                               {"contents": ["a"], "options": {"beamSize": 99}})[0], 400)
         self.assertEqual(count("OK"), before_ok + 2)
         self.assertEqual(count("INVALID_ARGUMENT"), before_invalid + 1)
+
+
+class ShutdownWithTricklingClients(unittest.TestCase):
+    """The QA round: SIGTERM with clients trickling their requests a byte at a time (each read
+    within the 10 s limit) and --grace_period_seconds 10 still ran after 90 s. The grace period
+    bounds the HTTP side too."""
+
+    def test_sigterm_ends_the_server_though_clients_trickle(self):
+        server = Server(f"--http_port={free_port()}", "--grace_period_seconds=2")
+        stop = threading.Event()
+
+        def trickle():
+            connection = socket.create_connection(("127.0.0.1", server.http_port))
+            request = b"POST /v1/translate HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: a\r\n" * 500
+            for byte in request:
+                if stop.is_set():
+                    break
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    break
+                time.sleep(0.5)
+            connection.close()
+
+        clients = [threading.Thread(target=trickle) for _ in range(3)]
+        try:
+            for client in clients:
+                client.start()
+            time.sleep(2)
+            self.assertEqual(server.terminate(timeout=60), 0, "".join(server.stderr_lines))
+            server.reader.join(30)  # the log's last lines
+            self.assertIn("exiting with them open", "".join(server.stderr_lines))
+        finally:
+            stop.set()
+            for client in clients:
+                client.join()
+            server.kill()
 
 
 class HttpsAndCors(unittest.TestCase):
