@@ -142,6 +142,24 @@ size_t language_code_length(const std::string& text) {
   return close == std::string::npos ? 0 : close + 2;
 }
 
+// M2M100Tokenizer's language codes by its "language_codes" argument, in the order of its
+// language tokens, which follow the dictionary: fairseq's lists for M2M-100 (100 languages,
+// transformers' default) and WMT21's multilingual models.
+const std::vector<std::string>* m2m100_language_list(const std::string& name) {
+  static const std::vector<std::string> kM2M100 = {
+      "af", "am", "ar", "ast", "az", "ba", "be", "bg", "bn", "br", "bs", "ca", "ceb", "cs", "cy",
+      "da", "de", "el", "en", "es", "et", "fa", "ff", "fi", "fr", "fy", "ga", "gd", "gl", "gu",
+      "ha", "he", "hi", "hr", "ht", "hu", "hy", "id", "ig", "ilo", "is", "it", "ja", "jv", "ka",
+      "kk", "km", "kn", "ko", "lb", "lg", "ln", "lo", "lt", "lv", "mg", "mk", "ml", "mn", "mr",
+      "ms", "my", "ne", "nl", "no", "ns", "oc", "or", "pa", "pl", "ps", "pt", "ro", "ru", "sd",
+      "si", "sk", "sl", "so", "sq", "sr", "ss", "su", "sv", "sw", "ta", "th", "tl", "tn", "tr",
+      "uk", "ur", "uz", "vi", "wo", "xh", "yi", "yo", "zh", "zu"};
+  static const std::vector<std::string> kWmt21 = {"en", "ha", "is", "ja", "cs", "ru", "zh", "de"};
+  if (name == "m2m100") return &kM2M100;
+  if (name == "wmt21") return &kWmt21;
+  return nullptr;
+}
+
 }  // namespace
 
 struct Tokenizer::Impl {
@@ -285,6 +303,37 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadM2M100(
     vocabulary.ids.emplace(content, id);
     std::string code = language_code_of(content);
     if (!code.empty()) impl->add_language(std::move(code), id);
+  }
+  if (impl->language_codes.empty() && fs::exists(dir / "vocab.json")) {
+    // Named nowhere (transformers 5's save_pretrained of an M2M100Tokenizer made from its files
+    // writes no tokenizer.json, and only <s> <pad> </s> <unk> in "added_tokens_decoder"): as
+    // M2M100Tokenizer does, "language_codes" (default "m2m100") names fairseq's list, whose
+    // tokens "__xx__" follow the dictionary in its order.
+    std::string list_name = "m2m100";
+    if (const auto named = tokenizer_config.find("language_codes");
+        named != tokenizer_config.end()) {
+      if (!named->is_string()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            (dir / "tokenizer_config.json").string(), ": \"language_codes\" is ",
+            json_excerpt(*named), "; expected \"m2m100\" or \"wmt21\""));
+      }
+      list_name = named->get<std::string>();
+    }
+    const std::vector<std::string>* codes = m2m100_language_list(list_name);
+    if (codes == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          (dir / "tokenizer_config.json").string(), ": \"language_codes\" is ",
+          json_excerpt(nlohmann::json(list_name)), "; expected \"m2m100\" or \"wmt21\""));
+    }
+    const int first = static_cast<int>(vocabulary.pieces.size());
+    for (size_t i = 0; i < codes->size(); ++i) {
+      const int id = first + static_cast<int>(i);
+      const std::string token = "__" + (*codes)[i] + "__";
+      vocabulary.pieces.push_back(token);
+      vocabulary.special.push_back(true);
+      vocabulary.ids.emplace(token, id);
+      impl->add_language((*codes)[i], id);
+    }
   }
   if (impl->language_codes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -7,6 +7,7 @@
 // within float32 noise on 100 real sentences; the pre-norm forward, fairseq's positions and the
 // forced token are what these models add to Marian's.
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <tuple>
 #include <fstream>
@@ -183,6 +184,65 @@ TEST(HfM2M100Tokenizer, IdsAndTextsEqualTransformers) {
     }
   }
   EXPECT_GT(checked, 100);
+}
+
+// The QA round: an M2M100 directory as transformers 5.25's save_pretrained writes it (no
+// tokenizer.json, no language tokens in "added_tokens_decoder") was refused. Its language
+// tokens are M2M100Tokenizer's: "language_codes"' list after the dictionary.
+TEST(HfM2M100Tokenizer, DirectoriesTransformersSavesWithoutLanguageTokensLoad) {
+  namespace fs = std::filesystem;
+  const fs::path original = kFixtures + "/m2m100-relu";
+  const fs::path saved = kFixtures + "/m2m100-saved-by-transformers";
+  const fs::path dir = fs::path(testing::scratch_dir()) / "m2m100_saved_by_transformers";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* name : {"config.json", "generation_config.json", "model.safetensors"}) {
+    fs::copy_file(original / name, dir / name);
+  }
+  for (const char* name : {"tokenizer_config.json", "sentencepiece.bpe.model", "vocab.json"}) {
+    fs::copy_file(saved / name, dir / name);
+  }
+  const Json cases = read_json(kFixtures + "/m2m100_tokenizer_cases.json")["m2m100-relu"];
+  auto translator = Translator::Load(dir.string());
+  ASSERT_TRUE(translator.ok()) << translator.status();
+  const Tokenizer& tokenizer = (*translator)->tokenizer();
+  EXPECT_EQ(tokenizer.languages().size(), 100u);
+  for (const auto& [code, id] : cases["language_ids"].items()) {
+    EXPECT_EQ(tokenizer.language_token(code), id.get<int>()) << code;
+  }
+  // It translates as the directory transformers' model was saved in does.
+  const Json expected = read_json((original / "expected.json").string());
+  auto languages = language_tokens(tokenizer, kSource, kTarget);
+  ASSERT_TRUE(languages.ok()) << languages.status();
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < 10; ++i) texts.push_back(expected["sentences"][i].get<std::string>());
+  TranslationOptions greedy;
+  greedy.beam_size = 1;
+  greedy.length_penalty = 0.f;
+  auto translated = (*translator)->Translate(texts, greedy, *languages);
+  ASSERT_TRUE(translated.ok()) << translated.status();
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ((*translated)[i].hypotheses[0], expected["greedy"][i]["text"].get<std::string>());
+  }
+
+  // WMT21's list (transformers 5.25: __en__ 401 ... __de__ 408), and a list it does not know.
+  Json config = read_json((dir / "tokenizer_config.json").string());
+  config["language_codes"] = "wmt21";
+  std::ofstream(dir / "tokenizer_config.json", std::ios::trunc) << config.dump();
+  auto wmt21 = Tokenizer::LoadDirectory(dir.string());
+  ASSERT_TRUE(wmt21.ok()) << wmt21.status();
+  EXPECT_EQ((*wmt21)->languages(),
+            (std::vector<std::string>{"en", "ha", "is", "ja", "cs", "ru", "zh", "de"}));
+  EXPECT_EQ((*wmt21)->language_token("en"), 401);
+  EXPECT_EQ((*wmt21)->language_token("de"), 408);
+  config["language_codes"] = "flores";
+  std::ofstream(dir / "tokenizer_config.json", std::ios::trunc) << config.dump();
+  const auto unknown = Tokenizer::LoadDirectory(dir.string());
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find(
+                "\"language_codes\" is \"flores\"; expected \"m2m100\" or \"wmt21\""),
+            std::string::npos)
+      << unknown.status();
 }
 
 TEST(HfM2M100Languages, RequestsNameLanguagesInBcp47) {
