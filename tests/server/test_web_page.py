@@ -76,6 +76,13 @@ class WebPage(unittest.TestCase):
         Select(driver.find_element(By.ID, "source")).select_by_value("auto")
         wait.until(lambda d: "detected en" in d.find_element(By.ID, "status").text)
         self.assertEqual(output.text, expected.translations[0].translated_text)
+        # Cleared: the translation, its alignment and the status go (the QA round: the
+        # alignment's spans stayed).
+        driver.find_element(By.ID, "input").clear()
+        driver.find_element(By.ID, "input").send_keys(" ")
+        wait.until(lambda d: d.find_element(By.ID, "output").text == "")
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#alignment .token"))
+        self.assertEqual(driver.find_element(By.ID, "status").text, "")
 
 
 if __name__ == "__main__":
