@@ -236,6 +236,21 @@ class HtmlBlocks {
           e.span.begin = std::min(e.span.begin, text_.size());
           e.span.end = std::min(e.span.end, text_.size());
         }
+        // Of points nested in points (<b>%s</b>), the outermost writes the spaces around
+        // them: the spaces were outside the element in the source. Children come after their
+        // parents here, so the flags climb from the innermost.
+        const auto is_point = [](const InlineElement& e) {
+          return e.span.begin == e.span.end && !e.kept_content;
+        };
+        for (size_t i = elements_.size(); i-- > 0;) {
+          InlineElement& e = elements_[i];
+          if (e.parent < 0 || !is_point(e)) continue;
+          InlineElement& parent = elements_[static_cast<size_t>(e.parent)];
+          if (!is_point(parent) || parent.span.begin != e.span.begin) continue;
+          parent.space_before = parent.space_before || e.space_before;
+          parent.space_after = parent.space_after || e.space_after;
+          e.space_before = e.space_after = false;
+        }
         html_.texts_.push_back(std::move(text_));
         html_.blocks_.push_back({ByteRange{region_begin_, region_end_}, std::move(elements_)});
       } else {
@@ -305,6 +320,8 @@ class HtmlBlocks {
       inline_element.open.assign(element.original_tag.data, element.original_tag.length);
       inline_element.parent = parent;
       inline_element.span.begin = text_.size();
+      // Where it holds no words, the spaces around it are kept (MarkupWriter's points).
+      inline_element.space_before = !text_.empty() && text_.back() == ' ';
       elements_.push_back(std::move(inline_element));
     }
     size_t end = open_end;
@@ -368,7 +385,7 @@ class HtmlBlocks {
     if (keep_placeholders_) {
       append_without_placeholders(
           text.text, parent, escape_html, [this](absl::string_view run) { AppendText(run); },
-          text_, elements_);
+          text_, elements_, /*text_may_follow=*/true);
     } else {
       AppendText(text.text);
     }
@@ -391,6 +408,14 @@ class HtmlBlocks {
 
   // Appends text with its HTML white space collapsed as a browser shows it.
   void AppendText(absl::string_view text) {
+    if (!text.empty() && is_space(text.front())) {
+      // A space follows the elements without words that end here ("<b>%s</b> world").
+      for (InlineElement& e : elements_) {
+        if (e.span.begin == text_.size() && e.span.end == text_.size() && !e.kept_content) {
+          e.space_after = true;
+        }
+      }
+    }
     for (const char c : text) {
       if (is_space(c)) {
         if (!text_.empty() && text_.back() != ' ') text_ += ' ';

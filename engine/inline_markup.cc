@@ -134,7 +134,8 @@ class MarkupWriter {
       const WordSpan& at = placements[c];
       const InlineElement& element = elements_[c];
       if (element.span.begin == element.span.end && !element.kept_content) {
-        WritePoint(element, at, hi);
+        // Its children (points too: <b>%s</b>) go inside it.
+        WritePoint(element, at, hi, [&] { Write(children_of[c], placements, children_of, at.hi); });
         continue;
       }
       WriteThrough(at.lo);
@@ -180,7 +181,9 @@ class MarkupWriter {
   }
   // An element without text: after word lo - 1 (before its trailing punctuation when the
   // source had the element before punctuation), or before word lo; with its spaces.
-  void WritePoint(const InlineElement& element, const WordSpan& at, int hi) {
+  template <typename WriteChildren>
+  void WritePoint(const InlineElement& element, const WordSpan& at, int hi,
+                  const WriteChildren& write_children) {
     const int words = static_cast<int>(words_.size());
     if (at.after_word && at.lo > 0) {
       const ByteRange& word = words_[at.lo - 1];
@@ -198,6 +201,7 @@ class MarkupWriter {
       WriteTo(stop);
       if (element.space_before) out_ += ' ';
       out_ += element.open;
+      write_children();
       out_ += element.close;
       return;
     }
@@ -205,6 +209,7 @@ class MarkupWriter {
     if (at.lo < hi) WriteGapBefore(at.lo);
     if (at.lo == words && element.space_before && written_ > 0) out_ += ' ';
     out_ += element.open;
+    write_children();
     out_ += element.close;
     if (at.lo < words && element.space_after) out_ += ' ';
   }

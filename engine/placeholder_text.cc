@@ -83,7 +83,8 @@ std::vector<ByteRange> find_placeholders(absl::string_view text) {
 void append_without_placeholders(absl::string_view text, int parent,
                                  std::string (*escape)(absl::string_view),
                                  const std::function<void(absl::string_view)>& append,
-                                 std::string& block_text, std::vector<InlineElement>& elements) {
+                                 std::string& block_text, std::vector<InlineElement>& elements,
+                                 bool text_may_follow) {
   const auto is_space = [](char c) { return absl::ascii_isspace(static_cast<unsigned char>(c)); };
   size_t from = 0;
   for (const ByteRange& placeholder : find_placeholders(text)) {
@@ -93,7 +94,10 @@ void append_without_placeholders(absl::string_view text, int parent,
     point.open = escape(text.substr(placeholder.begin, placeholder.end - placeholder.begin));
     point.parent = parent;
     const bool space_follows = from < text.size() && is_space(text[from]);
-    if (!space_follows && !block_text.empty() && block_text.back() == ' ') {
+    const bool run_ends = from == text.size() && text_may_follow;
+    if (run_ends && !block_text.empty() && block_text.back() == ' ') {
+      point.space_before = true;  // the next run decides what follows (HtmlBlocks)
+    } else if (!space_follows && !block_text.empty() && block_text.back() == ' ') {
       // "Hello {name}, you": the text reads "Hello, you", the placeholder after "Hello".
       block_text.pop_back();
       point.space_before = true;

@@ -35,10 +35,14 @@ std::vector<ByteRange> find_placeholders(absl::string_view text);
 // is), and each placeholder becomes a point element of `elements` (inside element `parent`,
 // -1: none) at its place, whose markup is escape(placeholder). A space on both sides of a
 // placeholder is kept once; a space before one that punctuation follows goes with it.
+// `text_may_follow`: `text` is one run of a block whose next run may follow (a text node of
+// HTML or XML), so a placeholder ending it keeps the space before it in the text (what follows
+// is not known yet: "Hello <b>%s</b> world" reads "Hello world").
 void append_without_placeholders(absl::string_view text, int parent,
                                  std::string (*escape)(absl::string_view),
                                  const std::function<void(absl::string_view)>& append,
-                                 std::string& block_text, std::vector<InlineElement>& elements);
+                                 std::string& block_text, std::vector<InlineElement>& elements,
+                                 bool text_may_follow = false);
 
 class PlaceholderText : public TextRuns {
  public:

@@ -115,5 +115,31 @@ TEST(PlaceholderText, MarkupAroundPlaceholdersAloneKeepsThem) {
   }
 }
 
+// The QA round: "Hello <b>%s</b> world." came back as "Hallo <b> %s</b>Welt.": the spaces
+// around an element that holds a placeholder alone stay outside it, where the source had them.
+TEST(PlaceholderText, AnElementHoldingAPlaceholderAloneKeepsItsSpacesOutside) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"<p>Hello <b>%s</b> world.</p>", "<p>HALLO <b>%s</b> WELT.</p>"},
+      {"<p>Hello <b><i>{name}</i></b> world.</p>", "<p>HALLO <b><i>{name}</i></b> WELT.</p>"},
+      {"<p>Hello <b>%s</b></p>", "<p>HALLO <b>%s</b></p>"},
+      {"<p>Hello <b>{n}</b> new <b>%d</b> files.</p>", "<p>HALLO <b>{n}</b> NEU <b>%d</b> DATEIEN.</p>"},
+  };
+  for (const auto& [source, expected] : cases) {
+    auto html = HtmlText::Parse(source, /*keep_placeholders=*/true);
+    ASSERT_TRUE(html.ok()) << source;
+    ASSERT_EQ(html->texts().size(), 1u) << source;
+    std::string translation = html->texts()[0];
+    for (char& c : translation) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"HELLO", "HALLO"},
+                                   {"WORLD", "WELT"}, {"NEW", "NEU"}, {"FILES", "DATEIEN"}}) {
+      if (const size_t at = translation.find(from); at != std::string::npos) {
+        translation.replace(at, from.size(), to);
+      }
+    }
+    EXPECT_EQ(html->Rebuild({translation}, {one_to_one(html->texts()[0], translation)}), expected)
+        << source << " read as \"" << html->texts()[0] << "\"";
+  }
+}
+
 }  // namespace
 }  // namespace xlate
