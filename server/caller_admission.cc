@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "server/grpc_status.h"
 
 namespace xlate::server {
 
@@ -30,10 +31,7 @@ std::string presented_api_key(const grpc::ServerContextBase& context) {
 
 grpc::Status verify_caller(ApiKeys* keys, const grpc::ServerContextBase& context) {
   if (keys == nullptr) return grpc::Status::OK;
-  const absl::Status verified = keys->Verify(presented_api_key(context));
-  if (verified.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(verified.code()),
-                      std::string(verified.message()));
+  return to_grpc(keys->Verify(presented_api_key(context)));
 }
 
 grpc::Status admit_caller(ApiKeys* keys, const grpc::ServerContextBase& context,
@@ -44,8 +42,7 @@ grpc::Status admit_caller(ApiKeys* keys, const grpc::ServerContextBase& context,
     if (key_name != nullptr) *key_name = *admitted;
     return grpc::Status::OK;
   }
-  return grpc::Status(static_cast<grpc::StatusCode>(admitted.status().code()),
-                      std::string(admitted.status().message()));
+  return to_grpc(admitted.status());
 }
 
 }  // namespace xlate::server

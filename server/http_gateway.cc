@@ -18,6 +18,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "proto/translator.grpc.pb.h"
 #include "server/caller_admission.h"
+#include "server/grpc_status.h"
 #include "server/libre_request.h"
 #include "server/translation_service.h"
 #include "server/web_page.h"
@@ -115,24 +116,20 @@ grpc::Status prepare_call(const httplib::Request& request, grpc::ClientContext& 
 // without a valid key costs no parse (the service admits it again, with its quotas). A
 // LibreTranslate body may carry the key itself (api_key): `key_may_be_in_body` lets a request
 // without the headers through to its bounded parse.
-grpc::Status verify_key_first(ApiKeys* keys, const httplib::Request& request,
+absl::Status verify_key_first(ApiKeys* keys, const httplib::Request& request,
                               bool key_may_be_in_body) {
-  if (keys == nullptr) return grpc::Status::OK;
+  if (keys == nullptr) return absl::OkStatus();
   const auto header = [&request](const char* name) -> std::optional<std::string> {
     if (!request.has_header(name)) return std::nullopt;
     return request.get_header_value(name);
   };
   const std::optional<std::string> authorization = header("Authorization");
   const std::optional<std::string> x_api_key = header("X-API-Key");
-  if (!authorization && !x_api_key && key_may_be_in_body) return grpc::Status::OK;
+  if (!authorization && !x_api_key && key_may_be_in_body) return absl::OkStatus();
   const auto view = [](const std::optional<std::string>& value) {
     return value ? std::optional<absl::string_view>(*value) : std::nullopt;
   };
-  const absl::Status verified =
-      keys->Verify(presented_api_key(view(authorization), view(x_api_key)));
-  if (verified.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(verified.code()),
-                      std::string(verified.message()));
+  return keys->Verify(presented_api_key(view(authorization), view(x_api_key)));
 }
 
 // A v1 request body: the message's JSON mapping, unknown fields refused.
@@ -181,7 +178,7 @@ httplib::Server::Handler v1_unary(std::shared_ptr<Stub> stub, ApiKeys* keys,
                                         httplib::Response& response) {
     Request message;
     grpc::ClientContext context;
-    grpc::Status status = verify_key_first(keys, request, /*key_may_be_in_body=*/false);
+    grpc::Status status = to_grpc(verify_key_first(keys, request, /*key_may_be_in_body=*/false));
     if (status.ok() && has_body) status = parse_body(request, message);
     if (status.ok()) status = prepare_call(request, context);
     Reply reply;
@@ -198,7 +195,7 @@ void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub, ApiKeys* keys) 
             [stub, keys](const httplib::Request& request, httplib::Response& response) {
     xlate::v1::TranslateRequest message;
     auto call = std::make_shared<StreamCall>();
-    grpc::Status status = verify_key_first(keys, request, /*key_may_be_in_body=*/false);
+    grpc::Status status = to_grpc(verify_key_first(keys, request, /*key_may_be_in_body=*/false));
     if (status.ok()) status = parse_body(request, message);
     if (status.ok()) status = prepare_call(request, call->context);
     if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
@@ -284,9 +281,9 @@ Struct libre_detection(const xlate::v1::DetectedLanguage& detected) {
 // The LibreTranslate request of an HTTP one whose headers' key, if any, is valid.
 absl::StatusOr<LibreRequest> read_libre(const httplib::Request& request, ApiKeys* keys,
                                         int64_t max_texts, bool with_languages) {
-  if (grpc::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/true);
+  if (absl::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/true);
       !key.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(key.error_code()), key.error_message());
+    return key;
   }
   if (request.get_header_value("Content-Type").find("application/json") != std::string::npos) {
     return read_libre_json(request.body, max_texts, with_languages);

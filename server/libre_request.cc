@@ -134,13 +134,14 @@ class LibreJsonEvents final : public nlohmann::json_sax<Json> {
       return true;
     }
     if (depth_ != 1 || field_ == nullptr) return true;  // a field this server does not read
-    if (field_ == &fields_.q) {
-      fields_.texts.clear();
-      if (kind == SentField::Kind::kString) fields_.texts.push_back(text);
-    }
     field_->kind = kind;
-    field_->text = std::move(text);
     field_->number = number;
+    if (field_ == &fields_.q) {  // q's text is kept with the texts alone
+      fields_.texts.clear();
+      if (kind == SentField::Kind::kString) fields_.texts.push_back(std::move(text));
+    } else {
+      field_->text = std::move(text);
+    }
     return true;
   }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "server/caller_admission.h"
+#include "server/grpc_status.h"
 
 namespace xlate::server {
 
@@ -12,8 +13,7 @@ grpc::Status ModelAdminService::ReloadModel(grpc::ServerContext* context,
   if (grpc::Status admitted = admit_caller(keys_, *context, 0); !admitted.ok()) return admitted;
   auto model = models_->Reload(request->model(), request->model_dir());
   if (!model.ok()) {
-    return grpc::Status(static_cast<grpc::StatusCode>(model.status().code()),
-                        std::string(model.status().message()));
+    return to_grpc(model.status());
   }
   const ServedModel& served = **model;
   response->set_model(served.name());

@@ -22,15 +22,11 @@
 #include "engine/word_links.h"
 #include "engine/xml_text.h"
 #include "server/language_detection.h"
+#include "server/grpc_status.h"
 #include "server/request_parsing.h"
 
 namespace xlate::server {
 namespace {
-
-grpc::Status to_grpc(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
 
 grpc::Status invalid(const std::string& message) {
   return grpc::Status(grpc::INVALID_ARGUMENT, message);

@@ -93,6 +93,9 @@ class ApiKeys(unittest.TestCase):
         for _ in range(3):
             self.refused(lambda: self.server.stub.Translate(invalid, metadata=bob, timeout=60),
                          grpc.StatusCode.INVALID_ARGUMENT, "beam_size")
+            self.refused(lambda: self.server.stub.DetectLanguage(
+                pb2.DetectLanguageRequest(contents=[]), metadata=bob, timeout=30),
+                grpc.StatusCode.INVALID_ARGUMENT, "contents is empty")
         self.translate(bob)
         self.translate(bob)
         details = self.refused(lambda: self.translate(bob), grpc.StatusCode.RESOURCE_EXHAUSTED,
