@@ -28,7 +28,7 @@ import grpc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_vs_offline import (REPO, add_multi30k_server_arguments, source_sentences,  # noqa: E402
                                start_multi30k_server)
-from soak import rss_bytes  # noqa: E402
+from soak import status_bytes  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "server", "examples"))
 from translate_client import import_stubs  # noqa: E402
@@ -77,14 +77,14 @@ def main():
             results[case] = [timed(stub) for _ in range(args.probes if case == "own" else 1)]
             for call in calls:
                 call.result()
-        before = rss_bytes(server.pid)
+        before = status_bytes(server.pid)
         flood = pb2.TranslateRequest(contents=[""] * 2_000_000)
         for _ in range(3):
             try:
                 probe.Translate(flood, timeout=120)
             except grpc.RpcError as error:
                 assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
-        after = rss_bytes(server.pid)
+        after = status_bytes(server.pid)
     finally:
         probe_channel.close()
         flood_channel.close()

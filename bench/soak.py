@@ -8,8 +8,9 @@ test_2016 sentences (a third of them paragraphs of 2-4 sentences), beams 1 to 5 
 lists, scores, length limits and alignments (of several layers and heads) mixed in, a fifth of
 the calls streamed; 10% of the calls carry a deadline too short to meet (DEADLINE_EXCEEDED by
 design) and 10% are cancelled by their client after 0-100 ms. Prints, every --report_every_s, the sentences/s and the server's
-resident memory; at the end the calls by status code and the RSS growth from the end of the
-warm-up (the first fifth) to the end. Exits non-zero when a call ends with a code other than
+resident memory; at the end the calls by status code, the resident memory idle (before the load),
+its peak, the RSS growth from the end of the warm-up (the first fifth) to the end, and the
+KV cache's pool from /metrics (its bytes, blocks and cap). Exits non-zero when a call ends with a code other than
 OK, DEADLINE_EXCEEDED, CANCELLED (the client's own) or RESOURCE_EXHAUSTED, when the server
 stops serving, or when the RSS grows by more than --max_rss_growth.
 
@@ -23,10 +24,12 @@ import collections
 import json
 import os
 import random
+import re
 import signal
 import sys
 import threading
 import time
+import urllib.request
 
 import grpc
 
@@ -39,12 +42,26 @@ from translate_client import import_stubs  # noqa: E402
 
 
 
-def rss_bytes(pid):
+def status_bytes(pid, field="VmRSS"):
+    """A memory field of /proc/PID/status in bytes: VmRSS (resident now) or VmHWM (its peak)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def kv_cache_metrics(metrics_port):
+    """The KV-cache pool's gauges (xlate_kv_cache_*) from the server's /metrics, in MiB and
+    blocks."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read()
+    values = {}
+    for line in text.decode().splitlines():
+        match = re.match(r"xlate_kv_cache_(\w+)\{[^}]*\} (\S+)", line)
+        if match:
+            value = float(match[2])
+            values[match[1]] = round(value / 2**20, 1) if match[1].endswith("bytes") else int(value)
+    return values
 
 
 BY_DESIGN = {"OK", "DEADLINE_EXCEEDED", "CANCELLED", "RESOURCE_EXHAUSTED"}
@@ -64,6 +81,9 @@ def main():
     sentences = source_sentences(args.source)
 
     server, port = start_multi30k_server(args)
+    metrics_port = next(int(m[1]) for line in server.startup_lines
+                        for m in [re.search(r"metrics on port (\d+)", line)] if m)
+    idle_rss = status_bytes(server.pid)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     stub = pb2_grpc.TranslatorStub(channel)
     lock = threading.Lock()
@@ -147,7 +167,7 @@ def main():
             now = time.monotonic()
             with lock:
                 sentences_now = done_sentences[0]
-            rss = rss_bytes(server.pid)
+            rss = status_bytes(server.pid)
             rate = (sentences_now - last_sentences) / (now - last_time)
             timeline.append({"t_s": round(now - start, 1), "sentences_per_second": round(rate, 1),
                              "rss_mib": round(rss / 2**20, 1)})
@@ -160,8 +180,10 @@ def main():
         stop.set()
         for thread in threads:
             thread.join(300)
-        final_rss = rss_bytes(server.pid) if server.poll() is None else 0
+        final_rss = status_bytes(server.pid) if server.poll() is None else 0
         serving = server.poll() is None
+        peak_rss = status_bytes(server.pid, "VmHWM") if serving else 0
+        kv_cache = kv_cache_metrics(metrics_port) if serving else {}
         server.send_signal(signal.SIGTERM)
         exit_code = server.wait(120)
         channel.close()
@@ -172,7 +194,9 @@ def main():
                "hostile_clients": args.hostile_clients, "hostile_codes": dict(hostile_codes),
                "sentences": done_sentences[0], "rss_after_warmup_mib": round(warm_rss / 2**20, 1)
                if warm_rss else None, "rss_final_mib": round(final_rss / 2**20, 1),
-               "rss_growth": round(growth, 4), "server_exit_code": exit_code,
+               "rss_growth": round(growth, 4), "rss_idle_mib": round(idle_rss / 2**20, 1),
+               "rss_peak_mib": round(peak_rss / 2**20, 1), "kv_cache": kv_cache,
+               "server_exit_code": exit_code,
                "timeline": timeline}
     print(json.dumps({k: v for k, v in summary.items() if k != "timeline"}))
     if args.json_out:

@@ -17,25 +17,36 @@ int max_positions(const TransformerModel& model, const ContinuousDecoderOptions&
 }  // namespace
 
 ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
-                                     const ContinuousDecoderOptions& options)
+                                     const ContinuousDecoderOptions& options,
+                                     std::shared_ptr<KvCachePool> pool)
     : model_(model),
       options_(options),
+      pool_(pool != nullptr ? std::move(pool)
+                            : model.kv_cache_pool(std::min(
+                                  KvCachePool::kMaxBlocks,
+                                  worst_case_blocks(model.config(), options)))),
       decoder_(model, TransformerDecoder::Slots{options.max_sentences, options.max_source_tokens,
                                                 options.max_beam_size,
-                                                max_positions(model, options),
-                                                options.commit_caches}),
+                                                max_positions(model, options)},
+               pool_),
       search_(decoder_, options.max_sentences, options.max_beam_size,
               max_positions(model, options), options.sync_interval),
       handles_(static_cast<size_t>(options.max_sentences), -1),
+      reserved_blocks_(static_cast<size_t>(options.max_sentences), 0),
       alignments_(static_cast<size_t>(options.max_sentences)),
       aligned_sources_(static_cast<size_t>(options.max_sentences)) {
   for (int slot = options.max_sentences - 1; slot >= 0; --slot) free_.push_back(slot);
-  // The caches were zeroed on this thread's stream; the server decodes on another thread's.
+  // The tables were written on this thread's stream; the server decodes on another thread's.
   op_backend(model.placement().device).synchronize();
 }
 
+ContinuousDecoder::~ContinuousDecoder() {
+  for (int64_t blocks : reserved_blocks_) pool_->unreserve(blocks);
+}
+
 absl::StatusOr<std::unique_ptr<ContinuousDecoder>> ContinuousDecoder::Create(
-    const TransformerModel& model, const ContinuousDecoderOptions& options) {
+    const TransformerModel& model, const ContinuousDecoderOptions& options,
+    std::shared_ptr<KvCachePool> pool) {
   const int max_beam = op_backend(model.placement().device).max_beam;
   if (options.max_sentences < 1 || options.max_beam_size < 1 ||
       options.max_beam_size > max_beam || options.max_source_tokens < 2 ||
@@ -47,26 +58,31 @@ absl::StatusOr<std::unique_ptr<ContinuousDecoder>> ContinuousDecoder::Create(
         options.max_target_tokens, " (>= 1), sync_interval ", options.sync_interval, " (>= 0)"));
   }
   try {
-    return std::make_unique<ContinuousDecoder>(model, options);
+    return std::make_unique<ContinuousDecoder>(model, options, std::move(pool));
   } catch (const std::bad_alloc&) {
-    const Placement& placement = model.placement();
     return absl::ResourceExhaustedError(absl::StrCat(
-        "out of ", memory_name(placement.device), " memory for the KV caches "
+        "out of ", memory_name(model.placement().device), " memory for the decoding tables "
         "of ", options.max_sentences, " sentences x ", options.max_beam_size, " beams x ",
-        options.max_target_tokens, " target tokens (", options.max_source_tokens,
-        " source tokens each): ", cache_bytes(model.config(), placement.dtype, options) >> 20,
-        " MiB"));
+        options.max_target_tokens, " target tokens"));
   }
 }
 
-int64_t ContinuousDecoder::cache_bytes(const ModelConfig& config, DType dtype,
-                                       const ContinuousDecoderOptions& options) {
-  const int64_t width = int64_t{config.decoder_heads} * (config.head_dim_k(config.decoder_heads) +
-                                                         config.head_dim_v(config.decoder_heads));
-  const int64_t rows = int64_t{options.max_sentences} * options.max_beam_size;
-  const int64_t positions = int64_t{std::min(options.max_target_tokens, config.max_positions)} * rows +
-                            int64_t{options.max_source_tokens} * options.max_sentences;
-  return int64_t{config.decoder_layers} * positions * width * static_cast<int64_t>(dtype_size(dtype));
+int64_t ContinuousDecoder::worst_case_blocks(const ModelConfig& config,
+                                             const ContinuousDecoderOptions& options) {
+  const int64_t positions = std::max(1, std::min(options.max_target_tokens, config.max_positions));
+  return int64_t{options.max_sentences} *
+         (options.max_beam_size * KvCachePool::blocks_for(positions) +
+          KvCachePool::blocks_for(options.max_source_tokens));
+}
+
+int64_t ContinuousDecoder::cache_blocks_for(int64_t source_tokens,
+                                            const TranslationOptions& options,
+                                            bool constrained) const {
+  const ModelConfig& config = model_.config();
+  const int max_length = options.max_output_tokens(source_tokens, max_positions(model_, options_),
+                                                   config.end_forced_at_limit);
+  const int beam = options.search(config, constrained).beam_size;
+  return beam * KvCachePool::blocks_for(max_length) + KvCachePool::blocks_for(source_tokens + 1);
 }
 
 int ContinuousDecoder::live_sentences() const { return search_.live_sentences(); }
@@ -167,14 +183,27 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
   std::vector<int> max_lengths(static_cast<size_t>(count));
   std::vector<SearchOptions> searches;
   const int capacity = max_positions(model_, options_);
+  std::vector<int64_t> blocks(static_cast<size_t>(count));
+  int64_t all_blocks = 0;
   for (int64_t n = 0; n < count; ++n) {
-    max_lengths[n] = options[n].max_output_tokens(encoded.sources[first + n].size(), capacity,
+    const int64_t source_tokens = static_cast<int64_t>(encoded.sources[first + n].size());
+    max_lengths[n] = options[n].max_output_tokens(source_tokens, capacity,
                                                   config.end_forced_at_limit);
     const bool constrained = static_cast<size_t>(n) < constraints.size() && !constraints[n].empty();
     searches.push_back(options[n].search(config, constrained));
+    blocks[n] = cache_blocks_for(source_tokens, options[n], constrained);
+    all_blocks += blocks[n];
   }
   if (auto status = check_constraints(constraints, max_lengths, model_); !status.ok()) {
     return status;
+  }
+  if (!pool_->reserve(all_blocks)) {
+    const int64_t block_bytes = pool_->usage().block_bytes;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the KV cache cannot hold ", count, " more sentences now: they need ", all_blocks,
+        " blocks (", (all_blocks * block_bytes) >> 20, " MiB) and ", pool_->free_to_reserve(),
+        " of its ", pool_->max_blocks(), " are free (", (pool_->max_blocks() * block_bytes) >> 20,
+        " MiB in all)"));
   }
   const std::vector<int32_t> lengths(encoded.lengths.begin() + first,
                                      encoded.lengths.begin() + first + count);
@@ -191,14 +220,22 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     search_.add(std::vector<int>(slots.begin(), slots.end()), max_lengths, searches,
                 constraints);
   } catch (const std::bad_alloc&) {
+    decoder_.release_sentences(slots);
+    pool_->unreserve(all_blocks);
+    int widest = 0;
+    for (const SearchOptions& search : searches) widest = std::max(widest, search.beam_size);
     return absl::ResourceExhaustedError(absl::StrCat(
         "out of ", memory_name(model_.placement().device), " memory admitting ", count,
-        " sentences of up to ", padded, " tokens: admit fewer tokens at a time"));
+        " sentences of up to ", padded, " tokens at beams up to ", widest,
+        ": admit fewer sentences at a time, or narrower beams"));
   } catch (const std::exception& error) {
+    decoder_.release_sentences(slots);
+    pool_->unreserve(all_blocks);
     return absl::InternalError(absl::StrCat("admitting ", count, " sentences failed: ",
                                             error.what()));
   }
   free_.resize(free_.size() - static_cast<size_t>(count));
+  for (int64_t n = 0; n < count; ++n) reserved_blocks_[slots[n]] = blocks[n];
 
   std::vector<int64_t> handles;
   for (size_t n = 0; n < slots.size(); ++n) {
@@ -221,11 +258,17 @@ int ContinuousDecoder::Drop(const std::vector<int64_t>& handles) {
   }
   if (slots.empty()) return 0;
   const std::vector<int> dropped = search_.drop(slots);
-  for (int slot : dropped) {
-    handles_[slot] = -1;
-    free_.push_back(slot);
-  }
+  for (int slot : dropped) FreeSlot(slot);
   return static_cast<int>(dropped.size());
+}
+
+void ContinuousDecoder::FreeSlot(int slot) {
+  handles_[slot] = -1;
+  alignments_[slot].reset();
+  aligned_sources_[slot] = {};
+  pool_->unreserve(reserved_blocks_[slot]);
+  reserved_blocks_[slot] = 0;
+  free_.push_back(slot);
 }
 
 std::vector<ContinuousDecoder::Progress> ContinuousDecoder::TakeProgress() {
@@ -261,12 +304,7 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
     slots.push_back(sentence.slot);
   }
   Align(finished, slots);
-  for (int slot : slots) {
-    handles_[slot] = -1;
-    alignments_[slot].reset();
-    aligned_sources_[slot] = {};
-    free_.push_back(slot);
-  }
+  for (int slot : slots) FreeSlot(slot);
   return finished;
 }
 

@@ -2,9 +2,10 @@
 // and leave it once their search ends, and every step decodes the live hypotheses of all
 // sentences as one batch (one pass over the weights). The search is DeviceBeamSearch, its state
 // on the model's device: on a GPU a step waits for nothing, and the host looks for finished
-// sentences every few steps. A sentence keeps a fixed range of max_beam_size physical rows of
-// the KV cache for its whole life, so a newcomer writing its position 0 never touches a live
-// row's keys and values. Translator::TranslateTokens is this decoder, given every sentence.
+// sentences every few steps. A sentence keeps a fixed range of max_beam_size cache slots for its
+// whole life, whose positions take KV-cache blocks (engine/kv_cache_pool.h) as they are reached;
+// admission reserves the blocks a sentence may come to hold, so a sentence admitted never lacks
+// cache. Translator::TranslateTokens is this decoder, given every sentence.
 #pragma once
 
 #include <cstdint>
@@ -27,25 +28,35 @@ struct ContinuousDecoderOptions {
   // Steps between two looks at the sentences' done flags (each waits for the device); 0: every
   // step on the CPU, where looking costs nothing, every 4th on a GPU.
   int sync_interval = 0;
-  // Write the KV caches' pages when the decoder is made (TransformerModel::start_slots): for a
-  // decoder that serves for the process's lifetime, so that its memory stays flat. A decoder
-  // for one call (Translator::TranslateTokens) leaves them to be touched as rows need them.
-  bool commit_caches = true;
 };
 
 class ContinuousDecoder {
  public:
-  // `model` must outlive the decoder. Errors: options out of range (InvalidArgument), caches
-  // that do not fit in the model device's memory (ResourceExhausted, with their size).
+  // `model` must outlive the decoder. The keys and values live in `pool`
+  // (TransformerModel::kv_cache_pool of this model; decoders stepped by one thread may share
+  // one), or, when null, in a pool of the decoder's own as large as its slots may need at once
+  // (worst_case_blocks), which fills as they need it. Errors: options out of range
+  // (InvalidArgument), the decoder's tables that do not fit in memory (ResourceExhausted).
   static absl::StatusOr<std::unique_ptr<ContinuousDecoder>> Create(
-      const TransformerModel& model, const ContinuousDecoderOptions& options);
+      const TransformerModel& model, const ContinuousDecoderOptions& options,
+      std::shared_ptr<KvCachePool> pool = nullptr);
   // As Create, for options known to be valid; throws std::bad_alloc when memory runs out.
-  ContinuousDecoder(const TransformerModel& model, const ContinuousDecoderOptions& options);
+  ContinuousDecoder(const TransformerModel& model, const ContinuousDecoderOptions& options,
+                    std::shared_ptr<KvCachePool> pool = nullptr);
+  // Gives back the live sentences' reservations (a shared pool outlives the decoder).
+  ~ContinuousDecoder();
 
-  // Bytes of the KV caches: per decoder layer, keys and values of max_target_tokens positions of
-  // max_sentences x max_beam_size rows, and of max_source_tokens source positions per sentence.
-  static int64_t cache_bytes(const ModelConfig& config, DType dtype,
-                             const ContinuousDecoderOptions& options);
+  // KV-cache blocks of max_sentences sentences of max_source_tokens source and
+  // max_target_tokens target positions at max_beam_size rows each: the most a decoder with
+  // these options holds at once.
+  static int64_t worst_case_blocks(const ModelConfig& config,
+                                   const ContinuousDecoderOptions& options);
+  // The KV-cache blocks a source of `source_tokens` tokens (end token excluded) reserves when
+  // admitted with `options`: its source positions, and its beams' (the constrained beam where
+  // `constrained`) up to its output limit.
+  int64_t cache_blocks_for(int64_t source_tokens, const TranslationOptions& options,
+                           bool constrained) const;
+  const KvCachePool& kv_cache() const { return *pool_; }
 
   int free_slots() const { return static_cast<int>(free_.size()); }
   int live_sentences() const;
@@ -66,7 +77,8 @@ class ContinuousDecoder {
 
   // Encodes `sources` (token ids, no end token) and adds them to the decode with `options`;
   // returns one handle per source, in order. Errors (nothing admitted): more sources than free
-  // slots, a source too long or with ids outside the vocabulary, options out of range or a beam
+  // slots or than the KV cache can reserve blocks for now (ResourceExhausted; cache_blocks_for
+  // says how many each needs), a source too long or with ids outside the vocabulary, options out of range or a beam
   // wider than max_beam_size; ResourceExhausted when the encoder pass cannot be allocated,
   // Internal for another failure of the device (a CUDA error). Never throws.
   // constraints: empty, or one per source: target token sequences every hypothesis of that
@@ -121,12 +133,16 @@ class ContinuousDecoder {
   absl::Status Check(int64_t count, const std::vector<TranslationOptions>& options) const;
   // Fills the alignments of the finished sentences whose slots asked for one.
   void Align(std::vector<Finished>& finished, const std::vector<int>& slots);
+  // The slot's sentence has left the decode: its slot and reservation are free.
+  void FreeSlot(int slot);
 
   const TransformerModel& model_;
   const ContinuousDecoderOptions options_;
+  std::shared_ptr<KvCachePool> pool_;
   TransformerDecoder decoder_;
   DeviceBeamSearch search_;
   std::vector<int64_t> handles_;  // by slot; -1 = free
+  std::vector<int64_t> reserved_blocks_;  // by slot: KV-cache blocks reserved for its sentence
   std::vector<int> free_;         // free slots
   // By slot, for sentences admitted with options.alignment: what to align, and how.
   std::vector<std::optional<AlignmentOptions>> alignments_;

@@ -74,14 +74,6 @@ std::vector<int32_t> identity(int64_t count) {
   return values;
 }
 
-// Writes fresh keys/values (columns of [R, T, W]) into the time-major cache [S_max, R_cap, W]:
-// step t of row r goes to row cache_rows[r·T + t] of the cache viewed as [S_max·R_cap, W]
-// (DecoderState::StepTables, on the cache's device).
-void append_to_cache(Tensor& cache, const Columns& fresh, const Tensor& cache_rows) {
-  Tensor rows = cache.reshape({cache.dim(0) * cache.dim(1), cache.dim(2)});
-  scatter_rows(rows, fresh, cache_rows);
-}
-
 void convert_weights(TransformerWeights& weights, const ModelConfig& config,
                      const Placement& placement) {
   for (NamedParameter& parameter : named_parameters(weights, config)) {
@@ -328,32 +320,33 @@ DecoderState TransformerModel::start_decoding(const Tensor& encoder_output,
   shape.rows_per_sentence = (std::max(max_rows, sentences) + per - 1) / per;
   shape.positions = max_positions;
   shape.source_steps = encoder_output.dim(1);
-  DecoderState state = empty_state(shape);
-  const int32_t* lengths = source_lengths.data<int32_t>();
-  state.set_source_lengths(identity(sentences),
-                           std::vector<int32_t>(lengths, lengths + source_lengths.numel()));
-  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    state.layers()[i].cross_key_values = linear(encoder_output, cross_projections_[i]);
-  }
+  // A pool of its own, as large as the state may come to need, filled as its rows reach
+  // positions.
+  const int64_t blocks =
+      shape.sentences * (shape.rows_per_sentence * KvCachePool::blocks_for(shape.positions) +
+                         KvCachePool::blocks_for(shape.source_steps));
+  DecoderState state(shape, kv_cache_pool(blocks));
+  set_sources(state, encoder_output, source_lengths, identity(sentences));
   std::vector<RowPlacement> rows(static_cast<size_t>(sentences));
   for (int32_t r = 0; r < sentences; ++r) rows[r] = {-1, r, 0, 0};
   state.place_rows(rows);
   return state;
 }
 
-DecoderState TransformerModel::empty_state(const DecoderState::Shape& shape) const {
-  std::vector<DecoderLayerCache> layers;
+std::shared_ptr<KvCachePool> TransformerModel::kv_cache_pool(int64_t max_blocks) const {
   const AttentionWidths self = attention_widths(config_, config_.decoder_heads);
-  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    DecoderLayerCache cache;
-    cache.self_key_values = activations(
-        {shape.positions, shape.sentences * shape.rows_per_sentence, self.key + self.value});
-    layers.push_back(std::move(cache));
-  }
-  return DecoderState(shape, std::move(layers), placement_.device);
+  return std::make_shared<KvCachePool>(static_cast<int64_t>(weights_.decoder.size()),
+                                       self.key + self.value, placement_.dtype,
+                                       placement_.device, max_blocks);
 }
 
-void TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
+int64_t TransformerModel::kv_cache_block_bytes() const {
+  const AttentionWidths self = attention_widths(config_, config_.decoder_heads);
+  return KvCachePool::block_bytes(static_cast<int64_t>(weights_.decoder.size()),
+                                  self.key + self.value, placement_.dtype);
+}
+
+void TransformerModel::decoder_layer(size_t index, Tensor& cache,
                                      const DecoderState::StepTables& tables, Residual& stream,
                                      Tensor* cross_weights) const {
   const DecoderLayerWeights& layer = weights_.decoder[index];
@@ -362,20 +355,19 @@ void TransformerModel::decoder_layer(size_t index, DecoderLayerCache& cache,
       attention_widths(config_, config_.decoder_heads);
   const Tensor x = stream.input;
   const Tensor projected = linear(x, decoder_projections_[index]);  // [R, T, q | k | v]
-  append_to_cache(cache.self_key_values,
-                  Columns(projected, query_width, key_width + value_width), tables.cache_rows);
+  scatter_rows(cache, Columns(projected, query_width, key_width + value_width),
+               tables.cache_rows);
   Tensor context = activations({x.dim(0), x.dim(1), value_width});
-  attention_forward(context, Columns(projected, 0, query_width),
-                    Columns(cache.self_key_values, 0, key_width),
-                    Columns(cache.self_key_values, key_width, value_width), tables.self_rows,
+  attention_forward(context, Columns(projected, 0, query_width), Columns(cache, 0, key_width),
+                    Columns(cache, key_width, value_width), tables.self_rows,
                     tables.self_lengths, config_.decoder_heads, /*causal=*/true);
   add_sublayer(stream, linear(context, self.output), layer.self_attention_norm,
                layer.cross_attention_norm);
 
   const AttentionWeights& cross = layer.cross_attention;
   const Tensor query = linear(stream.input, cross.query);
-  attention_forward(context, query, Columns(cache.cross_key_values, 0, key_width),
-                    Columns(cache.cross_key_values, key_width, value_width), tables.cross_rows,
+  attention_forward(context, query, Columns(cache, 0, key_width),
+                    Columns(cache, key_width, value_width), tables.cross_rows,
                     tables.cross_lengths, config_.decoder_heads, /*causal=*/false,
                     cross_weights);
   add_sublayer(stream, linear(context, cross.output), layer.cross_attention_norm,
@@ -457,7 +449,7 @@ Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& token
       layer_weights = Tensor::empty({rows, config_.decoder_heads, steps, tables.cross_rows.dim(1)},
                                     DType::kFloat32, placement_.device);
     }
-    decoder_layer(i, state.layers()[i], tables, stream,
+    decoder_layer(i, state.pool().layer(i), tables, stream,
                   cross_weights != nullptr ? &layer_weights : nullptr);
     if (cross_weights != nullptr) cross_weights->push_back(std::move(layer_weights));
   }
@@ -465,47 +457,44 @@ Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& token
 }
 
 DecoderState TransformerModel::start_slots(int64_t max_sentences, int64_t max_source_tokens,
-                                          int64_t rows_per_sentence,
-                                          int64_t max_positions, bool commit_caches) const {
+                                          int64_t rows_per_sentence, int64_t max_positions,
+                                          std::shared_ptr<KvCachePool> pool) const {
   DecoderState::Shape shape;
   shape.sentences = max_sentences;
   shape.rows_per_sentence = rows_per_sentence;
   shape.positions = max_positions;
   shape.source_steps = max_source_tokens;
-  DecoderState state = empty_state(shape);
-  // Slots that serve for the server's lifetime have their caches committed now: untouched host
-  // pages would otherwise fault in as longer sentences and more slots first reach them, and the
-  // process's memory creep up under load for as long as it runs (13.8% in 10 minutes of mixed
-  // load). Device memory is committed when it is allocated. Rows read only the positions they
-  // wrote, so a decoder for one call (the Translator's) leaves the pages to its rows.
-  if (commit_caches && placement_.device == Device::kCPU) {
-    for (DecoderLayerCache& layer : state.layers()) layer.self_key_values.fill_zero();
-  }
-  const AttentionWidths cross = attention_widths(config_, config_.decoder_heads);
-  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    state.layers()[i].cross_key_values =
-        Tensor::zeros({max_sentences, max_source_tokens, cross.key + cross.value},
-                      placement_.dtype, placement_.device);
-  }
-  return state;
+  return DecoderState(shape, std::move(pool));
 }
 
 void TransformerModel::set_sources(DecoderState& state, const Tensor& encoder_output,
                                    const Tensor& source_lengths,
                                    const std::vector<int32_t>& sentence_slots) const {
   const int64_t sentences = encoder_output.dim(0), steps = encoder_output.dim(1);
-  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    const Tensor key_values = linear(encoder_output, cross_projections_[i]);  // [n, S, k | v]
-    const int64_t width = key_values.dim(2);
-    for (int64_t n = 0; n < sentences; ++n) {
-      state.layers()[i]
-          .cross_key_values
-          .view(sentence_slots[n] * state.shape().source_steps * width, {steps * width})
-          .copy_from(key_values.view(n * steps * width, {steps * width}));
+  const int32_t* lengths = source_lengths.data<int32_t>();
+  const std::vector<int32_t> length_list(lengths, lengths + sentences);
+  // The rows of the padded encoder output that hold a source position, and the pool rows they go
+  // to (the blocks are taken first: a pool without room throws before any work).
+  const std::vector<int32_t> cache_rows = state.take_source_rows(sentence_slots, length_list);
+  std::vector<int32_t> source_rows;
+  for (int64_t n = 0; n < sentences; ++n) {
+    for (int32_t s = 0; s < lengths[n]; ++s) {
+      source_rows.push_back(static_cast<int32_t>(n * steps + s));
     }
   }
-  const int32_t* lengths = source_lengths.data<int32_t>();
-  state.set_source_lengths(sentence_slots, std::vector<int32_t>(lengths, lengths + sentences));
+  const auto count = static_cast<int64_t>(source_rows.size());
+  if (count == 0) return;
+  const Tensor from = on_device(Tensor::from_vector(source_rows, {count}));
+  const Tensor to = on_device(Tensor::from_vector(cache_rows, {count}));
+  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
+    // Projected over the padded output (the products of the whole batch, as every pass computes
+    // them), then the source positions alone copied into their blocks.
+    const Tensor key_values = linear(encoder_output, cross_projections_[i]);  // [n, S, k | v]
+    const int64_t width = key_values.dim(2);
+    Tensor positions = activations({count, width});
+    gather_rows(positions, key_values.reshape({sentences * steps, width}), from);
+    scatter_rows(state.pool().layer(i), positions, to);
+  }
 }
 
 }  // namespace xlate

@@ -1,8 +1,9 @@
 // The paper's Transformer for inference: an encoder pass and an incremental decoder over a
-// per-layer KV cache. Written once against the op interface (engine/ops/ops.h), so every backend
-// runs the same code. The model loads, encodes, creates decoding states and does a decoding
-// step's maths; the state (engine/decoder_state.h) keeps its rows. Dimension legend as in
-// kv_cache.h; T new target positions per call.
+// paged KV cache (engine/kv_cache_pool.h). Written once against the op interface
+// (engine/ops/ops.h), so every backend runs the same code. The model loads, encodes, creates
+// decoding states and does a decoding step's maths; the state (engine/decoder_state.h) keeps its
+// rows and their blocks. Legend: R rows, S_src source positions, C = d_model, V the target
+// vocabulary; T new target positions per call.
 #pragma once
 
 #include <memory>
@@ -73,17 +74,23 @@ class TransformerModel {
   // tokens[r, t]. For alignments (engine/alignment.h).
   std::vector<Tensor> cross_attention(DecoderState& state, const Tensor& tokens) const;
 
+  // A KV-cache pool (engine/kv_cache_pool.h) for this model's decoder on its device: up to
+  // max_blocks blocks, none taken yet.
+  std::shared_ptr<KvCachePool> kv_cache_pool(int64_t max_blocks) const;
+  // Bytes of one block of such a pool.
+  int64_t kv_cache_block_bytes() const;
+
   // Slot decoding, for sentences that join and leave a running decode (continuous batching).
   // A state with no rows, `max_sentences` sentence slots of up to `max_source_tokens` source
-  // tokens and `rows_per_sentence` rows (cache slots) each. Rows come with
-  // DecoderState::place_rows; they decode through decode_top_k_on_device. `commit_caches`:
-  // write the self-attention caches' host pages now (a decoder that lives as long as the
-  // server), rather than as rows first reach them (one that lives for one call).
+  // tokens and `rows_per_sentence` rows (cache slots) each, its keys and values in `pool`
+  // (kv_cache_pool; states that one thread steps may share one). Rows come with
+  // DecoderState::place_rows; they decode through decode_top_k_on_device.
   DecoderState start_slots(int64_t max_sentences, int64_t max_source_tokens,
                            int64_t rows_per_sentence, int64_t max_positions,
-                           bool commit_caches) const;
+                           std::shared_ptr<KvCachePool> pool) const;
   // Computes the cross-attention keys/values of encoder_output [n, S <= max_source_tokens, C]
-  // into sentence slots sentence_slots[0..n); rows placed afterwards read them.
+  // (host source_lengths int32 [n]) into blocks of sentence slots sentence_slots[0..n); rows
+  // placed afterwards read them. Throws std::bad_alloc when the pool has no room for them.
   void set_sources(DecoderState& state, const Tensor& encoder_output, const Tensor& source_lengths,
                    const std::vector<int32_t>& sentence_slots) const;
 
@@ -115,18 +122,16 @@ class TransformerModel {
   void encoder_layer(size_t index, Residual& stream, const Tensor& key_rows,
                      const Tensor& lengths) const;
   // cross_weights: null, or [R, h, T, S_src] on the device for the cross-attention's weights.
-  void decoder_layer(size_t index, DecoderLayerCache& cache,
-                     const DecoderState::StepTables& tables, Residual& stream,
-                     Tensor* cross_weights) const;
+  // cache: the layer's keys and values in the state's pool ([pool rows, h·d_k + h·d_v]), self-
+  // and cross-attention alike, addressed by the step tables.
+  void decoder_layer(size_t index, Tensor& cache, const DecoderState::StepTables& tables,
+                     Residual& stream, Tensor* cross_weights) const;
   void feed_forward(const LinearWeights& inner, const LinearWeights& outer,
                     const LayerNormWeights& norm, Residual& stream,
                     const LayerNormWeights& next) const;
   Tensor activations(std::vector<int64_t> shape) const;  // uninitialised, on the placement
   Tensor on_device(const Tensor& host) const;             // a host input on the model's device
   Tensor logits_to_host(const Tensor& logits) const;      // host float32, for decode()
-  // A state of this shape with self-attention caches (allocated before the cross-attention
-  // caches: they are what may not fit), no rows.
-  DecoderState empty_state(const DecoderState::Shape& shape) const;
   // decode() with the logits [R, T, V] left on the model's device.
   Tensor decode_on_device(DecoderState& state, const Tensor& tokens) const;
   // decode_on_device of one step (T = 1), logits [R, V], with each forced row's distribution

@@ -2,10 +2,11 @@
 
 namespace xlate {
 
-TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Slots& slots)
+TransformerDecoder::TransformerDecoder(const TransformerModel& model, const Slots& slots,
+                                       std::shared_ptr<KvCachePool> pool)
     : model_(model),
       state_(model.start_slots(slots.sentences, slots.source_tokens, slots.rows_per_sentence,
-                               slots.positions, slots.commit_caches)) {}
+                               slots.positions, std::move(pool))) {}
 
 TopK TransformerDecoder::step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
                                         const Tensor& wanted) {

@@ -9,13 +9,13 @@ namespace xlate {
 
 class TransformerDecoder : public DeviceIncrementalDecoder {
  public:
-  // Slots for sentences that join and leave (TransformerModel::start_slots): no rows until
-  // place_rows, sources through set_sources.
+  // Slots for sentences that join and leave (TransformerModel::start_slots), their keys and
+  // values in `pool`: no rows until place_rows, sources through set_sources.
   struct Slots {
     int64_t sentences, source_tokens, rows_per_sentence, positions;
-    bool commit_caches;  // TransformerModel::start_slots
   };
-  TransformerDecoder(const TransformerModel& model, const Slots& slots);
+  TransformerDecoder(const TransformerModel& model, const Slots& slots,
+                     std::shared_ptr<KvCachePool> pool);
 
   Device device() const override { return model_.placement().device; }
   TopK step_on_device(const Tensor& tokens, const Tensor& row_scores, int k,
@@ -26,6 +26,10 @@ class TransformerDecoder : public DeviceIncrementalDecoder {
   // encoder_output [n, S, C] of sentences that will decode in sentence slots sentence_slots.
   void set_sources(const Tensor& encoder_output, const Tensor& source_lengths,
                    const std::vector<int32_t>& sentence_slots);
+  // DecoderState::release_sentences: sentences given sources that will not decode.
+  void release_sentences(const std::vector<int32_t>& sentence_slots) {
+    state_.release_sentences(sentence_slots);
+  }
 
   // DecoderState::set_forced_tokens: the first outputs of the sentences in these slots.
   void set_forced_tokens(const std::vector<int32_t>& sentence_slots,

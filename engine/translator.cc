@@ -392,7 +392,6 @@ absl::StatusOr<std::vector<std::vector<Hypothesis>>> Translator::TranslateTokens
   ContinuousDecoderOptions limits;
   limits.max_sentences = static_cast<int>(std::min(batch, sources.size()));
   limits.max_beam_size = widest_beam;
-  limits.commit_caches = false;
   limits.max_source_tokens = 2;
   limits.max_target_tokens = 1;
   for (size_t i = 0; i < sources.size(); ++i) {

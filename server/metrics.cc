@@ -1,10 +1,8 @@
 #include "server/metrics.h"
 
-#include <unistd.h>
-
-#include <fstream>
-
 #include <prometheus/metric_family.h>
+
+#include "server/kv_cache_budget.h"
 
 namespace xlate::server {
 namespace {
@@ -13,15 +11,12 @@ namespace {
 class ProcessMemoryCollectable : public prometheus::Collectable {
  public:
   std::vector<prometheus::MetricFamily> Collect() const override {
-    std::ifstream statm("/proc/self/statm");
-    long pages_total = 0, pages_resident = 0;
-    statm >> pages_total >> pages_resident;
     prometheus::MetricFamily family;
     family.name = "xlate_process_resident_memory_bytes";
     family.help = "Resident memory of the server process in bytes";
     family.type = prometheus::MetricType::Gauge;
     prometheus::ClientMetric metric;
-    metric.gauge.value = static_cast<double>(pages_resident) * ::sysconf(_SC_PAGESIZE);
+    metric.gauge.value = static_cast<double>(resident_memory_bytes());
     family.metric.push_back(metric);
     return {family};
   }
@@ -98,6 +93,25 @@ ServerMetrics::ServerMetrics()
                       .Name("xlate_queue_depth")
                       .Help("Sentences waiting in the model's scheduler queue")
                       .Register(*registry_);
+  kv_cache_blocks_in_use_ = &BuildGauge()
+                                 .Name("xlate_kv_cache_blocks_in_use")
+                                 .Help("KV-cache blocks (16 positions each) that hold keys and "
+                                       "values of sentences decoding")
+                                 .Register(*registry_);
+  kv_cache_blocks_ = &BuildGauge()
+                          .Name("xlate_kv_cache_blocks")
+                          .Help("KV-cache blocks the model's pool holds (in use or free): it "
+                                "grows on demand up to the cap and keeps what it took")
+                          .Register(*registry_);
+  kv_cache_bytes_ = &BuildGauge()
+                         .Name("xlate_kv_cache_bytes")
+                         .Help("Bytes of the model's KV-cache pool")
+                         .Register(*registry_);
+  kv_cache_limit_bytes_ = &BuildGauge()
+                               .Name("xlate_kv_cache_limit_bytes")
+                               .Help("Bytes the model's KV-cache pool may grow to "
+                                     "(--kv_cache_mib)")
+                               .Register(*registry_);
   queue_capacity_ = &BuildGauge()
                          .Name("xlate_queue_capacity")
                          .Help("Sentences the model's scheduler queue holds at most "
@@ -137,6 +151,10 @@ ModelMetrics* ServerMetrics::ForModel(const std::string& name, int64_t queue_cap
   model->generated_tokens_ = &generated_tokens_->Add(labels);
   model->dropped_sentences_ = &dropped_sentences_->Add(labels);
   model->queue_depth_ = &queue_depth_->Add(labels);
+  model->kv_cache_blocks_in_use_ = &kv_cache_blocks_in_use_->Add(labels);
+  model->kv_cache_blocks_ = &kv_cache_blocks_->Add(labels);
+  model->kv_cache_bytes_ = &kv_cache_bytes_->Add(labels);
+  model->kv_cache_limit_bytes_ = &kv_cache_limit_bytes_->Add(labels);
   queue_capacity_->Add(labels).Set(static_cast<double>(queue_capacity));
   RequestsLocked(name);
   reloads_->Add({{"model", name}, {"result", "loaded"}});
@@ -206,6 +224,14 @@ void ModelMetrics::on_dropped(int64_t sentences) {
 
 void ModelMetrics::on_queue_wait(absl::Duration waited) {
   queue_wait_->Observe(absl::ToDoubleSeconds(waited));
+}
+
+void ModelMetrics::on_kv_cache(int64_t blocks_in_use, int64_t blocks_in_pool, int64_t pool_bytes,
+                               int64_t cap_bytes) {
+  kv_cache_blocks_in_use_->Set(static_cast<double>(blocks_in_use));
+  kv_cache_blocks_->Set(static_cast<double>(blocks_in_pool));
+  kv_cache_bytes_->Set(static_cast<double>(pool_bytes));
+  kv_cache_limit_bytes_->Set(static_cast<double>(cap_bytes));
 }
 
 void ModelMetrics::on_queue_depth(int64_t sentences) {

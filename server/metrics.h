@@ -32,9 +32,15 @@ class ModelMetrics : public SchedulerObserver {
   void on_queue_wait(absl::Duration waited) override;
   void on_queue_depth(int64_t sentences) override;
   void on_dropped(int64_t sentences) override;
+  void on_kv_cache(int64_t blocks_in_use, int64_t blocks_in_pool, int64_t pool_bytes,
+                   int64_t cap_bytes) override;
 
  private:
   friend class ServerMetrics;
+  prometheus::Gauge* kv_cache_blocks_in_use_;
+  prometheus::Gauge* kv_cache_blocks_;
+  prometheus::Gauge* kv_cache_bytes_;
+  prometheus::Gauge* kv_cache_limit_bytes_;
   prometheus::Histogram* queue_wait_;
   prometheus::Histogram* batch_sentences_;
   prometheus::Histogram* batch_tokens_;
@@ -79,6 +85,10 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>* dropped_sentences_;
   prometheus::Family<prometheus::Gauge>* queue_depth_;
   prometheus::Family<prometheus::Gauge>* queue_capacity_;
+  prometheus::Family<prometheus::Gauge>* kv_cache_blocks_in_use_;
+  prometheus::Family<prometheus::Gauge>* kv_cache_blocks_;
+  prometheus::Family<prometheus::Gauge>* kv_cache_bytes_;
+  prometheus::Family<prometheus::Gauge>* kv_cache_limit_bytes_;
   prometheus::Family<prometheus::Gauge>* model_info_;
   prometheus::Family<prometheus::Gauge>* loaded_at_;
   prometheus::Family<prometheus::Counter>* reloads_;

@@ -131,6 +131,25 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     };
   }
   options.report_stable_prefixes = static_cast<bool>(progress_handed_over);
+  std::vector<TranslationOptions> sentence_options(sources.size(), options);
+  std::vector<int64_t> cache_blocks(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!forced_starts.empty() && !forced_starts[i].empty()) {
+      std::vector<int32_t>& forced = sentence_options[i].forced_start_tokens;
+      forced.insert(forced.end(), forced_starts[i].begin(), forced_starts[i].end());
+    }
+    const bool constrained = !constraints.empty() && !constraints[i].empty();
+    cache_blocks[i] = main_.engine->CacheBlocksFor(static_cast<int64_t>(sources[i].size()),
+                                                   sentence_options[i], constrained);
+    const int64_t cap = main_.engine->CacheBlocksCap();
+    if (cache_blocks[i] > cap) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "sentence ", i + 1, " (", sources[i].size(), " tokens, beam_size ",
+          sentence_options[i].beam_size, ") may need ", cache_blocks[i], " KV-cache blocks, more than the server's cap of ", cap,
+          " (--kv_cache_mib): send a shorter sentence, a narrower beam or a lower "
+          "max_extra_length"));
+    }
+  }
   auto job = std::make_shared<TranslationJob>(sources.size(), std::move(handed_over),
                                               std::move(progress_handed_over));
   {
@@ -158,16 +177,11 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     double fair_end = std::max(share.fair_end, virtual_time_);
     for (size_t i = 0; i < sources.size(); ++i) {
       const int64_t tokens = static_cast<int64_t>(sources[i].size()) + 1;
-      TranslationOptions sentence_options = options;
-      if (!forced_starts.empty() && !forced_starts[i].empty()) {
-        sentence_options.forced_start_tokens.insert(sentence_options.forced_start_tokens.end(),
-                                                    forced_starts[i].begin(),
-                                                    forced_starts[i].end());
-      }
       pending_.push_back({tokens, now, deadline, fair_end});
       fair_end += static_cast<double>(tokens);
-      queued_.push_back({job, i, std::move(sources[i]), std::move(sentence_options), client,
-                         constraints.empty() ? Constraints() : std::move(constraints[i])});
+      queued_.push_back({job, i, std::move(sources[i]), std::move(sentence_options[i]), client,
+                         constraints.empty() ? Constraints() : std::move(constraints[i]),
+                         cache_blocks[i]});
     }
     share.queued += static_cast<int64_t>(sources.size());
     share.fair_end = fair_end;
@@ -260,6 +274,17 @@ std::vector<size_t> Scheduler::ExpressBatchLocked(absl::Time now) {
   return batch;
 }
 
+std::vector<size_t> Scheduler::FittingLocked(const StreamingEngine& engine,
+                                             std::vector<size_t> chosen) const {
+  int64_t room = engine.CacheBlocksFree();
+  size_t fitting = 0;
+  for (; fitting < chosen.size() && queued_[chosen[fitting]].cache_blocks <= room; ++fitting) {
+    room -= queued_[chosen[fitting]].cache_blocks;
+  }
+  chosen.resize(fitting);
+  return chosen;
+}
+
 void Scheduler::Run() {
   for (;;) {
     std::vector<QueuedSentence> batch;
@@ -284,10 +309,13 @@ void Scheduler::Run() {
           break;  // fail them with the lock released, then decide again
         }
         std::vector<size_t> chosen = ExpressBatchLocked(now);
+        if (!chosen.empty()) chosen = FittingLocked(*express_.engine, std::move(chosen));
         if (!chosen.empty()) {
           admit_to = &express_;
         } else if (limits.max_batch_sentences > 0) {
-          chosen = decision.batch;
+          // Sentences that do not fit wait for the blocks of those decoding (there are some:
+          // with nothing decoding, every sentence within the cap fits).
+          chosen = FittingLocked(*main_.engine, decision.batch);
         }
         if (!chosen.empty()) {
           for (size_t i : chosen) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,6 +58,19 @@ class StreamingEngine {
   // Drops live sentences (nobody waits for their results) before the next step; handles that
   // are no longer live are ignored. Returns how many were dropped.
   virtual int Drop(const std::vector<int64_t>& handles) = 0;
+
+  // The KV cache (engine/kv_cache_pool.h), in blocks: what a sentence of `source_tokens` tokens
+  // (end token excluded) with `options` reserves when admitted
+  // (ContinuousDecoder::cache_blocks_for), what is free to reserve now, and the cap. The
+  // scheduler admits sentences while they fit and refuses at once one larger than the cap. An
+  // engine whose cache never limits admission keeps these defaults. CacheBlocksFor may be
+  // called from any thread.
+  virtual int64_t CacheBlocksFor(int64_t /*source_tokens*/, const TranslationOptions& /*options*/,
+                                 bool /*constrained*/) const {
+    return 0;
+  }
+  virtual int64_t CacheBlocksFree() const { return std::numeric_limits<int64_t>::max(); }
+  virtual int64_t CacheBlocksCap() const { return std::numeric_limits<int64_t>::max(); }
 };
 
 // What the scheduler reports, for metrics. Called on the scheduler thread or, for
@@ -74,6 +88,10 @@ class SchedulerObserver {
   virtual void on_queue_depth(int64_t sentences) = 0;
   // Sentences dropped from the running decode because their request was cancelled.
   virtual void on_dropped(int64_t sentences) = 0;
+  // The KV cache after a decoding step (engine/kv_cache_pool.h: blocks taken, blocks the pool
+  // holds, its bytes and its cap in bytes); reported by the engine, on the scheduler thread.
+  virtual void on_kv_cache(int64_t /*blocks_in_use*/, int64_t /*blocks_in_pool*/,
+                           int64_t /*pool_bytes*/, int64_t /*cap_bytes*/) {}
 };
 
 // The sentences of one request, shared by whoever waits for it and the scheduler thread that
@@ -155,7 +173,9 @@ class Scheduler {
   // translations grow, before on_done. Every call has run when the scheduler is destroyed.
   // `forced_starts`: empty, or one per source: target tokens forced after
   // options.forced_start_tokens at the start of that sentence's output (a target prefix).
-  // Sentences of any options share batches, each decoded with its own.
+  // Sentences of any options share batches, each decoded with its own. A sentence that needs
+  // more KV cache than the engine's cap fails the Submit (RESOURCE_EXHAUSTED, with the sizes);
+  // one that does not fit now waits in the queue until blocks return.
   // `constraints`: empty, or one per source: its lexical constraints (a glossary's target
   // terms); sentences with and without them share batches.
   absl::StatusOr<std::shared_ptr<TranslationJob>> Submit(
@@ -179,6 +199,7 @@ class Scheduler {
     TranslationOptions options;
     std::string client;
     Constraints constraints;
+    int64_t cache_blocks;  // StreamingEngine::CacheBlocksFor
   };
   // A client with sentences waiting: how many, and where its last one ends in virtual time.
   struct ClientShare {
@@ -208,6 +229,11 @@ class Scheduler {
   // The express engine's batch, when it has room and the main engine decodes: the queued
   // sentences of light clients (Create), by the batching policy without a queue delay.
   std::vector<size_t> ExpressBatchLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // The longest prefix of `chosen` (queue indices) whose KV-cache blocks `engine` can reserve
+  // now.
+  std::vector<size_t> FittingLocked(const StreamingEngine& engine,
+                                    std::vector<size_t> chosen) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Admits a batch into a lane's engine (engine thread); failures fail its jobs.
   void AdmitBatch(Lane& lane, std::vector<QueuedSentence> batch, int64_t padded_tokens);
   // One step of a lane's engine; reports the stable prefixes that grew and delivers the

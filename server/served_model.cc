@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/ops/cpu/thread_governor.h"
+#include "server/kv_cache_budget.h"
 
 namespace xlate::server {
 
@@ -15,8 +16,11 @@ class ServedModel::Engine : public StreamingEngine {
  public:
   // `governor` (may be null) sets the CPU threads of each step; else `threads` (0: OpenMP's own).
   Engine(std::unique_ptr<ContinuousDecoder> decoder, std::unique_ptr<CpuThreadGovernor> governor,
-         int threads)
-      : decoder_(std::move(decoder)), governor_(std::move(governor)), threads_(threads) {}
+         int threads, SchedulerObserver* observer)
+      : decoder_(std::move(decoder)),
+        governor_(std::move(governor)),
+        threads_(threads),
+        observer_(observer) {}
   int free_slots() const override { return decoder_->free_slots(); }
   int live_sentences() const override { return decoder_->live_sentences(); }
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
@@ -31,15 +35,28 @@ class ServedModel::Engine : public StreamingEngine {
     } else if (threads_ > 0) {
       omp_set_num_threads(threads_);
     }
-    return decoder_->Step();
+    std::vector<Finished> finished = decoder_->Step();
+    if (observer_ != nullptr) {
+      const KvCachePool::Usage cache = decoder_->kv_cache().usage();
+      observer_->on_kv_cache(cache.blocks_in_use, cache.blocks_in_pool, cache.pool_bytes(),
+                             cache.max_blocks * cache.block_bytes);
+    }
+    return finished;
   }
   std::vector<Progress> TakeProgress() override { return decoder_->TakeProgress(); }
   int Drop(const std::vector<int64_t>& handles) override { return decoder_->Drop(handles); }
+  int64_t CacheBlocksFor(int64_t source_tokens, const TranslationOptions& options,
+                         bool constrained) const override {
+    return decoder_->cache_blocks_for(source_tokens, options, constrained);
+  }
+  int64_t CacheBlocksFree() const override { return decoder_->kv_cache().free_to_reserve(); }
+  int64_t CacheBlocksCap() const override { return decoder_->kv_cache().max_blocks(); }
 
  private:
   std::unique_ptr<ContinuousDecoder> decoder_;
   std::unique_ptr<CpuThreadGovernor> governor_;
   const int threads_;
+  SchedulerObserver* const observer_;
 };
 
 ServedModel::ServedModel(std::string name, std::string dir,
@@ -62,17 +79,32 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const std::string
   ContinuousDecoderOptions decoder_options = settings.decoder;
   decoder_options.max_source_tokens =
       std::min(decoder_options.max_source_tokens, (*translator)->max_input_tokens());
-  auto decoder = ContinuousDecoder::Create((*translator)->model(), decoder_options);
+  ContinuousDecoderOptions express_options = decoder_options;
+  express_options.max_sentences = std::max(1, settings.express_sentences);
+  // One pool for both decoders (the scheduler thread steps them one after the other), empty
+  // until sentences decode, capped by the flag or the memory the process may use, and never
+  // larger than the two decoders can fill at once.
+  const TransformerModel& transformer = (*translator)->model();
+  const int64_t cap_bytes = settings.kv_cache_bytes > 0
+                                ? settings.kv_cache_bytes
+                                : default_kv_cache_bytes(settings.placement.device);
+  int64_t cap_blocks =
+      ContinuousDecoder::worst_case_blocks(transformer.config(), decoder_options);
+  if (settings.express_sentences > 0) {
+    cap_blocks += ContinuousDecoder::worst_case_blocks(transformer.config(), express_options);
+  }
+  cap_blocks = std::clamp<int64_t>(cap_bytes / transformer.kv_cache_block_bytes(), 1,
+                                   std::min(cap_blocks, KvCachePool::kMaxBlocks));
+  std::shared_ptr<KvCachePool> kv_cache = transformer.kv_cache_pool(cap_blocks);
+  auto decoder = ContinuousDecoder::Create(transformer, decoder_options, kv_cache);
   if (!decoder.ok()) {
     return absl::Status(decoder.status().code(),
                         absl::StrCat(decoder.status().message(), "; lower --decoding_sentences, "
                                      "--max_beam_size or --max_output_tokens"));
   }
   std::unique_ptr<ContinuousDecoder> express_decoder;
-  ContinuousDecoderOptions express_options = decoder_options;
-  express_options.max_sentences = settings.express_sentences;
   if (settings.express_sentences > 0) {
-    auto made = ContinuousDecoder::Create((*translator)->model(), express_options);
+    auto made = ContinuousDecoder::Create(transformer, express_options, kv_cache);
     if (!made.ok()) {
       return absl::Status(made.status().code(),
                           absl::StrCat(made.status().message(), " (the express decoder; lower "
@@ -86,17 +118,12 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const std::string
   };
   std::unique_ptr<ServedModel> model(new ServedModel(name, dir, *std::move(translator),
                                                      decoder_options.max_source_tokens));
-  const DType cache_dtype = model->translator_->model().placement().dtype;
-  model->cache_bytes_ =
-      ContinuousDecoder::cache_bytes(model->config(), cache_dtype, decoder_options);
+  model->kv_cache_ = std::move(kv_cache);
+  model->engine_ =
+      std::make_unique<Engine>(*std::move(decoder), governor(), settings.threads, observer);
   if (express_decoder) {
-    model->cache_bytes_ +=
-        ContinuousDecoder::cache_bytes(model->config(), cache_dtype, express_options);
-  }
-  model->engine_ = std::make_unique<Engine>(*std::move(decoder), governor(), settings.threads);
-  if (express_decoder) {
-    model->express_ =
-        std::make_unique<Engine>(std::move(express_decoder), governor(), settings.threads);
+    model->express_ = std::make_unique<Engine>(std::move(express_decoder), governor(),
+                                               settings.threads, observer);
   }
   auto scheduler = Scheduler::Create(settings.scheduler, model->engine_.get(), observer,
                                      absl::Now, model->express_.get());

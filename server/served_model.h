@@ -27,6 +27,9 @@ struct ServingSettings {
   int threads = 0;
   // Sentence slots of the express decoder (Scheduler::Create's `express`); 0 = none.
   int express_sentences = 0;
+  // Bytes the model's KV cache may grow to (--kv_cache_mib); 0: default_kv_cache_bytes
+  // (server/kv_cache_budget.h). Never more than its decoders can hold at once.
+  int64_t kv_cache_bytes = 0;
 };
 
 class ServedModel {
@@ -34,8 +37,9 @@ class ServedModel {
   // Loads the model directory `dir`, makes its decoder and scheduler (which reports to
   // `observer`; may be null, else it must outlive the model) and translates a warm-up sentence
   // through them, so that primitive creation and first-touch allocation happen here and not on
-  // a client's call. Errors: the directory's (missing or corrupt files, a wrong config), caches
-  // that do not fit in memory, a failed warm-up.
+  // a client's call. Its KV cache starts empty and grows with the work, up to its cap. Errors:
+  // the directory's (missing or corrupt files, a wrong config), decoders that do not fit in
+  // memory, a failed warm-up.
   static absl::StatusOr<std::unique_ptr<ServedModel>> Load(const std::string& name,
                                                            const std::string& dir,
                                                            const ServingSettings& settings,
@@ -54,8 +58,8 @@ class ServedModel {
   int max_input_tokens() const { return max_input_tokens_; }
   // How long Load took, warm-up included.
   absl::Duration load_time() const { return load_time_; }
-  // Bytes of the decoders' KV caches (main and express), committed when the model loads.
-  int64_t cache_bytes() const { return cache_bytes_; }
+  // The KV cache's pool, shared by its decoders (main and express): its cap and what it holds.
+  KvCachePool::Usage kv_cache_usage() const { return kv_cache_->usage(); }
 
  private:
   class Engine;
@@ -65,12 +69,12 @@ class ServedModel {
   const std::string name_, dir_;
   // Destroyed in reverse: the scheduler's thread stops before the decoder and the weights go.
   std::unique_ptr<Translator> translator_;
+  std::shared_ptr<KvCachePool> kv_cache_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Engine> express_;  // may be null
   std::unique_ptr<Scheduler> scheduler_;
   const int max_input_tokens_;
   absl::Duration load_time_;
-  int64_t cache_bytes_ = 0;
 };
 
 }  // namespace xlate::server

@@ -106,8 +106,12 @@ ABSL_FLAG(int64_t, max_entries_per_request, 256,
           "most entries in a request's contents, blank ones included (counted before the "
           "request is parsed)");
 ABSL_FLAG(int, max_beam_size, xlate::server::kDefaultMaxBeamSize,
-          "largest beam_size a request may ask for, <= 15 (the decoder reserves this many "
-          "KV-cache rows per decoding sentence)");
+          "largest beam_size a request may ask for, <= 15");
+ABSL_FLAG(int64_t, kv_cache_mib, 0,
+          "MiB each model's KV cache may grow to (it starts empty, grows with the sentences "
+          "decoding and keeps what it took; when full, new sentences wait for others to "
+          "finish); 0 = the memory the process may use (its cgroup's limit, else the "
+          "machine's; on a GPU the device's free memory) less the weights and a margin");
 ABSL_FLAG(int, decoding_sentences, 64, "sentences decoded together at most; new ones join "
           "between decoding steps as others finish");
 ABSL_FLAG(int, express_sentences, 4,
@@ -293,8 +297,9 @@ class RegistryReporter : public ModelRegistry::Observer {
                             config.target_lang});
     std::cerr << "xlate-server: model \"" << model.name() << "\" loaded from " << model.dir()
               << " (" << config.source_lang << " to " << config.target_lang << ") in "
-              << absl::FormatDuration(model.load_time()) << "; KV caches "
-              << (model.cache_bytes() >> 20) << " MiB" << std::endl;
+              << absl::FormatDuration(model.load_time()) << "; KV cache up to "
+              << (model.kv_cache_usage().max_blocks * model.kv_cache_usage().block_bytes >> 20)
+              << " MiB, taken as sentences decode" << std::endl;
   }
   void on_reload(const std::string& name, const absl::Status& outcome) override {
     metrics_->on_reload(name, outcome.ok());
@@ -362,6 +367,12 @@ int serve(const std::vector<std::string>& model_flags) {
   settings.decoder.max_source_tokens = absl::GetFlag(FLAGS_max_input_tokens);
   settings.decoder.max_target_tokens = absl::GetFlag(FLAGS_max_output_tokens);
   settings.express_sentences = absl::GetFlag(FLAGS_express_sentences);
+  const int64_t kv_cache_mib = absl::GetFlag(FLAGS_kv_cache_mib);
+  if (kv_cache_mib < 0 || kv_cache_mib > (int64_t{1} << 30)) {
+    return fail("--kv_cache_mib must be in [0, 2^30] (0 = from the memory the process may use)",
+                2);
+  }
+  settings.kv_cache_bytes = kv_cache_mib << 20;
   if (settings.express_sentences < 0 || settings.express_sentences > 64) {
     return fail("--express_sentences must be in [0, 64]", 2);
   }

@@ -121,7 +121,12 @@ JoiningRun run_joining(const TransformerModel& model, const std::vector<int>& ma
                        const std::vector<SearchOptions>& settings, int sync_interval) {
   const int slots = 3, max_beam = 4, longest = 12;
   const auto& sources = kJoiningSources;
-  TransformerDecoder decoder(model, TransformerDecoder::Slots{slots, 8, max_beam, longest, true});
+  // A pool that holds the three slots' blocks once: sentences that leave must give theirs back
+  // for the next to join.
+  TransformerDecoder decoder(
+      model, TransformerDecoder::Slots{slots, 8, max_beam, longest},
+      model.kv_cache_pool(slots * (max_beam * KvCachePool::blocks_for(longest) +
+                                   KvCachePool::blocks_for(8))));
   DeviceBeamSearch search(decoder, slots, max_beam, longest, sync_interval);
   std::vector<int> free_slots = {2, 1, 0}, sentence_in(slots, -1);
   JoiningRun run{std::vector<std::vector<Hypothesis>>(sources.size()),
@@ -239,8 +244,8 @@ TEST(DeviceBeamSearch, AbandonedSlotsDecodeNewSentencesAfresh) {
   SearchOptions options;
   options.beam_size = 3;
   options.n_best = 2;
-  TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, max_beam,
-                                                               longest, true});
+  TransformerDecoder decoder(*model, TransformerDecoder::Slots{slots, 8, max_beam, longest},
+                             model->kv_cache_pool(64));
   DeviceBeamSearch search(decoder, slots, max_beam, longest, /*sync_interval=*/4);
   const Batch first = encode(*model, {{4, 5, 3}, {5, 4, 4, 3}});
   decoder.set_sources(first.encoded, first.lengths, {0, 1});
@@ -274,7 +279,7 @@ TEST(DeviceBeamSearch, AbandonedSlotsDecodeNewSentencesAfresh) {
 
 TEST(DeviceBeamSearch, ASearchWithNoSentenceStepsToNothing) {
   const auto model = tiny_random_model(6, 3);
-  TransformerDecoder decoder(*model, TransformerDecoder::Slots{2, 4, 4, 4, false});
+  TransformerDecoder decoder(*model, TransformerDecoder::Slots{2, 4, 4, 4}, model->kv_cache_pool(8));
   DeviceBeamSearch search(decoder, 2, 4, 4, /*sync_interval=*/1);
   EXPECT_TRUE(search.step().empty());
   EXPECT_EQ(search.live_sentences(), 0);

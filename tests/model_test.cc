@@ -1,6 +1,7 @@
 // The model's forward pass against golden logits from the independent numpy reference
 // (tests/reference/make_golden.py), and incremental decoding against whole-prefix recomputation.
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -132,6 +133,55 @@ TEST_P(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
       prefixes = {prefixes[1], prefixes[1], prefixes[3], prefixes[2]};
     }
   }
+}
+
+// The same through a pool shared with other users, whose free blocks are scattered: the rows'
+// positions cross block boundaries (16, 32) into blocks that are neither adjacent nor in order,
+// beams reorder across them, and each step's logits still equal the whole prefix recomputed.
+// Reordering copies no block: the state holds each slot's blocks and its sources' only.
+TEST_P(GoldenModel, DecodingThroughScatteredBlocksEqualsWholePrefix) {
+  const TransformerModel& model = *model_;
+  const std::vector<std::vector<int32_t>> sources = {batch_.source[0], batch_.source[1]};
+  Tensor source_lengths;
+  const Tensor source = padded(sources, model.config().pad_id, &source_lengths);
+  const Tensor encoded = model.encode(source, source_lengths);
+  const int64_t vocabulary = model.config().vocab_size, steps = 36;
+  auto pool = model.kv_cache_pool(64);
+  for (int i = 0; i < 9; ++i) pool->take();
+  pool->give_back({7, 1, 5, 3});  // held here: 0, 2, 4, 6, 8; free: 1, 3, 5, 7, then 9 on
+  DecoderState state = model.start_slots(2, source.dim(1), 2, steps, pool);
+  model.set_sources(state, encoded, source_lengths, {0, 1});
+  state.place_rows({{-1, 0, 0, 0}, {-1, 0, 1, 0}, {-1, 1, 0, 0}, {-1, 1, 1, 0}});
+  std::vector<std::vector<int32_t>> prefixes = {{2}, {2}, {2}, {2}};
+  const std::vector<int32_t> row_source = {0, 0, 1, 1};
+  std::mt19937 generator(5);
+  std::uniform_int_distribution<int32_t> token(4, static_cast<int32_t>(vocabulary) - 1);
+  for (int64_t step = 0; step < steps; ++step) {
+    std::vector<int32_t> last;
+    for (const auto& prefix : prefixes) last.push_back(prefix.back());
+    const Tensor step_logits =
+        model.decode(state, Tensor::from_vector(last, {int64_t(last.size()), 1}));
+    for (size_t r = 0; r < prefixes.size(); ++r) {
+      const Tensor full = forward_logits(model, Batch{{sources[row_source[r]]}, {prefixes[r]}});
+      const float* logits = full.data<float>() + (prefixes[r].size() - 1) * vocabulary;
+      for (int64_t v = 0; v < vocabulary; ++v) {
+        ASSERT_NEAR(step_logits.data<float>()[r * vocabulary + v], logits[v], 1e-4)
+            << "step " << step << " row " << r << " token " << v;
+      }
+    }
+    for (auto& prefix : prefixes) prefix.push_back(token(generator));
+    if (step == 5 || step == 17 || step == 30) {
+      // Sentence 0's rows both continue row 1 (then row 0); sentence 1's swap.
+      const int32_t kept = step == 17 ? 0 : 1;
+      state.select_rows_on_device(
+          Tensor::from_vector(std::vector<int32_t>{kept, kept, 3, 2}, {4}));
+      prefixes = {prefixes[kept], prefixes[kept], prefixes[3], prefixes[2]};
+    }
+  }
+  // 4 slots x 3 blocks (36 positions), 2 sources x 1 block, and the 5 held here.
+  EXPECT_EQ(pool->usage().blocks_in_use, 4 * 3 + 2 + 5);
+  state.place_rows({});
+  EXPECT_EQ(pool->usage().blocks_in_use, 5);
 }
 
 // tiny_golden: d_k = d_v = d_model / h. tiny_golden_dkdv: d_k = 3, d_v = 5 (Table 3, row B).

@@ -2,6 +2,7 @@
 // at once, cancelled and expired work never reaches the engine, full batches do not wait.
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -20,7 +21,10 @@ namespace {
 // once. Optionally blocks each admission until released, and records what it saw.
 class FakeEngine : public StreamingEngine {
  public:
-  explicit FakeEngine(int slots = 64) : slots_(slots) {}
+  // cache_blocks: the KV cache's cap, in blocks; a sentence reserves one per source token.
+  explicit FakeEngine(int slots = 64,
+                      int64_t cache_blocks = std::numeric_limits<int64_t>::max())
+      : slots_(slots), cache_blocks_(cache_blocks) {}
   int free_slots() const override { return slots_ - static_cast<int>(live_.size()); }
   int live_sentences() const override { return static_cast<int>(live_.size()); }
   absl::StatusOr<std::vector<int64_t>> Admit(const std::vector<std::vector<int32_t>>& sources,
@@ -37,16 +41,27 @@ class FakeEngine : public StreamingEngine {
     }
     if (!started_.HasBeenNotified()) started_.Notify();  // admissions run on one thread
     if (blocking_) release_.WaitForNotification();
+    int64_t blocks = 0;
+    for (const auto& source : sources) blocks += static_cast<int64_t>(source.size());
+    if (blocks > CacheBlocksFree()) {
+      return absl::ResourceExhaustedError("fake: the KV cache cannot hold these sentences");
+    }
     std::vector<int64_t> handles;
     for (size_t i = 0; i < sources.size(); ++i) {
       const std::vector<int32_t>& source = sources[i];
       const int steps = source.empty() || source.front() < 0 ? 1 : source.front();
       live_.push_back({next_handle_, steps, std::vector<int32_t>(source.rbegin(), source.rend()),
                        options[i].report_stable_prefixes});
+      cache_reserved_ += static_cast<int64_t>(source.size());
       handles.push_back(next_handle_++);
     }
     return handles;
   }
+  int64_t CacheBlocksFor(int64_t source_tokens, const TranslationOptions&, bool) const override {
+    return source_tokens;
+  }
+  int64_t CacheBlocksFree() const override { return cache_blocks_ - cache_reserved_; }
+  int64_t CacheBlocksCap() const override { return cache_blocks_; }
   std::vector<Finished> Step() override {
     std::vector<Finished> finished;
     for (size_t i = 0; i < live_.size();) {
@@ -70,6 +85,7 @@ class FakeEngine : public StreamingEngine {
         finished.push_back(
             {sentence.handle, {Hypothesis{sentence.output, 0.f, 0.f, {}}}, absl::OkStatus()});
       }
+      cache_reserved_ -= static_cast<int64_t>(sentence.output.size());
       live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(i));
     }
     return finished;
@@ -81,6 +97,7 @@ class FakeEngine : public StreamingEngine {
       const auto live = std::find_if(live_.begin(), live_.end(),
                                      [&](const Sentence& s) { return s.handle == handle; });
       if (live == live_.end()) continue;
+      cache_reserved_ -= static_cast<int64_t>(live->output.size());
       live_.erase(live);
       ++dropped;
       absl::MutexLock lock(&mutex_);
@@ -124,6 +141,8 @@ class FakeEngine : public StreamingEngine {
     int steps_taken = 0;
   };
   const int slots_;
+  const int64_t cache_blocks_;
+  std::atomic<int64_t> cache_reserved_{0};
   std::vector<Sentence> live_;  // scheduler thread only
   std::vector<Progress> progress_;  // scheduler thread only
   int64_t next_handle_ = 0;
@@ -358,6 +377,41 @@ TEST(Scheduler, NewSentencesWaitForAFreeEngineSlot) {
   engine.finish();
   EXPECT_TRUE((*waiting)->WaitUntil(absl::Now() + absl::Seconds(10)));
   EXPECT_EQ(engine.batches().size(), 2u);
+}
+
+// A sentence that does not fit in what the KV cache has free waits for the blocks of those
+// decoding (the fake engine fails an admission that does not fit); it is never failed for it.
+TEST(Scheduler, SentencesWaitForRoomInTheKvCache) {
+  FakeEngine engine(/*slots=*/8, /*cache_blocks=*/10);
+  auto scheduler = Scheduler::Create(options(8, absl::ZeroDuration()), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto first = (*scheduler)->Submit({{0, 1, 1, 1, 1, 1, 1, 1}}, {}, kNoDeadline);  // 8 blocks
+  ASSERT_TRUE(first.ok());
+  engine.wait_started();
+  auto waiting = (*scheduler)->Submit({{2, 1, 1}, {3, 1, 1, 1, 1}}, {}, kNoDeadline);
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_FALSE((*waiting)->WaitUntil(absl::Now() + absl::Milliseconds(100)));
+  ASSERT_EQ(engine.batches().size(), 1u);
+  engine.finish();
+  ASSERT_TRUE((*waiting)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_TRUE((*waiting)->status().ok()) << (*waiting)->status();
+  EXPECT_TRUE((*first)->status().ok()) << (*first)->status();
+  EXPECT_EQ(engine.CacheBlocksFree(), 10);
+}
+
+// One that needs more than the whole cache is refused at once, by name.
+TEST(Scheduler, ASentenceLargerThanTheKvCacheIsRefused) {
+  FakeEngine engine(/*slots=*/8, /*cache_blocks=*/10);
+  auto scheduler = Scheduler::Create(options(8, absl::ZeroDuration()), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto refused = (*scheduler)->Submit({{1, 2}, std::vector<int32_t>(11, 1)}, {}, kNoDeadline);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("sentence 2 (11 tokens, beam_size 4) may need 11 "
+                                            "KV-cache blocks, more than the server's cap of 10"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_TRUE(engine.batches().empty());
 }
 
 TEST(Scheduler, FullQueueRefusesAtOnce) {

@@ -60,9 +60,10 @@ inline std::vector<std::vector<Hypothesis>> search_sources(
   const Tensor encoded =
       model.encode(Tensor::from_vector(tokens, {count, int64_t(longest)}), source_lengths);
   const int longest_output = *std::max_element(max_lengths.begin(), max_lengths.end());
-  TransformerDecoder decoder(model, TransformerDecoder::Slots{count, int64_t(longest),
-                                                              options.beam_size, longest_output,
-                                                              false});
+  TransformerDecoder decoder(
+      model, TransformerDecoder::Slots{count, int64_t(longest), options.beam_size, longest_output},
+      model.kv_cache_pool(count * (options.beam_size * KvCachePool::blocks_for(longest_output) +
+                                   KvCachePool::blocks_for(longest))));
   std::vector<int32_t> slots(sources.size());
   std::iota(slots.begin(), slots.end(), 0);
   decoder.set_sources(encoded, source_lengths, slots);

@@ -286,16 +286,25 @@ TEST_F(TranslatorTest, ContinuousDecoderDropsASentenceMidDecode) {
       for (ContinuousDecoder::Finished& done : decoder.Step()) results[done.handle] = done.hypotheses;
     }
     ASSERT_TRUE(results.empty());  // real sentences take more than 2 steps
+    const KvCachePool::Usage before = decoder.kv_cache().usage();
     EXPECT_EQ(decoder.Drop({(*handles)[1], 12345}), 1);
     EXPECT_EQ(decoder.free_slots(), 1);
     EXPECT_EQ(decoder.live_sentences(), 2);
     EXPECT_EQ(decoder.Drop({(*handles)[1]}), 0);  // already gone
+    // The dropped sentence's blocks (4 beams' first block, its source's) and reservation are back.
+    const KvCachePool::Usage after = decoder.kv_cache().usage();
+    EXPECT_EQ(after.blocks_in_use,
+              before.blocks_in_use - 4 - KvCachePool::blocks_for(sources[1].size() + 1));
+    EXPECT_EQ(after.blocks_reserved,
+              before.blocks_reserved - decoder.cache_blocks_for(sources[1].size(), beam4, false));
     for (int steps = 0; decoder.live_sentences() > 0; ++steps) {
       ASSERT_LT(steps, 2000);
       for (ContinuousDecoder::Finished& done : decoder.Step()) results[done.handle] = done.hypotheses;
     }
     EXPECT_EQ(results.count((*handles)[1]), 0u);
     EXPECT_EQ(decoder.free_slots(), 3);
+    EXPECT_EQ(decoder.kv_cache().usage().blocks_in_use, 0);
+    EXPECT_EQ(decoder.kv_cache().usage().blocks_reserved, 0);
     for (size_t i : {0u, 2u}) {
       auto expected = translator_->TranslateTokens({sources[i]}, beam4);
       ASSERT_TRUE(expected.ok());
@@ -303,6 +312,56 @@ TEST_F(TranslatorTest, ContinuousDecoderDropsASentenceMidDecode) {
       EXPECT_EQ(results[(*handles)[i]][0].tokens, (*expected)[0][0].tokens)
           << "sentence " << i << " sync " << sync_interval;
     }
+  }
+}
+
+// Sentences share a capped pool: admission reserves each one's worst case and refuses, by name
+// and without side effects, what does not fit; finished sentences give their blocks back, and
+// the pool, which grew only as far as the work needed, is reused as it is.
+TEST_F(TranslatorTest, ContinuousDecoderAdmitsWhatItsKvCacheHolds) {
+  const std::vector<std::vector<int32_t>> sources = real_sources(3);
+  const TranslationOptions beam4;
+  const TransformerModel& model = translator_->model();
+  ContinuousDecoderOptions limits;
+  limits.max_sentences = 3;
+  ContinuousDecoder sizing(model, limits);
+  const int64_t first_two = sizing.cache_blocks_for(sources[0].size(), beam4, false) +
+                            sizing.cache_blocks_for(sources[1].size(), beam4, false);
+  auto pool = model.kv_cache_pool(first_two);  // room for two of them at once
+  ContinuousDecoder decoder(model, limits, pool);
+  auto handles = decoder.Admit({sources[0], sources[1]}, beam4);
+  ASSERT_TRUE(handles.ok()) << handles.status();
+  auto refused = decoder.Admit({sources[2]}, beam4);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("the KV cache cannot hold 1 more sentences now"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_EQ(decoder.free_slots(), 1);  // nothing taken by the refusal
+  EXPECT_EQ(pool->usage().blocks_reserved, first_two);
+  std::map<int64_t, std::vector<Hypothesis>> results;
+  for (int steps = 0; decoder.live_sentences() > 0; ++steps) {
+    ASSERT_LT(steps, 2000);
+    // Never more blocks in use than reserved, nor a pool larger than its cap.
+    ASSERT_LE(pool->usage().blocks_in_use, pool->usage().blocks_reserved);
+    ASSERT_LE(pool->usage().blocks_in_pool, first_two);
+    for (ContinuousDecoder::Finished& done : decoder.Step()) results[done.handle] = done.hypotheses;
+  }
+  EXPECT_EQ(pool->usage().blocks_in_use, 0);
+  EXPECT_EQ(pool->usage().blocks_reserved, 0);
+  const int64_t grown = pool->usage().blocks_in_pool;
+  auto later = decoder.Admit({sources[2]}, beam4);
+  ASSERT_TRUE(later.ok()) << later.status();
+  while (decoder.live_sentences() > 0) {
+    for (ContinuousDecoder::Finished& done : decoder.Step()) results[done.handle] = done.hypotheses;
+  }
+  EXPECT_EQ(pool->usage().blocks_in_pool, grown);  // the third sentence fit in what was taken
+  for (size_t i = 0; i < 3; ++i) {
+    auto expected = translator_->TranslateTokens({sources[i]}, beam4);
+    ASSERT_TRUE(expected.ok());
+    const int64_t handle = i < 2 ? (*handles)[i] : (*later)[0];
+    ASSERT_FALSE(results[handle].empty()) << "sentence " << i;
+    EXPECT_EQ(results[handle][0].tokens, (*expected)[0][0].tokens) << "sentence " << i;
   }
 }
 
@@ -336,8 +395,11 @@ TEST_F(TranslatorTest, ContinuousDecoderOptionsAndMemoryAreChecked) {
   fine.max_target_tokens = 16;
   EXPECT_TRUE(ContinuousDecoder::Create(model, fine).ok());
   const ModelConfig& config = model.config();
-  EXPECT_EQ(ContinuousDecoder::cache_bytes(config, DType::kFloat32, fine),
-            int64_t{config.decoder_layers} * (16 * 3 * 2 + 8 * 3) * (2 * config.d_model) * 4);
+  // Per sentence: 2 beams x 1 block of 16 target positions, 1 block of 8 source positions.
+  EXPECT_EQ(ContinuousDecoder::worst_case_blocks(config, fine), 3 * (2 * 1 + 1));
+  fine.max_target_tokens = 17;
+  EXPECT_EQ(ContinuousDecoder::worst_case_blocks(config, fine), 3 * (2 * 2 + 1));
+  fine.max_target_tokens = 16;
 
   // The CPU backend's search takes any beam (CUDA's at most 15).
   ContinuousDecoderOptions beamless = fine;

@@ -270,8 +270,8 @@ void scatter_rows(Tensor& out, const Columns& inp, const Tensor& indices) {
 }
 
 void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
-                      const Tensor& row_slots, const Tensor& row_positions, int64_t length,
-                      int64_t row_capacity) {
+                      const Tensor& row_slots, const Tensor& row_positions,
+                      const Tensor& slot_blocks, int64_t length, int64_t block_positions) {
   ScopedOpTimer timer(OpCategory::kOther);
   const char* op = "decode_positions";
   require(row_table.defined() && row_table.dtype() == DType::kInt32 && row_table.rank() == 2, op,
@@ -280,6 +280,11 @@ void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths
   require_int32_like(key_lengths, row_table, op, "key_lengths");
   require_int32_like(row_slots, row_table, op, "row_slots");
   require_int32_like(row_positions, row_table, op, "row_positions");
+  require_int32_like(slot_blocks, row_table, op, "slot_blocks");
+  require(slot_blocks.rank() == 2 && block_positions >= 1 &&
+              slot_blocks.dim(1) * block_positions >= row_table.dim(1),
+          op, "slot_blocks must be [R_cap, S_max / block_positions rounded up]");
+  const int64_t row_capacity = slot_blocks.dim(0);
   const int64_t rows = key_lengths.numel();
   require(rows > 0 && cache_rows.numel() % rows == 0, op, "cache_rows must be [R·T]");
   require(row_slots.numel() >= rows && row_positions.numel() >= rows, op,
@@ -294,7 +299,7 @@ void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths
     require(slot >= 0 && slot < row_capacity, op, "a row slot beyond R_cap");
   }
   backend_of(row_table).decode_positions(row_table, cache_rows, key_lengths, row_slots,
-                                         row_positions, length, row_capacity);
+                                         row_positions, slot_blocks, length, block_positions);
 }
 
 void penalize_repeats(Tensor& logits, const Tensor& tokens, const Tensor& history_rows,

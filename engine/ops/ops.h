@@ -143,18 +143,20 @@ void scatter_rows(Tensor& out, const Columns& inp, const Tensor& indices);
 
 // The positions of one decoding call that appends T positions to each of rows r < R. Row r
 // decodes positions p_r .. p_r + T - 1 with p_r = row_positions[r] + length (its position when
-// the rows were last placed, plus the positions decoded since) and writes them to its physical
-// cache slot row_slots[r] (of row_capacity = R_cap slots):
-//   row_table[r, p_r + t]  = (p_r + t)·R_cap + row_slots[r]   the row of the time-major cache
-//                                                            that holds position p_r + t of row r
-//   cache_rows[r·T + t]    = (p_r + t)·R_cap + row_slots[r]   where the new keys/values go
-//   key_lengths[r]         = p_r + T                         positions row r attends to
+// the rows were last placed, plus the positions decoded since) and writes them to its cache
+// slot c_r = row_slots[r], whose positions live in blocks of B = block_positions rows of the
+// KV-cache pool (engine/kv_cache_pool.h), in the order of its block table slot_blocks[c_r, :]:
+//   row_table[r, p_r + t]  = slot_blocks[c_r, (p_r + t) / B]·B + (p_r + t) % B   the pool row
+//                                                 that holds position p_r + t of row r
+//   cache_rows[r·T + t]    = the same row        where the new keys/values go
+//   key_lengths[r]         = p_r + T             positions row r attends to
 // row_table int32 [>= R, S_max] (S_max > every p_r + T - 1), cache_rows int32 [R·T],
-// key_lengths, row_slots and row_positions int32 [R]. Computed where the tensors are, so that a
-// GPU decode step uploads nothing.
+// key_lengths, row_slots and row_positions int32 [R], slot_blocks int32 [R_cap, >= S_max / B]
+// (the blocks the positions reach are taken: entries valid). Computed where the tensors are, so
+// that a GPU decode step uploads nothing but the block table's new entries.
 void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
-                      const Tensor& row_slots, const Tensor& row_positions, int64_t length,
-                      int64_t row_capacity);
+                      const Tensor& row_slots, const Tensor& row_positions,
+                      const Tensor& slot_blocks, int64_t length, int64_t block_positions);
 
 // The decoding guards against repetition (rules/repeat_guards.h has the rules), on the logits
 // of one step before the softmax: row r's history is tokens[history_rows[r, j]] for

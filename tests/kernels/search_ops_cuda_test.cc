@@ -44,11 +44,17 @@ void expect_equal(const Tensor& gpu, const Tensor& cpu, const std::string& what,
   }
 }
 
-// Rows at different positions writing scattered slots, as in continuous decoding.
+// Rows at different positions writing scattered slots through their block tables, as in
+// continuous decoding.
 TEST_F(SearchOpsCuda, DecodePositionsMatchTheCpu) {
-  const int64_t rows = 7, capacity = 9, width = 12, length = 2;
+  const int64_t rows = 7, capacity = 9, width = 12, length = 2, block = 4, blocks_per_slot = 3;
   const Tensor slots = Tensor::from_vector(std::vector<int32_t>{8, 0, 3, 5, 1, 6, 2}, {rows});
   const Tensor positions = Tensor::from_vector(std::vector<int32_t>{0, 4, 1, 7, 2, 0, 3}, {rows});
+  std::vector<int32_t> block_ids(capacity * blocks_per_slot);
+  for (size_t i = 0; i < block_ids.size(); ++i) {
+    block_ids[i] = static_cast<int32_t>((i * 7 + 3) % block_ids.size());  // scattered, distinct
+  }
+  const Tensor slot_blocks = Tensor::from_vector(block_ids, {capacity, blocks_per_slot});
   for (int64_t steps : {1, 3}) {
     Tensor table = Tensor::from_vector(std::vector<int32_t>(capacity * width, -1), {capacity, width});
     Tensor table_gpu = table.to(Device::kCUDA);
@@ -56,14 +62,14 @@ TEST_F(SearchOpsCuda, DecodePositionsMatchTheCpu) {
     Tensor lengths = Tensor::empty({rows}, DType::kInt32);
     Tensor cache_rows_gpu = Tensor::empty({rows * steps}, DType::kInt32, Device::kCUDA);
     Tensor lengths_gpu = Tensor::empty({rows}, DType::kInt32, Device::kCUDA);
-    decode_positions(table, cache_rows, lengths, slots, positions, length, capacity);
+    decode_positions(table, cache_rows, lengths, slots, positions, slot_blocks, length, block);
     decode_positions(table_gpu, cache_rows_gpu, lengths_gpu, slots.to(Device::kCUDA),
-                     positions.to(Device::kCUDA), length, capacity);
+                     positions.to(Device::kCUDA), slot_blocks.to(Device::kCUDA), length, block);
     expect_equal(table_gpu, table, "row_table");
     expect_equal(cache_rows_gpu, cache_rows, "cache_rows");
     expect_equal(lengths_gpu, lengths, "key_lengths");
-    // Row 3 (slot 5) decodes position 7 + 2.
-    EXPECT_EQ(table.data<int32_t>()[3 * width + 9], 9 * capacity + 5);
+    // Row 3 (slot 5) decodes position 7 + 2: its block 2, row 1 of it.
+    EXPECT_EQ(table.data<int32_t>()[3 * width + 9], block_ids[5 * blocks_per_slot + 2] * block + 1);
   }
 }
 

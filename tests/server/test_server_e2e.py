@@ -632,6 +632,20 @@ class SharedServer(unittest.TestCase):
             self.assertIn(family, after)
         self.assertIn("# HELP xlate_requests_total", after)
 
+    def test_the_kv_cache_grows_with_the_work_and_gets_its_blocks_back(self):
+        # The pool starts empty and takes blocks as sentences decode; once they are answered
+        # every block is back (in use 0) and the pool keeps what it took, below its cap.
+        self.stub.Translate(request(["A man in a blue shirt is standing on a ladder.",
+                                     "Two dogs play in the snow."]), timeout=60)
+        after = scrape(self.server)
+        self.assertEqual(counter(after, "xlate_kv_cache_blocks_in_use"), 0)
+        blocks = counter(after, "xlate_kv_cache_blocks")
+        pool = counter(after, "xlate_kv_cache_bytes")
+        limit = counter(after, "xlate_kv_cache_limit_bytes")
+        self.assertGreater(blocks, 0)
+        self.assertGreater(pool, 0)
+        self.assertLess(pool, limit)
+
 
 def resident_megabytes(pid):
     with open(f"/proc/{pid}/status") as f:

@@ -149,13 +149,14 @@ void penalize_repeats(Tensor& logits, const Tensor& tokens, const Tensor& histor
 }
 
 void decode_positions(Tensor& row_table, Tensor& cache_rows, Tensor& key_lengths,
-                      const Tensor& row_slots, const Tensor& row_positions, int64_t length,
-                      int64_t row_capacity) {
+                      const Tensor& row_slots, const Tensor& row_positions,
+                      const Tensor& slot_blocks, int64_t length, int64_t block_positions) {
   const int64_t rows = key_lengths.numel();
   kernels::decode_positions(row_table.data<int32_t>(), cache_rows.data<int32_t>(),
                             key_lengths.data<int32_t>(), row_slots.data<int32_t>(),
-                            row_positions.data<int32_t>(), rows, cache_rows.numel() / rows,
-                            row_table.dim(1), length, row_capacity, cuda_backend::stream());
+                            row_positions.data<int32_t>(), slot_blocks.data<int32_t>(), rows,
+                            cache_rows.numel() / rows, row_table.dim(1), slot_blocks.dim(1),
+                            length, block_positions, cuda_backend::stream());
 }
 
 void gather_log_probs(Tensor& values, const Tensor& logits, const Tensor& row_offsets,
