@@ -168,11 +168,12 @@ def main():
             with lock:
                 sentences_now = done_sentences[0]
             rss = status_bytes(server.pid)
+            pool_mib = kv_cache_metrics(metrics_port).get("bytes", 0)
             rate = (sentences_now - last_sentences) / (now - last_time)
             timeline.append({"t_s": round(now - start, 1), "sentences_per_second": round(rate, 1),
-                             "rss_mib": round(rss / 2**20, 1)})
-            print(f"{now - start:7.1f} s  {rate:7.1f} sentences/s  RSS {rss / 2**20:7.1f} MiB",
-                  flush=True)
+                             "rss_mib": round(rss / 2**20, 1), "kv_cache_mib": pool_mib})
+            print(f"{now - start:7.1f} s  {rate:7.1f} sentences/s  RSS {rss / 2**20:7.1f} MiB"
+                  f"  KV cache {pool_mib:6.1f} MiB", flush=True)
             if warm_rss is None and now - start >= args.duration_s / 5:
                 warm_rss = rss
             last_sentences, last_time = sentences_now, now

@@ -287,8 +287,9 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
   } catch (const std::bad_alloc&) {
     failure = absl::ResourceExhaustedError(absl::StrCat(
         "out of ", memory_name(model_.placement().device),
-        " memory in a decoding step of ", search_.live_sentences(),
-        " sentences; every one of them failed"));
+        " memory in a decoding step of ", search_.live_sentences(), " sentences (",
+        search_.live_rows(), " hypotheses); every one of them failed: decode fewer sentences "
+        "at a time, or narrower beams"));
   } catch (const std::exception& error) {
     failure = absl::InternalError(absl::StrCat("a decoding step of ", search_.live_sentences(),
                                                " sentences failed (", error.what(),

@@ -73,13 +73,23 @@ void KvCachePool::grow(int64_t capacity) {
     return;
   }
   const int64_t old_rows = capacity_.load() * kBlockPositions;
-  const int64_t rows = (reserve_once_ ? max_blocks_ : capacity) * kBlockPositions;
+  int64_t rows = (reserve_once_ ? max_blocks_ : capacity) * kBlockPositions;
   // Everything is allocated before anything is replaced: running out leaves the pool as it was.
   std::vector<Tensor> layers;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    layers.push_back(Tensor::empty({rows, width_}, dtype_, device_));
+  Tensor fed_tokens;
+  try {
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      layers.push_back(Tensor::empty({rows, width_}, dtype_, device_));
+    }
+    fed_tokens = Tensor::empty({rows, 1}, DType::kInt32, device_);
+  } catch (const std::bad_alloc&) {
+    // An address space the size of the cap may be refused (an overcommit policy, a ulimit)
+    // where the blocks in use would fit: grow by copies instead.
+    if (!reserve_once_) throw;
+    reserve_once_ = false;
+    grow(std::max(capacity, std::min(max_blocks_, kFirstCapacity)));
+    return;
   }
-  Tensor fed_tokens = Tensor::empty({rows, 1}, DType::kInt32, device_);
   free_.reserve(static_cast<size_t>(capacity));
   if (old_rows > 0) {
     for (size_t i = 0; i < layers_.size(); ++i) {

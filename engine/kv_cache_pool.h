@@ -9,7 +9,8 @@
 // rows in use stay at the front. How it grows depends on the memory (Growth): host memory is
 // reserved once as address space for the whole cap and a block's pages are committed when it
 // is first written (no copy, nothing freed, nothing fragmented; the pool's bytes are the rows
-// ever taken), device memory, which is committed when allocated, in larger storages (half as
+// ever taken; where that much address space is refused, it grows as device memory does), device
+// memory, which is committed when allocated, in larger storages (half as
 // large again, the rows copied over, the old one freed). Admission (ContinuousDecoder) reserves,
 // per sentence, the blocks it may come to hold against the cap, so a sentence once admitted
 // never lacks cache.
@@ -88,7 +89,7 @@ class KvCachePool {
   void grow(int64_t capacity);
 
   const int64_t width_;
-  const bool reserve_once_;
+  bool reserve_once_;  // until reserving the cap's address space fails
   const DType dtype_;
   const Device device_;
   const int64_t max_blocks_;

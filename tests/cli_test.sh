@@ -122,7 +122,7 @@ check "beam 0 names the option" grep -q "beam_size = 0 is out of range" "$work/e
 check "missing model exits 1" test $? -eq 1
 check "missing model names config.json" grep -q "config.json" "$work/err.txt"
 
-# A batch whose decoding state cannot be allocated (512 sentences x beam 256 under a 1.5 GB
+# A batch whose decoding step cannot be allocated (512 sentences x beam 256 under a 1.5 GB
 # address-space limit, where 20 sentences translate fine) is an error that names its size.
 # Not under a sanitizer (XLATE_SANITIZER): its runtime reserves far more address space.
 if [[ -z ${XLATE_SANITIZER:-} ]]; then
@@ -130,7 +130,7 @@ if [[ -z ${XLATE_SANITIZER:-} ]]; then
   (ulimit -v 1500000; "$xlate" translate --model_dir "$model" --threads 1 --batch_size 4096 \
     --beam_size 256 --split_sentences=false < "$work/in600.txt" > /dev/null 2> "$work/err.txt")
   check "a batch that does not fit exits 1" test $? -eq 1
-  check "a batch that does not fit is named" grep -q "out of host memory admitting 512 sentences of up to [0-9]* tokens at beams up to 256" "$work/err.txt"
+  check "a batch that does not fit is named" grep -q "out of host memory in a decoding step of 512 sentences (131072 hypotheses)" "$work/err.txt"
   (ulimit -v 1500000; "$xlate" translate --model_dir "$model" --threads 1 < "$work/in.txt" > /dev/null 2>&1)
   check "the same limit translates a small batch" test $? -eq 0
 else

@@ -81,6 +81,18 @@ TEST(KvCachePool, ReservingOnceHoldsThePeakOfBlocksTaken) {
   EXPECT_EQ(pool.usage().blocks_in_pool, 6);
 }
 
+// A cap whose address space cannot be reserved (128 TiB here: more than a process has) still
+// serves the blocks that fit, growing by copies.
+TEST(KvCachePool, AnAddressSpaceRefusedFallsBackToGrowingByCopies) {
+  KvCachePool pool(/*layers=*/1, /*width=*/16384, DType::kFloat32, Device::kCPU,
+                   KvCachePool::kMaxBlocks, KvCachePool::Growth::kReserveOnce);
+  EXPECT_EQ(pool.take(), 0);
+  pool.layer(0).data<float>()[5] = 3.f;
+  while (pool.usage().blocks_in_use < 40) pool.take();  // past the first storage
+  EXPECT_EQ(pool.layer(0).data<float>()[5], 3.f);
+  EXPECT_LT(pool.usage().blocks_in_pool, 100);
+}
+
 TEST(KvCachePool, ReservationsStopAtTheCap) {
   KvCachePool pool(/*layers=*/1, /*width=*/2, DType::kFloat32, Device::kCPU, /*max_blocks=*/10);
   EXPECT_TRUE(pool.reserve(6));

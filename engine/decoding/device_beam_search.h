@@ -89,6 +89,7 @@ class DeviceBeamSearch {
 
   // Sentences added and not yet returned by step().
   int live_sentences() const { return static_cast<int>(live_.size()); }
+  int live_rows() const { return rows_; }  // their hypotheses (beams), one decoder row each
 
  private:
   struct Sentence {
