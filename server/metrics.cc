@@ -112,6 +112,27 @@ ServerMetrics::ServerMetrics()
                                .Help("Bytes the model's KV-cache pool may grow to "
                                      "(--kv_cache_mib)")
                                .Register(*registry_);
+  translation_cache_hits_ = &BuildCounter()
+                                 .Name("xlate_translation_cache_hits_total")
+                                 .Help("Sentences answered without decoding: found in the "
+                                       "translation cache, or repeating a sentence of their "
+                                       "request")
+                                 .Register(*registry_);
+  translation_cache_misses_ = &BuildCounter()
+                                   .Name("xlate_translation_cache_misses_total")
+                                   .Help("Sentences the translation cache did not hold (queued "
+                                         "to decode)")
+                                   .Register(*registry_);
+  translation_cache_evictions_ = &BuildCounter()
+                                      .Name("xlate_translation_cache_evictions_total")
+                                      .Help("Translations dropped from the cache (least "
+                                            "recently used first) to keep it within its bytes")
+                                      .Register(*registry_);
+  translation_cache_bytes_ = &BuildGauge()
+                                  .Name("xlate_translation_cache_bytes")
+                                  .Help("Bytes the model's translation cache holds "
+                                        "(--translation_cache_mib bounds it)")
+                                  .Register(*registry_);
   queue_capacity_ = &BuildGauge()
                          .Name("xlate_queue_capacity")
                          .Help("Sentences the model's scheduler queue holds at most "
@@ -155,6 +176,10 @@ ModelMetrics* ServerMetrics::ForModel(const std::string& name, int64_t queue_cap
   model->kv_cache_blocks_ = &kv_cache_blocks_->Add(labels);
   model->kv_cache_bytes_ = &kv_cache_bytes_->Add(labels);
   model->kv_cache_limit_bytes_ = &kv_cache_limit_bytes_->Add(labels);
+  model->translation_cache_hits_ = &translation_cache_hits_->Add(labels);
+  model->translation_cache_misses_ = &translation_cache_misses_->Add(labels);
+  model->translation_cache_evictions_ = &translation_cache_evictions_->Add(labels);
+  model->translation_cache_bytes_ = &translation_cache_bytes_->Add(labels);
   queue_capacity_->Add(labels).Set(static_cast<double>(queue_capacity));
   RequestsLocked(name);
   reloads_->Add({{"model", name}, {"result", "loaded"}});
@@ -232,6 +257,16 @@ void ModelMetrics::on_kv_cache(int64_t blocks_in_use, int64_t blocks_in_pool, in
   kv_cache_blocks_->Set(static_cast<double>(blocks_in_pool));
   kv_cache_bytes_->Set(static_cast<double>(pool_bytes));
   kv_cache_limit_bytes_->Set(static_cast<double>(cap_bytes));
+}
+
+void ModelMetrics::on_translation_cache_lookups(int64_t hits, int64_t misses) {
+  translation_cache_hits_->Increment(static_cast<double>(hits));
+  translation_cache_misses_->Increment(static_cast<double>(misses));
+}
+
+void ModelMetrics::on_translation_cache_stored(int64_t bytes, int64_t evicted) {
+  translation_cache_bytes_->Set(static_cast<double>(bytes));
+  translation_cache_evictions_->Increment(static_cast<double>(evicted));
 }
 
 void ModelMetrics::on_queue_depth(int64_t sentences) {

@@ -34,9 +34,15 @@ class ModelMetrics : public SchedulerObserver {
   void on_dropped(int64_t sentences) override;
   void on_kv_cache(int64_t blocks_in_use, int64_t blocks_in_pool, int64_t pool_bytes,
                    int64_t cap_bytes) override;
+  void on_translation_cache_lookups(int64_t hits, int64_t misses) override;
+  void on_translation_cache_stored(int64_t bytes, int64_t evicted) override;
 
  private:
   friend class ServerMetrics;
+  prometheus::Counter* translation_cache_hits_;
+  prometheus::Counter* translation_cache_misses_;
+  prometheus::Counter* translation_cache_evictions_;
+  prometheus::Gauge* translation_cache_bytes_;
   prometheus::Gauge* kv_cache_blocks_in_use_;
   prometheus::Gauge* kv_cache_blocks_;
   prometheus::Gauge* kv_cache_bytes_;
@@ -89,6 +95,10 @@ class ServerMetrics {
   prometheus::Family<prometheus::Gauge>* kv_cache_blocks_;
   prometheus::Family<prometheus::Gauge>* kv_cache_bytes_;
   prometheus::Family<prometheus::Gauge>* kv_cache_limit_bytes_;
+  prometheus::Family<prometheus::Counter>* translation_cache_hits_;
+  prometheus::Family<prometheus::Counter>* translation_cache_misses_;
+  prometheus::Family<prometheus::Counter>* translation_cache_evictions_;
+  prometheus::Family<prometheus::Gauge>* translation_cache_bytes_;
   prometheus::Family<prometheus::Gauge>* model_info_;
   prometheus::Family<prometheus::Gauge>* loaded_at_;
   prometheus::Family<prometheus::Counter>* reloads_;

@@ -34,6 +34,17 @@ void TranslationJob::Deliver(size_t index, std::vector<Hypothesis> hypotheses) {
   {
     absl::MutexLock lock(&mutex_);
     if (done_) return;
+    const auto repeats = repeats_.find(index);
+    if (repeats != repeats_.end()) {
+      for (size_t repeat : repeats->second) {
+        if (on_progress_) {
+          on_progress_(repeat, hypotheses.empty() ? std::vector<int32_t>() : hypotheses[0].tokens,
+                       /*complete=*/true);
+        }
+        results_[repeat] = hypotheses;
+        --remaining_;
+      }
+    }
     if (on_progress_) {
       on_progress_(index, hypotheses.empty() ? std::vector<int32_t>() : hypotheses[0].tokens,
                    /*complete=*/true);
@@ -86,7 +97,12 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Options& opti
 
 Scheduler::Scheduler(const Options& options, StreamingEngine* engine, SchedulerObserver* observer,
                      std::function<absl::Time()> clock, StreamingEngine* express)
-    : options_(options), observer_(observer), clock_(std::move(clock)) {
+    : options_(options),
+      observer_(observer),
+      clock_(std::move(clock)),
+      cache_(options.translation_cache_bytes > 0
+                 ? std::make_unique<TranslationCache>(options.translation_cache_bytes)
+                 : nullptr) {
   main_.engine = engine;
   express_.engine = express;
   thread_ = std::thread([this] { Run(); });
@@ -145,18 +161,49 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
     if (cache_blocks[i] > cap) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "sentence ", i + 1, " (", sources[i].size(), " tokens, beam_size ",
-          sentence_options[i].beam_size, ") may need ", cache_blocks[i], " KV-cache blocks, more than the server's cap of ", cap,
+          sentence_options[i].beam_size, ") may need ", cache_blocks[i],
+          " KV-cache blocks, more than the server's cap of ", cap,
           " (--kv_cache_mib): send a shorter sentence, a narrower beam or a lower "
           "max_extra_length"));
     }
   }
   auto job = std::make_shared<TranslationJob>(sources.size(), std::move(handed_over),
                                               std::move(progress_handed_over));
+  // With a cache, what it holds is answered at once, a repeat of an earlier sentence of this
+  // request takes that one's result, and only the rest is queued (stored once decoded).
+  std::vector<size_t> to_queue;
+  std::vector<std::shared_ptr<const TranslationCache::Key>> cached_as(sources.size());
+  std::vector<std::pair<size_t, std::vector<Hypothesis>>> found;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (cache_ == nullptr) {
+      to_queue.push_back(i);
+      continue;
+    }
+    auto key = std::make_shared<const TranslationCache::Key>(TranslationCache::KeyOf(
+        options_.translation_cache_per_client ? client : "", sources[i], sentence_options[i],
+        constraints.empty() ? Constraints() : constraints[i]));
+    const auto earlier = std::find_if(to_queue.begin(), to_queue.end(),
+                                      [&](size_t j) { return *cached_as[j] == *key; });
+    if (earlier != to_queue.end()) {
+      job->repeats_[*earlier].push_back(i);
+    } else if (auto hypotheses = cache_->Find(*key)) {
+      found.emplace_back(i, *std::move(hypotheses));
+    } else {
+      cached_as[i] = std::move(key);
+      to_queue.push_back(i);
+    }
+  }
+  if (cache_ != nullptr && observer_ != nullptr) {
+    observer_->on_translation_cache_lookups(
+        static_cast<int64_t>(sources.size() - to_queue.size()),
+        static_cast<int64_t>(to_queue.size()));
+  }
+  const auto queueing = static_cast<int64_t>(to_queue.size());
   {
     absl::MutexLock lock(&mutex_);
     if (stopping_) return absl::UnavailableError("the server is shutting down");
     const int64_t free = options_.queue_capacity - static_cast<int64_t>(queued_.size());
-    if (static_cast<int64_t>(sources.size()) > free) {
+    if (queueing > free) {
       return absl::ResourceExhaustedError(
           "the translation queue is full (" + std::to_string(queued_.size()) + " of " +
           std::to_string(options_.queue_capacity) + " sentences waiting); retry later");
@@ -166,30 +213,33 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
                                      : options_.queue_capacity;
     const auto known = clients_.find(client);
     const int64_t client_queued = known == clients_.end() ? 0 : known->second.queued;
-    if (client_queued + static_cast<int64_t>(sources.size()) > client_limit) {
+    if (client_queued + queueing > client_limit) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "this client already has ", client_queued, " sentences waiting and sends ",
-          sources.size(), " more; one client may have ", client_limit,
+          queueing, " more; one client may have ", client_limit,
           " waiting (--max_queued_sentences_per_client); retry later"));
     }
-    const absl::Time now = clock_();
-    ClientShare& share = clients_[client];
-    double fair_end = std::max(share.fair_end, virtual_time_);
-    for (size_t i = 0; i < sources.size(); ++i) {
-      const int64_t tokens = static_cast<int64_t>(sources[i].size()) + 1;
-      pending_.push_back({tokens, now, deadline, fair_end});
-      fair_end += static_cast<double>(tokens);
-      queued_.push_back({job, i, std::move(sources[i]), std::move(sentence_options[i]), client,
-                         constraints.empty() ? Constraints() : std::move(constraints[i]),
-                         cache_blocks[i]});
+    if (queueing > 0) {
+      const absl::Time now = clock_();
+      ClientShare& share = clients_[client];
+      double fair_end = std::max(share.fair_end, virtual_time_);
+      for (size_t i : to_queue) {
+        const int64_t tokens = static_cast<int64_t>(sources[i].size()) + 1;
+        pending_.push_back({tokens, now, deadline, fair_end});
+        fair_end += static_cast<double>(tokens);
+        queued_.push_back({job, i, std::move(sources[i]), std::move(sentence_options[i]), client,
+                           constraints.empty() ? Constraints() : std::move(constraints[i]),
+                           cache_blocks[i], std::move(cached_as[i])});
+      }
+      share.queued += queueing;
+      share.fair_end = fair_end;
+      // Reported under the lock, so that reports arrive in the order the queue changed (one
+      // made after it, by the engine thread, once overtook this one and left a stale depth).
+      if (observer_) observer_->on_queue_depth(static_cast<int64_t>(queued_.size()));
+      wake_.Signal();
     }
-    share.queued += static_cast<int64_t>(sources.size());
-    share.fair_end = fair_end;
-    // Reported under the lock, so that reports arrive in the order the queue changed (one
-    // made after it, by the engine thread, once overtook this one and left a stale depth).
-    if (observer_) observer_->on_queue_depth(static_cast<int64_t>(queued_.size()));
-    wake_.Signal();
   }
+  for (auto& [index, hypotheses] : found) job->Deliver(index, std::move(hypotheses));
   return job;
 }
 
@@ -383,7 +433,7 @@ void Scheduler::AdmitBatch(Lane& lane, std::vector<QueuedSentence> batch,
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     lane.in_flight[(*handles)[i]] = {std::move(batch[i].job), batch[i].index,
-                                     std::move(batch[i].client)};
+                                     std::move(batch[i].client), std::move(batch[i].cached_as)};
   }
   if (observer_) observer_->on_batch(static_cast<int>(batch.size()), padded_tokens);
 }
@@ -450,6 +500,11 @@ void Scheduler::StepEngine(Lane& lane) {
     const auto destination = lane.in_flight.find(finished.handle);
     if (destination == lane.in_flight.end()) continue;  // not ours: cannot happen
     if (finished.status.ok()) {
+      if (destination->second.cached_as != nullptr && !finished.hypotheses.empty()) {
+        const int64_t evicted =
+            cache_->Insert(*destination->second.cached_as, finished.hypotheses);
+        if (observer_) observer_->on_translation_cache_stored(cache_->stats().bytes, evicted);
+      }
       destination->second.job->Deliver(destination->second.index, std::move(finished.hypotheses));
     } else {
       destination->second.job->Fail(finished.status);

@@ -28,6 +28,7 @@
 #include "engine/translator.h"
 #include "server/batching_policy.h"
 #include "server/task_thread.h"
+#include "server/translation_cache.h"
 
 namespace xlate::server {
 
@@ -92,6 +93,11 @@ class SchedulerObserver {
   // holds, its bytes and its cap in bytes); reported by the engine, on the scheduler thread.
   virtual void on_kv_cache(int64_t /*blocks_in_use*/, int64_t /*blocks_in_pool*/,
                            int64_t /*pool_bytes*/, int64_t /*cap_bytes*/) {}
+  // The translation cache (server/translation_cache.h): sentences of a request answered without
+  // decoding (found in it, or repeating a sentence earlier in the request) and sentences queued
+  // to decode; after a result is stored, the cache's bytes and the entries that made room.
+  virtual void on_translation_cache_lookups(int64_t /*hits*/, int64_t /*misses*/) {}
+  virtual void on_translation_cache_stored(int64_t /*bytes*/, int64_t /*evicted*/) {}
 };
 
 // The sentences of one request, shared by whoever waits for it and the scheduler thread that
@@ -119,6 +125,7 @@ class TranslationJob {
 
  private:
   friend class Scheduler;
+  // Delivers sentence `index` and the sentences that repeat it (repeats_).
   void Deliver(size_t index, std::vector<Hypothesis> hypotheses);
   void Fail(absl::Status status);  // the first failure wins
   void Progress(size_t index, std::vector<int32_t> stable_tokens);
@@ -127,6 +134,9 @@ class TranslationJob {
   // Called with mutex_ held, so that none comes after the job is done (it only hands over).
   const ProgressCallback on_progress_;
   std::vector<std::vector<Hypothesis>> results_ ABSL_GUARDED_BY(mutex_);
+  // A sentence's later repeats in the request, which take its result (set before the job is
+  // queued; the translation cache's scheduler decodes a repeated sentence once).
+  std::map<size_t, std::vector<size_t>> repeats_;
   size_t remaining_ ABSL_GUARDED_BY(mutex_);
   absl::Status status_ ABSL_GUARDED_BY(mutex_);
   bool done_ ABSL_GUARDED_BY(mutex_) = false;
@@ -140,6 +150,13 @@ class Scheduler {
     // Sentences one client may have waiting (0 = queue_capacity): past it its requests get
     // RESOURCE_EXHAUSTED, so that one client's flood cannot fill the queue for everyone.
     int64_t max_queued_per_client = 0;
+    // Bytes of the translation cache (server/translation_cache.h); 0 = none. With a cache, a
+    // sentence found there is answered at once and a sentence repeated within a request is
+    // decoded once.
+    int64_t translation_cache_bytes = 0;
+    // The cache's partitions: one per client (Submit's `client`: an API key when keys are on),
+    // or one shared by all.
+    bool translation_cache_per_client = false;
   };
   // `clock` returns the current time (tests may pass a fake). `engine` must outlive the
   // scheduler; `observer` may be null and must outlive it too.
@@ -200,6 +217,7 @@ class Scheduler {
     std::string client;
     Constraints constraints;
     int64_t cache_blocks;  // StreamingEngine::CacheBlocksFor
+    std::shared_ptr<const TranslationCache::Key> cached_as;  // null: not stored
   };
   // A client with sentences waiting: how many, and where its last one ends in virtual time.
   struct ClientShare {
@@ -211,6 +229,7 @@ class Scheduler {
     std::shared_ptr<TranslationJob> job;
     size_t index;
     std::string client;
+    std::shared_ptr<const TranslationCache::Key> cached_as;  // where its result is stored
   };
   // An engine and the sentences decoding in it, by its handles (engine thread only).
   struct Lane {
@@ -257,6 +276,7 @@ class Scheduler {
   absl::Duration express_since_main_;    // engine thread only
   SchedulerObserver* const observer_;
   const std::function<absl::Time()> clock_;
+  const std::unique_ptr<TranslationCache> cache_;  // may be null
 
   mutable absl::Mutex mutex_;
   absl::CondVar wake_;

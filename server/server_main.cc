@@ -89,6 +89,14 @@ ABSL_FLAG(int64_t, max_batch_tokens, 8192, "padded source tokens per engine batc
 ABSL_FLAG(int, max_batch_sentences, 64, "sentences per engine batch");
 ABSL_FLAG(int, max_queue_delay_ms, 5, "longest a sentence waits for its batch to fill, in ms");
 ABSL_FLAG(int64_t, queue_capacity, 4096, "sentences waiting at most; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, translation_cache_mib, 64,
+          "MiB of finished translations each model keeps (least recently used first), so that "
+          "a sentence sent again with the same options is answered without decoding and a "
+          "sentence repeated within a request is decoded once; 0 = no cache");
+ABSL_FLAG(std::string, translation_cache_scope, "auto",
+          "whose requests share cached translations: shared (everyone), per_key (each API "
+          "key, or each peer without keys) or auto (per_key with --api_keys_file, else "
+          "shared)");
 ABSL_FLAG(int64_t, max_queued_sentences_per_client, 2048,
           "sentences one client (one connection) may have waiting; more get RESOURCE_EXHAUSTED, "
           "so that one client's flood leaves room in the queue for the others (who are also "
@@ -361,6 +369,20 @@ int serve(const std::vector<std::string>& model_flags) {
   settings.scheduler.limits.max_queue_delay =
       absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_delay_ms));
   settings.scheduler.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
+  const int64_t translation_cache_mib = absl::GetFlag(FLAGS_translation_cache_mib);
+  if (translation_cache_mib < 0 || translation_cache_mib > (int64_t{1} << 30)) {
+    return fail("--translation_cache_mib must be in [0, 2^30] (0 = no cache)", 2);
+  }
+  settings.scheduler.translation_cache_bytes = translation_cache_mib << 20;
+  const std::string cache_scope = absl::GetFlag(FLAGS_translation_cache_scope);
+  if (cache_scope != "auto" && cache_scope != "shared" && cache_scope != "per_key") {
+    return fail("--translation_cache_scope must be auto, shared or per_key, not \"" +
+                    cache_scope.substr(0, 40) + "\"",
+                2);
+  }
+  settings.scheduler.translation_cache_per_client =
+      cache_scope == "per_key" ||
+      (cache_scope == "auto" && !absl::GetFlag(FLAGS_api_keys_file).empty());
   settings.scheduler.max_queued_per_client = absl::GetFlag(FLAGS_max_queued_sentences_per_client);
   settings.decoder.max_sentences = absl::GetFlag(FLAGS_decoding_sentences);
   settings.decoder.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);

@@ -414,6 +414,52 @@ TEST(Scheduler, ASentenceLargerThanTheKvCacheIsRefused) {
   EXPECT_TRUE(engine.batches().empty());
 }
 
+// With a cache, a sentence repeated within a request is decoded once, a sentence sent again
+// with the same options is answered without the engine (streamed or not: the same answer), and
+// one sent with other options decodes.
+TEST(Scheduler, TheCacheAnswersRepeatsWithoutDecodingThemAgain) {
+  FakeEngine engine;
+  Scheduler::Options with_cache = options(8, absl::ZeroDuration());
+  with_cache.translation_cache_bytes = 1 << 20;
+  auto scheduler = Scheduler::Create(with_cache, &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto first = (*scheduler)->Submit({{2, 7}, {1, 8}, {2, 7}}, {}, kNoDeadline);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  ASSERT_TRUE((*first)->status().ok()) << (*first)->status();
+  const auto decoded = (*first)->TakeResults();
+  ASSERT_EQ(decoded.size(), 3u);
+  EXPECT_EQ(decoded[0][0].tokens, (std::vector<int32_t>{7, 2}));
+  EXPECT_EQ(decoded[2][0].tokens, decoded[0][0].tokens);
+  ASSERT_EQ(engine.batches().size(), 1u);
+  EXPECT_EQ(engine.batches()[0].size(), 2u);  // the repeat was not decoded
+
+  std::vector<std::pair<size_t, bool>> progress;
+  absl::Mutex progress_mutex;
+  auto again = (*scheduler)->Submit(
+      {{1, 8}, {2, 7}}, {}, kNoDeadline, nullptr,
+      [&](size_t sentence, std::vector<int32_t>, bool complete) {
+        absl::MutexLock lock(&progress_mutex);
+        progress.emplace_back(sentence, complete);
+      });
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE((*again)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  const auto cached = (*again)->TakeResults();
+  EXPECT_EQ(cached[0][0].tokens, decoded[1][0].tokens);
+  EXPECT_EQ(cached[1][0].tokens, decoded[0][0].tokens);
+  EXPECT_EQ(engine.batches().size(), 1u);  // nothing decoded
+
+  TranslationOptions narrower;
+  narrower.beam_size = 2;
+  auto other = (*scheduler)->Submit({{2, 7}}, narrower, kNoDeadline);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE((*other)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(engine.batches().size(), 2u);
+  scheduler->reset();  // runs every completion posted
+  EXPECT_EQ(progress.size(), 2u);
+  for (const auto& [sentence, complete] : progress) EXPECT_TRUE(complete) << sentence;
+}
+
 TEST(Scheduler, FullQueueRefusesAtOnce) {
   FakeEngine engine;
   engine.block();

@@ -49,10 +49,17 @@ class DeployedMonitoring(unittest.TestCase):
         sentences = sample_sentences(8)
 
         def traffic():
+            rounds = 0
             while not cls.stop.is_set():
+                # The same sentences again (the translation cache answers them) and one with
+                # options not sent before (decoded: queue waits and batches).
                 for sentence in sentences:
                     cls.server.stub.Translate(pb2.TranslateRequest(contents=[sentence]),
                                               timeout=60)
+                options = pb2.DecodingOptions(length_penalty=0.5 + (rounds % 997) * 0.001)
+                cls.server.stub.Translate(pb2.TranslateRequest(
+                    contents=[sentences[rounds % len(sentences)]], options=options), timeout=60)
+                rounds += 1
                 try:
                     cls.server.stub.Translate(pb2.TranslateRequest(contents=[]), timeout=60)
                 except Exception:  # INVALID_ARGUMENT, as meant

@@ -383,13 +383,17 @@ class SharedServer(unittest.TestCase):
         # nothing.)
         dropped, generated = "xlate_dropped_sentences_total", "xlate_generated_tokens_total"
 
-        def tokens_of_one_call():
+        def tokens_of_one_call(length_penalty):
             tokens_before = counter(scrape(self.server), generated)
-            reply = self.stub.Translate(request(["a dog runs"], beam_size=1), timeout=60)
+            reply = self.stub.Translate(request(["a dog runs"], beam_size=1,
+                                                length_penalty=length_penalty), timeout=60)
             self.assertEqual(len(reply.translations), 1)
             return counter(scrape(self.server), generated) - tokens_before
 
-        alone = tokens_of_one_call()
+        # The two calls differ in an option that changes no token of a greedy search (the length
+        # penalty only ranks finished hypotheses, and greedy search stops at the first), so
+        # that the second is decoded rather than found in the translation cache.
+        alone = tokens_of_one_call(length_penalty=0.6)
         before = counter(scrape(self.server), dropped)
         abandoned = request(sample_sentences(16), beam_size=8, max_extra_length=1024)
         self.assert_rpc_error(lambda: self.stub.Translate(abandoned, timeout=0.3),
@@ -398,7 +402,7 @@ class SharedServer(unittest.TestCase):
                                    timeout=30))
         # The same greedy call generates as many tokens as it did alone (the abandoned
         # sentences would add up to 16 x 8 per step).
-        self.assertEqual(tokens_of_one_call(), alone)
+        self.assertEqual(tokens_of_one_call(length_penalty=1.0), alone)
 
     def test_target_prefixes_start_their_entries_translations(self):
         one, two, three, four = sample_sentences(4)
@@ -632,6 +636,39 @@ class SharedServer(unittest.TestCase):
             self.assertIn(family, after)
         self.assertIn("# HELP xlate_requests_total", after)
 
+    def test_repeated_sentences_come_from_the_translation_cache_byte_for_byte(self):
+        # A sentence sent again with the same options is answered without decoding, with the
+        # same bytes as its decoded answer (n-best lists, scores and alignments included), and
+        # streamed the same; a sentence repeated within a request is decoded once; other
+        # options decode.
+        texts = ["The lighthouse keeper counted the ships that passed at night.",
+                 "A cache answers what was decoded once. The lighthouse keeper counted the "
+                 "ships that passed at night."]
+        options = dict(beam_size=3, n_best=2, return_scores=True)
+        before = scrape(self.server)
+        decoded = self.stub.Translate(pb2.TranslateRequest(
+            contents=texts, options=pb2.DecodingOptions(**options),
+            alignment=pb2.AlignmentOptions()), timeout=120)
+        middle = scrape(self.server)
+        cached = self.stub.Translate(pb2.TranslateRequest(
+            contents=texts, options=pb2.DecodingOptions(**options),
+            alignment=pb2.AlignmentOptions()), timeout=120)
+        after = scrape(self.server)
+        self.assertEqual(cached.SerializeToString(), decoded.SerializeToString())
+        hits, misses = "xlate_translation_cache_hits_total", "xlate_translation_cache_misses_total"
+        # 3 sentences, one of them twice: 2 decoded, then all 3 found.
+        self.assertEqual(counter(middle, misses) - counter(before, misses), 2)
+        self.assertEqual(counter(middle, hits) - counter(before, hits), 1)
+        self.assertEqual(counter(after, hits) - counter(middle, hits), 3)
+        self.assertEqual(counter(after, misses), counter(middle, misses))
+        self.assertGreater(counter(after, "xlate_translation_cache_bytes"), 0)
+        streamed = list(self.stub.TranslateStream(pb2.TranslateRequest(
+            contents=texts, options=pb2.DecodingOptions(**options),
+            alignment=pb2.AlignmentOptions()), timeout=120))
+        self.assertEqual(streamed[-1].response.SerializeToString(), decoded.SerializeToString())
+        self.stub.Translate(request(texts, beam_size=2), timeout=120)
+        self.assertEqual(counter(scrape(self.server), misses) - counter(after, misses), 2)
+
     def test_the_kv_cache_grows_with_the_work_and_gets_its_blocks_back(self):
         # The pool starts empty and takes blocks as sentences decode; once they are answered
         # every block is back (in use 0) and the pool keeps what it took, below its cap.
@@ -678,9 +715,13 @@ class Backpressure(unittest.TestCase):
     def test_full_queue_gives_resource_exhausted_at_once(self):
         server = Server("--queue_capacity=4", "--max_queue_delay_ms=0")
         try:
-            self.assertEqual(len(server.stub.Translate(request(["a dog"] * 4), timeout=60).translations), 4)
+            # Sentences never sent before: the translation cache answers a repeat without
+            # queueing it.
+            dogs = [f"dog number {n}" for n in range(9)]
+            self.assertEqual(len(server.stub.Translate(request(dogs[:4]), timeout=60)
+                                 .translations), 4)
             with self.assertRaises(grpc.RpcError) as caught:
-                server.stub.Translate(request(["a dog"] * 5), timeout=60)
+                server.stub.Translate(request(dogs[4:]), timeout=60)
             self.assertEqual(caught.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
             self.assertIn("of 4 sentences", caught.exception.details())
         finally:
@@ -689,10 +730,11 @@ class Backpressure(unittest.TestCase):
     def test_one_client_may_fill_only_its_share_of_the_queue(self):
         server = Server("--max_queued_sentences_per_client=5")
         try:
-            self.assertEqual(len(server.stub.Translate(request(["a dog"] * 5), timeout=60)
+            dogs = [f"dog number {n}" for n in range(11)]
+            self.assertEqual(len(server.stub.Translate(request(dogs[:5]), timeout=60)
                                  .translations), 5)
             with self.assertRaises(grpc.RpcError) as caught:
-                server.stub.Translate(request(["a dog"] * 6), timeout=60)
+                server.stub.Translate(request(dogs[5:]), timeout=60)
             self.assertEqual(caught.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
             self.assertIn("one client may have 5 waiting (--max_queued_sentences_per_client)",
                           caught.exception.details())
