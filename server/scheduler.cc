@@ -59,6 +59,11 @@ void TranslationJob::Deliver(size_t index, std::vector<Hypothesis> hypotheses) {
   callback(absl::OkStatus(), std::move(results));
 }
 
+bool TranslationJob::done() const {
+  absl::MutexLock lock(&mutex_);
+  return done_;
+}
+
 void TranslationJob::Progress(size_t index, std::vector<int32_t> stable_tokens) {
   absl::MutexLock lock(&mutex_);
   if (done_ || !on_progress_) return;
@@ -193,15 +198,18 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
       to_queue.push_back(i);
     }
   }
-  if (cache_ != nullptr && observer_ != nullptr) {
-    observer_->on_translation_cache_lookups(
-        static_cast<int64_t>(sources.size() - to_queue.size()),
-        static_cast<int64_t>(to_queue.size()));
-  }
-  const auto queueing = static_cast<int64_t>(to_queue.size());
+  int64_t queueing = 0;
   {
     absl::MutexLock lock(&mutex_);
     if (stopping_) return absl::UnavailableError("the server is shutting down");
+    // A sentence queued or decoding for another request already: this one waits for it.
+    std::vector<size_t> leading, following;
+    for (size_t i : to_queue) {
+      const bool waits = cached_as[i] != nullptr && in_progress_.count(*cached_as[i]) > 0;
+      (waits ? following : leading).push_back(i);
+    }
+    to_queue = std::move(leading);
+    queueing = static_cast<int64_t>(to_queue.size());
     const int64_t free = options_.queue_capacity - static_cast<int64_t>(queued_.size());
     if (queueing > free) {
       return absl::ResourceExhaustedError(
@@ -219,11 +227,17 @@ absl::StatusOr<std::shared_ptr<TranslationJob>> Scheduler::Submit(
           queueing, " more; one client may have ", client_limit,
           " waiting (--max_queued_sentences_per_client); retry later"));
     }
+    for (size_t i : following) in_progress_[*cached_as[i]].push_back({job, i, client, deadline});
+    if (cache_ != nullptr && observer_ != nullptr) {
+      observer_->on_translation_cache_lookups(static_cast<int64_t>(sources.size()) - queueing,
+                                              queueing);
+    }
     if (queueing > 0) {
       const absl::Time now = clock_();
       ClientShare& share = clients_[client];
       double fair_end = std::max(share.fair_end, virtual_time_);
       for (size_t i : to_queue) {
+        if (cached_as[i] != nullptr) in_progress_.emplace(*cached_as[i], std::vector<Follower>());
         const int64_t tokens = static_cast<int64_t>(sources[i].size()) + 1;
         pending_.push_back({tokens, now, deadline, fair_end});
         fair_end += static_cast<double>(tokens);
@@ -251,9 +265,62 @@ void Scheduler::ForgetQueuedLocked(size_t index) {
 void Scheduler::RemoveJobLocked(const TranslationJob* job) {
   for (size_t i = queued_.size(); i-- > 0;) {
     if (queued_[i].job.get() == job) {
+      // Queued at the back (past i): the loop goes on below i.
+      if (queued_[i].cached_as != nullptr) HandOverLocked(*queued_[i].cached_as, job);
       ForgetQueuedLocked(i);
       queued_.erase(queued_.begin() + static_cast<std::ptrdiff_t>(i));
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+}
+
+std::vector<Scheduler::Follower> Scheduler::TakeFollowersLocked(const TranslationCache::Key& key) {
+  std::vector<Follower> followers;
+  const auto entry = in_progress_.find(key);
+  if (entry == in_progress_.end()) return followers;
+  followers = std::move(entry->second);
+  in_progress_.erase(entry);
+  return followers;
+}
+
+void Scheduler::HandOverLocked(const TranslationCache::Key& key, const TranslationJob* leaving) {
+  std::vector<Follower> followers = TakeFollowersLocked(key);
+  const auto next = std::find_if(followers.begin(), followers.end(), [&](const Follower& f) {
+    return f.job.get() != leaving && !f.job->done();
+  });
+  if (next == followers.end()) return;
+  const Follower leader = *next;
+  followers.erase(followers.begin(), next + 1);
+  auto cached_as = std::make_shared<const TranslationCache::Key>(key);
+  const bool constrained = !key.constraints.empty();
+  const int64_t tokens = static_cast<int64_t>(key.source.size()) + 1;
+  ClientShare& share = clients_[leader.client];
+  const double fair_start = std::max(share.fair_end, virtual_time_);
+  pending_.push_back({tokens, clock_(), leader.deadline, fair_start});
+  queued_.push_back({leader.job, leader.index, key.source, key.options, leader.client,
+                     key.constraints,
+                     main_.engine->CacheBlocksFor(tokens - 1, key.options, constrained),
+                     std::move(cached_as)});
+  ++share.queued;
+  share.fair_end = fair_start + static_cast<double>(tokens);
+  in_progress_.emplace(key, std::move(followers));
+  wake_.Signal();
+}
+
+void Scheduler::SettleFollowers(const std::shared_ptr<const TranslationCache::Key>& key,
+                                const absl::Status& status,
+                                const std::vector<Hypothesis>& hypotheses) {
+  if (key == nullptr) return;
+  std::vector<Follower> followers;
+  {
+    absl::MutexLock lock(&mutex_);
+    followers = TakeFollowersLocked(*key);
+  }
+  for (Follower& follower : followers) {
+    if (status.ok()) {
+      follower.job->Deliver(follower.index, hypotheses);
+    } else {
+      follower.job->Fail(status);
     }
   }
 }
@@ -424,7 +491,10 @@ void Scheduler::AdmitBatch(Lane& lane, std::vector<QueuedSentence> batch,
   }
   auto handles = lane.engine->Admit(sources, options, constraints);
   if (!handles.ok()) {
-    for (QueuedSentence& sentence : batch) sentence.job->Fail(handles.status());
+    for (QueuedSentence& sentence : batch) {
+      sentence.job->Fail(handles.status());
+      SettleFollowers(sentence.cached_as, handles.status(), {});
+    }
     return;
   }
   if (&lane == &main_) {
@@ -458,6 +528,10 @@ void Scheduler::DropInFlight(const std::vector<std::shared_ptr<TranslationJob>>&
       if (gone) {
         handles.push_back(entry->first);
         clients.push_back(std::move(entry->second.client));
+        if (entry->second.cached_as != nullptr) {
+          absl::MutexLock lock(&mutex_);
+          HandOverLocked(*entry->second.cached_as, entry->second.job.get());
+        }
         entry = lane->in_flight.erase(entry);
       } else {
         ++entry;
@@ -499,14 +573,18 @@ void Scheduler::StepEngine(Lane& lane) {
   for (StreamingEngine::Finished& finished : step) {
     const auto destination = lane.in_flight.find(finished.handle);
     if (destination == lane.in_flight.end()) continue;  // not ours: cannot happen
+    const std::shared_ptr<const TranslationCache::Key>& cached_as = destination->second.cached_as;
     if (finished.status.ok()) {
-      if (destination->second.cached_as != nullptr && !finished.hypotheses.empty()) {
-        const int64_t evicted =
-            cache_->Insert(*destination->second.cached_as, finished.hypotheses);
+      if (cached_as != nullptr && !finished.hypotheses.empty()) {
+        // Stored before the followers are let go, so that a request arriving meanwhile finds
+        // it in one place or the other.
+        const int64_t evicted = cache_->Insert(*cached_as, finished.hypotheses);
         if (observer_) observer_->on_translation_cache_stored(cache_->stats().bytes, evicted);
       }
+      SettleFollowers(cached_as, finished.status, finished.hypotheses);
       destination->second.job->Deliver(destination->second.index, std::move(finished.hypotheses));
     } else {
+      SettleFollowers(cached_as, finished.status, {});
       destination->second.job->Fail(finished.status);
     }
     clients.push_back(std::move(destination->second.client));

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -128,6 +129,7 @@ class TranslationJob {
   // Delivers sentence `index` and the sentences that repeat it (repeats_).
   void Deliver(size_t index, std::vector<Hypothesis> hypotheses);
   void Fail(absl::Status status);  // the first failure wins
+  bool done() const;
   void Progress(size_t index, std::vector<int32_t> stable_tokens);
   mutable absl::Mutex mutex_;
   DoneCallback on_done_ ABSL_GUARDED_BY(mutex_);
@@ -151,8 +153,8 @@ class Scheduler {
     // RESOURCE_EXHAUSTED, so that one client's flood cannot fill the queue for everyone.
     int64_t max_queued_per_client = 0;
     // Bytes of the translation cache (server/translation_cache.h); 0 = none. With a cache, a
-    // sentence found there is answered at once and a sentence repeated within a request is
-    // decoded once.
+    // sentence found there is answered at once, and a sentence already queued or decoding for
+    // any request (or repeated within its request) is decoded once: it takes that one's result.
     int64_t translation_cache_bytes = 0;
     // The cache's partitions: one per client (Submit's `client`: an API key when keys are on),
     // or one shared by all.
@@ -245,6 +247,25 @@ class Scheduler {
   void RemoveJobLocked(const TranslationJob* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Accounts for queue entry `index` leaving the queue (before it is erased).
   void ForgetQueuedLocked(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // A sentence that waits for an identical one queued or decoding for another request (the
+  // leader, whose cache key in_progress_ holds), to take its result.
+  struct Follower {
+    std::shared_ptr<TranslationJob> job;
+    size_t index;
+    std::string client;
+    absl::Time deadline;
+  };
+  // The leader of `key` is done: its followers, no longer waiting.
+  std::vector<Follower> TakeFollowersLocked(const TranslationCache::Key& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // The leader of `key` left without a result (its request was cancelled or expired): the
+  // first follower whose request is still waiting (not `leaving`'s) is queued as the new
+  // leader, the others wait for it.
+  void HandOverLocked(const TranslationCache::Key& key, const TranslationJob* leaving)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Delivers a leader's result (or failure) to its followers (engine thread, no lock held).
+  void SettleFollowers(const std::shared_ptr<const TranslationCache::Key>& key,
+                       const absl::Status& status, const std::vector<Hypothesis>& hypotheses);
   // The express engine's batch, when it has room and the main engine decodes: the queued
   // sentences of light clients (Create), by the batching policy without a queue delay.
   std::vector<size_t> ExpressBatchLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
@@ -285,6 +306,9 @@ class Scheduler {
   std::deque<QueuedSentence> queued_ ABSL_GUARDED_BY(mutex_);
   // Clients with sentences waiting (an entry goes when its last sentence leaves the queue).
   std::map<std::string, ClientShare> clients_ ABSL_GUARDED_BY(mutex_);
+  // With a cache: the keys of the sentences queued or decoding, and who waits for each.
+  std::unordered_map<TranslationCache::Key, std::vector<Follower>, TranslationCache::KeyHash>
+      in_progress_ ABSL_GUARDED_BY(mutex_);
   // Fair queuing's virtual time, in source tokens: the place of the last batch's first
   // sentence. A client's next sentence starts at the later of this and its previous one's end.
   double virtual_time_ ABSL_GUARDED_BY(mutex_) = 0;

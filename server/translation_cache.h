@@ -30,6 +30,9 @@ class TranslationCache {
     Constraints constraints;
     bool operator==(const Key& other) const;
   };
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
   // A key for a sentence as the scheduler queues it.
   static Key KeyOf(std::string partition, std::vector<int32_t> source,
                    const TranslationOptions& options, Constraints constraints);
@@ -51,9 +54,6 @@ class TranslationCache {
   Stats stats() const;
 
  private:
-  struct KeyHash {
-    size_t operator()(const Key& key) const;
-  };
   struct Entry {
     Key key;
     std::vector<Hypothesis> hypotheses;

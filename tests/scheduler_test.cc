@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "server/scheduler.h"
 
 namespace xlate::server {
@@ -458,6 +459,58 @@ TEST(Scheduler, TheCacheAnswersRepeatsWithoutDecodingThemAgain) {
   scheduler->reset();  // runs every completion posted
   EXPECT_EQ(progress.size(), 2u);
   for (const auto& [sentence, complete] : progress) EXPECT_TRUE(complete) << sentence;
+}
+
+Scheduler::Options cached_options() {
+  Scheduler::Options result = options(8, absl::ZeroDuration());
+  result.translation_cache_bytes = 1 << 20;
+  return result;
+}
+
+// A sentence already decoding for another request is not decoded again: the second request
+// takes the first's result when it comes.
+TEST(Scheduler, ASentenceDecodingForAnotherRequestIsDecodedOnce) {
+  FakeEngine engine;
+  auto scheduler = Scheduler::Create(cached_options(), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto first = (*scheduler)->Submit({{0, 5}}, {}, kNoDeadline);  // decodes until finish()
+  ASSERT_TRUE(first.ok());
+  engine.wait_started();
+  auto second = (*scheduler)->Submit({{0, 5}, {1, 9}}, {}, kNoDeadline);
+  ASSERT_TRUE(second.ok());
+  engine.finish();
+  ASSERT_TRUE((*second)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  ASSERT_TRUE((*first)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  const auto results = (*second)->TakeResults();
+  EXPECT_EQ(results[0][0].tokens, (*first)->TakeResults()[0][0].tokens);
+  std::vector<std::vector<std::vector<int32_t>>> batches = engine.batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[1], (std::vector<std::vector<int32_t>>{{1, 9}}));
+}
+
+// When the request a sentence waits on is cancelled, the waiting one is decoded after all.
+TEST(Scheduler, AWaitingSentenceDecodesWhenTheOneItWaitedOnIsCancelled) {
+  FakeEngine engine;
+  auto scheduler = Scheduler::Create(cached_options(), &engine, nullptr);
+  ASSERT_TRUE(scheduler.ok());
+  auto first = (*scheduler)->Submit({{0, 6}}, {}, kNoDeadline);
+  ASSERT_TRUE(first.ok());
+  engine.wait_started();
+  auto second = (*scheduler)->Submit({{0, 6}}, {}, kNoDeadline);
+  ASSERT_TRUE(second.ok());
+  (*scheduler)->Cancel(*first, absl::CancelledError("the client went away"));
+  EXPECT_TRUE(absl::IsCancelled((*first)->status()));
+  // The first leaves the decode before anything finishes (else the second would take its
+  // result, as it may).
+  for (int waited = 0; engine.dropped().empty() && waited < 10000; ++waited) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  engine.finish();
+  ASSERT_TRUE((*second)->WaitUntil(absl::Now() + absl::Seconds(10)));
+  ASSERT_TRUE((*second)->status().ok()) << (*second)->status();
+  EXPECT_EQ((*second)->TakeResults()[0][0].tokens, (std::vector<int32_t>{6, 0}));
+  EXPECT_EQ(engine.batches().size(), 2u);
+  EXPECT_EQ(engine.dropped().size(), 1u);
 }
 
 TEST(Scheduler, FullQueueRefusesAtOnce) {

@@ -758,8 +758,11 @@ class Fairness(unittest.TestCase):
         try:
             flood_stub = pb2_grpc.TranslatorStub(flood_channel)
             sentences = sample_sentences(100)
-            flood = [flood_stub.Translate.future(request(sentences), timeout=600)
-                     for _ in range(4)]
+            # Four calls that differ in an option, so that each is decoded (the same sentences
+            # with the same options would wait for the first call's results).
+            flood = [flood_stub.Translate.future(request(sentences, length_penalty=0.6 + k / 10),
+                                                 timeout=600)
+                     for k in range(4)]
             self.assertTrue(wait_until(
                 lambda: counter(scrape(server), "xlate_queue_depth") >= 100, 60))
             reply = server.stub.Translate(request(["A dog runs through the snow."]), timeout=120)
