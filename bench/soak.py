@@ -10,7 +10,8 @@ the calls streamed; 10% of the calls carry a deadline too short to meet (DEADLIN
 design) and 10% are cancelled by their client after 0-100 ms. Prints, every --report_every_s, the sentences/s and the server's
 resident memory; at the end the calls by status code, the resident memory idle (before the load),
 its peak, the RSS growth from the end of the warm-up (the first fifth) to the end, and the
-KV cache's pool from /metrics (its bytes, blocks and cap). Exits non-zero when a call ends with a code other than
+KV cache's pool and the translation cache from /metrics (bytes, blocks, hits, misses,
+evictions). Exits non-zero when a call ends with a code other than
 OK, DEADLINE_EXCEEDED, CANCELLED (the client's own) or RESOURCE_EXHAUSTED, when the server
 stops serving, or when the RSS grows by more than --max_rss_growth.
 
@@ -51,13 +52,14 @@ def status_bytes(pid, field="VmRSS"):
     return 0
 
 
-def kv_cache_metrics(metrics_port):
-    """The KV-cache pool's gauges (xlate_kv_cache_*) from the server's /metrics, in MiB and
-    blocks."""
+def cache_metrics(metrics_port, cache):
+    """A cache's gauges and counters from the server's /metrics (cache "kv_cache": the KV
+    cache's pool, xlate_kv_cache_*; "translation_cache": xlate_translation_cache_*), bytes in
+    MiB."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read()
     values = {}
     for line in text.decode().splitlines():
-        match = re.match(r"xlate_kv_cache_(\w+)\{[^}]*\} (\S+)", line)
+        match = re.match(rf"xlate_{cache}_(\w+)\{{[^}}]*\}} (\S+)", line)
         if match:
             value = float(match[2])
             values[match[1]] = round(value / 2**20, 1) if match[1].endswith("bytes") else int(value)
@@ -75,12 +77,15 @@ def main():
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--max_rss_growth", type=float, default=0.05)
     parser.add_argument("--hostile_clients", type=int, default=0)
+    parser.add_argument("--server_flag", action="append", default=[],
+                        help="a flag for xlate-server (repeatable), e.g. --server_flag="
+                             "--translation_cache_mib=1")
     parser.add_argument("--json_out")
     args = parser.parse_args()
     pb2, pb2_grpc = import_stubs()
     sentences = source_sentences(args.source)
 
-    server, port = start_multi30k_server(args)
+    server, port = start_multi30k_server(args, *args.server_flag)
     metrics_port = next(int(m[1]) for line in server.startup_lines
                         for m in [re.search(r"metrics on port (\d+)", line)] if m)
     idle_rss = status_bytes(server.pid)
@@ -168,7 +173,7 @@ def main():
             with lock:
                 sentences_now = done_sentences[0]
             rss = status_bytes(server.pid)
-            pool_mib = kv_cache_metrics(metrics_port).get("bytes", 0)
+            pool_mib = cache_metrics(metrics_port, "kv_cache").get("bytes", 0)
             rate = (sentences_now - last_sentences) / (now - last_time)
             timeline.append({"t_s": round(now - start, 1), "sentences_per_second": round(rate, 1),
                              "rss_mib": round(rss / 2**20, 1), "kv_cache_mib": pool_mib})
@@ -184,7 +189,8 @@ def main():
         final_rss = status_bytes(server.pid) if server.poll() is None else 0
         serving = server.poll() is None
         peak_rss = status_bytes(server.pid, "VmHWM") if serving else 0
-        kv_cache = kv_cache_metrics(metrics_port) if serving else {}
+        kv_cache = cache_metrics(metrics_port, "kv_cache") if serving else {}
+        translations = cache_metrics(metrics_port, "translation_cache") if serving else {}
         server.send_signal(signal.SIGTERM)
         exit_code = server.wait(120)
         channel.close()
@@ -197,6 +203,7 @@ def main():
                if warm_rss else None, "rss_final_mib": round(final_rss / 2**20, 1),
                "rss_growth": round(growth, 4), "rss_idle_mib": round(idle_rss / 2**20, 1),
                "rss_peak_mib": round(peak_rss / 2**20, 1), "kv_cache": kv_cache,
+               "translation_cache": translations,
                "server_exit_code": exit_code,
                "timeline": timeline}
     print(json.dumps({k: v for k, v in summary.items() if k != "timeline"}))

@@ -89,10 +89,11 @@ ABSL_FLAG(int64_t, max_batch_tokens, 8192, "padded source tokens per engine batc
 ABSL_FLAG(int, max_batch_sentences, 64, "sentences per engine batch");
 ABSL_FLAG(int, max_queue_delay_ms, 5, "longest a sentence waits for its batch to fill, in ms");
 ABSL_FLAG(int64_t, queue_capacity, 4096, "sentences waiting at most; more get RESOURCE_EXHAUSTED");
-ABSL_FLAG(int64_t, translation_cache_mib, 64,
+ABSL_FLAG(int64_t, translation_cache_mib, 0,
           "MiB of finished translations each model keeps (least recently used first), so that "
-          "a sentence sent again with the same options is answered without decoding and a "
-          "sentence repeated within a request is decoded once; 0 = no cache");
+          "a sentence sent again with the same options is answered without decoding and one "
+          "already decoding for another request is decoded once; 0 (the default, until its "
+          "memory is understood: docs/server.md) = no cache");
 ABSL_FLAG(std::string, translation_cache_scope, "auto",
           "whose requests share cached translations: shared (everyone), per_key (each API "
           "key, or each peer without keys) or auto (per_key with --api_keys_file, else "

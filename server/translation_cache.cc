@@ -5,23 +5,49 @@
 namespace xlate::server {
 namespace {
 
+// A heap allocation's bytes as malloc holds them: its contents and about 16 bytes of its own.
 template <typename T>
 int64_t vector_bytes(const std::vector<T>& values) {
-  return static_cast<int64_t>(sizeof(values) + values.size() * sizeof(T));
+  return static_cast<int64_t>(sizeof(values) + values.capacity() * sizeof(T)) +
+         (values.capacity() > 0 ? 16 : 0);
 }
 
 // What an entry holds, estimated: its key twice (the entry's and the index's), its hypotheses,
 // the list and index nodes.
 int64_t entry_bytes(const TranslationCache::Key& key, const std::vector<Hypothesis>& hypotheses) {
-  int64_t key_bytes = static_cast<int64_t>(sizeof(TranslationCache::Key) + key.partition.size()) +
-                      vector_bytes(key.source) + vector_bytes(key.options.forced_start_tokens);
+  int64_t key_bytes = static_cast<int64_t>(sizeof(TranslationCache::Key) +
+                                           key.partition.capacity()) +
+                      vector_bytes(key.source) + vector_bytes(key.options.forced_start_tokens) +
+                      vector_bytes(key.constraints);
   for (const auto& constraint : key.constraints) key_bytes += vector_bytes(constraint);
-  int64_t bytes = 128 + 2 * key_bytes;
+  int64_t bytes = 128 + 2 * key_bytes + vector_bytes(hypotheses);
   for (const Hypothesis& hypothesis : hypotheses) {
-    bytes += static_cast<int64_t>(sizeof(Hypothesis)) + vector_bytes(hypothesis.tokens) +
-             vector_bytes(hypothesis.alignment);
+    bytes += vector_bytes(hypothesis.tokens) + vector_bytes(hypothesis.alignment);
   }
   return bytes;
+}
+
+// A copy whose vectors hold no spare capacity (a decoder's grow as they are filled).
+template <typename T>
+std::vector<T> exact(const std::vector<T>& values) {
+  return std::vector<T>(values.begin(), values.end());
+}
+
+std::vector<Hypothesis> compact(const std::vector<Hypothesis>& hypotheses) {
+  std::vector<Hypothesis> copies;
+  copies.reserve(hypotheses.size());
+  for (const Hypothesis& hypothesis : hypotheses) {
+    copies.push_back({exact(hypothesis.tokens), hypothesis.score, hypothesis.log_prob,
+                      exact(hypothesis.alignment)});
+  }
+  return copies;
+}
+
+TranslationCache::Key compact(const TranslationCache::Key& key) {
+  TranslationCache::Key copy = key;
+  copy.source = exact(key.source);
+  copy.options.forced_start_tokens = exact(key.options.forced_start_tokens);
+  return copy;
 }
 
 }  // namespace
@@ -64,7 +90,10 @@ std::optional<std::vector<Hypothesis>> TranslationCache::Find(const Key& key) {
   return found->second->hypotheses;
 }
 
-int64_t TranslationCache::Insert(const Key& key, const std::vector<Hypothesis>& hypotheses) {
+int64_t TranslationCache::Insert(const Key& given_key,
+                                 const std::vector<Hypothesis>& given_hypotheses) {
+  Key key = compact(given_key);
+  std::vector<Hypothesis> hypotheses = compact(given_hypotheses);
   const int64_t bytes = entry_bytes(key, hypotheses);
   if (bytes > max_bytes_) return 0;
   int64_t evicted = 0;
@@ -82,8 +111,8 @@ int64_t TranslationCache::Insert(const Key& key, const std::vector<Hypothesis>& 
     ++evicted;
   }
   stats_.evictions += evicted;
-  order_.push_front(Entry{key, hypotheses, bytes});
-  index_.emplace(order_.front().key, order_.begin());
+  order_.push_front(Entry{key, std::move(hypotheses), bytes});
+  index_.emplace(std::move(key), order_.begin());
   stats_.bytes += bytes;
   return evicted;
 }

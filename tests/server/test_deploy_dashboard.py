@@ -33,7 +33,7 @@ def dashboard_queries():
 class DeployedMonitoring(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = Server()
+        cls.server = Server("--translation_cache_mib=8")  # the cache panels need data
         with open(os.path.join(DEPLOY, "prometheus", "prometheus.yml")) as f:
             config = yaml.safe_load(f)
         # The deployed configuration, pointed at the test server and sped up for a test.

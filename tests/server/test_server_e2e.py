@@ -64,7 +64,8 @@ class SharedServer(unittest.TestCase):
         cls.server = Server("--max_sentences_per_request=16", "--max_entries_per_request=40",
                             "--max_entry_code_points=300",
                             "--max_request_code_points=3000", "--max_input_tokens=64",
-                            "--max_beam_size=8", "--max_receive_message_bytes=20000")
+                            "--max_beam_size=8", "--max_receive_message_bytes=20000",
+                            "--translation_cache_mib=8")
         cls.stub = cls.server.stub
 
     @classmethod
