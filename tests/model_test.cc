@@ -53,6 +53,35 @@ class GoldenModel : public ::testing::TestWithParam<std::string> {
     batch_.source = golden_["src"].get<std::vector<std::vector<int32_t>>>();
     batch_.target = golden_["tgt"].get<std::vector<std::vector<int32_t>>>();
   }
+  // The first two golden sources, their lengths and their encoder output.
+  struct EncodedPair {
+    std::vector<std::vector<int32_t>> sources;
+    Tensor lengths, padded, output;
+  };
+  EncodedPair encode_first_two() const {
+    EncodedPair pair;
+    pair.sources = {batch_.source[0], batch_.source[1]};
+    pair.padded = padded(pair.sources, model_->config().pad_id, &pair.lengths);
+    pair.output = model_->encode(pair.padded, pair.lengths);
+    return pair;
+  }
+  // Row r of one decoding step's logits [R, V] equals the last position of the whole prefix
+  // prefixes[r] recomputed from scratch over sources[row_source[r]].
+  void expect_whole_prefix_logits(const Tensor& step_logits, const EncodedPair& pair,
+                                  const std::vector<std::vector<int32_t>>& prefixes,
+                                  const std::vector<int32_t>& row_source, size_t step) const {
+    const int64_t vocabulary = model_->config().vocab_size;
+    for (size_t r = 0; r < prefixes.size(); ++r) {
+      const Tensor full = forward_logits(*model_, Batch{{pair.sources[row_source[r]]},
+                                                        {prefixes[r]}});
+      const float* logits = full.data<float>() + (prefixes[r].size() - 1) * vocabulary;
+      for (int64_t v = 0; v < vocabulary; ++v) {
+        ASSERT_NEAR(step_logits.data<float>()[r * vocabulary + v], logits[v], 1e-4)
+            << "step " << step << " row " << r << " token " << v;
+      }
+    }
+  }
+
   std::shared_ptr<const TransformerModel> model_;
   nlohmann::json golden_;
   Batch batch_;
@@ -96,15 +125,11 @@ TEST_P(GoldenModel, LogitsArePaddingInvariant) {
 // step the logits of recomputing the whole prefix from scratch.
 TEST_P(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
   const TransformerModel& model = *model_;
-  const std::vector<std::vector<int32_t>> sources = {batch_.source[0], batch_.source[1]};
-  Tensor source_lengths;
-  const Tensor source = padded(sources, model.config().pad_id, &source_lengths);
-  const Tensor encoded = model.encode(source, source_lengths);
-  const int64_t vocabulary = model.config().vocab_size;
+  const EncodedPair pair = encode_first_two();
   // Rows: sentence 0 twice, sentence 1 twice (a beam of 2), with different continuations.
   std::vector<std::vector<int32_t>> prefixes = {{2}, {2}, {2}, {2}};
   const std::vector<int32_t> row_source = {0, 0, 1, 1};
-  DecoderState incremental = model.start_decoding(encoded, source_lengths, 4, 8);
+  DecoderState incremental = model.start_decoding(pair.output, pair.lengths, 4, 8);
   // Two rows (beams) per sentence, both starting at position 0.
   incremental.place_rows({{-1, 0, 0, 0}, {-1, 0, 1, 0}, {-1, 1, 0, 0}, {-1, 1, 1, 0}});
   const std::vector<std::vector<int32_t>> next_tokens = {
@@ -114,16 +139,8 @@ TEST_P(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
     for (const auto& prefix : prefixes) last.push_back(prefix.back());
     const Tensor step_logits =
         model.decode(incremental, Tensor::from_vector(last, {int64_t(last.size()), 1}));
-    for (size_t r = 0; r < prefixes.size(); ++r) {
-      Batch alone{{sources[row_source[r]]}, {prefixes[r]}};
-      const Tensor full = forward_logits(model, alone);
-      // The full pass's last position.
-      const float* logits = full.data<float>() + (prefixes[r].size() - 1) * vocabulary;
-      for (int64_t v = 0; v < vocabulary; ++v) {
-        ASSERT_NEAR(step_logits.data<float>()[r * vocabulary + v], logits[v], 1e-4)
-            << "step " << step << " row " << r << " token " << v;
-      }
-    }
+    expect_whole_prefix_logits(step_logits, pair, prefixes, row_source, step);
+    if (HasFatalFailure()) return;
     if (step == next_tokens.size()) break;
     for (size_t r = 0; r < prefixes.size(); ++r) prefixes[r].push_back(next_tokens[step][r]);
     if (step == 2) {
@@ -141,16 +158,13 @@ TEST_P(GoldenModel, IncrementalDecodingEqualsWholePrefixAtEveryStep) {
 // Reordering copies no block: the state holds each slot's blocks and its sources' only.
 TEST_P(GoldenModel, DecodingThroughScatteredBlocksEqualsWholePrefix) {
   const TransformerModel& model = *model_;
-  const std::vector<std::vector<int32_t>> sources = {batch_.source[0], batch_.source[1]};
-  Tensor source_lengths;
-  const Tensor source = padded(sources, model.config().pad_id, &source_lengths);
-  const Tensor encoded = model.encode(source, source_lengths);
+  const EncodedPair pair = encode_first_two();
   const int64_t vocabulary = model.config().vocab_size, steps = 36;
   auto pool = model.kv_cache_pool(64);
   for (int i = 0; i < 9; ++i) pool->take();
   pool->give_back({7, 1, 5, 3});  // held here: 0, 2, 4, 6, 8; free: 1, 3, 5, 7, then 9 on
-  DecoderState state = model.start_slots(2, source.dim(1), 2, steps, pool);
-  model.set_sources(state, encoded, source_lengths, {0, 1});
+  DecoderState state = model.start_slots(2, pair.padded.dim(1), 2, steps, pool);
+  model.set_sources(state, pair.output, pair.lengths, {0, 1});
   state.place_rows({{-1, 0, 0, 0}, {-1, 0, 1, 0}, {-1, 1, 0, 0}, {-1, 1, 1, 0}});
   std::vector<std::vector<int32_t>> prefixes = {{2}, {2}, {2}, {2}};
   const std::vector<int32_t> row_source = {0, 0, 1, 1};
@@ -161,14 +175,9 @@ TEST_P(GoldenModel, DecodingThroughScatteredBlocksEqualsWholePrefix) {
     for (const auto& prefix : prefixes) last.push_back(prefix.back());
     const Tensor step_logits =
         model.decode(state, Tensor::from_vector(last, {int64_t(last.size()), 1}));
-    for (size_t r = 0; r < prefixes.size(); ++r) {
-      const Tensor full = forward_logits(model, Batch{{sources[row_source[r]]}, {prefixes[r]}});
-      const float* logits = full.data<float>() + (prefixes[r].size() - 1) * vocabulary;
-      for (int64_t v = 0; v < vocabulary; ++v) {
-        ASSERT_NEAR(step_logits.data<float>()[r * vocabulary + v], logits[v], 1e-4)
-            << "step " << step << " row " << r << " token " << v;
-      }
-    }
+    expect_whole_prefix_logits(step_logits, pair, prefixes, row_source,
+                               static_cast<size_t>(step));
+    if (HasFatalFailure()) return;
     for (auto& prefix : prefixes) prefix.push_back(token(generator));
     if (step == 5 || step == 17 || step == 30) {
       // Sentence 0's rows both continue row 1 (then row 0); sentence 1's swap.
