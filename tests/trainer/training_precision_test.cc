@@ -37,16 +37,15 @@ TEST(TrainingPrecision, AutoPicksWhatEachGpuGenerationRunsFastest) {
   EXPECT_EQ(resolved("fp32", Device::kCUDA, 90), TrainingPrecision::kFloat32);
   EXPECT_EQ(resolved("fp16", Device::kCUDA, 90), TrainingPrecision::kFloat16);
   EXPECT_EQ(resolved("bf16", Device::kCUDA, 80), TrainingPrecision::kBFloat16);
+  // The CPU runs the GPU's 16-bit numerics when asked, whatever the capability argument says.
+  EXPECT_EQ(resolved("bf16", Device::kCPU, 0), TrainingPrecision::kBFloat16);
+  EXPECT_EQ(resolved("fp16", Device::kCPU, 0), TrainingPrecision::kFloat16);
   // P100-class GPUs run fp16 when asked (products of float16 copies, no tensor cores).
   EXPECT_EQ(resolved("fp16", Device::kCUDA, 60), TrainingPrecision::kFloat16);
   EXPECT_EQ(resolved("fp16", Device::kCUDA, 61), TrainingPrecision::kFloat16);
 }
 
 TEST(TrainingPrecision, WhatTheDeviceCannotRunIsRefusedNamingIt) {
-  EXPECT_EQ(refusal("fp16", Device::kCPU, 0),
-            "--precision fp16 needs --device cuda: the CPU trains in fp32");
-  EXPECT_EQ(refusal("bf16", Device::kCPU, 0),
-            "--precision bf16 needs --device cuda: the CPU trains in fp32");
   EXPECT_EQ(refusal("bf16", Device::kCUDA, 75),
             "--precision bf16 needs compute capability 8.0 or newer (Ampere); this GPU has 7.5: "
             "use --precision fp16");
@@ -55,8 +54,8 @@ TEST(TrainingPrecision, WhatTheDeviceCannotRunIsRefusedNamingIt) {
             "use --precision fp32");
 }
 
-// --activations 16bit stores them in the precision's 16-bit type, on a GPU only; auto (the
-// default) does wherever 16bit runs and keeps float32 elsewhere without refusing.
+// --activations 16bit stores them in the precision's 16-bit type, on a GPU and on the CPU;
+// auto (the default) does under fp16 and bf16 and keeps float32 under fp32 without refusing.
 TEST(TrainingPrecision, SixteenBitActivationsTakeThePrecisionsType) {
   const auto dtype = [](const std::string& activations, Device device,
                         TrainingPrecision precision) {
@@ -71,13 +70,16 @@ TEST(TrainingPrecision, SixteenBitActivationsTakeThePrecisionsType) {
   EXPECT_EQ(dtype("auto", Device::kCUDA, TrainingPrecision::kBFloat16), DType::kBFloat16);
   EXPECT_EQ(dtype("auto", Device::kCUDA, TrainingPrecision::kFloat32), DType::kFloat32);
   EXPECT_EQ(dtype("auto", Device::kCPU, TrainingPrecision::kFloat32), DType::kFloat32);
+  EXPECT_EQ(dtype("auto", Device::kCPU, TrainingPrecision::kBFloat16), DType::kBFloat16);
+  EXPECT_EQ(dtype("16bit", Device::kCPU, TrainingPrecision::kFloat16), DType::kFloat16);
+  EXPECT_EQ(dtype("fp32", Device::kCPU, TrainingPrecision::kBFloat16), DType::kFloat32);
   for (const auto& [device, precision] :
        {std::pair{Device::kCPU, TrainingPrecision::kFloat32},
         std::pair{Device::kCUDA, TrainingPrecision::kFloat32}}) {
     const absl::StatusOr<DType> refused = resolve_activation_dtype("16bit", device, precision);
     ASSERT_FALSE(refused.ok());
     EXPECT_NE(std::string(refused.status().message())
-                  .find("--activations 16bit needs --device cuda and --precision fp16 or bf16"),
+                  .find("--activations 16bit needs --precision fp16 or bf16"),
               std::string::npos)
         << refused.status();
   }

@@ -91,7 +91,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainingOptions& 
     trainer->device_note_ = absl::StrCat(device_note, device_note.empty() ? "" : "; ",
                                          "precision ", precision_name(*precision),
                                          precision_note(*precision, compute_capability,
-                                                        *activation_dtype),
+                                                        *activation_dtype, *device),
                                          ", loss scaling ",
                                          resolved.loss_scale);
     if (!(status = trainer->initialise()).ok()) return status;

@@ -110,17 +110,18 @@ const char* precision_name(TrainingPrecision precision);  // "fp32", "fp16", "bf
 // `compute_capability` (10 · major + minor; ignored on the CPU). auto: bf16 from 8.0 (Ampere),
 // fp16 from 6.0 (Volta's tensor cores from 7.0; on a P100, 6.0, the products run at the float32
 // rate, and what fp16 gains there is activations stored in 16 bits: half the memory and the
-// traffic of every element-wise kernel), fp32 below 6.0 and on the CPU. fp16 or bf16 on the CPU
-// and bf16 below 8.0 are refused naming the compute capability.
+// traffic of every element-wise kernel), fp32 below 6.0 and on the CPU. bf16 below 8.0 is
+// refused naming the compute capability. On the CPU fp16 and bf16 run the same numerics as a
+// GPU's (16-bit storage, float32 arithmetic, products of rounded inputs).
 absl::StatusOr<TrainingPrecision> resolve_training_precision(const std::string& precision,
                                                              Device device,
                                                              int compute_capability);
 
 // --loss_scale auto resolved for `precision`: "dynamic" or "none".
 // The dtype activations are stored in: float32, or for --activations 16bit the precision's
-// 16-bit type; 16bit on the CPU or under fp32 is refused naming what it needs. auto: the
-// precision's 16-bit type on a GPU under fp16 or bf16 (1.6-1.7x the tokens/s of float32
-// activations at half the memory on an H100, docs/cuda-backend.md), float32 otherwise.
+// 16-bit type; 16bit under fp32 is refused naming what it needs. auto: the precision's 16-bit
+// type under fp16 or bf16, on a GPU (1.6-1.7x the tokens/s of float32 activations at half the
+// memory on an H100, docs/cuda-backend.md) and on the CPU alike, float32 otherwise.
 absl::StatusOr<DType> resolve_activation_dtype(const std::string& activations, Device device,
                                                TrainingPrecision precision);
 

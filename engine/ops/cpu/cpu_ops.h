@@ -1,5 +1,7 @@
 // The CPU bodies of the ops (engine/ops/backend.h), one file each in this folder; their arguments
-// are already checked. Float tensors are float32.
+// are already checked. They compute on float32 tensors; the backend's table reaches them through
+// WidenedOp (widened_op.h), which gives them float16 / bfloat16 tensors widened, except the
+// bodies that read 16-bit tensors themselves (cpu_backend.cc names them).
 #pragma once
 
 #include "engine/ops/backend.h"
@@ -12,7 +14,6 @@ std::shared_ptr<void> allocate(size_t bytes);
 void fill_zero(void* data, size_t bytes);
 void copy(void* to, const void* from, size_t bytes);
 void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64_t count);
-void set_float32_math(kernels::Float32Math math);
 // The CPU's OpBackend::int8_available (quantized_linear_cpu.cc).
 absl::Status int8_available();
 // The largest magnitude of a quantised int8 weight on this processor (oneDNN's effective ISA):

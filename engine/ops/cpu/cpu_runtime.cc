@@ -9,6 +9,12 @@
 #include "engine/ops/cpu/cpu_ops.h"
 
 namespace xlate::cpu {
+namespace {
+
+// Conversions of more elements than this (16-bit activations in training) use every thread.
+constexpr int64_t kParallelCount = 65536;
+
+}  // namespace
 
 std::shared_ptr<void> allocate(size_t bytes) {
   constexpr size_t kAlignment = 64;  // a cache line, and AVX-512's vector
@@ -41,8 +47,10 @@ void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64
     }
     const auto* bits = static_cast<const uint16_t*>(inp);
     if (inp_dtype == DType::kFloat16) {
+#pragma omp parallel for schedule(static) if (count > kParallelCount)
       for (int64_t i = 0; i < count; ++i) widened_to[i] = half_to_float(bits[i]);
     } else {
+#pragma omp parallel for schedule(static) if (count > kParallelCount)
       for (int64_t i = 0; i < count; ++i) widened_to[i] = bfloat16_to_float(bits[i]);
     }
     if (widened_to == out) return;
@@ -53,15 +61,10 @@ void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64
     return;
   }
   auto* bits = static_cast<uint16_t*>(out);
+#pragma omp parallel for schedule(static) if (count > kParallelCount)
   for (int64_t i = 0; i < count; ++i) {
     bits[i] = out_dtype == DType::kFloat16 ? float_to_half(source[i])
                                            : float_to_bfloat16(source[i]);
-  }
-}
-
-void set_float32_math(kernels::Float32Math math) {
-  if (math != kernels::Float32Math::kExact) {
-    throw std::logic_error("the CPU backend's products are exact float32 only");
   }
 }
 

@@ -12,7 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/cpu/bfloat16_matmul.h"
 #include "engine/ops/cpu/dnnl_context.h"
+#include "engine/ops/cpu/product_inputs.h"
+#include "engine/ops/cpu/widened_op.h"
 
 namespace xlate::cpu {
 namespace {
@@ -85,14 +88,43 @@ void multiply(Tensor& out, const Tensor& inp, const std::function<memory::desc()
   });
 }
 
+// linear_forward on float32 tensors, its operands read as the thread's products read them.
+void linear_forward_float32(Tensor& out, const Tensor& inp, const Tensor& weight,
+                            const Tensor& bias, Activation activation) {
+  const int64_t outputs = weight.dim(0), inputs = weight.dim(1);
+  const Tensor x = product_input(inp);
+  const Tensor w = product_input(weight);
+  multiply(
+      out, x, [&] { return memory::desc({inputs, outputs}, kF32, Tag::ba); }, w.raw_data(),
+      "matmul", outputs, inputs, bias, activation);
+}
+
 }  // namespace
 
 void linear_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                     Activation activation) {
-  const int64_t outputs = weight.dim(0), inputs = weight.dim(1);
-  multiply(
-      out, inp, [&] { return memory::desc({inputs, outputs}, kF32, Tag::ba); }, weight.raw_data(),
-      "matmul", outputs, inputs, bias, activation);
+  const bool sixteen_bit = inp.dtype() == DType::kBFloat16;
+  if (!bfloat16_matmul_available() ||
+      !(sixteen_bit || (inp.dtype() == DType::kFloat32 &&
+                        float32_math() == kernels::Float32Math::kBFloat16Inputs))) {
+    WidenedOp<&linear_forward_float32>::call(out, inp, weight, bias, activation);
+    return;
+  }
+  // bfloat16 operands as stored, or float32 ones rounded to bfloat16 copies.
+  const Tensor x = sixteen_bit ? inp : inp.to_dtype(DType::kBFloat16);
+  const Tensor w = sixteen_bit ? weight : weight.to_dtype(DType::kBFloat16);
+  BFloat16Matmul product;
+  product.m = inp.numel() / weight.dim(1);
+  product.n = weight.dim(0);
+  product.k = weight.dim(1);
+  product.a = {x.raw_data(), Transpose::kNo};
+  product.b = {w.raw_data(), Transpose::kYes};
+  product.c = out.raw_data();
+  product.c_type = out.dtype();
+  product.bias = bias.defined() ? bias.raw_data() : nullptr;
+  product.bias_type = bias.defined() ? bias.dtype() : DType::kFloat32;
+  product.activation = activation;
+  bfloat16_matmul(product);
 }
 
 PackedWeight pack_linear_weight(const Tensor& weight, DType element) {
