@@ -76,6 +76,9 @@ ABSL_FLAG(int64_t, validate_every_steps, 1000, "validation interval in steps (0 
 ABSL_FLAG(int, bleu_sentences, 200, "dev sentences translated for validation BLEU (0 = none)");
 ABSL_FLAG(int, bleu_beam_size, 4, "beam size of the validation translations");
 ABSL_FLAG(int64_t, log_every_steps, 10, "progress line interval in steps");
+ABSL_FLAG(int64_t, plateau_warning_steps, 1000,
+          "warn when the training loss has stayed at the targets' unigram entropy (a model "
+          "that ignores the source) for this many steps; 0 = never");
 ABSL_FLAG(std::string, init_from, "",
           "model directory to start from instead of random weights (fine-tuning; its "
           "architecture and spm.model must be the run's: prepare with --spm_model DIR/spm.model)");
@@ -133,6 +136,7 @@ TrainingOptions options_from_flags() {
   options.bleu_sentences = absl::GetFlag(FLAGS_bleu_sentences);
   options.bleu_beam_size = absl::GetFlag(FLAGS_bleu_beam_size);
   options.log_every_steps = absl::GetFlag(FLAGS_log_every_steps);
+  options.plateau_warning_steps = absl::GetFlag(FLAGS_plateau_warning_steps);
   return options;
 }
 

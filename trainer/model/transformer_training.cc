@@ -1,8 +1,10 @@
 #include "trainer/model/transformer_training.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
+#include "absl/strings/str_cat.h"
 #include "engine/key_rows.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/training_ops.h"
@@ -206,6 +208,41 @@ void TransformerTraining::require_forward_pass() const {
         "TransformerTraining::backward: no forward pass to go back through (each forward's "
         "activations serve one backward, and release_activations() drops them)");
   }
+}
+
+namespace {
+
+double largest_magnitude(const Tensor& activations) {
+  const Tensor host = activations.on(Device::kCPU).to_float32();
+  const float* values = host.data<float>();
+  double largest = 0;
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    largest = std::max(largest, static_cast<double>(std::fabs(values[i])));
+  }
+  return largest;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, double>> TransformerTraining::activation_maxima() const {
+  // The layers' outputs outlive the backward pass (the logits do not: it frees them).
+  if (decoder_.empty()) {
+    throw std::logic_error("TransformerTraining::activation_maxima: no forward pass kept");
+  }
+  std::vector<std::pair<std::string, double>> maxima;
+  for (size_t layer = 0; layer < encoder_.size(); ++layer) {
+    maxima.emplace_back(layer == 0 ? "encoder.embedding"
+                                   : absl::StrCat("encoder.layer.", layer - 1),
+                        largest_magnitude(encoder_[layer].input));
+  }
+  maxima.emplace_back("encoder.output", largest_magnitude(encoder_output_));
+  for (size_t layer = 0; layer < decoder_.size(); ++layer) {
+    maxima.emplace_back(layer == 0 ? "decoder.embedding"
+                                   : absl::StrCat("decoder.layer.", layer - 1),
+                        largest_magnitude(decoder_[layer].input));
+  }
+  maxima.emplace_back("decoder.output", largest_magnitude(decoder_output_));
+  return maxima;
 }
 
 void TransformerTraining::release_activations() {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model_config.h"
@@ -65,6 +67,12 @@ class TransformerTraining {
   // logits, the batch): between steps, and before validation's translations, that memory is
   // free for other tensors. backward() needs a forward() after this.
   void release_activations();
+
+  // The largest |x| of each layer's output in the last forward pass (on a GPU, copied to the
+  // host: a logging step's cost): "encoder.embedding" (the first layer's input),
+  // "encoder.layer.N", likewise for the decoder, and the stacks' final outputs. Before
+  // release_activations() (after backward() too).
+  std::vector<std::pair<std::string, double>> activation_maxima() const;
 
  private:
   struct EncoderLayerCache {

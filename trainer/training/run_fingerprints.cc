@@ -25,14 +25,14 @@ uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run
                clip_norm, loss_scale, loss_scaler, seed, bucket_mb, zero_stage,
                gradient_reduction, checkpoint_every_steps, checkpoint_every_minutes,
                keep_checkpoints, validate_every_steps, bleu_sentences, bleu_beam_size,
-               log_every_steps] = options;
+               log_every_steps, plateau_warning_steps] = options;
   const auto& [preset, layers, d_model, d_ff, heads, d_k, d_v, dropout, activation_dropout,
                label_smoothing, positional, max_positions] = architecture;
   const auto& [initial_scale, growth_interval, minimum_scale] = loss_scaler;
   static_cast<void>(data_directory), static_cast<void>(output_directory);
   static_cast<void>(batch_plan_path);
   static_cast<void>(device_name), static_cast<void>(keep_checkpoints);
-  static_cast<void>(log_every_steps);
+  static_cast<void>(log_every_steps), static_cast<void>(plateau_warning_steps);
   const std::string text = absl::StrJoin(
       std::make_tuple(run_fingerprint, initialize_from, device == Device::kCUDA ? "cuda" : "cpu",
                       precision,

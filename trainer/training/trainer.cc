@@ -137,6 +137,11 @@ absl::Status Trainer::initialise() {
     if (!log.ok()) return log.status();
     log_ = std::move(*log);
     if (!device_note_.empty()) log_->message(device_note_);
+    const double entropy = unigram_entropy(train_, config_.eos_id);
+    plateau_.emplace(entropy, options_.plateau_warning_steps);
+    log_->message(absl::StrFormat(
+        "the unigram entropy of the training targets is %.3f nats per token: a loss that stays "
+        "there is a model that ignores the source", entropy));
   }
   state_.seed = options_.seed;
   state_.run_fingerprint = run_fingerprint(config_, options_, *batches_, communicator_.world_size());
@@ -217,6 +222,9 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
   // Read once every micro-batch's backward pass is queued: on a GPU, reading waits for it.
   std::vector<PendingCrossEntropySums> losses;
   GradientListener* listener = nullptr;
+  // A step the log reports: its activations and how far it moves each parameter group.
+  const bool reported = log_ != nullptr && ((state_.step + 1) % options_.log_every_steps == 0 ||
+                                            state_.step + 1 == options_.max_steps);
   for (int micro = 0; micro < options_.update_frequency; ++micro) {
     // Only the last micro-batch's backward pass reduces (the earlier ones only accumulate).
     if (reducer_ && micro + 1 == options_.update_frequency) {
@@ -238,6 +246,7 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
         static_cast<float>(loss_scale), listener));
     sums[3] += static_cast<double>(batch.source_token_count);
   }
+  if (reported && !losses.empty()) report->activation_maxima = model_.activation_maxima();
   model_.release_activations();  // free for the next step's different shapes
   for (PendingCrossEntropySums& pending : losses) {  // in micro-batch order
     const CrossEntropySums& loss = pending.read();
@@ -298,6 +307,7 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
         "--clip_norm, or train with --loss_scale dynamic (skips such steps)"));
   }
   const double learning_rate = schedule_.at(state_.step + 1);
+  const Tensor before_update = reported ? parameters_.flat().to(Device::kCPU) : Tensor();
   optimizer_->update(parameters_, gradients_, learning_rate, gradient_scale, norm);
   if (sharded()) {
     // Every rank updated its shards only: gather the others' (all of it waited for).
@@ -311,6 +321,11 @@ absl::StatusOr<bool> Trainer::train_step(StepReport* report) {
     report->exposed_reduce_seconds += seconds;
   }
   if (parameter_copy_) parameter_copy_->refresh(parameters_);
+  if (reported) {
+    const Tensor after_update = parameters_.flat().on(Device::kCPU);
+    report->update_ratios = update_ratios(parameters_.slices(), before_update.data<float>(),
+                                          after_update.data<float>());
+  }
   report->gradient_norm = norm;
   ++state_.step;
   report->step = state_.step;
@@ -446,6 +461,10 @@ absl::Status Trainer::train_until_done() {
       report.eta_seconds = (now - elapsed_before_) / static_cast<double>(state_.step - first_step) *
                            static_cast<double>(options_.max_steps - state_.step);
       if (log_) log_->step(report);
+      if (std::optional<std::string> warning =
+              plateau_ ? plateau_->observe(state_.step, report.nll) : std::nullopt) {
+        log_->message(*warning);
+      }
       report = StepReport();
       report_started = now;
       waits_before = device_waits();

@@ -22,6 +22,7 @@
 #include "trainer/optim/adam.h"
 #include "trainer/optim/learning_rate.h"
 #include "trainer/optim/loss_scaler.h"
+#include "trainer/training/training_health.h"
 #include "trainer/training/training_log.h"
 #include "trainer/training/training_options.h"
 
@@ -107,6 +108,7 @@ class Trainer {
   // With reducer_: tells it which gradients the last micro-batch's backward pass has finished.
   std::unique_ptr<GradientListener> reduce_when_ready_;
   std::unique_ptr<TrainingLog> log_;             // rank 0 only
+  std::optional<PlateauWatch> plateau_;          // rank 0 only
   std::unique_ptr<Translator> translator_;       // rank 0 only, for validation BLEU
   TrainerState state_;
   std::chrono::steady_clock::time_point started_;

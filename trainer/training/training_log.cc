@@ -40,14 +40,29 @@ void TrainingLog::write_line(const std::string& json) {
 
 void TrainingLog::step(const StepReport& r) {
   const double ppl = std::exp(r.nll);
-  const std::string scaling =
+  std::string extra =
       r.loss_scale ? absl::StrFormat(" | scale %g (%d skipped)", *r.loss_scale, r.skipped_steps)
                    : std::string();
+  if (!r.update_ratios.empty()) {
+    const auto [smallest, largest] = std::minmax_element(
+        r.update_ratios.begin(), r.update_ratios.end(),
+        [](const auto& a, const auto& b) { return a.second < b.second; });
+    absl::StrAppend(&extra, absl::StrFormat(" | update %.1e (%s) to %.1e (%s)",
+                                              smallest->second, smallest->first, largest->second,
+                                              largest->first));
+  }
+  if (!r.activation_maxima.empty()) {
+    const auto largest = std::max_element(
+        r.activation_maxima.begin(), r.activation_maxima.end(),
+        [](const auto& a, const auto& b) { return a.second < b.second; });
+    absl::StrAppend(&extra, absl::StrFormat(" | act max %.3g (%s)", largest->second,
+                                              largest->first));
+  }
   std::cerr << absl::StrFormat(
                    "step %d/%d | epoch %d | loss %.4f | ppl %.2f | lr %.3e | gnorm %.3f%s | "
                    "%.0f tok/s | elapsed %s | eta %s",
                    r.step, r.max_steps, r.epoch + 1, r.loss, ppl, r.learning_rate,
-                   r.gradient_norm, scaling, r.tokens_per_second, clock_text(r.elapsed_seconds),
+                   r.gradient_norm, extra, r.tokens_per_second, clock_text(r.elapsed_seconds),
                    clock_text(r.eta_seconds))
             << std::endl;
   nlohmann::json json = {{"event", "train"},          {"step", r.step},
@@ -77,6 +92,8 @@ void TrainingLog::step(const StepReport& r) {
     json["loss_scale"] = *r.loss_scale;
     json["skipped_steps"] = r.skipped_steps;
   }
+  for (const auto& [group, ratio] : r.update_ratios) json["update_ratio"][group] = ratio;
+  for (const auto& [layer, largest] : r.activation_maxima) json["activation_max"][layer] = largest;
   write_line(json.dump());
 }
 

@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -42,6 +44,10 @@ struct StepReport {
   int64_t plans_made = 0;
   double plan_seconds = 0;
   int64_t peak_host_memory_bytes = 0;  // the logging rank's peak resident set so far
+  // The reported step's ‖Δw‖ / ‖w‖ per parameter group, and the largest |activation| of each
+  // layer's output in its last micro-batch (training_health.h).
+  std::vector<std::pair<std::string, double>> update_ratios;
+  std::vector<std::pair<std::string, double>> activation_maxima;
 };
 
 struct ValidationReport {

@@ -59,6 +59,9 @@ absl::Status TrainingOptions::Validate() const {
   if (bleu_sentences < 0) return out_of_range("bleu_sentences", std::to_string(bleu_sentences), ">= 0");
   if (bleu_beam_size < 1 || bleu_beam_size > 64) return out_of_range("bleu_beam_size", std::to_string(bleu_beam_size), "in [1, 64]");
   if (log_every_steps < 1) return out_of_range("log_every_steps", std::to_string(log_every_steps), ">= 1");
+  if (plateau_warning_steps < 0) {
+    return out_of_range("plateau_warning_steps", std::to_string(plateau_warning_steps), ">= 0");
+  }
   return absl::OkStatus();
 }
 

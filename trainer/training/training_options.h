@@ -86,6 +86,9 @@ struct TrainingOptions {
   int bleu_sentences = 200;             // dev sentences translated for BLEU; 0 = no BLEU
   int bleu_beam_size = 4;
   int64_t log_every_steps = 10;
+  // Warn when the training loss has sat at the targets' unigram entropy for this many steps
+  // (training_health.h); 0 = never.
+  int64_t plateau_warning_steps = 1000;
 
   // Names the option and its limit when out of range.
   absl::Status Validate() const;
