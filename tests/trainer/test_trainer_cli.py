@@ -229,6 +229,41 @@ class TrainerCliTest(RunsOnTheCliCorpus):
                "--output", run, "--precision", "fp32", "--activations", "fp32"], timeout=120)
         self.assertEqual(h.log_events(run, "train")[-1]["step"], 2)
 
+    def test_the_log_reports_update_ratios_activations_and_the_unigram_entropy(self):
+        # What shows a stalled run at once (trainer/training/training_health.h), on every
+        # report: the entropy is the corpus's, recounted here from the same text and vocabulary.
+        import math
+        from collections import Counter
+
+        import sentencepiece
+        run = self.run_dir("health")
+        h.train(self.data, run, "--max_steps", "2", *COMMON)
+        messages = [event["text"] for event in h.log_events(run, "message")]
+        stated = [m for m in messages if m.startswith("the unigram entropy of the training")]
+        self.assertEqual(len(stated), 1, messages)
+        vocabulary = sentencepiece.SentencePieceProcessor(
+            model_file=os.path.join(self.data, "spm.model"))
+        counts = Counter()
+        with open(os.path.join(h.SCRATCH, "cli-text", "train.de"), encoding="utf-8") as f:
+            for line in f:
+                counts.update(vocabulary.encode(line.rstrip("\n")))
+                counts[vocabulary.eos_id()] += 1
+        total = sum(counts.values())
+        entropy = -sum(c / total * math.log(c / total) for c in counts.values())
+        self.assertIn(f"is {entropy:.3f} nats per token", stated[0])
+        for report in h.log_events(run, "train"):
+            ratios, maxima = report["update_ratio"], report["activation_max"]
+            self.assertIn("encoder.self_attn.q_proj", ratios)
+            self.assertIn("shared", ratios)
+            # Every group moves, by less than its own size (the logits' bias starts at zero, so
+            # its ratio after an early step may exceed 1).
+            self.assertTrue(all(0 < r < 1 for group, r in ratios.items()
+                                if group != "final_logits_bias"), ratios)
+            self.assertEqual(set(maxima), {"encoder.embedding", "encoder.layer.0",
+                                           "encoder.output", "decoder.embedding",
+                                           "decoder.layer.0", "decoder.output"})
+            self.assertTrue(all(0 < m < 1e4 for m in maxima.values()), maxima)
+
     def test_keeps_the_last_checkpoints_and_averages_them(self):
         run = self.run_dir("average")
         h.train(self.data, run, "--max_steps", "4", "--checkpoint_every_steps", "1",
