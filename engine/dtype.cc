@@ -94,19 +94,4 @@ uint16_t float_to_half(float value) {
   return sign | static_cast<uint16_t>((biased << 10) | (significand & 0x3ff));
 }
 
-float bfloat16_to_float(uint16_t bits) {
-  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
-  float result;
-  std::memcpy(&result, &widened, 4);
-  return result;
-}
-
-uint16_t float_to_bfloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  const uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
 }  // namespace xlate

@@ -39,6 +39,7 @@ const OpBackend& op_backend() {
     table.add_layer_norm_forward = &add_layer_norm_forward;
     table.linear_forward = &linear_forward;
     table.linear_backward = &linear_backward;
+    table.cross_entropy_forward_backward = &cross_entropy_forward_backward;  // row by row
     XLATE_FOR_EACH_OPTIONAL_OP(XLATE_SET_OP_BODY)
     return table;
   }();

@@ -66,14 +66,54 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tens
   }
 }
 
-// The two ops in turn: the reference the fused CUDA kernel is held to.
+// The two ops in turn, row by row: the reference the fused CUDA kernel is held to. Each row
+// is worked on in a float32 buffer of its own, so that 16-bit logits are widened and the
+// gradient rounded a row at a time (the log-probabilities are never stored, as on CUDA).
 PendingCrossEntropySums cross_entropy_forward_backward(Tensor& dlogits, const Tensor& logits,
                                                        const Tensor& targets, float smoothing,
                                                        int ignore_id, float dloss) {
-  PendingCrossEntropySums sums =
-      cpu::cross_entropy_forward(dlogits, logits, targets, smoothing, ignore_id);
-  cpu::cross_entropy_backward(dlogits, dlogits, targets, smoothing, ignore_id, dloss);
-  return sums;
+  const int64_t classes = logits.dim(-1), rows = logits.numel() / classes;
+  const double off_target = classes > 1 ? smoothing / static_cast<double>(classes - 1) : 0.0;
+  const float off_target_gradient =
+      classes > 1 ? smoothing / static_cast<float>(classes - 1) : 0.f;
+  std::vector<double> row_loss(static_cast<size_t>(rows), 0.0), row_nll(row_loss);
+#pragma omp parallel
+  {
+    std::vector<float> buffer(static_cast<size_t>(classes));
+    float* logp = buffer.data();
+#pragma omp for schedule(static)
+    for (int64_t m = 0; m < rows; ++m) {
+      const int32_t target = targets.data<int32_t>()[m];
+      if (target == ignore_id) {
+        std::fill(buffer.begin(), buffer.end(), 0.f);
+      } else {
+        convert(logp, DType::kFloat32, static_cast<const char*>(logits.raw_data()) +
+                    m * classes * static_cast<int64_t>(dtype_size(logits.dtype())),
+                logits.dtype(), classes);
+        log_softmax_row(logp, logp, classes);
+        double sum = 0;
+        for (int64_t v = 0; v < classes; ++v) sum += logp[v];
+        const double nll = -static_cast<double>(logp[target]);
+        row_nll[m] = nll;
+        row_loss[m] = (1.0 - smoothing) * nll - off_target * (sum - logp[target]);
+        for (int64_t v = 0; v < classes; ++v) {
+          logp[v] = dloss * (std::exp(logp[v]) - off_target_gradient);
+        }
+        logp[target] -= dloss * (1.f - smoothing - off_target_gradient);
+      }
+      convert(static_cast<char*>(dlogits.raw_data()) +
+                  m * classes * static_cast<int64_t>(dtype_size(dlogits.dtype())),
+              dlogits.dtype(), logp, DType::kFloat32, classes);
+    }
+  }
+  CrossEntropySums sums;
+  for (int64_t m = 0; m < rows; ++m) {
+    if (targets.data<int32_t>()[m] == ignore_id) continue;
+    sums.loss += row_loss[m];
+    sums.nll += row_nll[m];
+    ++sums.tokens;
+  }
+  return PendingCrossEntropySums(sums);
 }
 
 }  // namespace xlate::cpu
