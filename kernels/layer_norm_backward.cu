@@ -9,12 +9,13 @@ namespace {
 // dxhat = dy · γ, and dinp = dresidual through inp's dropout; storage T, arithmetic float32.
 // Each thread keeps its columns' x̂ and dxhat in the loop's registers only, so dresidual and
 // dinp may alias dout (a thread reads dout[c] before it writes column c, and no other thread
-// touches c).
+// touches c). With accumulate_residual, dresidual's own value on entry is added first.
 template <typename T>
 __global__ void layer_norm_input_gradient_kernel(T* dresidual, T* dinp, const T* dout,
                                                  const T* sum, const float* mean,
                                                  const float* rstd, const T* gamma,
-                                                 rules::DropoutMask dropout, int64_t channels) {
+                                                 rules::DropoutMask dropout, int64_t channels,
+                                                 bool accumulate_residual) {
   __shared__ float scratch[32];
   const int64_t offset = static_cast<int64_t>(blockIdx.x) * channels;
   const float mu = mean[blockIdx.x], inverse = rstd[blockIdx.x];
@@ -30,7 +31,8 @@ __global__ void layer_norm_input_gradient_kernel(T* dresidual, T* dinp, const T*
   for (int64_t c = threadIdx.x; c < channels; c += blockDim.x) {
     const float xhat = (to_float(sum[offset + c]) - mu) * inverse;
     const float dxhat = to_float(dout[offset + c]) * to_float(gamma[c]);
-    const float gradient = inverse * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
+    const float gradient = inverse * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat) +
+                           (accumulate_residual ? to_float(dresidual[offset + c]) : 0.f);
     dresidual[offset + c] = from_float<T>(gradient);
     dinp[offset + c] = from_float<T>(dropout.apply(gradient, offset + c));
   }
@@ -60,7 +62,8 @@ int64_t layer_norm_backward_workspace_floats(int64_t rows, int64_t channels) {
 void layer_norm_backward(void* dresidual, void* dinp, float* dgamma, float* dbeta,
                          const void* dout, const void* sum, const float* mean, const float* rstd,
                          const void* gamma, rules::DropoutMask dropout, int64_t rows,
-                         int64_t channels, float* workspace, ElementType type, Stream stream) {
+                         int64_t channels, bool accumulate_residual, float* workspace,
+                         ElementType type, Stream stream) {
   if (rows == 0) return;
   const int threads = channels >= 1024 ? 1024 : (channels >= 256 ? 256 : 64);
   dispatch_float_type(type, [&](auto tag) {
@@ -73,7 +76,7 @@ void layer_norm_backward(void* dresidual, void* dinp, float* dgamma, float* dbet
     layer_norm_input_gradient_kernel<T><<<static_cast<unsigned>(rows), threads, 0, stream>>>(
         static_cast<T*>(dresidual), static_cast<T*>(dinp), static_cast<const T*>(dout),
         static_cast<const T*>(sum), mean, rstd, static_cast<const T*>(gamma), dropout,
-        channels);
+        channels, accumulate_residual);
   });
   check_last_launch("layer_norm_backward");
 }

@@ -17,11 +17,14 @@ namespace xlate::kernels {
 // dropout): dresidual [M, C] = ∂/∂sum, dinp [M, C] = dresidual through inp's dropout (both may
 // alias dout, not each other); dgamma[C] += Σ dout · x̂ and dbeta[C] += Σ dout through partial
 // sums over fixed row blocks. workspace: layer_norm_backward_workspace_floats(M, C) floats.
+// accumulate_residual: dresidual holds the sum's other gradient on entry (not aliasing dout);
+// it becomes that plus LayerNorm's, and dinp is the total through the dropout.
 int64_t layer_norm_backward_workspace_floats(int64_t rows, int64_t channels);
 // dresidual, dinp, dout, sum and gamma of `type`; mean, rstd, dgamma, dbeta float32.
 void layer_norm_backward(void* dresidual, void* dinp, float* dgamma, float* dbeta,
                          const void* dout, const void* sum, const float* mean, const float* rstd,
                          const void* gamma, rules::DropoutMask dropout, int64_t rows,
-                         int64_t channels, float* workspace, ElementType type, Stream stream);
+                         int64_t channels, bool accumulate_residual, float* workspace,
+                         ElementType type, Stream stream);
 
 }  // namespace xlate::kernels

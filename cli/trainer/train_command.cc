@@ -24,6 +24,9 @@ ABSL_FLAG(double, activation_dropout, -1, "dropout after the FFN's ReLU (-1 = pr
 ABSL_FLAG(double, label_smoothing, -1, "epsilon_ls (-1 = the preset's 0.1)");
 ABSL_FLAG(std::string, positional, "", "sinusoidal or learned (empty = the preset's)");
 ABSL_FLAG(int, max_positions, 0, "rows of the positional tables (0 = the preset's)");
+ABSL_FLAG(std::string, norm_position, "post",
+          "post: the paper's LN(x + Sublayer(x)); pre: x + Sublayer(LN(x)) and a layer norm "
+          "after each stack (M2M100's layout, robust at high learning rates and depth)");
 ABSL_FLAG(int64_t, max_tokens, 50000,
           "padded source+target tokens per micro-batch, all ranks together (the paper: ~50000)");
 ABSL_FLAG(int, max_sentences, 0, "sentence pairs per micro-batch, all ranks (0 = no limit)");
@@ -110,6 +113,7 @@ TrainingOptions options_from_flags() {
   a.activation_dropout = static_cast<float>(absl::GetFlag(FLAGS_activation_dropout));
   a.label_smoothing = static_cast<float>(absl::GetFlag(FLAGS_label_smoothing));
   a.positional = absl::GetFlag(FLAGS_positional);
+  a.norm_position = absl::GetFlag(FLAGS_norm_position);
   a.max_positions = absl::GetFlag(FLAGS_max_positions);
   options.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   options.max_sentences = absl::GetFlag(FLAGS_max_sentences);

@@ -63,7 +63,8 @@ void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out) {
 }
 
 void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
-                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma) {
+                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma,
+                         GradientWrite residual_write) {
   const char* op = "layer_norm_backward";
   const Tensor& sum = saved.sum;
   require(sum.defined() && sum.rank() >= 1, op, "the saved sum is undefined");
@@ -73,13 +74,16 @@ void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor
   require_float_like(dresidual, sum, rows * channels, op, "dresidual");
   require_float_like(dinp, sum, rows * channels, op, "dinp");
   require(dresidual.raw_data() != dinp.raw_data(), op, "dresidual and dinp must differ");
+  require(residual_write == GradientWrite::kOverwrite || dresidual.raw_data() != dout.raw_data(),
+          op, "an accumulated dresidual must not alias dout");
   require_float32(saved.mean, sum, rows, op, "mean");
   require_float32(saved.rstd, sum, rows, op, "rstd");
   require_float_like(gamma, sum, channels, op, "gamma");
   require_float32(dgamma, sum, channels, op, "dgamma");
   require_float32(dbeta, sum, channels, op, "dbeta");
   require(saved.dropout >= 0.f && saved.dropout < 1.f, op, "dropout must be in [0, 1)");
-  backend_of(sum).layer_norm_backward(dresidual, dinp, dgamma, dbeta, dout, saved, gamma);
+  backend_of(sum).layer_norm_backward(dresidual, dinp, dgamma, dbeta, dout, saved, gamma,
+                                      residual_write);
 }
 
 void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,

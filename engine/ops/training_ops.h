@@ -43,8 +43,13 @@ void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out);
 // Σ dout · x̂; dbeta[C] += Σ dout. dresidual and dinp may alias dout, not each other. sum,
 // dout, dresidual, dinp and gamma share one float dtype (16-bit where the backend stores it);
 // mean, rstd, dgamma and dbeta are float32.
+// residual_write kAccumulate: the sum has a second use whose gradient dresidual holds on entry
+// (a pre-norm layer's residual stream, which the next sub-layer adds to as well as normalises):
+// dresidual becomes that plus LayerNorm's part, and dinp is the total through the dropout.
+// dresidual may not alias dout then.
 void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
-                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma);
+                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma,
+                         GradientWrite residual_write = GradientWrite::kOverwrite);
 
 // Backward of multi-head attention over whole sequences, batch-major: q [N, T, h·d_k],
 // k [N, S, h·d_k], v [N, S, h·d_v], the forward's probabilities probs [N, h, T, S] (0 where

@@ -390,6 +390,33 @@ TEST_F(TrainingOpsCuda, LayerNormBackward) {
   }
 }
 
+// Pre-norm's residual stream: dresidual holds the stream's gradient from above on entry and gets
+// the layer norm's part added; dinp is the total through the dropout.
+TEST_F(TrainingOpsCuda, LayerNormBackwardAccumulatesTheResidualStream) {
+  std::mt19937 generator(8);
+  const int64_t rows = 70, channels = 520;
+  const LayerNormCase c(rows, channels, 0.1f, generator);
+  const Tensor dout = random_tensor({rows, channels}, generator);
+  const Tensor from_above = random_tensor({rows, channels}, generator);
+  Tensor dresidual = from_above.clone(), dinp = empty_cpu({rows, channels});
+  Tensor dgamma = Tensor::zeros({channels}, DType::kFloat32);
+  Tensor dbeta = Tensor::zeros({channels}, DType::kFloat32);
+  layer_norm_backward(dresidual, dinp, dgamma, dbeta, dout, c.saved, c.gamma,
+                      GradientWrite::kAccumulate);
+
+  const LayerNormTraining gpu_saved{0.1f, c.saved.dropout_key, on_gpu(c.saved.sum),
+                                    on_gpu(c.saved.mean), on_gpu(c.saved.rstd)};
+  Tensor gpu_dresidual = on_gpu(from_above), gpu_dinp = nan_gpu({rows, channels});
+  Tensor gpu_dgamma = on_gpu(Tensor::zeros({channels}, DType::kFloat32));
+  Tensor gpu_dbeta = on_gpu(Tensor::zeros({channels}, DType::kFloat32));
+  layer_norm_backward(gpu_dresidual, gpu_dinp, gpu_dgamma, gpu_dbeta, on_gpu(dout), gpu_saved,
+                      on_gpu(c.gamma), GradientWrite::kAccumulate);
+  expect_close(gpu_dresidual, dresidual, kTolerance, "accumulated dresidual");
+  expect_close(gpu_dinp, dinp, kTolerance, "dinp of the total");
+  expect_close(gpu_dgamma, dgamma, kSumTolerance, "dgamma");
+  expect_close(gpu_dbeta, dbeta, kSumTolerance, "dbeta");
+}
+
 // The probabilities come from the engine's CPU attention_forward (a real softmax, exactly 0 at
 // masked positions) over batch-major keys: key position s of sentence n is row n·S + s.
 // Activations (q, k, v, dout and the gradients) in `storage`, compared within `tolerance`.

@@ -3,6 +3,8 @@
 // perturbed forward passes see the same masks) and label smoothing.
 #include <map>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,8 +17,10 @@
 namespace xlate::trainer {
 namespace {
 
-ModelConfig tiny_config(PositionalEncoding positional) {
+// `pre_norm`: x + Sublayer(LN(x)) with a final norm after each stack (--norm_position pre).
+ModelConfig tiny_config(PositionalEncoding positional, bool pre_norm = false) {
   ModelConfig config;
+  config.pre_norm = pre_norm;
   config.vocab_size = 11;
   config.d_model = 8;
   config.encoder_layers = config.decoder_layers = 2;
@@ -48,10 +52,17 @@ DropoutSettings dropout_of(uint64_t seed) {
   return dropout;
 }
 
-class ModelGradientTest : public ::testing::TestWithParam<PositionalEncoding> {};
+// Both positional encodings, post-norm and pre-norm.
+class ModelGradientTest
+    : public ::testing::TestWithParam<std::tuple<PositionalEncoding, bool>> {
+ protected:
+  static ModelConfig config() {
+    return tiny_config(std::get<0>(GetParam()), std::get<1>(GetParam()));
+  }
+};
 
 TEST_P(ModelGradientTest, EveryParameterMatchesFiniteDifferences) {
-  const ModelConfig config = tiny_config(GetParam());
+  const ModelConfig config = ModelGradientTest::config();
   FlatParameters parameters(config), gradients(config);
   parameters.copy_from(random_weights(config, 17), config);
   const ModelInputs inputs = tiny_batch();
@@ -81,7 +92,7 @@ TEST_P(ModelGradientTest, EveryParameterMatchesFiniteDifferences) {
 // gives the sums and the gradients of forward() then backward() to the bit; on a listener it
 // reports the same tensors in the same order.
 TEST_P(ModelGradientTest, ForwardBackwardIsForwardThenBackward) {
-  const ModelConfig config = tiny_config(GetParam());
+  const ModelConfig config = ModelGradientTest::config();
   FlatParameters parameters(config), separate(config), fused(config);
   parameters.copy_from(random_weights(config, 19), config);
   const ModelInputs inputs = tiny_batch();
@@ -116,13 +127,16 @@ TEST_P(ModelGradientTest, ForwardBackwardIsForwardThenBackward) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Positions, ModelGradientTest,
-                         ::testing::Values(PositionalEncoding::kSinusoidal,
-                                           PositionalEncoding::kLearned),
-                         [](const ::testing::TestParamInfo<PositionalEncoding>& info) {
-                           return info.param == PositionalEncoding::kLearned ? "Learned"
-                                                                             : "Sinusoidal";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, ModelGradientTest,
+    ::testing::Combine(::testing::Values(PositionalEncoding::kSinusoidal,
+                                         PositionalEncoding::kLearned),
+                       ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<PositionalEncoding, bool>>& info) {
+      return std::string(std::get<0>(info.param) == PositionalEncoding::kLearned ? "Learned"
+                                                                                 : "Sinusoidal") +
+             (std::get<1>(info.param) ? "PreNorm" : "PostNorm");
+    });
 
 TEST(TransformerTraining, PaddedPositionsDoNotChangeTheLoss) {
   const ModelConfig config = tiny_config(PositionalEncoding::kSinusoidal);
@@ -213,7 +227,7 @@ class SnapshotListener final : public GradientListener {
 // Data-parallel training all-reduces a gradient as soon as backward() reports it, while the pass
 // goes on: a report before the pass's last write to that tensor would reduce a partial sum.
 TEST_P(ModelGradientTest, ReportsEveryGradientOnceAndOnlyWhenFinal) {
-  const ModelConfig config = tiny_config(GetParam());
+  const ModelConfig config = ModelGradientTest::config();
   FlatParameters parameters(config), gradients(config);
   parameters.copy_from(random_weights(config, 23), config);
   TransformerTraining model(config);

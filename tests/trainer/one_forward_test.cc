@@ -5,20 +5,25 @@
 // to it too: per target token, log P(reference) from the trainer's loss equals the one read off
 // the engine's logits.
 #include <cmath>
+#include <random>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "engine/model_directory.h"
+#include "engine/model_weights.h"
 #include "engine/transformer.h"
 #include "trainer/model/transformer_training.h"
 
 namespace xlate::trainer {
 namespace {
 
-// The architecture the trainer trains (the paper's: post-norm, ReLU, shared embeddings).
-ModelConfig small_config(PositionalEncoding positional) {
+// The architecture the trainer trains (the paper's: post-norm, ReLU, shared embeddings; or
+// pre-norm with a final norm after each stack).
+ModelConfig small_config(PositionalEncoding positional, bool pre_norm) {
   ModelConfig config;
+  config.pre_norm = pre_norm;
   config.vocab_size = 13;
   config.d_model = 16;
   config.encoder_layers = 2;
@@ -66,12 +71,30 @@ double inference_nll(const TransformerModel& model, const ModelInputs& inputs) {
   return nll;
 }
 
-class OneForward : public ::testing::TestWithParam<PositionalEncoding> {};
+// Random weights whose layer norms differ from each other (random_weights starts them all at
+// γ = 1, β = 0), so that a forward using one norm in another's place computes another function.
+TransformerWeights weights_with_distinct_norms(const ModelConfig& config, uint64_t seed) {
+  TransformerWeights weights = random_weights(config, seed);
+  std::mt19937 generator(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> gain(0.5f, 1.5f), bias(-0.3f, 0.3f);
+  for (NamedParameter& parameter : named_parameters(weights, config)) {
+    if (parameter.kind != ParameterKind::kNormGain && parameter.kind != ParameterKind::kNormBias) {
+      continue;
+    }
+    float* values = parameter.tensor->data<float>();
+    for (int64_t i = 0; i < parameter.tensor->numel(); ++i) {
+      values[i] = parameter.kind == ParameterKind::kNormGain ? gain(generator) : bias(generator);
+    }
+  }
+  return weights;
+}
+
+class OneForward : public ::testing::TestWithParam<std::tuple<PositionalEncoding, bool>> {};
 
 TEST_P(OneForward, TrainingAndInferenceForwardsGiveTheSameLogProbabilities) {
-  const ModelConfig config = small_config(GetParam());
+  const ModelConfig config = small_config(std::get<0>(GetParam()), std::get<1>(GetParam()));
   for (uint64_t seed : {3u, 4u}) {
-    const TransformerWeights weights = random_weights(config, seed);
+    const TransformerWeights weights = weights_with_distinct_norms(config, seed);
     const TransformerModel inference(config, weights);
     const ModelInputs inputs = batch();
     TransformerTraining training(config);
@@ -83,9 +106,10 @@ TEST_P(OneForward, TrainingAndInferenceForwardsGiveTheSameLogProbabilities) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Positions, OneForward,
-                         ::testing::Values(PositionalEncoding::kSinusoidal,
-                                           PositionalEncoding::kLearned));
+INSTANTIATE_TEST_SUITE_P(Layouts, OneForward,
+                         ::testing::Combine(::testing::Values(PositionalEncoding::kSinusoidal,
+                                                              PositionalEncoding::kLearned),
+                                            ::testing::Bool()));
 
 }  // namespace
 }  // namespace xlate::trainer

@@ -352,6 +352,8 @@ class TrainerCliTest(RunsOnTheCliCorpus):
             (["--preset", "huge"], "unknown preset"),
             (["--heads", "7"], "heads"),
             (["--positional", "rotary"], "--positional"),
+            (["--norm_position", "middle"], '--norm_position is "middle"; it must be post or pre'),
+            (["--plateau_warning_steps", "-1"], "plateau_warning_steps"),
             (["--bucket_mb", "-1"], "--bucket_mb is -1"),
             (["--zero_stage", "2"], "--zero_stage is 2; it must be 0 or 1"),
             (["--gradient_reduction", "gloo"],

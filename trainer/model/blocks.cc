@@ -102,4 +102,18 @@ Tensor residual_norm_backward(Tensor& dsublayer, LayerNormWeights& grads, const 
   return dresidual;
 }
 
+Tensor residual_norm_backward_into(Tensor& dresidual, LayerNormWeights& grads,
+                                   const Tensor& dout, const ResidualNormCache& cache,
+                                   const LayerNormWeights& norm) {
+  GradientWrite write = GradientWrite::kAccumulate;
+  if (!dresidual.defined()) {
+    dresidual = like(dout, dout.dim(-1));
+    write = GradientWrite::kOverwrite;
+  }
+  Tensor dsublayer = like(dout, dout.dim(-1));
+  layer_norm_backward(dresidual, dsublayer, grads.gamma, grads.beta, dout, cache, norm.gamma,
+                      write);
+  return dsublayer;
+}
+
 }  // namespace xlate::trainer

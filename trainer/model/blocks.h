@@ -72,5 +72,11 @@ Tensor residual_norm_forward(ResidualNormCache& cache, const Tensor& residual, T
 // d(sublayer) into dsublayer.
 Tensor residual_norm_backward(Tensor& dsublayer, LayerNormWeights& grads, const Tensor& dout,
                               const ResidualNormCache& cache, const LayerNormWeights& norm);
+// The same where the sum is used twice (pre-norm: the residual stream goes on past the layer
+// norm): dresidual holds the stream's gradient from above (undefined: none yet, so it is made)
+// and gets the layer norm's part added; returns d(sublayer).
+Tensor residual_norm_backward_into(Tensor& dresidual, LayerNormWeights& grads,
+                                   const Tensor& dout, const ResidualNormCache& cache,
+                                   const LayerNormWeights& norm);
 
 }  // namespace xlate::trainer

@@ -39,6 +39,22 @@ class GradientListener {
     ready(g.ffn_outer);
     ready(g.ffn_norm);
   }
+  // Pre-norm: all of a layer's but its first layer norm, whose gradient the layer below
+  // computes (it normalises that layer's output).
+  void ready_but_first_norm(const EncoderLayerWeights& g) {
+    ready(g.self_attention);
+    ready(g.ffn_inner);
+    ready(g.ffn_outer);
+    ready(g.ffn_norm);
+  }
+  void ready_but_first_norm(const DecoderLayerWeights& g) {
+    ready(g.self_attention);
+    ready(g.cross_attention);
+    ready(g.cross_attention_norm);
+    ready(g.ffn_inner);
+    ready(g.ffn_outer);
+    ready(g.ffn_norm);
+  }
   void ready(const DecoderLayerWeights& g) {
     ready(g.self_attention);
     ready(g.self_attention_norm);

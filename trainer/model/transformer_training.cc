@@ -26,25 +26,16 @@ Tensor embed(const Tensor& tokens, const Tensor& table, const Tensor& positions,
 
 Tensor zeros_like(const Tensor& x) { return Tensor::zeros(x.shape(), x.dtype(), x.device()); }
 
-// LN(x + Dropout(FFN(x))), the last sub-layer of an encoder and of a decoder layer (their caches
-// and weights name the members alike).
-template <typename LayerCache, typename LayerWeights>
-Tensor feed_forward_sublayer_forward(LayerCache& cache, const LayerWeights& w, const Tensor& x,
-                                     DropoutSite activation, DropoutSite residual) {
-  Tensor ffn = feed_forward_forward(cache.ffn, w.ffn_inner, w.ffn_outer, x, activation);
-  return residual_norm_forward(cache.ffn_norm, x, ffn, w.ffn_norm, residual);
-}
-
-// Returns d(x) of feed_forward_sublayer_forward.
-template <typename LayerCache, typename LayerWeights>
-Tensor feed_forward_sublayer_backward(LayerWeights& g, const Tensor& dout, const LayerCache& cache,
-                                      const LayerWeights& w, const Tensor& x,
-                                      DropoutSite activation) {
-  Tensor dffn;
-  Tensor dx = residual_norm_backward(dffn, g.ffn_norm, dout, cache.ffn_norm, w.ffn_norm);
-  feed_forward_backward(dx, g.ffn_inner, g.ffn_outer, dffn, cache.ffn, w.ffn_inner, w.ffn_outer,
-                        x, activation);
-  return dx;
+// The layer norm after layer `layer` of a stack in pre-norm: the next layer's first, or the
+// stack's final norm after its last layer (unused in post-norm). Of weights or of gradients.
+template <typename Weights>
+auto& norm_after(Weights& weights, bool encoder, size_t layer) {
+  if (encoder) {
+    return layer + 1 < weights.encoder.size() ? weights.encoder[layer + 1].self_attention_norm
+                                              : weights.encoder_final_norm;
+  }
+  return layer + 1 < weights.decoder.size() ? weights.decoder[layer + 1].self_attention_norm
+                                            : weights.decoder_final_norm;
 }
 
 }  // namespace
@@ -58,76 +49,135 @@ DropoutSite TransformerTraining::site(int stack, int64_t layer, int slot, bool a
                          index)};
 }
 
-Tensor TransformerTraining::encoder_layer_forward(EncoderLayerCache& cache,
-                                                  const EncoderLayerWeights& w, const Tensor& x,
-                                                  int64_t layer) {
-  cache.input = x;
-  const AttentionInputs inputs{x, x, source_rows_, inputs_.source_lengths, config_.encoder_heads,
-                               false};
-  Tensor attention = attention_block_forward(cache.attention, w.self_attention, inputs);
-  cache.attention_output = residual_norm_forward(cache.attention_norm, x, attention,
-                                                 w.self_attention_norm,
-                                                 site(kEncoderStack, layer, kSelfAttention));
-  return feed_forward_sublayer_forward(cache, w, cache.attention_output,
-                                       site(kEncoderStack, layer, kFeedForward, true),
-                                       site(kEncoderStack, layer, kFeedForward));
+TransformerTraining::Stream TransformerTraining::close_sublayer(
+    ResidualNormCache& cache, const Stream& stream, Tensor& sublayer, const LayerNormWeights& own,
+    const LayerNormWeights& next, DropoutSite dropout) const {
+  Tensor out = residual_norm_forward(cache, stream.residual, sublayer,
+                                     config_.pre_norm ? next : own, dropout);
+  return {config_.pre_norm ? cache.sum : out, out};
 }
 
-Tensor TransformerTraining::encoder_layer_backward(EncoderLayerWeights& g, const Tensor& dout,
-                                                   const EncoderLayerCache& cache,
-                                                   const EncoderLayerWeights& w, int64_t layer) {
-  Tensor dhidden = feed_forward_sublayer_backward(g, dout, cache, w, cache.attention_output,
-                                                  site(kEncoderStack, layer, kFeedForward, true));
-  Tensor dattention;
-  Tensor dx = residual_norm_backward(dattention, g.self_attention_norm, dhidden,
-                                     cache.attention_norm, w.self_attention_norm);
+Tensor TransformerTraining::open_sublayer(GradientStream& g, LayerNormWeights& own_grads,
+                                          LayerNormWeights& next_grads,
+                                          const ResidualNormCache& cache,
+                                          const LayerNormWeights& own,
+                                          const LayerNormWeights& next) const {
+  if (!config_.pre_norm) {
+    Tensor dsublayer;
+    g.residual = g.input = residual_norm_backward(dsublayer, own_grads, g.input, cache, own);
+    return dsublayer;
+  }
+  Tensor dsublayer = residual_norm_backward_into(g.residual, next_grads, g.input, cache, next);
+  g.input = zeros_like(g.residual);
+  return dsublayer;
+}
+
+TransformerTraining::Stream TransformerTraining::start_stack(ResidualNormCache& cache,
+                                                             Tensor embedded,
+                                                             const LayerNormWeights& first,
+                                                             DropoutSite dropout) const {
+  if (!config_.pre_norm) {
+    dropout_forward(embedded, embedded, dropout.p, dropout.key);
+    return {embedded, embedded};
+  }
+  const Stream nothing{zeros_like(embedded), Tensor()};
+  return close_sublayer(cache, nothing, embedded, first, first, dropout);
+}
+
+Tensor TransformerTraining::start_stack_backward(GradientStream& g, LayerNormWeights& first_grads,
+                                                 const ResidualNormCache& cache,
+                                                 const LayerNormWeights& first,
+                                                 DropoutSite dropout) const {
+  if (!config_.pre_norm) {
+    dropout_backward(g.input, g.input, dropout.p, dropout.key);
+    return g.input;
+  }
+  return open_sublayer(g, first_grads, first_grads, cache, first, first);
+}
+
+TransformerTraining::Stream TransformerTraining::encoder_layer_forward(
+    EncoderLayerCache& cache, const EncoderLayerWeights& w, const Stream& x,
+    const LayerNormWeights& next, int64_t layer) {
+  cache.input = x.input;
+  const AttentionInputs inputs{x.input,       x.input, source_rows_, inputs_.source_lengths,
+                               config_.encoder_heads, false};
+  Tensor attention = attention_block_forward(cache.attention, w.self_attention, inputs);
+  const Stream after_attention =
+      close_sublayer(cache.attention_norm, x, attention, w.self_attention_norm, w.ffn_norm,
+                     site(kEncoderStack, layer, kSelfAttention));
+  cache.attention_output = after_attention.input;
+  Tensor ffn = feed_forward_forward(cache.ffn, w.ffn_inner, w.ffn_outer, after_attention.input,
+                                    site(kEncoderStack, layer, kFeedForward, true));
+  return close_sublayer(cache.ffn_norm, after_attention, ffn, w.ffn_norm, next,
+                        site(kEncoderStack, layer, kFeedForward));
+}
+
+void TransformerTraining::encoder_layer_backward(EncoderLayerWeights& g,
+                                                 LayerNormWeights& next_grads,
+                                                 GradientStream& dx,
+                                                 const EncoderLayerCache& cache,
+                                                 const EncoderLayerWeights& w,
+                                                 const LayerNormWeights& next, int64_t layer) {
+  const Tensor dffn = open_sublayer(dx, g.ffn_norm, next_grads, cache.ffn_norm, w.ffn_norm, next);
+  feed_forward_backward(dx.input, g.ffn_inner, g.ffn_outer, dffn, cache.ffn, w.ffn_inner,
+                        w.ffn_outer, cache.attention_output,
+                        site(kEncoderStack, layer, kFeedForward, true));
+  const Tensor dattention = open_sublayer(dx, g.self_attention_norm, g.ffn_norm,
+                                          cache.attention_norm, w.self_attention_norm,
+                                          w.ffn_norm);
   const AttentionInputs inputs{cache.input, cache.input, source_rows_, inputs_.source_lengths,
                                config_.encoder_heads, false};
-  attention_block_backward(dx, dx, g.self_attention, dattention, cache.attention,
+  attention_block_backward(dx.input, dx.input, g.self_attention, dattention, cache.attention,
                            w.self_attention, inputs);
-  return dx;
 }
 
-Tensor TransformerTraining::decoder_layer_forward(DecoderLayerCache& cache,
-                                                  const DecoderLayerWeights& w, const Tensor& x,
-                                                  int64_t layer) {
-  cache.input = x;
-  const AttentionInputs self{x, x, target_rows_, causal_lengths_, config_.decoder_heads, true};
+TransformerTraining::Stream TransformerTraining::decoder_layer_forward(
+    DecoderLayerCache& cache, const DecoderLayerWeights& w, const Stream& x,
+    const LayerNormWeights& next, int64_t layer) {
+  cache.input = x.input;
+  const AttentionInputs self{x.input, x.input, target_rows_, causal_lengths_,
+                             config_.decoder_heads, true};
   Tensor attention = attention_block_forward(cache.self_attention, w.self_attention, self);
-  cache.self_output = residual_norm_forward(cache.self_norm, x, attention, w.self_attention_norm,
-                                            site(kDecoderStack, layer, kSelfAttention));
-  const AttentionInputs cross{cache.self_output, encoder_output_, source_rows_,
+  const Stream after_self =
+      close_sublayer(cache.self_norm, x, attention, w.self_attention_norm,
+                     w.cross_attention_norm, site(kDecoderStack, layer, kSelfAttention));
+  cache.self_output = after_self.input;
+  const AttentionInputs cross{after_self.input, encoder_output_, source_rows_,
                               inputs_.source_lengths, config_.decoder_heads, false};
   Tensor context = attention_block_forward(cache.cross_attention, w.cross_attention, cross);
-  cache.cross_output = residual_norm_forward(cache.cross_norm, cache.self_output, context,
-                                             w.cross_attention_norm,
-                                             site(kDecoderStack, layer, kCrossAttention));
-  return feed_forward_sublayer_forward(cache, w, cache.cross_output,
-                                       site(kDecoderStack, layer, kFeedForward, true),
-                                       site(kDecoderStack, layer, kFeedForward));
+  const Stream after_cross =
+      close_sublayer(cache.cross_norm, after_self, context, w.cross_attention_norm, w.ffn_norm,
+                     site(kDecoderStack, layer, kCrossAttention));
+  cache.cross_output = after_cross.input;
+  Tensor ffn = feed_forward_forward(cache.ffn, w.ffn_inner, w.ffn_outer, after_cross.input,
+                                    site(kDecoderStack, layer, kFeedForward, true));
+  return close_sublayer(cache.ffn_norm, after_cross, ffn, w.ffn_norm, next,
+                        site(kDecoderStack, layer, kFeedForward));
 }
 
-Tensor TransformerTraining::decoder_layer_backward(DecoderLayerWeights& g,
-                                                   Tensor& dencoder_output, const Tensor& dout,
-                                                   const DecoderLayerCache& cache,
-                                                   const DecoderLayerWeights& w, int64_t layer) {
-  Tensor dcross_output = feed_forward_sublayer_backward(
-      g, dout, cache, w, cache.cross_output, site(kDecoderStack, layer, kFeedForward, true));
-  Tensor dcontext;
-  Tensor dself_output = residual_norm_backward(dcontext, g.cross_attention_norm, dcross_output,
-                                               cache.cross_norm, w.cross_attention_norm);
+void TransformerTraining::decoder_layer_backward(DecoderLayerWeights& g,
+                                                 LayerNormWeights& next_grads,
+                                                 Tensor& dencoder_output, GradientStream& dx,
+                                                 const DecoderLayerCache& cache,
+                                                 const DecoderLayerWeights& w,
+                                                 const LayerNormWeights& next, int64_t layer) {
+  const Tensor dffn = open_sublayer(dx, g.ffn_norm, next_grads, cache.ffn_norm, w.ffn_norm, next);
+  feed_forward_backward(dx.input, g.ffn_inner, g.ffn_outer, dffn, cache.ffn, w.ffn_inner,
+                        w.ffn_outer, cache.cross_output,
+                        site(kDecoderStack, layer, kFeedForward, true));
+  const Tensor dcontext = open_sublayer(dx, g.cross_attention_norm, g.ffn_norm, cache.cross_norm,
+                                        w.cross_attention_norm, w.ffn_norm);
   const AttentionInputs cross{cache.self_output, encoder_output_, source_rows_,
                               inputs_.source_lengths, config_.decoder_heads, false};
-  attention_block_backward(dself_output, dencoder_output, g.cross_attention, dcontext,
+  attention_block_backward(dx.input, dencoder_output, g.cross_attention, dcontext,
                            cache.cross_attention, w.cross_attention, cross);
-  Tensor dattention;
-  Tensor dx = residual_norm_backward(dattention, g.self_attention_norm, dself_output,
-                                     cache.self_norm, w.self_attention_norm);
+  const Tensor dattention = open_sublayer(dx, g.self_attention_norm, g.cross_attention_norm,
+                                          cache.self_norm, w.self_attention_norm,
+                                          w.cross_attention_norm);
   const AttentionInputs self{cache.input, cache.input, target_rows_, causal_lengths_,
                              config_.decoder_heads, true};
-  attention_block_backward(dx, dx, g.self_attention, dattention, cache.self_attention,
+  attention_block_backward(dx.input, dx.input, g.self_attention, dattention, cache.self_attention,
                            w.self_attention, self);
-  return dx;
 }
 
 void TransformerTraining::forward_to_logits(const TransformerWeights& weights,
@@ -146,26 +196,28 @@ void TransformerTraining::forward_to_logits(const TransformerWeights& weights,
                                                              static_cast<int32_t>(target_steps)),
                                         {sentences})
                         .on(device);
-  Tensor x = embed(inputs.source_tokens, weights.shared_embedding, weights.encoder_positions,
-                   channels);
-  const DropoutSite source_embedding = site(kEncoderStack, -1, 0);
-  dropout_forward(x, x, source_embedding.p, source_embedding.key);
+  Stream x = start_stack(encoder_start_,
+                         embed(inputs.source_tokens, weights.shared_embedding,
+                               weights.encoder_positions, channels),
+                         weights.encoder.front().self_attention_norm, site(kEncoderStack, -1, 0));
   encoder_.resize(weights.encoder.size());
   for (size_t l = 0; l < weights.encoder.size(); ++l) {
-    x = encoder_layer_forward(encoder_[l], weights.encoder[l], x, static_cast<int64_t>(l));
+    x = encoder_layer_forward(encoder_[l], weights.encoder[l], x, norm_after(weights, true, l),
+                              static_cast<int64_t>(l));
   }
-  encoder_output_ = x;
+  encoder_output_ = x.input;
 
-  Tensor y = embed(inputs.target_input, weights.shared_embedding, weights.decoder_positions,
-                   channels);
-  const DropoutSite target_embedding = site(kDecoderStack, -1, 0);
-  dropout_forward(y, y, target_embedding.p, target_embedding.key);
+  Stream y = start_stack(decoder_start_,
+                         embed(inputs.target_input, weights.shared_embedding,
+                               weights.decoder_positions, channels),
+                         weights.decoder.front().self_attention_norm, site(kDecoderStack, -1, 0));
   decoder_.resize(weights.decoder.size());
   for (size_t l = 0; l < weights.decoder.size(); ++l) {
-    y = decoder_layer_forward(decoder_[l], weights.decoder[l], y, static_cast<int64_t>(l));
+    y = decoder_layer_forward(decoder_[l], weights.decoder[l], y, norm_after(weights, false, l),
+                              static_cast<int64_t>(l));
   }
-  const int64_t rows = y.dim(0) * y.dim(1);
-  decoder_output_ = y.reshape({rows, channels});
+  const int64_t rows = y.input.dim(0) * y.input.dim(1);
+  decoder_output_ = y.input.reshape({rows, channels});
   logits_ = Tensor::empty({rows, config_.vocab_size}, decoder_output_.dtype(), device);
   linear_forward(logits_, decoder_output_, weights.shared_embedding,
                  weights.logits_bias.reshape({config_.vocab_size}), Activation::kNone);
@@ -262,38 +314,64 @@ void TransformerTraining::backward_from_logits(TransformerWeights& grads,
   };
   const int64_t rows = decoder_output_.dim(0);
   const int channels = config_.d_model;
-  Tensor dy = Tensor::empty({rows, channels}, decoder_output_.dtype(), decoder_output_.device());
+  Tensor dy_output =
+      Tensor::empty({rows, channels}, decoder_output_.dtype(), decoder_output_.device());
   Tensor dlogits_bias = grads.logits_bias.reshape({config_.vocab_size});
-  linear_backward(dy, grads.shared_embedding, dlogits_bias, logits_, decoder_output_,
+  linear_backward(dy_output, grads.shared_embedding, dlogits_bias, logits_, decoder_output_,
                   weights.shared_embedding, GradientWrite::kOverwrite);
   logits_ = Tensor();
   report(grads.logits_bias);
-  dy = dy.reshape(decoder_.back().input.shape());
-
+  // Post-norm: one gradient for the residual and the input; pre-norm: the input's alone (the
+  // final norm's input is the residual stream's only use above the last layer).
+  const auto top_of_stack = [this](const Tensor& doutput) {
+    return config_.pre_norm ? GradientStream{Tensor(), doutput}
+                            : GradientStream{doutput, doutput};
+  };
+  // A layer's gradients are final once its backward is done, except (pre-norm) its first layer
+  // norm's: the layer below's last sub-layer (or the stack's start) normalises with it.
+  const auto report_layer = [&](const auto& g, const LayerNormWeights& next_grads) {
+    if (listener == nullptr) return;
+    if (!config_.pre_norm) {
+      listener->ready(g);
+      return;
+    }
+    listener->ready_but_first_norm(g);
+    listener->ready(next_grads);
+  };
+  GradientStream dy = top_of_stack(dy_output.reshape(decoder_.back().input.shape()));
   Tensor dencoder_output = zeros_like(encoder_output_);
   for (size_t l = weights.decoder.size(); l-- > 0;) {
-    dy = decoder_layer_backward(grads.decoder[l], dencoder_output, dy, decoder_[l],
-                                weights.decoder[l], static_cast<int64_t>(l));
-    report(grads.decoder[l]);
+    LayerNormWeights& next_grads = norm_after(grads, false, l);
+    decoder_layer_backward(grads.decoder[l], next_grads, dencoder_output, dy, decoder_[l],
+                           weights.decoder[l], norm_after(weights, false, l),
+                           static_cast<int64_t>(l));
+    report_layer(grads.decoder[l], next_grads);
   }
-  const DropoutSite target_embedding = site(kDecoderStack, -1, 0);
-  dropout_backward(dy, dy, target_embedding.p, target_embedding.key);
+  const Tensor dtarget_embedding = start_stack_backward(
+      dy, grads.decoder.front().self_attention_norm, decoder_start_,
+      weights.decoder.front().self_attention_norm, site(kDecoderStack, -1, 0));
+  if (config_.pre_norm) report(grads.decoder.front().self_attention_norm);
   const bool learned = config_.positional == PositionalEncoding::kLearned;
   Tensor no_positions;
   embedding_backward(grads.shared_embedding, learned ? grads.decoder_positions : no_positions,
-                     dy, inputs_.target_input, std::sqrt(static_cast<float>(channels)));
+                     dtarget_embedding, inputs_.target_input,
+                     std::sqrt(static_cast<float>(channels)));
   if (learned) report(grads.decoder_positions);
 
-  Tensor dx = dencoder_output;
+  GradientStream dx = top_of_stack(dencoder_output);
   for (size_t l = weights.encoder.size(); l-- > 0;) {
-    dx = encoder_layer_backward(grads.encoder[l], dx, encoder_[l], weights.encoder[l],
-                                static_cast<int64_t>(l));
-    report(grads.encoder[l]);
+    LayerNormWeights& next_grads = norm_after(grads, true, l);
+    encoder_layer_backward(grads.encoder[l], next_grads, dx, encoder_[l], weights.encoder[l],
+                           norm_after(weights, true, l), static_cast<int64_t>(l));
+    report_layer(grads.encoder[l], next_grads);
   }
-  const DropoutSite source_embedding = site(kEncoderStack, -1, 0);
-  dropout_backward(dx, dx, source_embedding.p, source_embedding.key);
+  const Tensor dsource_embedding = start_stack_backward(
+      dx, grads.encoder.front().self_attention_norm, encoder_start_,
+      weights.encoder.front().self_attention_norm, site(kEncoderStack, -1, 0));
+  if (config_.pre_norm) report(grads.encoder.front().self_attention_norm);
   embedding_backward(grads.shared_embedding, learned ? grads.encoder_positions : no_positions,
-                     dx, inputs_.source_tokens, std::sqrt(static_cast<float>(channels)));
+                     dsource_embedding, inputs_.source_tokens,
+                     std::sqrt(static_cast<float>(channels)));
   if (learned) report(grads.encoder_positions);
   report(grads.shared_embedding);
 }

@@ -75,8 +75,19 @@ class TransformerTraining {
   std::vector<std::pair<std::string, double>> activation_maxima() const;
 
  private:
+  // The residual stream between sub-layers. Post-norm: one tensor, each sub-layer's normalised
+  // output, the next one's residual and input alike. Pre-norm: the residual sum, and its
+  // normalisation by the next sub-layer's layer norm, that sub-layer's input.
+  struct Stream {
+    Tensor residual;
+    Tensor input;
+  };
+  // Their gradients, going back (post-norm: one tensor; pre-norm: residual undefined until the
+  // first layer norm from the top has given it a value).
+  using GradientStream = Stream;
+
   struct EncoderLayerCache {
-    Tensor input;  // [N, S, C]
+    Tensor input;  // [N, S, C] the self-attention's input (pre-norm: normalised)
     AttentionCache attention;
     ResidualNormCache attention_norm;
     Tensor attention_output;  // [N, S, C]
@@ -84,7 +95,7 @@ class TransformerTraining {
     ResidualNormCache ffn_norm;
   };
   struct DecoderLayerCache {
-    Tensor input;  // [N, T, C]
+    Tensor input;  // [N, T, C] the self-attention's input (pre-norm: normalised)
     AttentionCache self_attention;
     ResidualNormCache self_norm;
     Tensor self_output;
@@ -104,16 +115,37 @@ class TransformerTraining {
   // The backward from the loss's gradient with respect to the logits, in logits_.
   void backward_from_logits(TransformerWeights& grads, const TransformerWeights& weights,
                             GradientListener* listener);
-  Tensor encoder_layer_forward(EncoderLayerCache& cache, const EncoderLayerWeights& w,
-                               const Tensor& x, int64_t layer);
-  Tensor encoder_layer_backward(EncoderLayerWeights& g, const Tensor& dout,
-                                const EncoderLayerCache& cache, const EncoderLayerWeights& w,
-                                int64_t layer);
-  Tensor decoder_layer_forward(DecoderLayerCache& cache, const DecoderLayerWeights& w,
-                               const Tensor& x, int64_t layer);
-  Tensor decoder_layer_backward(DecoderLayerWeights& g, Tensor& dencoder_output,
-                                const Tensor& dout, const DecoderLayerCache& cache,
-                                const DecoderLayerWeights& w, int64_t layer);
+  // After a sub-layer: residual + Dropout(sublayer) normalised by the sub-layer's own layer
+  // norm (post-norm) or by the next one's (pre-norm: `next`, which the next sub-layer's input
+  // is, or a stack's final norm). `sublayer` is overwritten by the sum.
+  Stream close_sublayer(ResidualNormCache& cache, const Stream& stream, Tensor& sublayer,
+                        const LayerNormWeights& own, const LayerNormWeights& next,
+                        DropoutSite dropout) const;
+  // Its backward: from the gradients after it, `g` becomes those before it (the input's a zero
+  // tensor, which the sub-layer's backward adds its input gradient to); returns d(sublayer).
+  Tensor open_sublayer(GradientStream& g, LayerNormWeights& own_grads,
+                       LayerNormWeights& next_grads, const ResidualNormCache& cache,
+                       const LayerNormWeights& own, const LayerNormWeights& next) const;
+  // A stack's first layer norm (pre-norm) over its dropped-out embedding, or the dropout alone.
+  Stream start_stack(ResidualNormCache& cache, Tensor embedded, const LayerNormWeights& first,
+                     DropoutSite dropout) const;
+  // Its backward: the embedding's gradient.
+  Tensor start_stack_backward(GradientStream& g, LayerNormWeights& first_grads,
+                              const ResidualNormCache& cache, const LayerNormWeights& first,
+                              DropoutSite dropout) const;
+  // `next` is the norm after the layer (pre-norm: the next layer's first, or the final norm).
+  Stream encoder_layer_forward(EncoderLayerCache& cache, const EncoderLayerWeights& w,
+                               const Stream& x, const LayerNormWeights& next, int64_t layer);
+  void encoder_layer_backward(EncoderLayerWeights& g, LayerNormWeights& next_grads,
+                              GradientStream& dx, const EncoderLayerCache& cache,
+                              const EncoderLayerWeights& w, const LayerNormWeights& next,
+                              int64_t layer);
+  Stream decoder_layer_forward(DecoderLayerCache& cache, const DecoderLayerWeights& w,
+                               const Stream& x, const LayerNormWeights& next, int64_t layer);
+  void decoder_layer_backward(DecoderLayerWeights& g, LayerNormWeights& next_grads,
+                              Tensor& dencoder_output, GradientStream& dx,
+                              const DecoderLayerCache& cache, const DecoderLayerWeights& w,
+                              const LayerNormWeights& next, int64_t layer);
 
   ModelConfig config_;
   // State of the last forward pass.
@@ -121,6 +153,7 @@ class TransformerTraining {
   DropoutSettings dropout_;
   std::vector<EncoderLayerCache> encoder_;
   std::vector<DecoderLayerCache> decoder_;
+  ResidualNormCache encoder_start_, decoder_start_;  // pre-norm: the stacks' first layer norms
   Tensor source_rows_;     // int32 [N, S], the key_rows of attention over source positions
   Tensor target_rows_;     // int32 [N, T]
   Tensor causal_lengths_;  // int32 [N], all T: the decoder's self-attention is causal only

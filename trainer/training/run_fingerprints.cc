@@ -27,7 +27,7 @@ uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run
                keep_checkpoints, validate_every_steps, bleu_sentences, bleu_beam_size,
                log_every_steps, plateau_warning_steps] = options;
   const auto& [preset, layers, d_model, d_ff, heads, d_k, d_v, dropout, activation_dropout,
-               label_smoothing, positional, max_positions] = architecture;
+               label_smoothing, positional, max_positions, norm_position] = architecture;
   const auto& [initial_scale, growth_interval, minimum_scale] = loss_scaler;
   static_cast<void>(data_directory), static_cast<void>(output_directory);
   static_cast<void>(batch_plan_path);
@@ -37,7 +37,8 @@ uint64_t rank_agreement_fingerprint(const TrainingOptions& options, uint64_t run
       std::make_tuple(run_fingerprint, initialize_from, device == Device::kCUDA ? "cuda" : "cpu",
                       precision,
                       activations, preset, layers, d_model, d_ff, heads, d_k, d_v, dropout,
-                      activation_dropout, label_smoothing, positional, max_positions, max_tokens,
+                      activation_dropout, label_smoothing, positional, max_positions,
+                      norm_position, max_tokens,
                       max_sentences, update_frequency, max_steps, warmup_steps,
                       learning_rate_scale, adam_beta1, adam_beta2, adam_epsilon, clip_norm,
                       loss_scale, initial_scale, growth_interval, minimum_scale, seed, bucket_mb,

@@ -158,6 +158,12 @@ absl::StatusOr<ModelConfig> build_model_config(const ArchitectureOptions& option
   if (options.activation_dropout >= 0) config.activation_dropout = options.activation_dropout;
   if (options.label_smoothing >= 0) config.label_smoothing = options.label_smoothing;
   if (options.max_positions > 0) config.max_positions = options.max_positions;
+  if (options.norm_position == "pre") {
+    config.pre_norm = true;
+  } else if (options.norm_position != "post") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--norm_position is \"", options.norm_position, "\"; it must be post or pre"));
+  }
   if (options.positional == "learned") {
     config.positional = PositionalEncoding::kLearned;
   } else if (options.positional == "sinusoidal") {

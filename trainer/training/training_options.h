@@ -26,6 +26,10 @@ struct ArchitectureOptions {
   float label_smoothing = -1;   // ε_ls
   std::string positional;       // "" | sinusoidal | learned
   int max_positions = 0;
+  // Where each sub-layer's layer norm sits: "post", the paper's LN(x + Sublayer(x)), or "pre",
+  // x + Sublayer(LN(x)) with a layer norm after each stack (the layout of M2M100 and NLLB, which
+  // trains at learning rates and depths where post-norm stalls).
+  std::string norm_position = "post";
 };
 
 struct TrainingOptions {

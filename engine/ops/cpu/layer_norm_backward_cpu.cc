@@ -7,7 +7,9 @@
 namespace xlate::cpu {
 
 void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
-                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma) {
+                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma,
+                         GradientWrite residual_write) {
+  const bool accumulate = residual_write == GradientWrite::kAccumulate;
   const int64_t channels = saved.sum.dim(-1), rows = saved.sum.numel() / channels;
   const rules::DropoutMask dropout = rules::DropoutMask::of(saved.dropout, saved.dropout_key);
   const float* g = gamma.data<float>();
@@ -39,9 +41,10 @@ void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor
       float* dx = dresidual.data<float>() + m * channels;
       float* dx_inp = dinp.data<float>() + m * channels;
       for (int64_t c = 0; c < channels; ++c) {
-        // dy[c] is read before either write: both may alias dout.
+        // dy[c] is read before either write: both may alias dout (not when accumulating).
         const float gradient =
-            inverse * (dy[c] * g[c] - mean_dxhat - normalized[c] * mean_dxhat_xhat);
+            inverse * (dy[c] * g[c] - mean_dxhat - normalized[c] * mean_dxhat_xhat) +
+            (accumulate ? dx[c] : 0.f);
         dx[c] = gradient;
         dx_inp[c] = dropout.apply(gradient, m * channels + c);
       }

@@ -122,15 +122,16 @@ void relu_backward(Tensor& dinp, const Tensor& dout, const Tensor& out) {
 }
 
 void layer_norm_backward(Tensor& dresidual, Tensor& dinp, Tensor& dgamma, Tensor& dbeta,
-                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma) {
+                         const Tensor& dout, const LayerNormTraining& saved, const Tensor& gamma,
+                         GradientWrite residual_write) {
   const int64_t channels = saved.sum.dim(-1), rows = saved.sum.numel() / channels;
   Tensor workspace = float_workspace(kernels::layer_norm_backward_workspace_floats(rows, channels));
   kernels::layer_norm_backward(
       dresidual.raw_data(), dinp.raw_data(), dgamma.data<float>(), dbeta.data<float>(),
       dout.raw_data(), saved.sum.raw_data(), saved.mean.data<float>(), saved.rstd.data<float>(),
       gamma.raw_data(), rules::DropoutMask::of(saved.dropout, saved.dropout_key), rows,
-      channels, workspace.data<float>(), cuda_backend::element_type(saved.sum.dtype()),
-      cuda_backend::stream());
+      channels, residual_write == GradientWrite::kAccumulate, workspace.data<float>(),
+      cuda_backend::element_type(saved.sum.dtype()), cuda_backend::stream());
 }
 
 // One operand of a per-head product: the head's first element, its row stride and the distance
