@@ -9,7 +9,7 @@
 namespace xlate {
 namespace {
 
-// The placement's dtype and int8_weights for a --compute_type other than auto.
+// The placement's dtype and packed weights for a --compute_type other than auto.
 absl::Status parse_compute_type(const std::string& text, Placement& placement) {
   const std::string name = absl::AsciiStrToLower(text);
   if (name == "float32" || name == "f32") {
@@ -20,7 +20,7 @@ absl::Status parse_compute_type(const std::string& text, Placement& placement) {
     placement.dtype = DType::kBFloat16;
   } else if (name == "int8") {
     placement.dtype = DType::kFloat32;
-    placement.int8_weights = true;
+    placement.weights = DType::kInt8;
   } else {
     return absl::InvalidArgumentError(
         "--compute_type must be auto, float32, float16, bfloat16 or int8, not \"" + text + "\"");
@@ -64,6 +64,12 @@ absl::StatusOr<ResolvedPlacement> resolve_placement(const std::string& device,
              !parsed.ok()) {
     return parsed;
   }
+  if (resolved.placement.device == Device::kCPU &&
+      resolved.placement.dtype == DType::kBFloat16) {
+    // The CPU's bfloat16: float32 activations and caches, bfloat16 weights.
+    resolved.placement.dtype = DType::kFloat32;
+    resolved.placement.weights = DType::kBFloat16;
+  }
   if (absl::Status valid = check_placement(resolved.placement); !valid.ok()) {
     return absl::Status(valid.code(), "--device " + device + " --compute_type " + compute_type +
                                           ": " + std::string(valid.message()));
@@ -78,7 +84,8 @@ absl::StatusOr<ResolvedPlacement> resolve_placement(const std::string& device,
 std::string device_label(Device device) { return device == Device::kCUDA ? "cuda" : "cpu"; }
 
 std::string compute_type_label(const Placement& placement) {
-  if (placement.int8_weights) return "int8";
+  if (placement.weights == DType::kInt8) return "int8";
+  if (placement.weights == DType::kBFloat16) return "bfloat16";
   switch (placement.dtype) {
     case DType::kFloat16: return "float16";
     case DType::kBFloat16: return "bfloat16";

@@ -119,21 +119,31 @@ absl::Status check_placement(const Placement& placement) {
   if (!is_float(placement.dtype)) {
     return absl::InvalidArgumentError("the compute dtype must be F32, F16 or BF16");
   }
-  if (placement.int8_weights) {
+  if (placement.weights != DType::kFloat32) {
+    const bool int8 = placement.weights == DType::kInt8;
+    if (!int8 && placement.weights != DType::kBFloat16) {
+      return absl::InvalidArgumentError("packed weights are float32, bfloat16 or int8, not " +
+                                        dtype_name(placement.weights));
+    }
+    const char* type = int8 ? "int8" : "bfloat16";
     if (placement.dtype != DType::kFloat32) {
-      return absl::InvalidArgumentError("int8 weights compute with float32 activations, not " +
+      return absl::InvalidArgumentError(std::string(type) +
+                                        " weights compute with float32 activations, not " +
                                         dtype_name(placement.dtype));
     }
     if (placement.device != Device::kCPU) {
-      return absl::InvalidArgumentError(
-          "int8 runs on the CPU only; on CUDA use float16 or bfloat16");
+      return absl::InvalidArgumentError(std::string(type) +
+                                        " runs on the CPU only; on CUDA use float16 or bfloat16");
     }
-    return int8_available(placement.device);
+    return int8 ? int8_available(placement.device)
+                : bfloat16_weights_available(placement.device);
   }
   if (placement.device == Device::kCPU) {
     if (placement.dtype != DType::kFloat32) {
-      return absl::InvalidArgumentError("the CPU backend computes in F32; " +
-                                        dtype_name(placement.dtype) + " needs --device cuda");
+      return absl::InvalidArgumentError(
+          "the CPU's activations are F32; " + dtype_name(placement.dtype) +
+          " activations need --device cuda (on the CPU, compute type bfloat16 multiplies F32 "
+          "activations by bfloat16 weights)");
     }
     return absl::OkStatus();
   }
@@ -178,7 +188,8 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
     }
     output_projection_.bias = bias.to_dtype(placement_.dtype).to(placement_.device);
   }
-  if (placement_.int8_weights || op_backend(placement_.device).pack_linear_weight != nullptr) {
+  if (placement_.weights != DType::kFloat32 ||
+      op_backend(placement_.device).pack_linear_weight != nullptr) {
     pack_weights();
   }
   // The uploads ran on this thread's stream; the model is used from other workers' streams.
@@ -217,9 +228,8 @@ void TransformerModel::pack_weights() {
                        {&self.query, &self.key, &self.value, &cross.key, &cross.value});
   }
   for (LinearWeights* part : fused_parts) part->weight = Tensor();
-  const DType element = placement_.int8_weights ? DType::kInt8 : DType::kFloat32;
   for (LinearWeights* linear_weights : used) {
-    linear_weights->packed = pack_linear_weight(linear_weights->weight, element);
+    linear_weights->packed = pack_linear_weight(linear_weights->weight, placement_.weights);
     linear_weights->weight = Tensor();
   }
 }

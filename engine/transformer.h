@@ -19,15 +19,17 @@
 namespace xlate {
 
 // Where a model computes: weights, activations and caches live on `device`, floats stored as
-// `dtype` (the CPU backend computes in float32 only). Inputs (token ids, lengths) are host
-// tensors and logits come back as host float32 whatever the placement.
+// `dtype` (float32 on the CPU). Inputs (token ids, lengths) are host tensors and logits come
+// back as host float32 whatever the placement.
 struct Placement {
   Device device = Device::kCPU;
   DType dtype = DType::kFloat32;
-  // Compute type int8 (CPU, float32): every linear layer's weight and the output projection are
-  // quantised to int8 at load and multiplied in int8 (packed_linear_forward); embeddings,
+  // The elements of the packed linear weights (CPU, float32 activations): kFloat32, or for
+  // compute type int8 kInt8 (every linear layer's weight and the output projection quantised at
+  // load and multiplied in int8), or for compute type bfloat16 on the CPU kBFloat16 (rounded at
+  // load, products of bfloat16 copies of the activations summed in float32). Embeddings,
   // attention, layer norms and softmax stay float32.
-  bool int8_weights = false;
+  DType weights = DType::kFloat32;
 };
 
 class TransformerModel {

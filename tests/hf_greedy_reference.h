@@ -61,7 +61,7 @@ inline void expect_greedy_equals_transformers(const Translator& translator,
 inline void expect_int8_follows_float32(const std::string& dir, const LanguageTokens& languages,
                                         std::vector<Translation>* int8) {
   Placement int8_placement;
-  int8_placement.int8_weights = true;
+  int8_placement.weights = DType::kInt8;
   auto quantized = Translator::Load(dir, int8_placement);
   auto plain = Translator::Load(dir);
   ASSERT_TRUE(quantized.ok() && plain.ok());

@@ -1,4 +1,5 @@
 // Packed weights on the CPU: a float32 packed weight multiplies as the plain one does; compute
+// type bfloat16: bfloat16 weights times bfloat16 copies of the input, summed in float32; compute
 // type int8: the int8 linear op against the float product within the bound ops.h states, exact
 // where quantisation loses nothing, and a whole model quantised at load against the same model
 // in float32.
@@ -99,6 +100,73 @@ TEST(PackedFloatLinear, AModelOnTheCpuMultipliesByPackedWeights) {
   EXPECT_FALSE(ffn.packed.quantized());
   EXPECT_FALSE(ffn.weight.defined()) << "the plain copy is dropped";
   EXPECT_TRUE(model.weights().shared_embedding.defined()) << "embeddings read the plain table";
+}
+
+// Compute type bfloat16 on the CPU: a weight packed in bfloat16 multiplies a bfloat16 copy of
+// the float32 input, summed in float32: the product of the rounded values (against the double
+// product of the rounded values, within float32 summation), with bias and each activation.
+TEST(PackedBFloat16Linear, MultipliesTheRoundedValuesInFloat32) {
+  if (absl::Status available = bfloat16_weights_available(Device::kCPU); !available.ok()) {
+    GTEST_SKIP() << available;
+  }
+  std::mt19937 generator(12);
+  const auto rounded = [](const Tensor& t) {
+    return t.to_dtype(DType::kBFloat16).to_dtype(DType::kFloat32);
+  };
+  for (const int64_t rows : {int64_t{1}, int64_t{70}, int64_t{300}}) {
+    const Tensor x = random_tensor({rows, 72}, generator);
+    const Tensor weight = random_tensor({130, 72}, generator);
+    const Tensor bias = random_tensor({130}, generator);
+    const PackedWeight packed = pack_linear_weight(weight, DType::kBFloat16);
+    ASSERT_EQ(packed.packed.dtype(), DType::kBFloat16);
+    ASSERT_FALSE(packed.quantized());
+    const std::vector<double> expected = float_product(rounded(x), rounded(weight), bias);
+    for (const Activation activation : {Activation::kNone, Activation::kRelu}) {
+      Tensor got = Tensor::empty({rows, 130}, DType::kFloat32);
+      packed_linear_forward(got, x, packed, bias, activation);
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        double reference = expected[static_cast<size_t>(i)];
+        if (activation == Activation::kRelu) reference = std::max(0.0, reference);
+        ASSERT_NEAR(got.data<float>()[i], reference, 1e-4 * (1 + std::fabs(reference)))
+            << "rows " << rows << ", flat index " << i;
+      }
+    }
+  }
+}
+
+// A model loaded with bfloat16 weights keeps its logits within bfloat16's rounding of the
+// float32 model's, and holds its linear weights in 16 bits.
+TEST(PackedBFloat16Linear, AModelWithBFloat16WeightsKeepsItsLogits) {
+  if (absl::Status available = bfloat16_weights_available(Device::kCPU); !available.ok()) {
+    GTEST_SKIP() << available;
+  }
+  ModelConfig config = smallest_model_config();
+  const TransformerWeights weights = random_weights(config, 6);
+  const TransformerModel float_model(config, weights);
+  Placement placement;
+  placement.weights = DType::kBFloat16;
+  ASSERT_TRUE(check_placement(placement).ok());
+  const TransformerModel bf16_model(config, weights, placement);
+  EXPECT_EQ(bf16_model.weights().decoder[0].ffn_inner.packed.packed.dtype(), DType::kBFloat16);
+
+  const Tensor source = Tensor::from_vector(std::vector<int32_t>{5, 6, 7, 3, 8, 3, 0, 0}, {2, 4});
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{4, 2}, {2});
+  const Tensor target = Tensor::from_vector(std::vector<int32_t>{2, 9, 4, 2, 5, 0}, {2, 3});
+  auto logits_of = [&](const TransformerModel& model) {
+    DecoderState state = model.start_decoding(model.encode(source, lengths), lengths, 2, 3);
+    return model.decode(state, target);
+  };
+  const Tensor expected = logits_of(float_model), got = logits_of(bf16_model);
+  ASSERT_EQ(got.shape(), expected.shape());
+  double error_squares = 0, value_squares = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double e = expected.data<float>()[i], g = got.data<float>()[i];
+    error_squares += (g - e) * (g - e);
+    value_squares += e * e;
+  }
+  const double relative = std::sqrt(error_squares / value_squares);
+  EXPECT_LT(relative, 0.02);   // a few bfloat16 steps (2^-8) through the layers
+  EXPECT_GT(relative, 1e-5);   // and not float32's products
 }
 
 class QuantizedLinear : public ::testing::Test {
@@ -233,7 +301,7 @@ TEST_F(QuantizedLinear, AModelQuantisedAtLoadKeepsItsLogits) {
   const TransformerWeights weights = random_weights(config, 5);
   const TransformerModel float_model(config, weights);
   Placement int8_placement;
-  int8_placement.int8_weights = true;
+  int8_placement.weights = DType::kInt8;
   const TransformerModel int8_model(config, weights, int8_placement);
 
   const int64_t sentences = 3, source_steps = 9, target_steps = 7;

@@ -23,17 +23,26 @@ TEST(PlacementFlags, AutoPicksCudaInFloat16WhenUsableElseTheCpuWithALogLine) {
   }
 }
 
-TEST(PlacementFlags, TheCpuComputesInFloat32Only) {
+TEST(PlacementFlags, TheCpuKeepsItsActivationsInFloat32) {
   auto resolved = resolve_placement("cpu", "F32");
   ASSERT_TRUE(resolved.ok());
   EXPECT_EQ(resolved->placement.device, Device::kCPU);
   EXPECT_TRUE(resolved->note.empty());
-  for (const char* dtype : {"float16", "bf16"}) {
-    auto refused = resolve_placement("cpu", dtype);
-    ASSERT_FALSE(refused.ok()) << dtype;
-    EXPECT_NE(refused.status().message().find("needs --device cuda"), std::string::npos)
-        << refused.status();
+  auto refused = resolve_placement("cpu", "float16");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("activations need --device cuda"), std::string::npos)
+      << refused.status();
+  // bfloat16 on the CPU: float32 activations, bfloat16 weights (where oneDNN has the products).
+  auto bfloat16 = resolve_placement("cpu", "bf16");
+  if (!bfloat16_weights_available(Device::kCPU).ok()) {
+    ASSERT_FALSE(bfloat16.ok());
+    EXPECT_NE(bfloat16.status().message().find("AVX-512"), std::string::npos);
+    return;
   }
+  ASSERT_TRUE(bfloat16.ok()) << bfloat16.status();
+  EXPECT_EQ(bfloat16->placement.dtype, DType::kFloat32);
+  EXPECT_EQ(bfloat16->placement.weights, DType::kBFloat16);
+  EXPECT_EQ(compute_type_label(bfloat16->placement), "bfloat16");
 }
 
 TEST(PlacementFlags, UnknownNamesAreRefusedWithTheChoices) {
@@ -52,9 +61,9 @@ TEST(PlacementFlags, Int8IsFloat32ActivationsWithInt8WeightsOnTheCpuOnly) {
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_EQ(resolved->placement.device, Device::kCPU);
   EXPECT_EQ(resolved->placement.dtype, DType::kFloat32);
-  EXPECT_TRUE(resolved->placement.int8_weights);
+  EXPECT_EQ(resolved->placement.weights, DType::kInt8);
   EXPECT_EQ(compute_type_label(resolved->placement), "int8");
-  EXPECT_FALSE(resolve_placement("cpu", "float32")->placement.int8_weights);
+  EXPECT_EQ(resolve_placement("cpu", "float32")->placement.weights, DType::kFloat32);
   // Refused on CUDA before anything looks for a GPU, so the message is the same everywhere.
   auto refused = resolve_placement("cuda", "int8");
   ASSERT_FALSE(refused.ok());

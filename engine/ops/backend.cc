@@ -45,4 +45,14 @@ absl::Status int8_available(Device device) {
   return backend->int8_available();
 }
 
+absl::Status bfloat16_weights_available(Device device) {
+  const OpBackend* backend = find_op_backend(device);
+  if (backend == nullptr || backend->bfloat16_weights_available == nullptr) {
+    return absl::FailedPreconditionError(
+        std::string("packed bfloat16 weights are implemented on the CPU only, not on the ") +
+        (backend == nullptr ? "missing" : backend->name) + " backend");
+  }
+  return backend->bfloat16_weights_available();
+}
+
 }  // namespace xlate

@@ -94,6 +94,9 @@ struct OpBackend {
   // OK when this backend packs int8 weights (and multiplies by them) on this machine, else why
   // not (the processor lacks what they need); null: the backend has no int8 products.
   absl::Status (*int8_available)() = nullptr;
+  // Likewise for packed bfloat16 weights multiplying float32 activations (compute type bfloat16
+  // on the CPU: half the weights' memory, products summed in float32).
+  absl::Status (*bfloat16_weights_available)() = nullptr;
   // The per-shape plans made so far (cuBLASLt's descriptors and algorithms for the calling
   // thread's stream; oneDNN's primitives, shared by every thread) and the host seconds they
   // took: a training step whose batch shapes are new pays them every step.
@@ -144,6 +147,8 @@ inline const OpBackend& backend_of(const Tensor& tensor) { return op_backend(ten
 int device_count(Device device);
 // OK when `device`'s backend runs the int8 ops here, else a FailedPrecondition naming why.
 absl::Status int8_available(Device device);
+// OK when `device`'s backend packs bfloat16 weights here, else a FailedPrecondition naming why.
+absl::Status bfloat16_weights_available(Device device);
 
 // The tables the backends fill; cuda::op_backend() is defined only in a build with CUDA.
 namespace cpu {

@@ -105,8 +105,9 @@ PackedWeight pack_linear_weight(const Tensor& weight, DType element) {
   require(weight.defined() && weight.dtype() == DType::kFloat32 && weight.rank() == 2,
           "pack_linear_weight", "weight must be float32 [N, K]");
   require(weight.numel() > 0, "pack_linear_weight", "weight is empty");
-  require(element == DType::kFloat32 || element == DType::kInt8, "pack_linear_weight",
-          "elements must be float32 or int8, not " + dtype_name(element));
+  require(element == DType::kFloat32 || element == DType::kInt8 || element == DType::kBFloat16,
+          "pack_linear_weight", "elements must be float32, bfloat16 or int8, not " +
+                                    dtype_name(element));
   return packing_backend(weight.device(), "pack_linear_weight").pack_linear_weight(weight, element);
 }
 

@@ -16,6 +16,7 @@ const OpBackend& op_backend() {
     table.lexical_constraints = true;
     table.synchronize = [] {};
     table.int8_available = &int8_available;
+    table.bfloat16_weights_available = &bfloat16_weights_available;
     table.plan_counts = &primitive_counts;
     table.device_count = [] { return 1; };
     table.device_description = [] { return std::string("the CPU"); };

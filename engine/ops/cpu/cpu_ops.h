@@ -14,8 +14,10 @@ std::shared_ptr<void> allocate(size_t bytes);
 void fill_zero(void* data, size_t bytes);
 void copy(void* to, const void* from, size_t bytes);
 void convert(void* out, DType out_dtype, const void* inp, DType inp_dtype, int64_t count);
-// The CPU's OpBackend::int8_available (quantized_linear_cpu.cc).
+// The CPU's OpBackend::int8_available (quantized_linear_cpu.cc) and
+// bfloat16_weights_available (linear_cpu.cc).
 absl::Status int8_available();
+absl::Status bfloat16_weights_available();
 // The largest magnitude of a quantised int8 weight on this processor (oneDNN's effective ISA):
 // 127, or 63 without VNNI, whose 16-bit pair sums would saturate (quantized_linear_cpu.cc).
 float int8_weight_levels();

@@ -24,10 +24,17 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 
+// A packed weight's elements as oneDNN names them: f32, or bf16 (compute type bfloat16).
+memory::data_type element_type(DType element) {
+  return element == DType::kBFloat16 ? memory::data_type::bf16 : kF32;
+}
+
 // out[rows, outputs] = inp[rows, inputs] · weight (+ bias)(, ReLU), the weight [inputs, outputs]
-// as `weight` describes it: plain `ba` or packed.
+// as `weight` describes it: plain `ba` or packed; inp of `source` type (f32, or bf16 to multiply
+// by bf16 weights), out float32.
 dnnl::primitive make_matmul(int64_t rows, int64_t outputs, int64_t inputs,
-                            const memory::desc& weight, bool bias, Activation activation) {
+                            const memory::desc& weight, bool bias, Activation activation,
+                            memory::data_type source) {
   const memory::desc bias_desc = bias ? memory::desc({1, outputs}, kF32, Tag::ab) : memory::desc();
   dnnl::primitive_attr attributes = scratchpad_attributes();
   if (activation != Activation::kNone) {
@@ -41,7 +48,7 @@ dnnl::primitive make_matmul(int64_t rows, int64_t outputs, int64_t inputs,
     post.append_eltwise(1.f, algorithm, activation == Activation::kSwish ? 1.f : 0.f, 0.f);
     attributes.set_post_ops(post);
   }
-  const dnnl::matmul::desc description(memory::desc({rows, inputs}, kF32, Tag::ab), weight,
+  const dnnl::matmul::desc description(memory::desc({rows, inputs}, source, Tag::ab), weight,
                                        bias_desc, memory::desc({rows, outputs}, kF32, Tag::ab));
   return dnnl::matmul(dnnl::matmul::primitive_desc(description, attributes, dnnl_engine()));
 }
@@ -50,10 +57,10 @@ dnnl::primitive make_matmul(int64_t rows, int64_t outputs, int64_t inputs,
 // any. It depends on N, K and the processor, not on the rows M (checked for M from 1 to 8,192,
 // with and without bias and ReLU); products name it explicitly, so one of another M would still
 // read it right.
-memory::desc packed_weight_desc(int64_t outputs, int64_t inputs) {
+memory::desc packed_weight_desc(int64_t outputs, int64_t inputs, memory::data_type element) {
   constexpr int64_t kRows = 64;
-  const dnnl::matmul::desc description(memory::desc({kRows, inputs}, kF32, Tag::ab),
-                                       memory::desc({inputs, outputs}, kF32, Tag::any),
+  const dnnl::matmul::desc description(memory::desc({kRows, inputs}, element, Tag::ab),
+                                       memory::desc({inputs, outputs}, element, Tag::any),
                                        memory::desc({kRows, outputs}, kF32, Tag::ab));
   return dnnl::matmul::primitive_desc(description, scratchpad_attributes(), dnnl_engine())
       .weights_desc();
@@ -61,24 +68,30 @@ memory::desc packed_weight_desc(int64_t outputs, int64_t inputs) {
 
 // out[rows, outputs] = act(inp · weight (+ bias)) with the weight [inputs, outputs] laid out
 // as weight_desc() says (asked only when this shape's primitive is made: finding the packed
-// layout costs as much as making a primitive).
+// layout costs as much as making a primitive). A bfloat16 weight multiplies a bfloat16 copy of
+// the float32 inp.
 void multiply(Tensor& out, const Tensor& inp, const std::function<memory::desc()>& weight_desc,
               const void* weight, const char* weight_kind, int64_t outputs, int64_t inputs,
-              const Tensor& bias, Activation activation) {
+              const Tensor& bias, Activation activation,
+              memory::data_type source = memory::data_type::f32) {
   const int64_t all_rows = inp.numel() / inputs;
-  const float* x = inp.data<float>();
+  const Tensor rows_in = source == memory::data_type::bf16 ? inp.to_dtype(DType::kBFloat16) : inp;
+  const char* x = static_cast<const char*>(rows_in.raw_data());
+  const int64_t row_bytes = inputs * static_cast<int64_t>(dtype_size(rows_in.dtype()));
   float* y = out.data<float>();
   for_row_chunks(all_rows, [&](int64_t first, int64_t rows) {
     const dnnl::primitive matmul = cached_primitive(
         absl::StrCat(weight_kind, ":", rows, ":", outputs, ":", inputs, ":", bias.defined(), ":",
-                     static_cast<int>(activation)),
+                     static_cast<int>(activation), ":", static_cast<int>(source)),
         [&] {
-          return make_matmul(rows, outputs, inputs, weight_desc(), bias.defined(), activation);
+          return make_matmul(rows, outputs, inputs, weight_desc(), bias.defined(), activation,
+                             source);
         });
     const memory::desc made_for(*dnnl_primitive_desc_query_md(matmul.get_primitive_desc(),
                                                               dnnl_query_weights_md, 0));
     std::unordered_map<int, memory> arguments{
-        {DNNL_ARG_SRC, wrap_f32({rows, inputs}, Tag::ab, x + first * inputs)},
+        {DNNL_ARG_SRC, memory(memory::desc({rows, inputs}, source, Tag::ab), dnnl_engine(),
+                              const_cast<char*>(x + first * row_bytes))},
         {DNNL_ARG_WEIGHTS, memory(made_for, dnnl_engine(), const_cast<void*>(weight))},
         {DNNL_ARG_DST, wrap_f32({rows, outputs}, Tag::ab, y + first * outputs)}};
     if (bias.defined()) {
@@ -133,9 +146,18 @@ PackedWeight pack_linear_weight(const Tensor& weight, DType element) {
   PackedWeight packed;
   packed.outputs = outputs;
   packed.inputs = inputs;
+  // oneDNN's reorder rounds float32 to bfloat16 to nearest even as it packs.
   packed.packed = packed_copy(memory::desc({inputs, outputs}, kF32, Tag::ba), weight.raw_data(),
-                              packed_weight_desc(outputs, inputs), DType::kFloat32);
+                              packed_weight_desc(outputs, inputs, element_type(element)),
+                              element);
   return packed;
+}
+
+absl::Status bfloat16_weights_available() {
+  if (bfloat16_matmul_available()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "this processor has no bfloat16 matrix products in oneDNN (they need AVX-512): use "
+      "--compute_type float32 or int8");
 }
 
 void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
@@ -144,9 +166,11 @@ void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& w
     quantized_linear_forward(out, inp, weight, bias, activation);
     return;
   }
+  const memory::data_type element = element_type(weight.packed.dtype());
   multiply(
-      out, inp, [&] { return packed_weight_desc(weight.outputs, weight.inputs); },
-      weight.packed.raw_data(), "matmul_packed", weight.outputs, weight.inputs, bias, activation);
+      out, inp, [&] { return packed_weight_desc(weight.outputs, weight.inputs, element); },
+      weight.packed.raw_data(), "matmul_packed", weight.outputs, weight.inputs, bias, activation,
+      element);
 }
 
 }  // namespace xlate::cpu
