@@ -134,41 +134,6 @@ TEST(PackedBFloat16Linear, MultipliesTheRoundedValuesInFloat32) {
   }
 }
 
-// A model loaded with bfloat16 weights keeps its logits within bfloat16's rounding of the
-// float32 model's, and holds its linear weights in 16 bits.
-TEST(PackedBFloat16Linear, AModelWithBFloat16WeightsKeepsItsLogits) {
-  if (absl::Status available = bfloat16_weights_available(Device::kCPU); !available.ok()) {
-    GTEST_SKIP() << available;
-  }
-  ModelConfig config = smallest_model_config();
-  const TransformerWeights weights = random_weights(config, 6);
-  const TransformerModel float_model(config, weights);
-  Placement placement;
-  placement.weights = DType::kBFloat16;
-  ASSERT_TRUE(check_placement(placement).ok());
-  const TransformerModel bf16_model(config, weights, placement);
-  EXPECT_EQ(bf16_model.weights().decoder[0].ffn_inner.packed.packed.dtype(), DType::kBFloat16);
-
-  const Tensor source = Tensor::from_vector(std::vector<int32_t>{5, 6, 7, 3, 8, 3, 0, 0}, {2, 4});
-  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{4, 2}, {2});
-  const Tensor target = Tensor::from_vector(std::vector<int32_t>{2, 9, 4, 2, 5, 0}, {2, 3});
-  auto logits_of = [&](const TransformerModel& model) {
-    DecoderState state = model.start_decoding(model.encode(source, lengths), lengths, 2, 3);
-    return model.decode(state, target);
-  };
-  const Tensor expected = logits_of(float_model), got = logits_of(bf16_model);
-  ASSERT_EQ(got.shape(), expected.shape());
-  double error_squares = 0, value_squares = 0;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    const double e = expected.data<float>()[i], g = got.data<float>()[i];
-    error_squares += (g - e) * (g - e);
-    value_squares += e * e;
-  }
-  const double relative = std::sqrt(error_squares / value_squares);
-  EXPECT_LT(relative, 0.02);   // a few bfloat16 steps (2^-8) through the layers
-  EXPECT_GT(relative, 1e-5);   // and not float32's products
-}
-
 class QuantizedLinear : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -290,7 +255,8 @@ TEST_F(QuantizedLinear, MismatchedInputsAreAProgrammingError) {
 
 // The same random model in float32 and quantised at load: teacher-forced logits close, the
 // argmax mostly the same (a trained model's BLEU is checked in tests/models).
-TEST_F(QuantizedLinear, AModelQuantisedAtLoadKeepsItsLogits) {
+// A model of 300 tokens, d_model 64 and two layers a side, with random weights.
+ModelConfig small_model_config() {
   ModelConfig config;
   config.vocab_size = 300;
   config.d_model = 64;
@@ -298,12 +264,22 @@ TEST_F(QuantizedLinear, AModelQuantisedAtLoadKeepsItsLogits) {
   config.encoder_heads = config.decoder_heads = 4;
   config.encoder_ffn_dim = config.decoder_ffn_dim = 128;
   config.max_positions = 32;
-  const TransformerWeights weights = random_weights(config, 5);
-  const TransformerModel float_model(config, weights);
-  Placement int8_placement;
-  int8_placement.weights = DType::kInt8;
-  const TransformerModel int8_model(config, weights, int8_placement);
+  return config;
+}
 
+struct LogitsAgreement {
+  double relative_error;  // ‖got − float32‖ / ‖float32‖ over every logit
+  int same_argmax;        // positions whose best token is the float32 model's
+  int positions;
+};
+
+// The teacher-forced logits of `weights` loaded with `placement` against the same weights in
+// float32, on three random sentence pairs.
+LogitsAgreement logits_against_float32(const ModelConfig& config,
+                                       const TransformerWeights& weights,
+                                       const Placement& placement) {
+  const TransformerModel float_model(config, weights);
+  const TransformerModel model(config, weights, placement);
   const int64_t sentences = 3, source_steps = 9, target_steps = 7;
   std::mt19937 generator(15);
   std::uniform_int_distribution<int32_t> token(4, config.vocab_size - 1);
@@ -313,27 +289,62 @@ TEST_F(QuantizedLinear, AModelQuantisedAtLoadKeepsItsLogits) {
   const Tensor source_tensor = Tensor::from_vector(source, {sentences, source_steps});
   const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{9, 5, 7}, {sentences});
   const Tensor target_tensor = Tensor::from_vector(target, {sentences, target_steps});
-  auto logits_of = [&](const TransformerModel& model) {
-    DecoderState state = model.start_decoding(model.encode(source_tensor, lengths), lengths,
-                                              sentences, target_steps);
-    return model.decode(state, target_tensor);
+  auto logits_of = [&](const TransformerModel& m) {
+    DecoderState state = m.start_decoding(m.encode(source_tensor, lengths), lengths, sentences,
+                                          target_steps);
+    return m.decode(state, target_tensor);
   };
-  const Tensor expected = logits_of(float_model), got = logits_of(int8_model);
-  ASSERT_EQ(got.shape(), expected.shape());
+  const Tensor expected = logits_of(float_model), got = logits_of(model);
+  EXPECT_EQ(got.shape(), expected.shape());
   double error_squares = 0, value_squares = 0;
-  int same_argmax = 0;
-  const int64_t positions = sentences * target_steps, vocabulary = config.vocab_size;
-  for (int64_t p = 0; p < positions; ++p) {
+  LogitsAgreement agreement{0, 0, static_cast<int>(sentences * target_steps)};
+  const int64_t vocabulary = config.vocab_size;
+  for (int64_t p = 0; p < agreement.positions; ++p) {
     const float* e = expected.data<float>() + p * vocabulary;
     const float* g = got.data<float>() + p * vocabulary;
     for (int64_t v = 0; v < vocabulary; ++v) {
       error_squares += double(g[v] - e[v]) * (g[v] - e[v]);
       value_squares += double(e[v]) * e[v];
     }
-    same_argmax += std::max_element(e, e + vocabulary) - e == std::max_element(g, g + vocabulary) - g;
+    agreement.same_argmax +=
+        std::max_element(e, e + vocabulary) - e == std::max_element(g, g + vocabulary) - g;
   }
-  EXPECT_LT(std::sqrt(error_squares / value_squares), 0.05);
-  EXPECT_GE(same_argmax, positions * 8 / 10) << same_argmax << " of " << positions;
+  agreement.relative_error = std::sqrt(error_squares / value_squares);
+  return agreement;
+}
+
+TEST_F(QuantizedLinear, AModelQuantisedAtLoadKeepsItsLogits) {
+  Placement int8_placement;
+  int8_placement.weights = DType::kInt8;
+  const LogitsAgreement agreement =
+      logits_against_float32(small_model_config(), random_weights(small_model_config(), 5),
+                             int8_placement);
+  EXPECT_LT(agreement.relative_error, 0.05);
+  EXPECT_GE(agreement.same_argmax, agreement.positions * 8 / 10)
+      << agreement.same_argmax << " of " << agreement.positions;
+}
+
+// Compute type bfloat16 on the CPU: the logits stay within a few bfloat16 steps (2^-8) of the
+// float32 model's, and are not float32's; the linear weights are held in 16 bits.
+TEST(PackedBFloat16Linear, AModelWithBFloat16WeightsKeepsItsLogits) {
+  if (absl::Status available = bfloat16_weights_available(Device::kCPU); !available.ok()) {
+    GTEST_SKIP() << available;
+  }
+  Placement placement;
+  placement.weights = DType::kBFloat16;
+  ASSERT_TRUE(check_placement(placement).ok());
+  const ModelConfig config = small_model_config();
+  const TransformerWeights weights = random_weights(config, 6);
+  EXPECT_EQ(TransformerModel(config, weights, placement)
+                .weights()
+                .decoder[0]
+                .ffn_inner.packed.packed.dtype(),
+            DType::kBFloat16);
+  const LogitsAgreement agreement = logits_against_float32(config, weights, placement);
+  EXPECT_LT(agreement.relative_error, 0.02);
+  EXPECT_GT(agreement.relative_error, 1e-5);
+  EXPECT_GE(agreement.same_argmax, agreement.positions * 9 / 10)
+      << agreement.same_argmax << " of " << agreement.positions;
 }
 
 }  // namespace
