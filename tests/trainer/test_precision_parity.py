@@ -58,6 +58,7 @@ class PrecisionParityTest(unittest.TestCase):
         bf16, first_line = self.losses_of("bf16", "--precision", "bf16")
         self.assert_follows("bf16", bf16, fp32)
         self.assertIn("activations stored in bfloat16", first_line)
+        self.assertIn("on the CPU", first_line)
         self.assertNotEqual(bf16, fp32)  # 16-bit storage changes the numbers
 
     def test_fp16_with_loss_scaling_follows_float32_on_the_cpu(self):

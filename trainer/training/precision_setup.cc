@@ -38,8 +38,13 @@ std::string precision_note(TrainingPrecision precision, int compute_capability,
           ? " (float32 weights, activations and gradients"
           : absl::StrCat(" (float32 weights and gradients, activations stored in ", type);
   if (device == Device::kCPU) {
-    return absl::StrCat(stored, "; matrix products of ", type,
-                        " inputs summed in float32, on the CPU)");
+    // bfloat16 products run in oneDNN where it has them (the same check as compute type
+    // bfloat16's); float16's, and bfloat16's elsewhere, multiply float32 copies of the values.
+    const bool native = precision == TrainingPrecision::kBFloat16 &&
+                        bfloat16_weights_available(Device::kCPU).ok();
+    return absl::StrCat(stored, "; matrix products of ", type, " inputs summed in float32, on ",
+                        native ? "the CPU by oneDNN's bf16 matmul)"
+                               : "the CPU as float32 products of the 16-bit values)");
   }
   return absl::StrCat(stored, "; matrix products with ", type,
                       compute_capability >= 70 ? " inputs on tensor cores)"
