@@ -33,8 +33,8 @@ trainer="${XLATE_TRAINER:-$repo/build/cli/xlate-trainer}"
 #   epoch, so 12,000 steps are ~37 epochs, under dropout 0.3. Pre-norm (--norm_position pre):
 #   in the paper's post-norm its loss stalled at 7.0-7.3 on an H200 (2026-11-28), and the same
 #   post-norm recipe stalls on the CPU in float32 at 4,000 tokens a step (6.9-7.5 from step 300
-#   to 680, the targets' unigram entropy being 7.20 nats), while pre-norm goes on down (6.5 at
-#   step 540): not bfloat16, not the batch, but post-norm at this depth and learning rate
+#   to 820, the targets' unigram entropy being 7.20 nats), while pre-norm goes on down (6.2-6.6
+#   from step 600): not bfloat16, not the batch, but post-norm at this depth and learning rate
 #   (docs/trainer.md, "Which recipe learns"). Pre-norm at 25,000 tokens has not run on a GPU yet.
 # Every choice is checked on newstest2013 (the validation BLEU below) and Multi30k val only.
 case "${XLATE_GENERAL_SIZE:-small}" in
