@@ -18,6 +18,28 @@ void log_softmax_row(float* out, const float* in, int64_t classes) {
   for (int64_t v = 0; v < classes; ++v) out[v] = in[v] - shift;
 }
 
+// A counted row's label-smoothed loss and -log p(target), from its log-probabilities.
+void row_losses(const float* logp, int64_t classes, int32_t target, float smoothing,
+                double off_target, double* loss, double* nll) {
+  double sum = 0;
+  for (int64_t v = 0; v < classes; ++v) sum += logp[v];
+  *nll = -static_cast<double>(logp[target]);
+  *loss = (1.0 - smoothing) * *nll - off_target * (sum - logp[target]);
+}
+
+// The rows' sums in row order (ignored rows count nothing).
+CrossEntropySums summed(const std::vector<double>& row_loss, const std::vector<double>& row_nll,
+                        const Tensor& targets, int ignore_id) {
+  CrossEntropySums sums;
+  for (size_t m = 0; m < row_loss.size(); ++m) {
+    if (targets.data<int32_t>()[m] == ignore_id) continue;
+    sums.loss += row_loss[m];
+    sums.nll += row_nll[m];
+    ++sums.tokens;
+  }
+  return sums;
+}
+
 }  // namespace
 
 PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& logits,
@@ -32,20 +54,9 @@ PendingCrossEntropySums cross_entropy_forward(Tensor& log_probs, const Tensor& l
     if (target == ignore_id) continue;
     float* logp = log_probs.data<float>() + m * classes;
     log_softmax_row(logp, logits.data<float>() + m * classes, classes);
-    double sum = 0;
-    for (int64_t v = 0; v < classes; ++v) sum += logp[v];
-    const double nll = -static_cast<double>(logp[target]);
-    row_nll[m] = nll;
-    row_loss[m] = (1.0 - smoothing) * nll - off_target * (sum - logp[target]);
+    row_losses(logp, classes, target, smoothing, off_target, &row_loss[m], &row_nll[m]);
   }
-  CrossEntropySums sums;
-  for (int64_t m = 0; m < rows; ++m) {
-    if (targets.data<int32_t>()[m] == ignore_id) continue;
-    sums.loss += row_loss[m];
-    sums.nll += row_nll[m];
-    ++sums.tokens;
-  }
-  return PendingCrossEntropySums(sums);
+  return PendingCrossEntropySums(summed(row_loss, row_nll, targets, ignore_id));
 }
 
 void cross_entropy_backward(Tensor& dlogits, const Tensor& log_probs, const Tensor& targets,
@@ -91,11 +102,7 @@ PendingCrossEntropySums cross_entropy_forward_backward(Tensor& dlogits, const Te
                     m * classes * static_cast<int64_t>(dtype_size(logits.dtype())),
                 logits.dtype(), classes);
         log_softmax_row(logp, logp, classes);
-        double sum = 0;
-        for (int64_t v = 0; v < classes; ++v) sum += logp[v];
-        const double nll = -static_cast<double>(logp[target]);
-        row_nll[m] = nll;
-        row_loss[m] = (1.0 - smoothing) * nll - off_target * (sum - logp[target]);
+        row_losses(logp, classes, target, smoothing, off_target, &row_loss[m], &row_nll[m]);
         for (int64_t v = 0; v < classes; ++v) {
           logp[v] = dloss * (std::exp(logp[v]) - off_target_gradient);
         }
@@ -106,14 +113,7 @@ PendingCrossEntropySums cross_entropy_forward_backward(Tensor& dlogits, const Te
               dlogits.dtype(), logp, DType::kFloat32, classes);
     }
   }
-  CrossEntropySums sums;
-  for (int64_t m = 0; m < rows; ++m) {
-    if (targets.data<int32_t>()[m] == ignore_id) continue;
-    sums.loss += row_loss[m];
-    sums.nll += row_nll[m];
-    ++sums.tokens;
-  }
-  return PendingCrossEntropySums(sums);
+  return PendingCrossEntropySums(summed(row_loss, row_nll, targets, ignore_id));
 }
 
 }  // namespace xlate::cpu
