@@ -16,7 +16,7 @@ order (the tags must swap places with them).
       [--sentences 50] [--tags 1|2] [--split test_2016_flickr] [--json_out FILE]
 
 --split newstest2014 draws them from WMT's news (longer sentences, where German moves words
-more); --split val draws the sentences from Multi30k val instead (what engine/inline_markup.h's choice
+more); --split val draws the sentences from Multi30k val instead (what document/inline_markup.h's choice
 of attention layer was tuned on; the test set is only measured).
 """
 import argparse

@@ -130,7 +130,7 @@ class Translator {
   // `languages`: a multilingual model's language tokens (engine/target_language.h), put
   // before each source and forced at the start of each output.
   // `constraints`: empty, or one per sentence: target token sequences its every hypothesis
-  // must contain (check_constraints; a glossary's targets, engine/glossary_terms.h).
+  // must contain (check_constraints; a glossary's targets, document/glossary_terms.h).
   absl::StatusOr<std::vector<Translation>> Translate(const std::vector<std::string>& sentences,
                                                      const TranslationOptions& options,
                                                      const LanguageTokens& languages = {},

@@ -1,4 +1,4 @@
-// The server's named glossaries (xlate-server --glossary NAME=FILE, engine/glossary.h), which
+// The server's named glossaries (xlate-server --glossary NAME=FILE, document/glossary.h), which
 // requests name in glossary_config.glossary. Read at start (a file that does not parse stops
 // the start, naming it); re-read on SIGHUP and ReloadModel, where a file that does not parse
 // keeps its glossary in use and the error says why.
@@ -12,7 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "engine/glossary.h"
+#include "document/glossary.h"
 
 namespace xlate::server {
 

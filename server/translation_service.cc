@@ -16,21 +16,15 @@
 #include "text/utf8.h"
 #include "server/language_code.h"
 #include "server/caller_admission.h"
-#include "engine/placeholder_text.h"
-#include "engine/html_text.h"
-#include "engine/inline_markup.h"
-#include "engine/word_links.h"
-#include "engine/xml_text.h"
 #include "server/language_detection.h"
 #include "server/grpc_status.h"
+#include "server/request_documents.h"
 #include "server/request_parsing.h"
+#include "server/source_detection.h"
+#include "server/translate_response.h"
 
 namespace xlate::server {
 namespace {
-
-grpc::Status invalid(const std::string& message) {
-  return grpc::Status(grpc::INVALID_ARGUMENT, message);
-}
 
 // The answer to a call that comes while the server drains.
 grpc::Status draining() {
@@ -45,28 +39,6 @@ grpc::Status oversized(size_t bytes, const RequestLimits& limits) {
                                    " bytes (--max_receive_message_bytes)"));
 }
 
-// A request's contents (Translate's, DetectLanguage's): at least one entry, each and all of them
-// within their code-point limits.
-grpc::Status check_contents(const google::protobuf::RepeatedPtrField<std::string>& contents,
-                            const RequestLimits& limits) {
-  if (contents.empty()) return invalid("contents is empty: send at least 1 text");
-  int64_t request_code_points = 0;
-  for (int i = 0; i < contents.size(); ++i) {
-    const int64_t code_points = count_code_points(contents[i]);
-    if (code_points > limits.max_entry_code_points) {
-      return invalid(absl::StrCat("contents[", i, "] has ", code_points,
-                                  " code points; the limit is ", limits.max_entry_code_points,
-                                  " (--max_entry_code_points)"));
-    }
-    request_code_points += code_points;
-  }
-  if (request_code_points > limits.max_request_code_points) {
-    return invalid(absl::StrCat("contents has ", request_code_points,
-                                " code points in all; the limit is ",
-                                limits.max_request_code_points, " (--max_request_code_points)"));
-  }
-  return grpc::Status::OK;
-}
 
 int64_t characters_of(const google::protobuf::RepeatedPtrField<std::string>& contents) {
   int64_t characters = 0;
@@ -74,158 +46,6 @@ int64_t characters_of(const google::protobuf::RepeatedPtrField<std::string>& con
   return characters;
 }
 
-void fill(const LanguageCandidate& candidate, xlate::v1::DetectedLanguage& detected) {
-  detected.set_language_code(candidate.language_code);
-  detected.set_confidence(candidate.confidence);
-  detected.set_reliable(candidate.reliable);
-}
-
-// source_language_code "auto": the language of the request's text taken together, written
-// into the request; INVALID_ARGUMENT when entries told reliably disagree or no language can be
-// told. Blank entries take no part.
-grpc::Status detect_source(xlate::v1::TranslateRequest& request,
-                           xlate::v1::DetectedLanguage& detected) {
-  std::string joined;
-  int first_reliable = -1;
-  std::string reliable_code;
-  for (int i = 0; i < request.contents_size(); ++i) {
-    const std::string& text = request.contents(i);
-    const LanguageCandidate best = detect_language(text).front();
-    if (best.reliable) {
-      if (first_reliable < 0) {
-        first_reliable = i, reliable_code = best.language_code;
-      } else if (best.language_code != reliable_code) {
-        return invalid(absl::StrCat(
-            "source_language_code \"auto\": contents[", first_reliable, "] reads as ",
-            reliable_code, " and contents[", i, "] as ", best.language_code,
-            "; send each language in a request of its own, or name source_language_code"));
-      }
-    }
-    absl::StrAppend(&joined, text, "\n");
-  }
-  const LanguageCandidate best = detect_language(joined).front();
-  if (best.language_code == "und") {
-    return invalid("source_language_code \"auto\": no language could be told from the text; "
-                   "name source_language_code");
-  }
-  fill(best, detected);
-  request.set_source_language_code(best.language_code);
-  return grpc::Status::OK;
-}
-
-// A text/html or keep_placeholders request's entries: each entry's document (whose text runs
-// are translated), and where its runs start among the request's contents once they have
-// replaced the entries (the last start is the end).
-struct RunEntries {
-  std::vector<std::unique_ptr<const TextRuns>> documents;
-  std::vector<int> first_run;
-  // Whether a document has inline markup to place: then the request asks for the runs'
-  // alignments, which fold_runs turns into word links.
-  bool word_links = false;
-};
-
-// mime_type "text/html" or "text/xml" (each entry parsed by engine/html_text.h or
-// engine/xml_text.h) or options.keep_placeholders
-// (engine/placeholder_text.h): the request's contents become the entries' text runs, translated
-// as text/plain entries; fold_runs puts them back. Options that describe tokens or hypotheses of
-// an entry are refused, and streaming.
-grpc::Status expand_runs(xlate::v1::TranslateRequest& request, bool streaming,
-                         RunEntries& entries) {
-  const bool html = absl::EqualsIgnoreCase(request.mime_type(), "text/html");
-  const bool xml = absl::EqualsIgnoreCase(request.mime_type(), "text/xml");
-  const bool placeholders = request.options().keep_placeholders();
-  const std::string kind = html  ? "mime_type \"text/html\""
-                           : xml ? "mime_type \"text/xml\""
-                                 : "options.keep_placeholders";
-  const auto refuse = [&](absl::string_view what) {
-    return invalid(absl::StrCat(kind, " does not take ", what,
-                                " (an entry's translation is rebuilt from its text runs)"));
-  };
-  if (streaming) return refuse("TranslateStream: send it to Translate");
-  if (request.has_alignment()) return refuse("alignment");
-  if (request.target_prefix_size() > 0) return refuse("target_prefix");
-  if (request.options().n_best() > 1) return refuse("n_best > 1");
-  if (request.options().return_scores()) return refuse("return_scores");
-  google::protobuf::RepeatedPtrField<std::string> runs;
-  for (int i = 0; i < request.contents_size(); ++i) {
-    std::unique_ptr<const TextRuns> document;
-    if (html) {
-      auto parsed = HtmlText::Parse(request.contents(i), placeholders);
-      if (!parsed.ok()) {
-        return invalid(absl::StrCat("contents[", i, "]: ", parsed.status().message()));
-      }
-      document = std::make_unique<HtmlText>(*std::move(parsed));
-    } else if (xml) {
-      auto parsed = XmlText::Parse(request.contents(i), placeholders);
-      if (!parsed.ok()) {
-        return invalid(absl::StrCat("contents[", i, "]: ", parsed.status().message()));
-      }
-      document = std::make_unique<XmlText>(*std::move(parsed));
-    } else {
-      document = std::make_unique<PlaceholderText>(request.contents(i));
-    }
-    entries.first_run.push_back(runs.size());
-    for (const std::string& text : document->texts()) *runs.Add() = text;
-    entries.word_links = entries.word_links || document->needs_word_links();
-    entries.documents.push_back(std::move(document));
-  }
-  if (entries.word_links) {
-    request.mutable_alignment()->set_layer(kMarkupAlignment.layer);
-    request.mutable_alignment()->set_head(kMarkupAlignment.head);
-  }
-  entries.first_run.push_back(runs.size());
-  // A request with no text at all still goes through (its one blank entry comes back as is).
-  if (runs.empty()) runs.Add();
-  *request.mutable_contents() = std::move(runs);
-  request.clear_mime_type();
-  return grpc::Status::OK;
-}
-
-// The translations of an expanded request's runs, rebuilt into one translation per entry.
-void fold_runs(const RunEntries& runs, xlate::v1::TranslateResponse& response) {
-  google::protobuf::RepeatedPtrField<xlate::v1::Translation> entries;
-  for (size_t i = 0; i < runs.documents.size(); ++i) {
-    const TextRuns& document = *runs.documents[i];
-    std::vector<std::string> translations;
-    std::vector<WordLinks> links;
-    for (int run = runs.first_run[i]; run < runs.first_run[i + 1]; ++run) {
-      const xlate::v1::Translation& translation = response.translations(run);
-      translations.push_back(translation.translated_text());
-      if (!runs.word_links) continue;
-      std::vector<AlignedSentence> sentences;
-      for (const xlate::v1::SentenceAlignment& alignment : translation.alignments()) {
-        AlignedSentence& sentence = sentences.emplace_back();
-        sentence.source = alignment.source_text();
-        sentence.target = alignment.target_text();
-        // The source's tokens end with the end token, which the weights' rows end with too.
-        sentence.source_pieces.assign(alignment.source_tokens().begin(),
-                                      alignment.source_tokens().end());
-        if (!sentence.source_pieces.empty()) sentence.source_pieces.pop_back();
-        sentence.target_pieces.assign(alignment.target_tokens().begin(),
-                                      alignment.target_tokens().end());
-        for (const xlate::v1::TokenAlignment& row : alignment.target()) {
-          sentence.weights.insert(sentence.weights.end(), row.source_weights().begin(),
-                                  row.source_weights().end());
-        }
-        // The run's glossary terms (each sentence links those it holds).
-        for (const xlate::v1::GlossaryTerm& term : translation.glossary_terms()) {
-          if (term.applied()) sentence.terms.emplace_back(term.source(), term.target());
-        }
-      }
-      links.push_back(link_text_words(document.texts()[run - runs.first_run[i]],
-                                      translations.back(), sentences));
-    }
-    xlate::v1::Translation* entry = entries.Add();
-    entry->set_translated_text(document.Rebuild(translations, links));
-    // The glossary terms of the entry's runs, in order.
-    for (int run = runs.first_run[i]; run < runs.first_run[i + 1]; ++run) {
-      for (const xlate::v1::GlossaryTerm& term : response.translations(run).glossary_terms()) {
-        *entry->add_glossary_terms() = term;
-      }
-    }
-  }
-  *response.mutable_translations() = std::move(entries);
-}
 
 // The client whose queue share a call's sentences count against: its peer, or for a call the
 // HTTP gateway made in-process (peer "inproc"), the HTTP client the gateway names.
@@ -294,8 +114,8 @@ class TranslationService::Call : public GrpcReactor {
   xlate::v1::TranslateRequest& request() { return request_; }
   // What source_language_code "auto" was detected as (unset without "auto").
   std::optional<xlate::v1::DetectedLanguage>& detected() { return detected_; }
-  // A text/html or keep_placeholders request's documents (unset otherwise).
-  std::optional<RunEntries>& runs() { return runs_; }
+  // A request's documents (server/request_documents.h; unset for plain text).
+  std::optional<DocumentBatch>& documents() { return documents_; }
   // The model the call was routed to; set before its texts.
   void set_model(std::shared_ptr<const ServedModel> model) { model_ = std::move(model); }
   const ServedModel& model() const { return *model_; }
@@ -403,7 +223,7 @@ class TranslationService::Call : public GrpcReactor {
   absl::Status cancelled_ ABSL_GUARDED_BY(mutex_);  // why, once gRPC has cancelled the call
   xlate::v1::TranslateRequest request_;
   std::optional<xlate::v1::DetectedLanguage> detected_;
-  std::optional<RunEntries> runs_;
+  std::optional<DocumentBatch> documents_;
   std::shared_ptr<const ServedModel> model_;
   std::optional<SegmentedTexts> texts_;
   std::vector<std::vector<int32_t>> aligned_sources_;
@@ -423,10 +243,12 @@ class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
   void Answer(absl::Status status, int n_best, std::vector<std::vector<Hypothesis>> results) {
     if (!status.ok()) return EndWith(to_grpc(status));
     xlate::v1::TranslateResponse response;
-    grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
-                                    std::move(results), terms(), response);
+    grpc::Status answered =
+        documents() ? respond_documents(model(), *documents(), texts(), aligned_sources(),
+                                        results, terms(), response)
+                    : respond(model(), request(), texts(), aligned_sources(), n_best, results,
+                              terms(), response);
     if (detected()) *response.mutable_detected_source_language() = *detected();
-    if (answered.ok() && runs()) fold_runs(*runs(), response);
     if (answered.ok()) answered = serialize_reply(response, *response_);
     EndWith(answered);
   }
@@ -453,8 +275,8 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
   void Answer(absl::Status status, int n_best, std::vector<std::vector<Hypothesis>> results) {
     if (!status.ok()) return EndWith(to_grpc(status));
     xlate::v1::TranslateStreamResponse last;
-    grpc::Status answered = Respond(model(), request(), texts(), aligned_sources(), n_best,
-                                    std::move(results), terms(), *last.mutable_response());
+    grpc::Status answered = respond(model(), request(), texts(), aligned_sources(), n_best,
+                                    results, terms(), *last.mutable_response());
     if (detected()) {
       *last.mutable_response()->mutable_detected_source_language() = *detected();
     }
@@ -597,10 +419,7 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
 template <typename CallType>
 void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_bytes,
                                const std::string& client) {
-  TranslationOptions options;
-  std::optional<SegmentedTexts> texts;
-  std::vector<std::vector<int32_t>> sources, forced_starts;
-  std::vector<SentenceTerms> terms;
+  CheckedRequest checked;
   grpc::Status status = grpc::Status::OK;
   call->set_read_empty(request_bytes.Length() == 0);
   if (!call->Enter()) {
@@ -624,11 +443,9 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   // for what it holds uses none of it.
   if (status.ok()) status = verify_caller(keys_, *call->context());
   const int64_t characters = status.ok() ? characters_of(call->request().contents()) : 0;
-  if (status.ok() && (absl::EqualsIgnoreCase(call->request().mime_type(), "text/html") ||
-                      absl::EqualsIgnoreCase(call->request().mime_type(), "text/xml") ||
-                      call->request().options().keep_placeholders())) {
-    status = expand_runs(call->request(), std::is_same_v<CallType, StreamCall>,
-                         call->runs().emplace());
+  if (status.ok()) {
+    status = expand_documents(call->request(), std::is_same_v<CallType, StreamCall>,
+                              call->documents());
   }
   if (status.ok() && absl::EqualsIgnoreCase(call->request().source_language_code(), "auto")) {
     status = detect_source(call->request(), call->detected().emplace());
@@ -644,11 +461,8 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
     }
   }
   if (status.ok()) {
-    status = Check(call->model(), call->request(), options, texts, sources, forced_starts);
-  }
-  if (status.ok()) {
-    status = CheckGlossary(call->model(), call->request(), options, *texts, sources,
-                           forced_starts, terms);
+    status = check_translate_request(call->model(), call->request(), limits_, glossaries_,
+                                     checked);
   }
   if (!status.ok() && call->detected() && status.error_code() == grpc::INVALID_ARGUMENT &&
       absl::StartsWith(status.error_message(), "source_language_code")) {
@@ -673,19 +487,19 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
     if (!key_name.empty()) sharing_client = "key:" + key_name;
   }
   if (!status.ok()) return call->EndWith(status);
-  call->set_texts(*std::move(texts));
-  if (options.alignment.has_value()) call->set_aligned_sources(sources);
+  call->set_texts(*std::move(checked.texts));
+  if (checked.options.alignment.has_value()) call->set_aligned_sources(checked.sources);
   std::vector<Constraints> constraints;
-  for (const SentenceTerms& sentence : terms) constraints.push_back(sentence.constraints);
-  call->set_terms(std::move(terms));
-  const int n_best = options.n_best;
-  if (sources.empty()) return call->Answer(absl::OkStatus(), n_best, {});  // all blank
+  for (const SentenceTerms& sentence : checked.terms) constraints.push_back(sentence.constraints);
+  call->set_terms(std::move(checked.terms));
+  const int n_best = checked.options.n_best;
+  if (checked.sources.empty()) return call->Answer(absl::OkStatus(), n_best, {});  // all blank
   auto job = call->model().scheduler().Submit(
-      std::move(sources), options, call->deadline(),
+      std::move(checked.sources), checked.options, call->deadline(),
       [call, n_best](absl::Status status, std::vector<std::vector<Hypothesis>> results) {
         call->Answer(std::move(status), n_best, std::move(results));
       },
-      call->progress_callback(), sharing_client, forced_starts, std::move(constraints));
+      call->progress_callback(), sharing_client, checked.forced_starts, std::move(constraints));
   if (job.ok()) {
     call->set_job(*std::move(job));
   } else {
@@ -751,7 +565,7 @@ grpc::ServerUnaryReactor* TranslationService::DetectLanguage(
     for (const std::string& text : request.contents()) {
       xlate::v1::LanguageDetection* detection = response.add_detections();
       for (const LanguageCandidate& candidate : detect_language(text)) {
-        fill(candidate, *detection->add_languages());
+        fill_detected(candidate, *detection->add_languages());
       }
     }
     status = serialize_reply(response, *response_bytes);
@@ -770,319 +584,5 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateStream(
   return call;
 }
 
-std::optional<AlignmentOptions> alignment_options(const xlate::v1::TranslateRequest& request) {
-  if (!request.has_alignment()) return std::nullopt;
-  AlignmentOptions options;
-  if (request.alignment().has_layer()) options.layer = request.alignment().layer();
-  if (request.alignment().has_head()) options.head = request.alignment().head();
-  return options;
-}
-
-grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
-                                const ModelConfig& config, const RequestLimits& limits,
-                                TranslationOptions& options,
-                                std::optional<SegmentedTexts>& texts) {
-  for (const absl::Status& language :
-       {check_language("source_language_code", request.source_language_code(),
-                       config.source_lang, "from"),
-        check_language("target_language_code", request.target_language_code(),
-                       config.target_lang, "into")}) {
-    if (!language.ok()) return to_grpc(language);
-  }
-  // MIME types are case-insensitive (RFC 2045): "TEXT/PLAIN" is text/plain.
-  if (!request.mime_type().empty() && !absl::EqualsIgnoreCase(request.mime_type(), "text/plain")) {
-    return invalid(absl::StrCat("mime_type \"", excerpt(request.mime_type()),
-                                "\" is not supported; send \"text/plain\" (or leave it empty) or "
-                                "\"text/html\" or \"text/xml\""));
-  }
-  if (grpc::Status sized = check_contents(request.contents(), limits); !sized.ok()) return sized;
-  const xlate::v1::DecodingOptions& given = request.options();
-  if (given.has_beam_size()) options.beam_size = given.beam_size();
-  if (given.has_length_penalty()) options.length_penalty = given.length_penalty();
-  if (given.has_max_extra_length()) options.max_extra_length = given.max_extra_length();
-  if (given.has_n_best()) options.n_best = given.n_best();
-  if (given.has_repetition_penalty()) options.repetition_penalty = given.repetition_penalty();
-  if (given.has_no_repeat_ngram_size()) options.no_repeat_ngram_size = given.no_repeat_ngram_size();
-  if (given.has_constrained_beam_size()) {
-    options.constrained_beam_size = given.constrained_beam_size();
-  }
-  if (options.beam_size < 1 || options.beam_size > limits.max_beam_size) {
-    return invalid(absl::StrCat("options.beam_size = ", options.beam_size,
-                                " is out of range: it must be in [1, ", limits.max_beam_size, "]"));
-  }
-  if (options.constrained_beam_size > limits.max_beam_size) {
-    return invalid(absl::StrCat("options.constrained_beam_size = ", options.constrained_beam_size,
-                                " is out of range: it must be 0 (beam_size) or in [n_best, ",
-                                limits.max_beam_size, "] (--max_beam_size)"));
-  }
-  if (auto status = options.Validate("options."); !status.ok()) return to_grpc(status);
-  options.alignment = alignment_options(request);
-  if (options.alignment.has_value()) {
-    auto status = check_alignment_options(*options.alignment, config, "alignment.");
-    if (!status.ok()) return to_grpc(status);
-  }
-
-  // The sentence rules of the request's source language (a multilingual model's has none of
-  // its own), else the model's.
-  auto split = SegmentedTexts::Split(
-      {request.contents().begin(), request.contents().end()},
-      request.source_language_code().empty() ? config.source_lang : request.source_language_code(),
-      Segmentation::kSentences);
-  if (!split.ok()) return to_grpc(split.status());
-  texts = *std::move(split);
-  const int64_t sentence_count = static_cast<int64_t>(texts->sentences().size());
-  if (sentence_count > limits.max_sentences_per_request) {
-    return invalid(absl::StrCat("contents holds ", sentence_count, " sentences; the limit is ",
-                                limits.max_sentences_per_request,
-                                " (--max_sentences_per_request)"));
-  }
-  return grpc::Status::OK;
-}
-
-grpc::Status TranslationService::Check(const ServedModel& model,
-                                       const xlate::v1::TranslateRequest& request,
-                                       TranslationOptions& options,
-                                       std::optional<SegmentedTexts>& texts,
-                                       std::vector<std::vector<int32_t>>& sources,
-                                       std::vector<std::vector<int32_t>>& forced_starts) const {
-  const Tokenizer& tokenizer = model.translator().tokenizer();
-  // A multilingual model's languages are chosen by its language tokens (target_language.h),
-  // not compared with one language of its directory.
-  auto languages = language_tokens(tokenizer, request.source_language_code(),
-                                   request.target_language_code());
-  if (!languages.ok()) return to_grpc(languages.status());
-  ModelConfig checked_languages = model.config();
-  if (tokenizer.language_style() != LanguageTokenStyle::kNone) {
-    checked_languages.target_lang.clear();
-    if (tokenizer.language_style() == LanguageTokenStyle::kSourceAndForcedTarget) {
-      checked_languages.source_lang.clear();
-    }
-  }
-  grpc::Status status =
-      check_request_text(request, checked_languages, limits_, options, texts);
-  if (!status.ok()) return status;
-  options.forced_start_tokens = languages->forced_target;
-  const int token_limit = model.max_input_tokens();
-  for (size_t s = 0; s < texts->sentences().size(); ++s) {
-    const std::string& sentence = texts->sentences()[s];
-    auto ids = tokenizer.encode(sentence);
-    if (!ids.ok()) return to_grpc(ids.status());
-    ids->insert(ids->begin(), languages->source_prefix.begin(), languages->source_prefix.end());
-    if (static_cast<int64_t>(ids->size()) + 1 > token_limit) {
-      const size_t entry = texts->text_of(s);
-      return invalid(absl::StrCat(
-          "contents[", entry, "], sentence ", s - texts->first_sentence(entry) + 1, " (\"",
-          excerpt(sentence), "\") has ",
-          ids->size() + 1, " tokens; the limit is ", token_limit, " (--max_input_tokens, ",
-          "end token included)"));
-    }
-    sources.push_back(*std::move(ids));
-  }
-  return CheckTargetPrefixes(model, request, options, *texts, sources, forced_starts);
-}
-
-grpc::Status TranslationService::CheckTargetPrefixes(
-    const ServedModel& model, const xlate::v1::TranslateRequest& request,
-    const TranslationOptions& options, const SegmentedTexts& texts,
-    const std::vector<std::vector<int32_t>>& sources,
-    std::vector<std::vector<int32_t>>& forced_starts) const {
-  if (request.target_prefix_size() == 0) return grpc::Status::OK;
-  if (request.target_prefix_size() != request.contents_size()) {
-    return invalid(absl::StrCat("target_prefix has ", request.target_prefix_size(),
-                                " entries; send none or one per entry of contents (",
-                                request.contents_size(), ")"));
-  }
-  const ModelConfig& config = model.config();
-  forced_starts.assign(sources.size(), {});
-  for (int entry = 0; entry < request.target_prefix_size(); ++entry) {
-    const std::string& prefix = request.target_prefix(entry);
-    if (prefix.empty()) continue;
-    const int64_t code_points = count_code_points(prefix);
-    if (code_points > limits_.max_entry_code_points) {
-      return invalid(absl::StrCat("target_prefix[", entry, "] has ", code_points,
-                                  " code points; the limit is ", limits_.max_entry_code_points,
-                                  " (--max_entry_code_points)"));
-    }
-    const size_t first = texts.first_sentence(static_cast<size_t>(entry));
-    if (first == texts.end_sentence(static_cast<size_t>(entry))) {
-      return invalid(absl::StrCat("contents[", entry, "] is blank, so it is not translated: "
-                                  "target_prefix[", entry, "] cannot apply (send it empty)"));
-    }
-    auto ids = model.translator().tokenizer().encode_target(prefix);
-    if (!ids.ok()) return to_grpc(ids.status());
-    const size_t forced = ids->size() + options.forced_start_tokens.size();
-    const int limit = options.max_output_tokens(static_cast<int64_t>(sources[first].size()),
-                                                config.max_positions, config.end_forced_at_limit);
-    if (static_cast<int64_t>(forced) >= limit) {
-      return invalid(absl::StrCat("target_prefix[", entry, "] (\"", excerpt(prefix), "\") is ",
-                                  ids->size(), " tokens; its sentence may have at most ", limit,
-                                  " output tokens, the end token included (its source tokens + "
-                                  "options.max_extra_length)"));
-    }
-    forced_starts[first] = *std::move(ids);
-  }
-  return grpc::Status::OK;
-}
-
-grpc::Status TranslationService::CheckGlossary(
-    const ServedModel& model, const xlate::v1::TranslateRequest& request,
-    const TranslationOptions& options, const SegmentedTexts& texts,
-    const std::vector<std::vector<int32_t>>& sources,
-    const std::vector<std::vector<int32_t>>& forced_starts,
-    std::vector<SentenceTerms>& terms) const {
-  if (!request.has_glossary_config()) return grpc::Status::OK;
-  const xlate::v1::GlossaryConfig& config = request.glossary_config();
-  if (config.glossary().empty() && config.entries().empty()) return grpc::Status::OK;
-  if (!op_backend(model.translator().model().placement().device).lexical_constraints) {
-    return grpc::Status(grpc::UNIMPLEMENTED,
-                        absl::StrCat("glossary_config: model \"", model.name(),
-                                     "\" runs on a backend whose search has no glossary "
-                                     "constraints"));
-  }
-  // The named glossary as the server holds it (no copy); a merged one with inline entries.
-  std::shared_ptr<const Glossary> glossary = std::make_shared<const Glossary>();
-  if (!config.glossary().empty()) {
-    std::shared_ptr<const Glossary> named =
-        glossaries_ ? glossaries_->Find(config.glossary()) : nullptr;
-    if (!named) {
-      const std::vector<std::string> names =
-          glossaries_ ? glossaries_->names() : std::vector<std::string>();
-      return grpc::Status(grpc::NOT_FOUND,
-                          absl::StrCat("glossary_config.glossary \"", config.glossary(),
-                                       "\" is not one of this server's glossaries (",
-                                       names.empty() ? "it has none" : absl::StrJoin(names, ", "),
-                                       ")"));
-    }
-    glossary = std::move(named);
-  }
-  if (!config.entries().empty()) {
-    std::vector<GlossaryEntry> entries;
-    for (const xlate::v1::GlossaryEntry& entry : config.entries()) {
-      entries.push_back({entry.source(), entry.target()});
-    }
-    auto inline_glossary = Glossary::FromEntries(entries, "glossary_config.entries");
-    if (!inline_glossary.ok()) return to_grpc(inline_glossary.status());
-    glossary = std::make_shared<const Glossary>(glossary->With(*inline_glossary));
-  }
-  const ModelConfig& model_config = model.config();
-  std::vector<int> limits, forced;
-  for (size_t s = 0; s < sources.size(); ++s) {
-    limits.push_back(options.max_output_tokens(static_cast<int64_t>(sources[s].size()),
-                                               model_config.max_positions,
-                                               model_config.end_forced_at_limit));
-    forced.push_back(static_cast<int>(options.forced_start_tokens.size() +
-                                      (forced_starts.empty() ? 0 : forced_starts[s].size())));
-  }
-  TermTokenRules rules;
-  rules.unk_id = model_config.unk_id;
-  rules.no_repeat_ngram_size = options.no_repeat_ngram_size;
-  auto found = find_terms(*glossary, config.ignore_case(), texts.sentences(),
-                          model.translator().tokenizer(), limits, forced, rules);
-  if (!found.ok()) return to_grpc(found.status());
-  terms = *std::move(found);
-  return grpc::Status::OK;
-}
-
-namespace {
-
-// The alignment of a sentence (its source as cut and its token ids, its best hypothesis) in the
-// reply's words.
-grpc::Status add_alignment(const Translator& translator, const AlignmentOptions& options,
-                           const std::string& source, const std::vector<int32_t>& source_ids,
-                           const std::string& target, const Hypothesis& best,
-                           xlate::v1::SentenceAlignment& alignment) {
-  const Tokenizer& tokenizer = translator.tokenizer();
-  const ModelConfig& config = translator.model().config();
-  alignment.set_source_text(source);
-  alignment.set_target_text(target);
-  for (int32_t id : source_ids) alignment.add_source_tokens(tokenizer.source_piece_of(id));
-  alignment.add_source_tokens(tokenizer.source_piece_of(config.eos_id));
-  for (int32_t id : best.tokens) alignment.add_target_tokens(tokenizer.piece_of(id));
-  const size_t width = source_ids.size() + 1;
-  if (best.alignment.size() != best.tokens.size() * width) {
-    return grpc::Status(grpc::INTERNAL, "the alignment does not match its sentence");
-  }
-  for (size_t t = 0; t < best.tokens.size(); ++t) {
-    auto* weights = alignment.add_target()->mutable_source_weights();
-    weights->Add(best.alignment.begin() + t * width, best.alignment.begin() + (t + 1) * width);
-  }
-  alignment.set_layer(options.resolved_layer(config.decoder_layers));
-  alignment.set_head(options.head);
-  return grpc::Status::OK;
-}
-
-}  // namespace
-
-grpc::Status TranslationService::Respond(const ServedModel& model,
-                                         const xlate::v1::TranslateRequest& request,
-                                         const SegmentedTexts& texts,
-                                         const std::vector<std::vector<int32_t>>& aligned_sources,
-                                         int n_best,
-                                         std::vector<std::vector<Hypothesis>> results,
-                                         const std::vector<SentenceTerms>& terms,
-                                         xlate::v1::TranslateResponse& response) {
-  const bool with_scores = request.options().return_scores();
-  const std::optional<AlignmentOptions> alignment = alignment_options(request);
-  const bool with_hypotheses = n_best > 1 || with_scores;
-  // decoded[s][k]: hypothesis k of sentence s.
-  std::vector<std::vector<std::string>> decoded(results.size());
-  for (size_t s = 0; s < results.size(); ++s) {
-    for (const Hypothesis& hypothesis : results[s]) {
-      auto text = model.translator().tokenizer().decode(hypothesis.tokens);
-      if (!text.ok()) return to_grpc(text.status());
-      decoded[s].push_back(*std::move(text));
-    }
-  }
-  for (size_t entry = 0; entry < texts.text_count(); ++entry) {
-    xlate::v1::Translation* translation = response.add_translations();
-    const size_t first = texts.first_sentence(entry), end = texts.end_sentence(entry);
-    if (first == end) {  // blank: back as it came, never decoded, and without a score
-      translation->set_translated_text(texts.text(entry));
-      if (with_hypotheses) translation->add_hypotheses()->set_text(texts.text(entry));
-      continue;
-    }
-    // Hypothesis k of an entry joins hypothesis k of each of its sentences; its score is the
-    // sum of theirs. A search that finished fewer than n_best hypotheses of a sentence gives
-    // its entry as many (never copies of one to make up the count).
-    size_t hypotheses = static_cast<size_t>(with_hypotheses ? n_best : 1);
-    for (size_t s = first; s < end; ++s) hypotheses = std::min(hypotheses, decoded[s].size());
-    for (size_t k = 0; k < hypotheses; ++k) {
-      std::vector<std::string> sentences;
-      float score = 0;
-      for (size_t s = first; s < end; ++s) {
-        sentences.push_back(decoded[s][k]);
-        score += results[s][k].score;
-      }
-      std::string text = texts.Join(entry, sentences);
-      if (k == 0) translation->set_translated_text(text);
-      if (!with_hypotheses) break;
-      xlate::v1::Hypothesis* hypothesis = translation->add_hypotheses();
-      hypothesis->set_text(std::move(text));
-      if (with_scores) hypothesis->set_score(score);
-    }
-    for (size_t s = first; !terms.empty() && s < end; ++s) {
-      for (const TermUse& use : terms[s].uses) {
-        xlate::v1::GlossaryTerm* term = translation->add_glossary_terms();
-        term->set_source(use.source);
-        term->set_target(use.target);
-        term->set_applied(use.constrained &&
-                          decoded[s].front().find(use.target) != std::string::npos);
-        if (!use.note.empty()) {
-          term->set_note(use.note);
-        } else if (!term->applied()) {
-          term->set_note("the translation's pieces spell the target otherwise");
-        }
-      }
-    }
-    for (size_t s = first; alignment.has_value() && s < end; ++s) {
-      grpc::Status aligned = add_alignment(model.translator(), *alignment, texts.sentences()[s],
-                                           aligned_sources[s], decoded[s].front(),
-                                           results[s].front(), *translation->add_alignments());
-      if (!aligned.ok()) return aligned;
-    }
-  }
-  response.set_model(model.name());
-  return grpc::Status::OK;
-}
 
 }  // namespace xlate::server

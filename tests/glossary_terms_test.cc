@@ -1,6 +1,6 @@
-// find_terms (engine/glossary_terms.h): the constraints a sentence's glossary terms become, and
+// find_terms (document/glossary_terms.h): the constraints a sentence's glossary terms become, and
 // the note of each term left out, naming the limit it passed.
-#include "engine/glossary_terms.h"
+#include "document/glossary_terms.h"
 
 #include <gtest/gtest.h>
 

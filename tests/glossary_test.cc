@@ -1,6 +1,6 @@
 // Glossaries: TSV and Cloud Translation's two CSV layouts, errors that name the line, and term
 // matching on ICU word boundaries (longest first, case-folded on request).
-#include "engine/glossary.h"
+#include "document/glossary.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// HtmlText (engine/html_text.h): which text of an HTML document is translated, and the rebuild
+// HtmlText (document/html_text.h): which text of an HTML document is translated, and the rebuild
 // that changes only those bytes.
-#include "engine/html_text.h"
+#include "document/html_text.h"
 
 #include <gtest/gtest.h>
 

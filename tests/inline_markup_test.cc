@@ -1,10 +1,10 @@
-// Word links read from attention (engine/word_links.h) and inline markup placed by them
-// (engine/inline_markup.h).
-#include "engine/inline_markup.h"
+// Word links read from attention (document/word_links.h) and inline markup placed by them
+// (document/inline_markup.h).
+#include "document/inline_markup.h"
 
 #include <gtest/gtest.h>
 
-#include "engine/word_links.h"
+#include "document/word_links.h"
 
 namespace xlate {
 namespace {

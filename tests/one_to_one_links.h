@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/word_links.h"
+#include "document/word_links.h"
 
 namespace xlate {
 

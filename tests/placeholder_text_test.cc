@@ -1,13 +1,13 @@
-// PlaceholderText (engine/placeholder_text.h): which parts of a format string are placeholders,
+// PlaceholderText (document/placeholder_text.h): which parts of a format string are placeholders,
 // the text without them, and the rebuild that puts every placeholder's bytes back in place.
-#include "engine/placeholder_text.h"
+#include "document/placeholder_text.h"
 
 #include <cctype>
 
 #include <gtest/gtest.h>
 
-#include "engine/html_text.h"
-#include "engine/xml_text.h"
+#include "document/html_text.h"
+#include "document/xml_text.h"
 #include "tests/one_to_one_links.h"
 
 namespace xlate {

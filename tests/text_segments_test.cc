@@ -1,6 +1,6 @@
 // Texts cut into sentences and joined again: separators, blank and control-only texts, and
 // whole-text segmentation.
-#include "engine/text_segments.h"
+#include "document/text_segments.h"
 
 #include <gtest/gtest.h>
 

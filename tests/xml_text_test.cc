@@ -1,6 +1,6 @@
-// XmlText (engine/xml_text.h): which text of an XML document is translated, what the rebuild
+// XmlText (document/xml_text.h): which text of an XML document is translated, what the rebuild
 // keeps, and malformed documents refused with their position.
-#include "engine/xml_text.h"
+#include "document/xml_text.h"
 
 #include <gtest/gtest.h>
 

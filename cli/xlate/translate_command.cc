@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -17,15 +18,12 @@
 #include "cli/xlate/commands.h"
 #include "engine/placement_flags.h"
 #include "engine/target_language.h"
-#include "engine/text_segments.h"
-#include "engine/inline_markup.h"
-#include "engine/word_links.h"
 #include "cli/xlate/attention_pictures.h"
-#include "engine/glossary_terms.h"
-#include "engine/html_text.h"
-#include "engine/placeholder_text.h"
+#include "document/document_batch.h"
+#include "document/glossary_terms.h"
+#include "document/inline_markup.h"
+#include "document/text_segments.h"
 #include "engine/translator.h"
-#include "engine/xml_text.h"
 
 ABSL_FLAG(std::string, model_dir, "",
           "model directory (config.json, model.safetensors, spm.model); default: the shipped "
@@ -145,68 +143,58 @@ void write_translations(std::ostream& out, const SegmentedTexts& lines,
   out.flush();
 }
 
-// The best translation of each text of `texts` (its sentences' joined).
-std::vector<std::string> best_texts(const SegmentedTexts& texts,
-                                    const std::vector<Translation>& translations) {
-  std::vector<std::string> out;
-  for (size_t text = 0; text < texts.text_count(); ++text) {
-    std::vector<std::string> sentences;
-    for (size_t s = texts.first_sentence(text); s < texts.end_sentence(text); ++s) {
-      sentences.push_back(translations[s].hypotheses[0]);
-    }
-    out.push_back(texts.Join(text, sentences));
-  }
-  return out;
-}
-
-// The word links of each text of `texts` and its translation runs[text], from its sentences'
-// alignments (options.alignment was set) and the glossary terms each sentence was constrained
-// with (terms: one per sentence, or empty).
-std::vector<WordLinks> word_links_of(const Tokenizer& tokenizer, const SegmentedTexts& texts,
-                                     const std::vector<Translation>& translations,
-                                     const std::vector<std::string>& runs,
-                                     const std::vector<SentenceTerms>& terms) {
-  std::vector<WordLinks> links;
-  for (size_t text = 0; text < texts.text_count(); ++text) {
-    std::vector<AlignedSentence> sentences;
-    for (size_t s = texts.first_sentence(text); s < texts.end_sentence(text); ++s) {
-      const Translation& translation = translations[s];
-      AlignedSentence& sentence = sentences.emplace_back();
-      sentence.source = texts.sentences()[s];
-      sentence.target = translation.hypotheses[0];
-      for (int32_t id : translation.source_tokens) {
-        sentence.source_pieces.push_back(tokenizer.source_piece_of(id));
-      }
-      for (int32_t id : translation.best.tokens) {
-        sentence.target_pieces.push_back(tokenizer.piece_of(id));
-      }
-      sentence.weights = translation.best.alignment;
-      for (size_t i = 0; s < terms.size() && i < terms[s].uses.size(); ++i) {
-        const TermUse& use = terms[s].uses[i];
-        if (use.constrained) sentence.terms.emplace_back(use.source, use.target);
+// The sentences of `texts` translated under --glossary's terms, if any (each term left out named
+// on stderr, with `where(sentence)` saying where its sentence came from); `terms` receives each
+// sentence's.
+absl::StatusOr<std::vector<Translation>> translate_sentences(
+    const Translator& translator, const SegmentedTexts& texts, const TranslationOptions& options,
+    const LanguageTokens& languages, const Glossary* glossary,
+    const std::function<std::string(size_t)>& where, std::vector<SentenceTerms>& terms) {
+  std::vector<Constraints> constraints;
+  if (glossary != nullptr) {
+    auto found = glossary_constraints(*glossary, absl::GetFlag(FLAGS_glossary_ignore_case),
+                                      texts.sentences(), translator, options, languages);
+    if (!found.ok()) return found.status();
+    terms = *std::move(found);
+    for (size_t s = 0; s < terms.size(); ++s) {
+      constraints.push_back(terms[s].constraints);
+      for (const TermUse& use : terms[s].uses) {
+        if (use.constrained) continue;
+        std::cerr << "xlate translate: " << where(s) << "glossary term \"" << use.source
+                  << "\" not applied: " << use.note << "\n";
       }
     }
-    links.push_back(link_text_words(texts.text(text), runs[text], sentences));
   }
-  return links;
+  return translator.Translate(texts.sentences(), options, languages, constraints);
 }
 
-// The document of --mime_type text/html or text/xml (with --keep_placeholders, its runs'
-// placeholders kept too), or the parser's error.
-absl::StatusOr<std::unique_ptr<const TextRuns>> parse_document(const std::string& mime_type,
-                                                               std::string source,
-                                                               bool keep_placeholders) {
-  std::unique_ptr<const TextRuns> document;
-  if (mime_type == "text/html") {
-    auto parsed = HtmlText::Parse(std::move(source), keep_placeholders);
-    if (!parsed.ok()) return parsed.status();
-    document = std::make_unique<HtmlText>(*std::move(parsed));
-  } else {
-    auto parsed = XmlText::Parse(std::move(source), keep_placeholders);
-    if (!parsed.ok()) return parsed.status();
-    document = std::make_unique<XmlText>(*std::move(parsed));
+// The entries of a document batch translated and rebuilt (document/document_batch.h). `texts`
+// receives the batch's runs as split, for the caller's counts.
+absl::StatusOr<std::vector<std::string>> translate_documents(
+    const DocumentBatch& batch, const Translator& translator, TranslationOptions options,
+    const LanguageTokens& languages, const Glossary* glossary, Segmentation segmentation,
+    const std::function<std::string(size_t)>& where, std::optional<SegmentedTexts>& texts) {
+  auto split = SegmentedTexts::Split(batch.runs(), translator.model().config().source_lang,
+                                     segmentation);
+  if (!split.ok()) return split.status();
+  texts = *std::move(split);
+  // Inline markup and placeholders are placed by the word links of each run's alignments.
+  if (batch.needs_word_links()) options.alignment = kMarkupAlignment;
+  std::vector<SentenceTerms> terms;
+  auto translations =
+      translate_sentences(translator, *texts, options, languages, glossary, where, terms);
+  if (!translations.ok()) return translations.status();
+  std::vector<std::string> best;
+  std::vector<AlignedSentence> aligned;
+  for (size_t s = 0; s < translations->size(); ++s) {
+    const Translation& translation = (*translations)[s];
+    best.push_back(translation.hypotheses[0]);
+    if (!batch.needs_word_links()) continue;
+    aligned.push_back(aligned_sentence(translator.tokenizer(), texts->sentences()[s],
+                                       translation.source_tokens, translation.hypotheses[0],
+                                       translation.best, terms.empty() ? nullptr : &terms[s]));
   }
-  return document;
+  return batch.Rebuild(*texts, best, aligned);
 }
 
 // Draws the attention pictures of a chunk's sentences (lines first_line + 1 ...) into `dir`.
@@ -340,12 +328,13 @@ int run_translate() {
   }
   const std::string source_language = (*translator)->model().config().source_lang;
   const std::string mime_type = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mime_type));
-  if (mime_type != "text/plain" && mime_type != "text/html" && mime_type != "text/xml") {
-    std::cerr << "xlate translate: --mime_type is \"" << absl::GetFlag(FLAGS_mime_type)
-              << "\"; it must be text/plain, text/html or text/xml\n";
+  auto parsed_format = entry_format(mime_type, "--mime_type");
+  if (!parsed_format.ok()) {
+    std::cerr << "xlate translate: " << parsed_format.status().message() << "\n";
     return 2;
   }
-  if (mime_type != "text/plain" &&
+  const EntryFormat format = *parsed_format;
+  if (format != EntryFormat::kPlainText &&
       (absl::GetFlag(FLAGS_n_best) > 1 || absl::GetFlag(FLAGS_scores) ||
        !absl::GetFlag(FLAGS_target_prefix).empty() || !attention_dir.empty())) {
     std::cerr << "xlate translate: --mime_type " << mime_type << " does not take --n_best > 1, "
@@ -372,54 +361,24 @@ int run_translate() {
     std::cerr << "xlate translate: " << languages.status().message() << "\n";
     return 2;
   }
-  if (mime_type != "text/plain") {
+  if (format != EntryFormat::kPlainText) {
     std::stringstream whole;
     whole << in.rdbuf();
-    auto document = parse_document(mime_type, whole.str(), keep_placeholders);
-    if (!document.ok()) {
-      std::cerr << "xlate translate: " << mime_type << " input: " << document.status().message()
+    auto batch = DocumentBatch::Parse({whole.str()}, format, keep_placeholders, "");
+    if (!batch.ok()) {
+      std::cerr << "xlate translate: " << mime_type << " input: " << batch.status().message()
                 << "\n";
       return 1;
     }
-    auto texts = SegmentedTexts::Split((*document)->texts(), source_language,
-                                       Segmentation::kSentences);
-    // Inline markup is placed by the word links of each run's alignments.
-    if ((*document)->needs_word_links()) options->alignment = kMarkupAlignment;
-    // A glossary's terms are found in each block's sentences.
-    std::vector<Constraints> constraints;
-    std::vector<SentenceTerms> sentence_terms;
-    absl::Status glossed = absl::OkStatus();
-    if (glossary && texts.ok()) {
-      auto terms = glossary_constraints(*glossary, absl::GetFlag(FLAGS_glossary_ignore_case),
-                                        texts->sentences(), **translator, *options, *languages);
-      glossed = terms.status();
-      if (terms.ok()) sentence_terms = *terms;
-      for (size_t s = 0; terms.ok() && s < terms->size(); ++s) {
-        constraints.push_back((*terms)[s].constraints);
-        for (const TermUse& use : (*terms)[s].uses) {
-          if (!use.constrained) {
-            std::cerr << "xlate translate: glossary term \"" << use.source
-                      << "\" not applied: " << use.note << "\n";
-          }
-        }
-      }
-    }
-    absl::StatusOr<std::vector<Translation>> translations =
-        !texts.ok()    ? absl::StatusOr<std::vector<Translation>>(texts.status())
-        : !glossed.ok() ? absl::StatusOr<std::vector<Translation>>(glossed)
-                        : (*translator)->Translate(texts->sentences(), *options, *languages,
-                                                   constraints);
-    if (!translations.ok()) {
-      std::cerr << "xlate translate: " << translations.status().message() << "\n";
+    std::optional<SegmentedTexts> texts;
+    auto rebuilt = translate_documents(
+        *batch, **translator, *options, *languages, glossary ? &*glossary : nullptr,
+        Segmentation::kSentences, [](size_t) { return std::string(); }, texts);
+    if (!rebuilt.ok()) {
+      std::cerr << "xlate translate: " << rebuilt.status().message() << "\n";
       return 1;
     }
-    const std::vector<std::string> runs = best_texts(*texts, *translations);
-    std::vector<WordLinks> links;
-    if ((*document)->needs_word_links()) {
-      links = word_links_of((*translator)->tokenizer(), *texts, *translations, runs,
-                            sentence_terms);
-    }
-    out << (*document)->Rebuild(runs, links);
+    out << rebuilt->front();
     out.flush();
     return out ? 0 : 1;
   }
@@ -436,82 +395,51 @@ int run_translate() {
     if (chunk.size() < kChunkLines && more) continue;
     if (chunk.empty()) break;
     const size_t lines_in_chunk = chunk.size();
-    // With --keep_placeholders the texts translated are the runs between placeholders.
-    std::vector<PlaceholderText> documents;
-    std::vector<size_t> first_run;
+    // Text k of the chunk is input line done + k + 1 (with --keep_placeholders, the run of
+    // text k of the batch's entry k); the translator counts sentences.
+    const auto failed = [&](const absl::Status& status) {
+      std::cerr << "xlate translate: in input lines " << done + 1 << "-" << done + lines_in_chunk
+                << " (text 0 = line " << done + 1 << "; sentences counted after cutting the "
+                << "lines into sentences): " << status.message() << "\n";
+      return 1;
+    };
+    std::optional<SegmentedTexts> lines;
     if (keep_placeholders) {
-      std::vector<std::string> runs;
-      for (std::string& text : chunk) {
-        documents.emplace_back(std::move(text));
-        first_run.push_back(runs.size());
-        runs.insert(runs.end(), documents.back().texts().begin(), documents.back().texts().end());
-      }
-      first_run.push_back(runs.size());
-      chunk = std::move(runs);
-    }
-    auto lines = SegmentedTexts::Split(std::move(chunk), source_language, segmentation);
-    chunk.clear();
-    // The placeholders are put back by the word links of each line's alignments.
-    if (keep_placeholders) options->alignment = kMarkupAlignment;
-    std::vector<std::string> sources;
-    if (lines.ok()) {
-      for (const std::string& sentence : lines->sentences()) {
-        sources.push_back(sentence);
-      }
-    }
-    std::vector<Constraints> constraints;
-    std::vector<SentenceTerms> sentence_terms;
-    absl::Status glossed = absl::OkStatus();
-    if (glossary && lines.ok()) {
-      auto terms = glossary_constraints(*glossary, absl::GetFlag(FLAGS_glossary_ignore_case),
-                                        sources, **translator, *options, *languages);
-      glossed = terms.status();
-      if (terms.ok()) sentence_terms = *terms;
-      for (size_t s = 0; terms.ok() && s < terms->size(); ++s) {
-        constraints.push_back((*terms)[s].constraints);
-        for (const TermUse& use : (*terms)[s].uses) {
-          if (use.constrained) continue;
-          std::cerr << "xlate translate: input line " << done + lines->text_of(s) + 1
-                    << ": glossary term \"" << use.source << "\" not applied: " << use.note
-                    << "\n";
+      // The texts translated are the runs between placeholders, which go back by the word links.
+      auto batch = DocumentBatch::Parse(std::move(chunk), EntryFormat::kPlainText, true, "");
+      if (!batch.ok()) return failed(batch.status());
+      auto rebuilt = translate_documents(
+          *batch, **translator, *options, *languages, glossary ? &*glossary : nullptr,
+          segmentation,
+          [&](size_t s) {  // `lines` is set before any sentence is named
+            return absl::StrCat("input line ", done + batch->entry_of_run(lines->text_of(s)) + 1,
+                                ": ");
+          },
+          lines);
+      if (!rebuilt.ok()) return failed(rebuilt.status());
+      for (const std::string& entry : *rebuilt) out << entry << "\n";
+      out.flush();
+    } else {
+      auto split = SegmentedTexts::Split(std::move(chunk), source_language, segmentation);
+      if (!split.ok()) return failed(split.status());
+      lines = *std::move(split);
+      std::vector<SentenceTerms> terms;
+      auto translations = translate_sentences(
+          **translator, *lines, *options, *languages, glossary ? &*glossary : nullptr,
+          [&](size_t s) { return absl::StrCat("input line ", done + lines->text_of(s) + 1, ": "); },
+          terms);
+      if (!translations.ok()) return failed(translations.status());
+      write_translations(out, *lines, *translations, done);
+      if (!attention_dir.empty()) {
+        auto drawn =
+            draw_chunk_attention(attention_dir, **translator, *lines, *translations, done);
+        if (!drawn.ok()) {
+          std::cerr << "xlate translate: --attention_png: " << drawn.message() << "\n";
+          return 1;
         }
       }
     }
-    absl::StatusOr<std::vector<Translation>> translations =
-        !lines.ok() ? absl::StatusOr<std::vector<Translation>>(lines.status())
-        : !glossed.ok()
-            ? absl::StatusOr<std::vector<Translation>>(glossed)
-            : (*translator)->Translate(sources, *options, *languages, constraints);
-    if (!translations.ok()) {
-      // Text k of the chunk is input line done + k + 1; the translator counts sentences.
-      std::cerr << "xlate translate: in input lines " << done + 1 << "-" << done + lines_in_chunk
-                << " (text 0 = line " << done + 1 << "; sentences counted after cutting the "
-                << "lines into sentences): " << translations.status().message() << "\n";
-      return 1;
-    }
-    if (keep_placeholders) {
-      const std::vector<std::string> runs = best_texts(*lines, *translations);
-      const std::vector<WordLinks> links =
-          word_links_of((*translator)->tokenizer(), *lines, *translations, runs, sentence_terms);
-      for (size_t d = 0; d < documents.size(); ++d) {
-        const auto slice = [&](const auto& all) {
-          return std::vector<typename std::decay_t<decltype(all)>::value_type>(
-              all.begin() + static_cast<std::ptrdiff_t>(first_run[d]),
-              all.begin() + static_cast<std::ptrdiff_t>(first_run[d + 1]));
-        };
-        out << documents[d].Rebuild(slice(runs), slice(links)) << "\n";
-      }
-      out.flush();
-    } else {
-      write_translations(out, *lines, *translations, done);
-    }
-    if (!attention_dir.empty()) {
-      auto drawn = draw_chunk_attention(attention_dir, **translator, *lines, *translations, done);
-      if (!drawn.ok()) {
-        std::cerr << "xlate translate: --attention_png: " << drawn.message() << "\n";
-        return 1;
-      }
-    }
+    chunk.clear();
     done += lines_in_chunk;
     sentences += lines->sentences().size();
     if (from_file) {

@@ -1,5 +1,5 @@
-// Documents from a stranger through the markup and placeholder rebuilds (engine/html_text.h,
-// engine/xml_text.h, engine/placeholder_text.h, engine/inline_markup.h): the first byte picks
+// Documents from a stranger through the markup and placeholder rebuilds (document/html_text.h,
+// document/xml_text.h, document/placeholder_text.h, document/inline_markup.h): the first byte picks
 // HTML, XML or plain text, with or without placeholders; every text is "translated" with its
 // words in reverse order and linked word to word, the hardest order for nesting. Nothing
 // throws or crashes; a rebuilt XML document is well-formed XML again; a plain text keeps every
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/html_text.h"
-#include "engine/placeholder_text.h"
-#include "engine/word_links.h"
-#include "engine/xml_text.h"
+#include "document/html_text.h"
+#include "document/placeholder_text.h"
+#include "document/word_links.h"
+#include "document/xml_text.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/text_segments.h"
+#include "document/text_segments.h"
 #include "text/utf8.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -204,7 +204,7 @@ MUTANTS = [
     ),
     Mutant(
         name="segments_blank_rule",
-        file="engine/text_segments.cc",
+        file="document/text_segments.cc",
         original="} else if (content_begin < content_end) {",
         replacement="} else {",
         rule="a blank segment is kept as a separator, never a sentence to translate",

@@ -1,6 +1,6 @@
 // Which words of a translation go with which words of its source, read from an alignment's
 // cross-attention weights (engine/alignment.h): what puts a source span's inline markup back on
-// the right words of the translation (engine/inline_markup.h).
+// the right words of the translation (document/inline_markup.h).
 //
 // A word is a run of characters other than white space (Unicode White_Space), in the source and
 // in the translation alike; SentencePiece cuts text on white space too, so its pieces' words
@@ -36,7 +36,7 @@ struct AlignedSentence {
   // [target_pieces, source_pieces + 1]: row t is target piece t's attention over the source
   // pieces and the end token (whose column is ignored). Empty: no links (the words still count).
   std::vector<float> weights;
-  // Glossary terms the sentence was constrained with (engine/glossary_terms.h): the source term
+  // Glossary terms the sentence was constrained with (document/glossary_terms.h): the source term
   // as the sentence has it, and its target. The words of the term's n-th occurrence in the
   // source are linked to those of its target's n-th occurrence in the translation, whatever
   // the attention says (a word the search forced need not attend its source word), and to no
@@ -60,7 +60,7 @@ void add_links(WordLinks& whole, const WordLinks& part, size_t source_offset,
 
 // The links of a text and its translation, made of its sentences' in order: each sentence's
 // source is found in `text` and its target in `translation` after the previous one's (both are
-// verbatim substrings: engine/text_segments.h joins translations that way). A sentence that
+// verbatim substrings: document/text_segments.h joins translations that way). A sentence that
 // cannot be found is left out (its words stay unlinked).
 WordLinks link_text_words(const std::string& text, const std::string& translation,
                           const std::vector<AlignedSentence>& sentences);

@@ -1,4 +1,4 @@
-#include "engine/html_text.h"
+#include "document/html_text.h"
 
 #include <gumbo.h>
 
@@ -12,7 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "engine/placeholder_text.h"
+#include "document/placeholder_text.h"
 
 namespace xlate {
 namespace {

@@ -8,7 +8,7 @@
 // code, sub, sup, ... and img) up to the next element of any other kind (p, div, li, td, br,
 // h1, ...), a comment, or the parent's end. It is translated whole, as text (its white space
 // collapsed as a browser shows it), and its inline elements are put back around the translated
-// words aligned to the words they enclosed (engine/inline_markup.h), their tags byte for byte;
+// words aligned to the words they enclosed (document/inline_markup.h), their tags byte for byte;
 // an inline element whose end tag is missing keeps it missing, over the rest of its block, so
 // that a browser repairs the output as it repaired the source. Not translated: script,
 // style, noscript, template, textarea, pre, and code, kbd, samp and var contents, and anything
@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/inline_markup.h"
-#include "engine/text_runs.h"
+#include "document/inline_markup.h"
+#include "document/text_runs.h"
 
 namespace xlate {
 
@@ -43,7 +43,7 @@ class HtmlText : public TextRuns {
   // INVALID_ARGUMENT when `source` is over 2^31 bytes (Gumbo's offsets) or over one of the
   // bounds above, each named; any other text parses, as HTML5 defines for every input.
   // keep_placeholders: the placeholders of the text
-  // (engine/placeholder_text.h) are taken out of it and put back as the inline elements are.
+  // (document/placeholder_text.h) are taken out of it and put back as the inline elements are.
   static absl::StatusOr<HtmlText> Parse(std::string source, bool keep_placeholders = false);
 
   // Each block's text: entities decoded, white space collapsed, none at either end.

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/decoding/device_beam_search.h"
-#include "engine/glossary.h"
+#include "document/glossary.h"
 #include "engine/tokenizer.h"
 #include "engine/translator.h"
 

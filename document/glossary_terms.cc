@@ -1,4 +1,4 @@
-#include "engine/glossary_terms.h"
+#include "document/glossary_terms.h"
 
 #include <algorithm>
 #include <set>

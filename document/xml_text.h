@@ -10,7 +10,7 @@
 // XML names no inline elements, so the content decides: an element with words in a text node of
 // its own (mixed content, as <para>Press <b>Save</b> now.</para>) is a block, translated whole
 // (white space collapsed), and every element inside it is inline: put back, a copy with its
-// attributes, around the target words linked to its words (engine/inline_markup.h), as HTML's
+// attributes, around the target words linked to its words (document/inline_markup.h), as HTML's
 // inline elements are. Comments, CDATA sections, processing instructions and entity references
 // inside a block keep their place before the translation of the word that followed them. An
 // element without words of its own is walked into. Not translated: CDATA sections, attribute
@@ -23,13 +23,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/text_runs.h"
+#include "document/text_runs.h"
 
 namespace xlate {
 
 class XmlText : public TextRuns {
  public:
-  // keep_placeholders: the placeholders of the text (engine/placeholder_text.h) are taken out of
+  // keep_placeholders: the placeholders of the text (document/placeholder_text.h) are taken out of
   // it and put back as the inline elements are.
   static absl::StatusOr<XmlText> Parse(std::string source, bool keep_placeholders = false);
 

@@ -1,4 +1,4 @@
-#include "engine/xml_text.h"
+#include "document/xml_text.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -13,8 +13,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "engine/inline_markup.h"
-#include "engine/placeholder_text.h"
+#include "document/inline_markup.h"
+#include "document/placeholder_text.h"
 
 namespace xlate {
 namespace {

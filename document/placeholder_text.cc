@@ -1,11 +1,11 @@
-#include "engine/placeholder_text.h"
+#include "document/placeholder_text.h"
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #include "absl/strings/ascii.h"
-#include "engine/inline_markup.h"
+#include "document/inline_markup.h"
 
 namespace xlate {
 namespace {

@@ -1,15 +1,15 @@
 // A document whose runs of text a translation replaces, every other byte kept as it came: text
-// with placeholders (engine/placeholder_text.h), an HTML or XML document (engine/html_text.h,
-// engine/xml_text.h). A caller translates texts() as plain text, each run on its own, and
+// with placeholders (document/placeholder_text.h), an HTML or XML document (document/html_text.h,
+// document/xml_text.h). A caller translates texts() as plain text, each run on its own, and
 // Rebuild()s the document; when needs_word_links(), with the word links of each run and its
-// translation (engine/word_links.h: from the translations' alignments), which place the run's
+// translation (document/word_links.h: from the translations' alignments), which place the run's
 // inline markup.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "engine/word_links.h"
+#include "document/word_links.h"
 
 namespace xlate {
 

@@ -3,7 +3,7 @@
 // {0}, {{var}}, ${var}, %s, %d, %1$s, %(name)s and ICU MessageFormat arguments
 // ({count, plural, one {# file} other {# files}}, kept whole). The placeholders are taken out of
 // the text, which is translated whole ("You have {n} new messages" reads "You have new
-// messages"), and put back as inline markup without text is (engine/inline_markup.h): before
+// messages"), and put back as inline markup without text is (document/inline_markup.h): before
 // the translation of the word that followed them, or after the word they were attached to
 // ("Hello {name}, ..." -> "Hallo {name}, ..."), with the spaces they had.
 //
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "engine/inline_markup.h"
-#include "engine/text_runs.h"
+#include "document/inline_markup.h"
+#include "document/text_runs.h"
 
 namespace xlate {
 

@@ -1,4 +1,4 @@
-#include "engine/text_segments.h"
+#include "document/text_segments.h"
 
 #include <stdexcept>
 
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "engine/break_boundaries.h"
+#include "document/break_boundaries.h"
 #include "text/utf8.h"
 
 namespace xlate {

@@ -1,4 +1,4 @@
-#include "engine/word_links.h"
+#include "document/word_links.h"
 
 #include <unicode/uchar.h>
 

@@ -1,6 +1,6 @@
 // Inline markup put back on a translation: the <b>, <a href>, <code> ... of a paragraph, whose
 // text was translated as one piece, placed around the words of the translation that the word
-// links (engine/word_links.h) tie to the words the element enclosed in the source. What a
+// links (document/word_links.h) tie to the words the element enclosed in the source. What a
 // sentence means does not change with its markup, so translating the paragraph whole and
 // placing the markup afterwards keeps the translation as good as plain text's, where
 // translating the runs between tags one by one breaks sentences apart.
@@ -24,7 +24,7 @@
 
 #include "absl/strings/string_view.h"
 #include "engine/alignment.h"
-#include "engine/word_links.h"
+#include "document/word_links.h"
 
 namespace xlate {
 
@@ -44,7 +44,7 @@ struct InlineElement {
   std::optional<std::string> kept_content;
   std::string kept_text;  // the span's text
   // An element without text: whether a space separated it from the text before it, and from
-  // the text after it (a placeholder's spacing; engine/placeholder_text.h). It is written after
+  // the text after it (a placeholder's spacing; document/placeholder_text.h). It is written after
   // the translation of the source word it was attached to or that ended right before it (with
   // the space before it), else before the translation of the word that followed it (with the
   // space after it).

@@ -1,4 +1,4 @@
-#include "engine/inline_markup.h"
+#include "document/inline_markup.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "engine/break_boundaries.h"
+#include "document/break_boundaries.h"
 
 #include <unicode/utext.h>
 

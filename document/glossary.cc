@@ -1,4 +1,4 @@
-#include "engine/glossary.h"
+#include "document/glossary.h"
 
 #include <csv.h>
 
@@ -17,7 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "engine/break_boundaries.h"
+#include "document/break_boundaries.h"
 #include "text/utf8.h"
 
 namespace xlate {

@@ -1,0 +1,127 @@
+#include "document/document_batch.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "document/html_text.h"
+#include "document/placeholder_text.h"
+#include "document/xml_text.h"
+#include "text/utf8.h"
+
+namespace xlate {
+
+absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::string_view what) {
+  if (mime_type.empty() || absl::EqualsIgnoreCase(mime_type, "text/plain")) {
+    return EntryFormat::kPlainText;
+  }
+  if (absl::EqualsIgnoreCase(mime_type, "text/html")) return EntryFormat::kHtml;
+  if (absl::EqualsIgnoreCase(mime_type, "text/xml")) return EntryFormat::kXml;
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " \"", excerpt(std::string_view(mime_type.data(), mime_type.size())),
+                   "\" is not supported; it must be text/plain (or empty), text/html or text/xml"));
+}
+
+bool is_document(EntryFormat format, bool keep_placeholders) {
+  return format != EntryFormat::kPlainText || keep_placeholders;
+}
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<const TextRuns>> parse_entry(std::string entry, EntryFormat format,
+                                                            bool keep_placeholders) {
+  switch (format) {
+    case EntryFormat::kHtml: {
+      auto parsed = HtmlText::Parse(std::move(entry), keep_placeholders);
+      if (!parsed.ok()) return parsed.status();
+      return std::make_unique<const HtmlText>(*std::move(parsed));
+    }
+    case EntryFormat::kXml: {
+      auto parsed = XmlText::Parse(std::move(entry), keep_placeholders);
+      if (!parsed.ok()) return parsed.status();
+      return std::make_unique<const XmlText>(*std::move(parsed));
+    }
+    case EntryFormat::kPlainText:
+      break;
+  }
+  return std::make_unique<const PlaceholderText>(std::move(entry));
+}
+
+}  // namespace
+
+absl::StatusOr<DocumentBatch> DocumentBatch::Parse(std::vector<std::string> entries,
+                                                   EntryFormat format, bool keep_placeholders,
+                                                   absl::string_view entries_name) {
+  DocumentBatch batch;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    auto document = parse_entry(std::move(entries[i]), format, keep_placeholders);
+    if (!document.ok()) {
+      if (entries_name.empty()) return document.status();
+      return absl::Status(document.status().code(),
+                          absl::StrCat(entries_name, "[", i, "]: ", document.status().message()));
+    }
+    const std::vector<std::string> &texts = (*document)->texts();
+    batch.runs_.insert(batch.runs_.end(), texts.begin(), texts.end());
+    batch.first_run_.push_back(batch.runs_.size());
+    batch.needs_word_links_ = batch.needs_word_links_ || (*document)->needs_word_links();
+    batch.documents_.push_back(*std::move(document));
+  }
+  return batch;
+}
+
+size_t DocumentBatch::entry_of_run(size_t run) const {
+  // The last entry whose first run is at or before `run` (entries without runs
+  // are skipped).
+  const auto after = std::upper_bound(first_run_.begin(), first_run_.end(), run);
+  return static_cast<size_t>(after - first_run_.begin()) - 1;
+}
+
+std::vector<std::string> DocumentBatch::Rebuild(
+    const SegmentedTexts &runs, const std::vector<std::string> &sentence_translations,
+    const std::vector<AlignedSentence> &aligned) const {
+  std::vector<std::string> run_translations;
+  std::vector<WordLinks> run_links;
+  for (size_t run = 0; run < runs.text_count(); ++run) {
+    const size_t first = runs.first_sentence(run), end = runs.end_sentence(run);
+    run_translations.push_back(
+        runs.Join(run, std::vector<std::string>(
+                           sentence_translations.begin() + static_cast<std::ptrdiff_t>(first),
+                           sentence_translations.begin() + static_cast<std::ptrdiff_t>(end))));
+    if (!needs_word_links_) continue;
+    run_links.push_back(link_text_words(
+        runs.text(run), run_translations.back(),
+        std::vector<AlignedSentence>(aligned.begin() + static_cast<std::ptrdiff_t>(first),
+                                     aligned.begin() + static_cast<std::ptrdiff_t>(end))));
+  }
+  std::vector<std::string> entries;
+  for (size_t entry = 0; entry < documents_.size(); ++entry) {
+    const auto slice = [&](const auto &all) {
+      if (all.empty()) return std::decay_t<decltype(all)>();
+      return std::decay_t<decltype(all)>(
+          all.begin() + static_cast<std::ptrdiff_t>(first_run_[entry]),
+          all.begin() + static_cast<std::ptrdiff_t>(first_run_[entry + 1]));
+    };
+    entries.push_back(documents_[entry]->Rebuild(slice(run_translations), slice(run_links)));
+  }
+  return entries;
+}
+
+AlignedSentence aligned_sentence(const Tokenizer &tokenizer, const std::string &source,
+                                 const std::vector<int32_t> &source_ids, const std::string &target,
+                                 const Hypothesis &best, const SentenceTerms *terms) {
+  AlignedSentence sentence;
+  sentence.source = source;
+  sentence.target = target;
+  for (int32_t id : source_ids) sentence.source_pieces.push_back(tokenizer.source_piece_of(id));
+  for (int32_t id : best.tokens) sentence.target_pieces.push_back(tokenizer.piece_of(id));
+  sentence.weights = best.alignment;
+  for (size_t i = 0; terms != nullptr && i < terms->uses.size(); ++i) {
+    const TermUse &use = terms->uses[i];
+    if (use.constrained) sentence.terms.emplace_back(use.source, use.target);
+  }
+  return sentence;
+}
+
+}  // namespace xlate
