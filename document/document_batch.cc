@@ -1,11 +1,13 @@
 #include "document/document_batch.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "document/docx_text.h"
 #include "document/html_text.h"
 #include "document/placeholder_text.h"
 #include "document/xml_text.h"
@@ -19,9 +21,24 @@ absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::stri
   }
   if (absl::EqualsIgnoreCase(mime_type, "text/html")) return EntryFormat::kHtml;
   if (absl::EqualsIgnoreCase(mime_type, "text/xml")) return EntryFormat::kXml;
+  if (absl::EqualsIgnoreCase(mime_type, kDocxMimeType)) return EntryFormat::kDocx;
   return absl::InvalidArgumentError(
       absl::StrCat(what, " \"", excerpt(std::string_view(mime_type.data(), mime_type.size())),
-                   "\" is not supported; it must be text/plain (or empty), text/html or text/xml"));
+                   "\" is not supported; it must be text/plain (or empty), text/html, text/xml or ",
+                   kDocxMimeType, " (.docx)"));
+}
+
+std::string mime_type_of_file(absl::string_view file_name) {
+  const size_t dot = file_name.rfind('.');
+  const size_t slash = file_name.rfind('/');
+  if (dot == absl::string_view::npos || (slash != absl::string_view::npos && dot < slash)) {
+    return "text/plain";
+  }
+  const std::string extension = absl::AsciiStrToLower(file_name.substr(dot + 1));
+  if (extension == "html" || extension == "htm" || extension == "xhtml") return "text/html";
+  if (extension == "xml") return "text/xml";
+  if (extension == "docx") return kDocxMimeType;
+  return "text/plain";
 }
 
 bool is_document(EntryFormat format, bool keep_placeholders) {
@@ -43,6 +60,14 @@ absl::StatusOr<std::unique_ptr<const TextRuns>> parse_entry(std::string entry, E
       if (!parsed.ok()) return parsed.status();
       return std::make_unique<const XmlText>(*std::move(parsed));
     }
+    case EntryFormat::kDocx: {
+      if (keep_placeholders) {
+        return absl::InvalidArgumentError("keep_placeholders does not apply to a .docx");
+      }
+      auto parsed = DocxText::Parse(std::move(entry));
+      if (!parsed.ok()) return parsed.status();
+      return std::make_unique<const DocxText>(*std::move(parsed));
+    }
     case EntryFormat::kPlainText:
       break;
   }
@@ -62,7 +87,7 @@ absl::StatusOr<DocumentBatch> DocumentBatch::Parse(std::vector<std::string> entr
       return absl::Status(document.status().code(),
                           absl::StrCat(entries_name, "[", i, "]: ", document.status().message()));
     }
-    const std::vector<std::string> &texts = (*document)->texts();
+    const std::vector<std::string>& texts = (*document)->texts();
     batch.runs_.insert(batch.runs_.end(), texts.begin(), texts.end());
     batch.first_run_.push_back(batch.runs_.size());
     batch.needs_word_links_ = batch.needs_word_links_ || (*document)->needs_word_links();
@@ -72,15 +97,14 @@ absl::StatusOr<DocumentBatch> DocumentBatch::Parse(std::vector<std::string> entr
 }
 
 size_t DocumentBatch::entry_of_run(size_t run) const {
-  // The last entry whose first run is at or before `run` (entries without runs
-  // are skipped).
+  // The last entry whose first run is at or before `run` (entries without runs are skipped).
   const auto after = std::upper_bound(first_run_.begin(), first_run_.end(), run);
   return static_cast<size_t>(after - first_run_.begin()) - 1;
 }
 
-std::vector<std::string> DocumentBatch::Rebuild(
-    const SegmentedTexts &runs, const std::vector<std::string> &sentence_translations,
-    const std::vector<AlignedSentence> &aligned) const {
+absl::StatusOr<std::vector<std::string>> DocumentBatch::Rebuild(
+    const SegmentedTexts& runs, const std::vector<std::string>& sentence_translations,
+    const std::vector<AlignedSentence>& aligned) const {
   std::vector<std::string> run_translations;
   std::vector<WordLinks> run_links;
   for (size_t run = 0; run < runs.text_count(); ++run) {
@@ -97,20 +121,24 @@ std::vector<std::string> DocumentBatch::Rebuild(
   }
   std::vector<std::string> entries;
   for (size_t entry = 0; entry < documents_.size(); ++entry) {
-    const auto slice = [&](const auto &all) {
+    const auto slice = [&](const auto& all) {
       if (all.empty()) return std::decay_t<decltype(all)>();
       return std::decay_t<decltype(all)>(
           all.begin() + static_cast<std::ptrdiff_t>(first_run_[entry]),
           all.begin() + static_cast<std::ptrdiff_t>(first_run_[entry + 1]));
     };
-    entries.push_back(documents_[entry]->Rebuild(slice(run_translations), slice(run_links)));
+    try {
+      entries.push_back(documents_[entry]->Rebuild(slice(run_translations), slice(run_links)));
+    } catch (const std::runtime_error& error) {  // a file format's writer (DocxText)
+      return absl::ResourceExhaustedError(error.what());
+    }
   }
   return entries;
 }
 
-AlignedSentence aligned_sentence(const Tokenizer &tokenizer, const std::string &source,
-                                 const std::vector<int32_t> &source_ids, const std::string &target,
-                                 const Hypothesis &best, const SentenceTerms *terms) {
+AlignedSentence aligned_sentence(const Tokenizer& tokenizer, const std::string& source,
+                                 const std::vector<int32_t>& source_ids, const std::string& target,
+                                 const Hypothesis& best, const SentenceTerms* terms) {
   AlignedSentence sentence;
   sentence.source = source;
   sentence.target = target;
@@ -118,7 +146,7 @@ AlignedSentence aligned_sentence(const Tokenizer &tokenizer, const std::string &
   for (int32_t id : best.tokens) sentence.target_pieces.push_back(tokenizer.piece_of(id));
   sentence.weights = best.alignment;
   for (size_t i = 0; terms != nullptr && i < terms->uses.size(); ++i) {
-    const TermUse &use = terms->uses[i];
+    const TermUse& use = terms->uses[i];
     if (use.constrained) sentence.terms.emplace_back(use.source, use.target);
   }
   return sentence;

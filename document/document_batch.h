@@ -27,12 +27,20 @@
 
 namespace xlate {
 
-enum class EntryFormat { kPlainText, kHtml, kXml };
+enum class EntryFormat { kPlainText, kHtml, kXml, kDocx };
+
+// The MIME type of a Word document (.docx).
+inline constexpr char kDocxMimeType[] =
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 
 // The format a MIME type names, case-insensitively (RFC 2045): "" and "text/plain" are plain
-// text; anything but text/html and text/xml is INVALID_ARGUMENT naming the three it may be.
-// `what` names the field in the message ("mime_type", "--mime_type").
+// text; anything but text/html, text/xml and kDocxMimeType is INVALID_ARGUMENT naming what it
+// may be. `what` names the field in the message ("mime_type", "--mime_type").
 absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::string_view what);
+
+// The MIME type a file's name implies by its extension, case-insensitively: text/html for .html,
+// .htm and .xhtml, text/xml for .xml, kDocxMimeType for .docx, text/plain for any other.
+std::string mime_type_of_file(absl::string_view file_name);
 
 // Whether entries of `format` are rebuilt from their runs (DocumentBatch) rather than
 // translated whole.
@@ -40,8 +48,9 @@ bool is_document(EntryFormat format, bool keep_placeholders);
 
 class DocumentBatch {
  public:
-  // Each entry parsed as `format` (document/html_text.h, document/xml_text.h, or
-  // document/placeholder_text.h for plain text), keep_placeholders for the first two.
+  // Each entry parsed as `format` (document/html_text.h, document/xml_text.h,
+  // document/docx_text.h, or document/placeholder_text.h for plain text), keep_placeholders
+  // for HTML and XML too (a .docx refuses it).
   // INVALID_ARGUMENT naming the entry as `entries_name`[i] when a parser refuses it (depth,
   // tags, size: each parser's bounds), or by the parser's message alone when `entries_name`
   // is empty (a CLI's one document).
@@ -62,9 +71,10 @@ class DocumentBatch {
   // Each entry rebuilt from the translations of its runs. `runs` is runs() as split for the
   // engine; sentence_translations[s] is the best translation of its sentence s; `aligned` holds
   // one aligned_sentence() per sentence when needs_word_links(), else nothing.
-  std::vector<std::string> Rebuild(const SegmentedTexts& runs,
-                                   const std::vector<std::string>& sentence_translations,
-                                   const std::vector<AlignedSentence>& aligned) const;
+  // RESOURCE_EXHAUSTED when a format cannot write its file (an archive's writer out of memory).
+  absl::StatusOr<std::vector<std::string>> Rebuild(
+      const SegmentedTexts& runs, const std::vector<std::string>& sentence_translations,
+      const std::vector<AlignedSentence>& aligned) const;
 
  private:
   DocumentBatch() = default;

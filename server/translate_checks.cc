@@ -11,16 +11,16 @@
 namespace xlate::server {
 namespace {
 
-grpc::Status invalid(const std::string &message) {
+grpc::Status invalid(const std::string& message) {
   return grpc::Status(grpc::INVALID_ARGUMENT, message);
 }
 
 }  // namespace
 
-// A request's contents (Translate's, DetectLanguage's): at least one entry,
-// each and all of them within their code-point limits.
-grpc::Status check_contents(const google::protobuf::RepeatedPtrField<std::string> &contents,
-                            const RequestLimits &limits) {
+// A request's contents (Translate's, DetectLanguage's): at least one entry, each and all of them
+// within their code-point limits.
+grpc::Status check_contents(const google::protobuf::RepeatedPtrField<std::string>& contents,
+                            const RequestLimits& limits) {
   if (contents.empty()) return invalid("contents is empty: send at least 1 text");
   int64_t request_code_points = 0;
   for (int i = 0; i < contents.size(); ++i) {
@@ -40,7 +40,7 @@ grpc::Status check_contents(const google::protobuf::RepeatedPtrField<std::string
   return grpc::Status::OK;
 }
 
-std::optional<AlignmentOptions> alignment_options(const xlate::v1::TranslateRequest &request) {
+std::optional<AlignmentOptions> alignment_options(const xlate::v1::TranslateRequest& request) {
   if (!request.has_alignment()) return std::nullopt;
   AlignmentOptions options;
   if (request.alignment().has_layer()) options.layer = request.alignment().layer();
@@ -48,10 +48,10 @@ std::optional<AlignmentOptions> alignment_options(const xlate::v1::TranslateRequ
   return options;
 }
 
-grpc::Status check_request_text(const xlate::v1::TranslateRequest &request,
-                                const ModelConfig &config, const RequestLimits &limits,
-                                TranslationOptions &options, std::optional<SegmentedTexts> &texts) {
-  for (const absl::Status &language :
+grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
+                                const ModelConfig& config, const RequestLimits& limits,
+                                TranslationOptions& options, std::optional<SegmentedTexts>& texts) {
+  for (const absl::Status& language :
        {check_language("source_language_code", request.source_language_code(), config.source_lang,
                        "from"),
         check_language("target_language_code", request.target_language_code(), config.target_lang,
@@ -59,7 +59,7 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest &request,
     if (!language.ok()) return to_grpc(language);
   }
   if (grpc::Status sized = check_contents(request.contents(), limits); !sized.ok()) return sized;
-  const xlate::v1::DecodingOptions &given = request.options();
+  const xlate::v1::DecodingOptions& given = request.options();
   if (given.has_beam_size()) options.beam_size = given.beam_size();
   if (given.has_length_penalty()) options.length_penalty = given.length_penalty();
   if (given.has_max_extra_length()) options.max_extra_length = given.max_extra_length();
@@ -85,8 +85,8 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest &request,
     if (!status.ok()) return to_grpc(status);
   }
 
-  // The sentence rules of the request's source language (a multilingual model's
-  // has none of its own), else the model's.
+  // The sentence rules of the request's source language (a multilingual model's has none of its
+  // own), else the model's.
   auto split = SegmentedTexts::Split(
       {request.contents().begin(), request.contents().end()},
       request.source_language_code().empty() ? config.source_lang : request.source_language_code(),
@@ -104,15 +104,15 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest &request,
 
 namespace {
 
-// The language tokens, the checks of check_request_text and each sentence's
-// source tokens within the model's limit.
-grpc::Status check_sources(const ServedModel &model, const xlate::v1::TranslateRequest &request,
-                           const RequestLimits &limits, TranslationOptions &options,
-                           std::optional<SegmentedTexts> &texts,
-                           std::vector<std::vector<int32_t>> &sources) {
-  const Tokenizer &tokenizer = model.translator().tokenizer();
-  // A multilingual model's languages are chosen by its language tokens
-  // (target_language.h), not compared with one language of its directory.
+// The language tokens, the checks of check_request_text and each sentence's source tokens within
+// the model's limit.
+grpc::Status check_sources(const ServedModel& model, const xlate::v1::TranslateRequest& request,
+                           const RequestLimits& limits, TranslationOptions& options,
+                           std::optional<SegmentedTexts>& texts,
+                           std::vector<std::vector<int32_t>>& sources) {
+  const Tokenizer& tokenizer = model.translator().tokenizer();
+  // A multilingual model's languages are chosen by its language tokens (target_language.h), not
+  // compared with one language of its directory.
   auto languages =
       language_tokens(tokenizer, request.source_language_code(), request.target_language_code());
   if (!languages.ok()) return to_grpc(languages.status());
@@ -128,7 +128,7 @@ grpc::Status check_sources(const ServedModel &model, const xlate::v1::TranslateR
   options.forced_start_tokens = languages->forced_target;
   const int token_limit = model.max_input_tokens();
   for (size_t s = 0; s < texts->sentences().size(); ++s) {
-    const std::string &sentence = texts->sentences()[s];
+    const std::string& sentence = texts->sentences()[s];
     auto ids = tokenizer.encode(sentence);
     if (!ids.ok()) return to_grpc(ids.status());
     ids->insert(ids->begin(), languages->source_prefix.begin(), languages->source_prefix.end());
@@ -144,24 +144,24 @@ grpc::Status check_sources(const ServedModel &model, const xlate::v1::TranslateR
   return grpc::Status::OK;
 }
 
-// forced_starts: empty, or per sentence its target prefix's tokens (the first
-// sentence of each entry that has a target_prefix).
-grpc::Status check_target_prefixes(const ServedModel &model,
-                                   const xlate::v1::TranslateRequest &request,
-                                   const RequestLimits &limits, const TranslationOptions &options,
-                                   const SegmentedTexts &texts,
-                                   const std::vector<std::vector<int32_t>> &sources,
-                                   std::vector<std::vector<int32_t>> &forced_starts) {
+// forced_starts: empty, or per sentence its target prefix's tokens (the first sentence of each
+// entry that has a target_prefix).
+grpc::Status check_target_prefixes(const ServedModel& model,
+                                   const xlate::v1::TranslateRequest& request,
+                                   const RequestLimits& limits, const TranslationOptions& options,
+                                   const SegmentedTexts& texts,
+                                   const std::vector<std::vector<int32_t>>& sources,
+                                   std::vector<std::vector<int32_t>>& forced_starts) {
   if (request.target_prefix_size() == 0) return grpc::Status::OK;
   if (request.target_prefix_size() != request.contents_size()) {
     return invalid(absl::StrCat("target_prefix has ", request.target_prefix_size(),
                                 " entries; send none or one per entry of contents (",
                                 request.contents_size(), ")"));
   }
-  const ModelConfig &config = model.config();
+  const ModelConfig& config = model.config();
   forced_starts.assign(sources.size(), {});
   for (int entry = 0; entry < request.target_prefix_size(); ++entry) {
-    const std::string &prefix = request.target_prefix(entry);
+    const std::string& prefix = request.target_prefix(entry);
     if (prefix.empty()) continue;
     const int64_t code_points = count_code_points(prefix);
     if (code_points > limits.max_entry_code_points) {
@@ -192,18 +192,17 @@ grpc::Status check_target_prefixes(const ServedModel &model,
   return grpc::Status::OK;
 }
 
-// The request's glossary_config over its sentences: `terms` per sentence (left
-// empty without a glossary); NOT_FOUND for an unknown glossary name,
-// INVALID_ARGUMENT for bad entries, UNIMPLEMENTED on a backend without
-// constrained search.
-grpc::Status check_glossary(const ServedModel &model, const xlate::v1::TranslateRequest &request,
-                            const Glossaries *glossaries, const TranslationOptions &options,
-                            const SegmentedTexts &texts,
-                            const std::vector<std::vector<int32_t>> &sources,
-                            const std::vector<std::vector<int32_t>> &forced_starts,
-                            std::vector<SentenceTerms> &terms) {
+// The request's glossary_config over its sentences: `terms` per sentence (left empty without a
+// glossary); NOT_FOUND for an unknown glossary name, INVALID_ARGUMENT for bad entries,
+// UNIMPLEMENTED on a backend without constrained search.
+grpc::Status check_glossary(const ServedModel& model, const xlate::v1::TranslateRequest& request,
+                            const Glossaries* glossaries, const TranslationOptions& options,
+                            const SegmentedTexts& texts,
+                            const std::vector<std::vector<int32_t>>& sources,
+                            const std::vector<std::vector<int32_t>>& forced_starts,
+                            std::vector<SentenceTerms>& terms) {
   if (!request.has_glossary_config()) return grpc::Status::OK;
-  const xlate::v1::GlossaryConfig &config = request.glossary_config();
+  const xlate::v1::GlossaryConfig& config = request.glossary_config();
   if (config.glossary().empty() && config.entries().empty()) return grpc::Status::OK;
   if (!op_backend(model.translator().model().placement().device).lexical_constraints) {
     return grpc::Status(grpc::UNIMPLEMENTED,
@@ -211,8 +210,7 @@ grpc::Status check_glossary(const ServedModel &model, const xlate::v1::Translate
                                      "\" runs on a backend whose search has no glossary "
                                      "constraints"));
   }
-  // The named glossary as the server holds it (no copy); a merged one with
-  // inline entries.
+  // The named glossary as the server holds it (no copy); a merged one with inline entries.
   std::shared_ptr<const Glossary> glossary = std::make_shared<const Glossary>();
   if (!config.glossary().empty()) {
     std::shared_ptr<const Glossary> named =
@@ -230,14 +228,14 @@ grpc::Status check_glossary(const ServedModel &model, const xlate::v1::Translate
   }
   if (!config.entries().empty()) {
     std::vector<GlossaryEntry> entries;
-    for (const xlate::v1::GlossaryEntry &entry : config.entries()) {
+    for (const xlate::v1::GlossaryEntry& entry : config.entries()) {
       entries.push_back({entry.source(), entry.target()});
     }
     auto inline_glossary = Glossary::FromEntries(entries, "glossary_config.entries");
     if (!inline_glossary.ok()) return to_grpc(inline_glossary.status());
     glossary = std::make_shared<const Glossary>(glossary->With(*inline_glossary));
   }
-  const ModelConfig &model_config = model.config();
+  const ModelConfig& model_config = model.config();
   std::vector<int> limits, forced;
   for (size_t s = 0; s < sources.size(); ++s) {
     limits.push_back(options.max_output_tokens(static_cast<int64_t>(sources[s].size()),
@@ -258,10 +256,10 @@ grpc::Status check_glossary(const ServedModel &model, const xlate::v1::Translate
 
 }  // namespace
 
-grpc::Status check_translate_request(const ServedModel &model,
-                                     const xlate::v1::TranslateRequest &request,
-                                     const RequestLimits &limits, const Glossaries *glossaries,
-                                     CheckedRequest &checked) {
+grpc::Status check_translate_request(const ServedModel& model,
+                                     const xlate::v1::TranslateRequest& request,
+                                     const RequestLimits& limits, const Glossaries* glossaries,
+                                     CheckedRequest& checked) {
   grpc::Status status =
       check_sources(model, request, limits, checked.options, checked.texts, checked.sources);
   if (status.ok()) {

@@ -62,7 +62,8 @@ TEST(DocumentBatch, FormatsAreNamedByMimeTypeAndOthersRefusedByName) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(refused.status().message(),
             "--mime_type \"application/pdf\" is not supported; it must be text/plain (or "
-            "empty), text/html or text/xml");
+            "empty), text/html, text/xml or " +
+                std::string(kDocxMimeType) + " (.docx)");
   // A client's long value is quoted by its start.
   auto long_value = entry_format(std::string(5000, 'x'), "mime_type");
   EXPECT_LT(long_value.status().message().size(), 300u);
@@ -92,7 +93,7 @@ TEST(DocumentBatch, EntriesBecomeRunsInOrderAndComeBackRebuilt) {
   ASSERT_TRUE(runs.ok());
   const WordForWord translated = word_for_word(*runs, german);
   // Each tag goes around the word its word was linked to.
-  EXPECT_EQ(batch->Rebuild(*runs, translated.translations, translated.aligned),
+  EXPECT_EQ(*batch->Rebuild(*runs, translated.translations, translated.aligned),
             (std::vector<std::string>{"<p>Der <b>Hund</b> läuft.</p><p>Eine Katze schläft.</p>",
                                       "<br>", "<i>Hallo</i> Welt."}));
 }
@@ -107,7 +108,7 @@ TEST(DocumentBatch, PlaceholdersOfPlainTextGoBackOnTheirWords) {
   ASSERT_TRUE(runs.ok());
   const WordForWord translated = word_for_word(*runs, german);
   const std::vector<std::string> entries =
-      batch->Rebuild(*runs, translated.translations, translated.aligned);
+      *batch->Rebuild(*runs, translated.translations, translated.aligned);
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_NE(entries[0].find("{name}"), std::string::npos) << entries[0];
   EXPECT_EQ(entries[1], "Der Hund läuft.");

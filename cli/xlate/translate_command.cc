@@ -69,11 +69,13 @@ ABSL_FLAG(bool, glossary_ignore_case, false, "match --glossary's source terms ca
 ABSL_FLAG(int, constrained_beam_size, 0,
           "the beam of each sentence that holds --glossary terms (0: --beam_size); a wider beam "
           "than plain text's translates them better (docs/benchmarks.md, terminology)");
-ABSL_FLAG(std::string, mime_type, "text/plain",
-          "text/plain (each line translated as text), or text/html or text/xml: the whole input "
-          "is one document whose paragraphs are translated whole, their inline tags put back on "
-          "the aligned words (as the server's mime_type); not with --n_best > 1, --scores, "
-          "--target_prefix or --attention_png");
+ABSL_FLAG(std::string, mime_type, "",
+          "text/plain (each line translated as text), or text/html, text/xml or "
+          "application/vnd.openxmlformats-officedocument.wordprocessingml.document (.docx): the "
+          "whole input is one document whose paragraphs are translated whole, their inline tags "
+          "or formatting put back on the aligned words (as the server's mime_type); not with "
+          "--n_best > 1, --scores, --target_prefix or --attention_png. Default: from --input's "
+          "extension (.html, .htm, .xhtml, .xml, .docx), else text/plain");
 ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text ||| score`");
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
 ABSL_FLAG(int, batch_size, 32,
@@ -286,7 +288,7 @@ int run_translate() {
   std::ifstream input_file;
   const bool from_file = !absl::GetFlag(FLAGS_input).empty();
   if (from_file) {
-    input_file.open(absl::GetFlag(FLAGS_input));
+    input_file.open(absl::GetFlag(FLAGS_input), std::ios::binary);
     if (!input_file) {
       std::cerr << "xlate translate: cannot open --input " << absl::GetFlag(FLAGS_input) << "\n";
       return 1;
@@ -294,7 +296,7 @@ int run_translate() {
   }
   std::ofstream output_file;
   if (!absl::GetFlag(FLAGS_output).empty()) {
-    output_file.open(absl::GetFlag(FLAGS_output));
+    output_file.open(absl::GetFlag(FLAGS_output), std::ios::binary);
     if (!output_file) {
       std::cerr << "xlate translate: cannot write --output " << absl::GetFlag(FLAGS_output)
                 << "\n";
@@ -327,7 +329,8 @@ int run_translate() {
     return 2;
   }
   const std::string source_language = (*translator)->model().config().source_lang;
-  const std::string mime_type = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mime_type));
+  std::string mime_type = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mime_type));
+  if (mime_type.empty()) mime_type = mime_type_of_file(absl::GetFlag(FLAGS_input));
   auto parsed_format = entry_format(mime_type, "--mime_type");
   if (!parsed_format.ok()) {
     std::cerr << "xlate translate: " << parsed_format.status().message() << "\n";

@@ -1,0 +1,97 @@
+#include "document/xml_tree.h"
+
+#include <libxml/parser.h>
+#include <libxml/xmlerror.h>
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace xlate {
+namespace {
+
+// No network, no external DTD, entities kept as references (never expanded: no billion laughs).
+constexpr int kParseOptions = XML_PARSE_NONET | XML_PARSE_NOWARNING;
+
+}  // namespace
+
+absl::StatusOr<XmlTree> parse_xml(const std::string& source) {
+  if (source.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError("an XML text over 2 GiB");
+  }
+  // The first error is the one to report: libxml2 goes on and reports what follows from it
+  // ("Premature end of data" after a mismatched tag). The handler is the calling thread's.
+  struct FirstError {
+    bool seen = false;
+    int line = 0, column = 0;
+    std::string message;
+  } first;
+  xmlSetStructuredErrorFunc(&first, [](void* context, xmlErrorPtr error) {
+    auto* first = static_cast<FirstError*>(context);
+    if (first->seen || error == nullptr || error->level < XML_ERR_ERROR) return;
+    first->seen = true;
+    first->line = error->line;
+    first->column = error->int2;
+    first->message = error->message ? error->message : "malformed";
+  });
+  XmlTree document(xmlReadMemory(source.data(), static_cast<int>(source.size()), nullptr,
+                                  "UTF-8", kParseOptions));
+  xmlSetStructuredErrorFunc(nullptr, nullptr);
+  if (first.seen || document == nullptr || xmlDocGetRootElement(document.get()) == nullptr) {
+    if (!first.seen) return absl::InvalidArgumentError("not an XML document (no element)");
+    absl::StripTrailingAsciiWhitespace(&first.message);
+    return absl::InvalidArgumentError(absl::StrCat("not well-formed XML at line ", first.line,
+                                                    " column ", first.column, ": ",
+                                                    first.message));
+  }
+  return document;
+}
+
+std::string serialize_xml(const XmlTree& tree) {
+  xmlChar* bytes = nullptr;
+  int size = 0;
+  xmlDocDumpMemoryEnc(tree.get(), &bytes, &size, "UTF-8");
+  std::string out(reinterpret_cast<char*>(bytes), static_cast<size_t>(size));
+  xmlFree(bytes);
+  return out;
+}
+
+namespace {
+constexpr char kMarkerBegin = '\x01', kMarkerEnd = '\x02';
+}  // namespace
+
+std::string node_marker(char kind, size_t node) {
+  return kind == 'c' ? std::string{kMarkerBegin, 'c', kMarkerEnd}
+                     : absl::StrCat(std::string(1, kMarkerBegin), std::string(1, kind), node,
+                                    std::string(1, kMarkerEnd));
+}
+
+std::string without_node_markers(absl::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c != kMarkerBegin && c != kMarkerEnd) out += c;
+  }
+  return out;
+}
+
+void for_each_placed_piece(const std::string& placed,
+                           const std::function<void(absl::string_view)>& on_text,
+                           const std::function<void(char kind, size_t node)>& on_marker) {
+  size_t at = 0;
+  while (at < placed.size()) {
+    const size_t begin = placed.find(kMarkerBegin, at);
+    const absl::string_view text = absl::string_view(placed).substr(
+        at, begin == std::string::npos ? std::string::npos : begin - at);
+    if (!text.empty()) on_text(text);
+    if (begin == std::string::npos) break;
+    const size_t end = placed.find(kMarkerEnd, begin);
+    if (end == std::string::npos) break;  // markers are whole; nothing follows a cut one
+    size_t node = 0;
+    for (size_t i = begin + 2; i < end; ++i) node = node * 10 + (placed[i] - '0');
+    on_marker(placed[begin + 1], node);
+    at = end + 1;
+  }
+}
+
+}  // namespace xlate

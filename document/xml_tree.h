@@ -1,0 +1,45 @@
+// An XML document as libxml2's tree, parsed safely and written back: the one place the document
+// floor's XML formats (document/xml_text.h, document/docx_text.h) read and write XML.
+#pragma once
+
+#include <libxml/tree.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace xlate {
+
+struct XmlTreeDeleter {
+  void operator()(xmlDoc* document) const { xmlFreeDoc(document); }
+};
+using XmlTree = std::unique_ptr<xmlDoc, XmlTreeDeleter>;
+
+// `source` parsed with no network, no external DTD and entities kept as references (never
+// expanded: no billion laughs), within libxml2's default bounds (depth 256, 10 MB text nodes).
+// INVALID_ARGUMENT naming the line, column and libxml2's reason for the first error of a text
+// that is not well-formed, or saying that it holds no element.
+absl::StatusOr<XmlTree> parse_xml(const std::string& source);
+
+// The document as UTF-8, with the XML declaration libxml2 writes (standalone kept).
+std::string serialize_xml(const XmlTree& tree);
+
+// Markers of a block's nodes in a translation placed by place_inline_markup
+// (document/inline_markup.h), which writes them where the nodes go; the translation's own text
+// never holds their control characters (without_node_markers, the placement's escape, drops
+// them). 'o' N opens a copy of node N (the element and its attributes), 'c' closes the
+// innermost, 'k' N is a copy of node N with all it holds.
+std::string node_marker(char kind, size_t node = 0);
+std::string without_node_markers(absl::string_view text);
+
+// Walks a placed translation in order: the text between markers, and each marker's kind and
+// node.
+void for_each_placed_piece(const std::string& placed,
+                           const std::function<void(absl::string_view)>& on_text,
+                           const std::function<void(char kind, size_t node)>& on_marker);
+
+}  // namespace xlate

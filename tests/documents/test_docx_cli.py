@@ -1,0 +1,160 @@
+"""`xlate translate --input report.docx --output bericht.docx` on the default model, with a
+document as python-docx writes it (styles, a header, a table, a picture, a hyperlink, bold and
+italic runs, a tab): every paragraph translated, the runs' formatting on translated words, and
+every entry of the archive but the translated parts byte for byte. A file that is not a .docx is
+refused by name.
+
+Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+import zlib
+
+import docx
+from docx.oxml import OxmlElement
+from docx.oxml.ns import qn
+
+XLATE = os.environ["XLATE_BIN"]
+DEFAULT_MODEL = os.environ["XLATE_DEFAULT_MODEL"]
+HYPERLINK = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/hyperlink"
+TRANSLATED_PARTS = {"word/document.xml", "word/header1.xml"}
+
+
+def png_1x1():
+    """A one-pixel PNG, for a picture in the document."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b""))
+
+
+def write_document(path, picture):
+    document = docx.Document()
+    document.sections[0].header.paragraphs[0].text = "The annual report"
+    document.add_heading("A day in the park", level=1)
+    first = document.add_paragraph()
+    first.add_run("The ")
+    first.add_run("dog").bold = True
+    first.add_run(" runs in the ")
+    first.add_run("park").italic = True
+    first.add_run(".")
+    document.add_paragraph("A man is reading a newspaper.")
+    link = document.add_paragraph()
+    link.add_run("Please visit our ")
+    relation = document.part.relate_to("https://example.com", HYPERLINK, is_external=True)
+    hyperlink = OxmlElement("w:hyperlink")
+    hyperlink.set(qn("r:id"), relation)
+    run, text = OxmlElement("w:r"), OxmlElement("w:t")
+    text.text = "website"
+    run.append(text)
+    hyperlink.append(run)
+    link._p.append(hyperlink)
+    link.add_run(" today.")
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text = "Two children are playing."
+    table.cell(0, 1).text = "A woman is singing."
+    form = document.add_paragraph("Name:")
+    form.add_run().add_tab()
+    form.add_run("John")
+    document.add_picture(picture)
+    document.save(path)
+
+
+class DocxThroughTheCli(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        picture = os.path.join(cls.dir.name, "pixel.png")
+        with open(picture, "wb") as f:
+            f.write(png_1x1())
+        cls.source = os.path.join(cls.dir.name, "report.docx")
+        cls.output = os.path.join(cls.dir.name, "bericht.docx")
+        write_document(cls.source, picture)
+        # No --mime_type: the input's extension says .docx.
+        cls.translated = subprocess.run([XLATE, "translate", "--model_dir", DEFAULT_MODEL, "--input",
+                                  cls.source, "--output", cls.output],
+                                 capture_output=True, text=True, timeout=300)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_every_other_entry_comes_back_byte_for_byte(self):
+        self.assertEqual(self.translated.returncode, 0, self.translated.stderr)
+        with zipfile.ZipFile(self.source) as source, zipfile.ZipFile(self.output) as output:
+            self.assertEqual(source.namelist(), output.namelist())
+            for name in source.namelist():
+                if name in TRANSLATED_PARTS:
+                    self.assertNotEqual(source.read(name), output.read(name), name)
+                else:
+                    self.assertEqual(source.read(name), output.read(name), name)
+
+    def test_paragraphs_are_translated_and_keep_their_formatting(self):
+        self.assertEqual(self.translated.returncode, 0, self.translated.stderr)
+        source, output = docx.Document(self.source), docx.Document(self.output)
+        self.assertEqual(len(source.paragraphs), len(output.paragraphs))
+        self.assertNotEqual(output.sections[0].header.paragraphs[0].text, "The annual report")
+        # Styles stay with their paragraphs.
+        self.assertEqual([p.style.name for p in source.paragraphs],
+                         [p.style.name for p in output.paragraphs])
+        for before, after in zip(source.paragraphs[1:4], output.paragraphs[1:4]):
+            self.assertTrue(after.text.strip())
+            self.assertNotEqual(before.text, after.text)
+        runs = output.paragraphs[1].runs
+        bold = [r.text for r in runs if r.bold]
+        italic = [r.text for r in runs if r.italic]
+        self.assertEqual(len(bold), 1, [(r.text, r.bold, r.italic) for r in runs])
+        self.assertEqual(len(italic), 1, [(r.text, r.bold, r.italic) for r in runs])
+        self.assertTrue(bold[0].strip() and italic[0].strip())
+        self.assertNotIn(bold[0], ("dog", "The"))
+        cells = [cell.text for cell in output.tables[0].rows[0].cells]
+        self.assertTrue(all(cells) and cells != ["Two children are playing.",
+                                                  "A woman is singing."], cells)
+
+    def test_the_hyperlink_and_the_tab_stay_on_their_words(self):
+        self.assertEqual(self.translated.returncode, 0, self.translated.stderr)
+        paragraphs = docx.Document(self.output).paragraphs
+        links = paragraphs[3]._p.findall(qn("w:hyperlink"))
+        self.assertEqual(len(links), 1)
+        self.assertTrue(links[0].get(qn("r:id")))
+        self.assertTrue("".join(t.text for t in links[0].iter(qn("w:t"))).strip())
+        # The tab between the label and the name, as in the source.
+        form = paragraphs[4]._p
+        items = [e.tag for e in form.iter() if e.tag in (qn("w:t"), qn("w:tab"))]
+        self.assertEqual(items, [qn("w:t"), qn("w:tab"), qn("w:t")])
+
+    def test_a_file_that_is_not_a_docx_is_refused_by_name(self):
+        broken = os.path.join(self.dir.name, "broken.docx")
+        with open(self.source, "rb") as f:
+            data = f.read()
+        with open(broken, "wb") as f:
+            f.write(data[: len(data) // 2])
+        run = subprocess.run([XLATE, "translate", "--model_dir", DEFAULT_MODEL, "--input", broken],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("not a ZIP archive", run.stderr)
+        # An explicit --mime_type says what a file of another name is.
+        renamed = os.path.join(self.dir.name, "report.bin")
+        with open(renamed, "wb") as f:
+            f.write(data)
+        named = subprocess.run([XLATE, "translate", "--model_dir", DEFAULT_MODEL, "--input",
+                                renamed, "--output", renamed + ".out", "--mime_type",
+                                "application/vnd.openxmlformats-officedocument."
+                                "wordprocessingml.document"],
+                               capture_output=True, text=True, timeout=300)
+        self.assertEqual(named.returncode, 0, named.stderr)
+        self.assertEqual(len(docx.Document(renamed + ".out").paragraphs),
+                         len(docx.Document(self.source).paragraphs))
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed, skipped = len(result.failures) + len(result.errors), len(result.skipped)
+    print(f"{result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed or not result.wasSuccessful() else 0)

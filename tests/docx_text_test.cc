@@ -1,0 +1,179 @@
+// DocxText (document/docx_text.h) and ZipArchive (document/zip_archive.h): which text of a Word
+// document is translated, the runs' formatting on the aligned words, and an archive that comes
+// back with every other entry as it was. tests/cli/test_docx.py translates a document that
+// python-docx wrote, with the shipped model.
+#include "document/docx_text.h"
+
+#include <gtest/gtest.h>
+#include <zip.h>
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "tests/one_to_one_links.h"
+
+namespace xlate {
+namespace {
+
+constexpr char kWordNamespace[] =
+    "xmlns:w=\"http://schemas.openxmlformats.org/wordprocessingml/2006/main\" "
+    "xmlns:r=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships\"";
+
+// A ZIP archive of `entries` (deflated), written by libzip.
+std::string make_archive(const std::map<std::string, std::string>& entries) {
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* target = zip_source_buffer_create(nullptr, 0, 0, &error);
+  zip_source_keep(target);
+  zip_t* archive = zip_open_from_source(target, ZIP_TRUNCATE, &error);
+  for (const auto& [name, data] : entries) {
+    zip_source_t* source = zip_source_buffer(archive, data.data(), data.size(), 0);
+    zip_file_add(archive, name.c_str(), source, 0);
+  }
+  zip_close(archive);
+  zip_stat_t stat;
+  zip_source_open(target);
+  zip_source_stat(target, &stat);
+  std::string out(stat.size, '\0');
+  zip_source_read(target, out.data(), out.size());
+  zip_source_close(target);
+  zip_source_free(target);
+  return out;
+}
+
+std::string document_xml(const std::string& body) {
+  return absl::StrCat(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<w:document ",
+      kWordNamespace, "><w:body>", body, "<w:sectPr/></w:body></w:document>");
+}
+
+std::map<std::string, std::string> docx_entries(const std::string& body) {
+  return {{"[Content_Types].xml", "<Types/>"},
+          {"word/document.xml", document_xml(body)},
+          {"word/styles.xml", "<w:styles/>"},
+          {"word/media/image1.png", std::string("\x89PNG\r\n\x1a\n\0\0binary", 17)},
+          {"docProps/core.xml", "<coreProperties/>"}};
+}
+
+std::string upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// The document translated by upper-casing each paragraph, word for word.
+std::string rebuild_upper(const DocxText& docx) {
+  std::vector<std::string> translations;
+  std::vector<WordLinks> links;
+  for (const std::string& text : docx.texts()) {
+    translations.push_back(upper(text));
+    links.push_back(one_to_one(text, translations.back()));
+  }
+  return docx.Rebuild(translations, links);
+}
+
+std::string read_entry(const std::string& archive, const std::string& name) {
+  auto zip = ZipArchive::Open(archive);
+  EXPECT_TRUE(zip.ok()) << zip.status();
+  auto data = zip->Read(name);
+  EXPECT_TRUE(data.ok()) << data.status();
+  return data.ok() ? *data : "";
+}
+
+TEST(DocxText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {
+  const std::string body =
+      "<w:p><w:pPr><w:jc w:val=\"center\"/></w:pPr>"
+      "<w:r><w:t xml:space=\"preserve\">The </w:t></w:r>"
+      "<w:r><w:rPr><w:b/></w:rPr><w:t>dog</w:t></w:r>"
+      "<w:r><w:t xml:space=\"preserve\"> runs.</w:t></w:r></w:p>"
+      "<w:p><w:r><w:t xml:space=\"preserve\">Visit our </w:t></w:r>"
+      "<w:hyperlink r:id=\"rId9\"><w:r><w:rPr><w:u/></w:rPr><w:t>site</w:t></w:r></w:hyperlink>"
+      "<w:r><w:t>.</w:t></w:r></w:p>"
+      "<w:p><w:r><w:t>Name:</w:t><w:tab/><w:t>John</w:t></w:r></w:p>"
+      "<w:p><w:pPr><w:pStyle w:val=\"Empty\"/></w:pPr></w:p>"
+      "<w:tbl><w:tr><w:tc><w:p><w:r><w:t>A cell</w:t></w:r>"
+      "<w:bookmarkStart w:id=\"0\" w:name=\"x\"/><w:bookmarkEnd w:id=\"0\"/></w:p></w:tc></w:tr>"
+      "</w:tbl>";
+  const std::map<std::string, std::string> entries = docx_entries(body);
+  auto docx = DocxText::Parse(make_archive(entries));
+  ASSERT_TRUE(docx.ok()) << docx.status();
+  // A tab parts words as a space does; the empty paragraph is no text.
+  EXPECT_EQ(docx->texts(), (std::vector<std::string>{"The dog runs.", "Visit our site.",
+                                                     "Name: John", "A cell"}));
+  EXPECT_EQ(docx->parts(), std::vector<std::string>{"word/document.xml"});
+  const std::string rebuilt = rebuild_upper(*docx);
+  const std::string xml = read_entry(rebuilt, "word/document.xml");
+  // The bold run's formatting is on its word's translation, the paragraph's properties stay,
+  // and text between runs takes the paragraph's common (plain) formatting.
+  EXPECT_NE(xml.find("<w:p><w:pPr><w:jc w:val=\"center\"/></w:pPr><w:r><w:t "
+                     "xml:space=\"preserve\">THE </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t "
+                     "xml:space=\"preserve\">DOG</w:t></w:r><w:r><w:t xml:space=\"preserve\"> "
+                     "RUNS.</w:t></w:r></w:p>"),
+            std::string::npos)
+      << xml;
+  // The hyperlink goes around its word, with its run's formatting inside.
+  EXPECT_NE(xml.find("r:id=\"rId9\"><w:r><w:rPr><w:u/></w:rPr><w:t xml:space=\"preserve\">SITE"
+                     "</w:t></w:r></w:hyperlink>"),
+            std::string::npos)
+      << xml;
+  // The tab stays between its words, in place of the space.
+  EXPECT_NE(xml.find(">NAME:</w:t></w:r><w:r><w:tab"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("/></w:r><w:r><w:t xml:space=\"preserve\">JOHN</w:t>"), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<w:p><w:pPr><w:pStyle w:val=\"Empty\"/></w:pPr></w:p>"), std::string::npos);
+  EXPECT_NE(xml.find("A CELL"), std::string::npos);
+  EXPECT_NE(xml.find("w:bookmarkStart"), std::string::npos);
+  // Every other entry byte for byte, in the same order.
+  auto out = ZipArchive::Open(rebuilt);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto in = ZipArchive::Open(make_archive(entries));
+  EXPECT_EQ(out->names(), in->names());
+  for (const auto& [name, data] : entries) {
+    if (name != "word/document.xml") EXPECT_EQ(read_entry(rebuilt, name), data) << name;
+  }
+}
+
+TEST(DocxText, HeadersFootersAndNotesAreTranslatedToo) {
+  std::map<std::string, std::string> entries =
+      docx_entries("<w:p><w:r><w:t>Body text</w:t></w:r></w:p>");
+  const std::string part = absl::StrCat("<w:hdr ", kWordNamespace,
+                                        "><w:p><w:r><w:t>Page header</w:t></w:r></w:p></w:hdr>");
+  entries["word/header1.xml"] = part;
+  entries["word/footnotes.xml"] =
+      absl::StrReplaceAll(part, {{"hdr", "footnotes"}, {"Page header", "A note"}});
+  entries["word/theme/header9.xml"] = part;  // not a part with paragraphs of the document
+  auto docx = DocxText::Parse(make_archive(entries));
+  ASSERT_TRUE(docx.ok()) << docx.status();
+  EXPECT_EQ(docx->texts(), (std::vector<std::string>{"Body text", "A note", "Page header"}));
+  const std::string rebuilt = rebuild_upper(*docx);
+  EXPECT_NE(read_entry(rebuilt, "word/header1.xml").find("PAGE HEADER"), std::string::npos);
+  EXPECT_NE(read_entry(rebuilt, "word/footnotes.xml").find("A NOTE"), std::string::npos);
+  EXPECT_EQ(read_entry(rebuilt, "word/theme/header9.xml"), part);
+}
+
+TEST(DocxText, WhatIsNotADocumentIsRefusedByName) {
+  EXPECT_TRUE(absl::StartsWith(DocxText::Parse("plain text").status().message(),
+                               "not a ZIP archive"));
+  auto no_document = DocxText::Parse(make_archive({{"content.xml", "<a/>"}}));
+  EXPECT_EQ(no_document.status().message(),
+            "not a Word document (.docx): the archive has no word/document.xml");
+  auto malformed = DocxText::Parse(make_archive({{"word/document.xml", "<w:document>"}}));
+  ASSERT_FALSE(malformed.ok());
+  EXPECT_TRUE(absl::StartsWith(malformed.status().message(), "word/document.xml: not well-formed"))
+      << malformed.status();
+}
+
+TEST(DocxText, APartThatInflatesPastTheLimitIsRefused) {
+  // 65 MiB of zeros deflate to about 64 KB: a ZIP bomb in miniature.
+  const std::string huge(ZipArchive::kMaxPartBytes + (1 << 20), ' ');
+  auto bomb = DocxText::Parse(make_archive({{"word/document.xml", huge}}));
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_EQ(bomb.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bomb.status().message().find("the limit for one part"), absl::string_view::npos)
+      << bomb.status();
+}
+
+}  // namespace
+}  // namespace xlate
