@@ -7,7 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "document/docx_text.h"
+#include "document/office_text.h"
 #include "document/html_text.h"
 #include "document/placeholder_text.h"
 #include "document/xml_text.h"
@@ -22,10 +22,12 @@ absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::stri
   if (absl::EqualsIgnoreCase(mime_type, "text/html")) return EntryFormat::kHtml;
   if (absl::EqualsIgnoreCase(mime_type, "text/xml")) return EntryFormat::kXml;
   if (absl::EqualsIgnoreCase(mime_type, kDocxMimeType)) return EntryFormat::kDocx;
+  if (absl::EqualsIgnoreCase(mime_type, kPptxMimeType)) return EntryFormat::kPptx;
+  if (absl::EqualsIgnoreCase(mime_type, kXlsxMimeType)) return EntryFormat::kXlsx;
   return absl::InvalidArgumentError(
       absl::StrCat(what, " \"", excerpt(std::string_view(mime_type.data(), mime_type.size())),
-                   "\" is not supported; it must be text/plain (or empty), text/html, text/xml or ",
-                   kDocxMimeType, " (.docx)"));
+                   "\" is not supported; it must be text/plain (or empty), text/html, text/xml, or the "
+                   "Office Open XML type of a .docx, .pptx or .xlsx file"));
 }
 
 std::string mime_type_of_file(absl::string_view file_name) {
@@ -38,7 +40,14 @@ std::string mime_type_of_file(absl::string_view file_name) {
   if (extension == "html" || extension == "htm" || extension == "xhtml") return "text/html";
   if (extension == "xml") return "text/xml";
   if (extension == "docx") return kDocxMimeType;
+  if (extension == "pptx") return kPptxMimeType;
+  if (extension == "xlsx") return kXlsxMimeType;
   return "text/plain";
+}
+
+bool is_file_format(EntryFormat format) {
+  return format == EntryFormat::kDocx || format == EntryFormat::kPptx ||
+         format == EntryFormat::kXlsx;
 }
 
 bool is_document(EntryFormat format, bool keep_placeholders) {
@@ -60,13 +69,18 @@ absl::StatusOr<std::unique_ptr<const TextRuns>> parse_entry(std::string entry, E
       if (!parsed.ok()) return parsed.status();
       return std::make_unique<const XmlText>(*std::move(parsed));
     }
-    case EntryFormat::kDocx: {
+    case EntryFormat::kDocx:
+    case EntryFormat::kPptx:
+    case EntryFormat::kXlsx: {
       if (keep_placeholders) {
-        return absl::InvalidArgumentError("keep_placeholders does not apply to a .docx");
+        return absl::InvalidArgumentError("keep_placeholders applies to text, not to a file");
       }
-      auto parsed = DocxText::Parse(std::move(entry));
+      const OfficeFormat office = format == EntryFormat::kDocx   ? OfficeFormat::kDocx
+                                  : format == EntryFormat::kPptx ? OfficeFormat::kPptx
+                                                                 : OfficeFormat::kXlsx;
+      auto parsed = OfficeText::Parse(std::move(entry), office);
       if (!parsed.ok()) return parsed.status();
-      return std::make_unique<const DocxText>(*std::move(parsed));
+      return std::make_unique<const OfficeText>(*std::move(parsed));
     }
     case EntryFormat::kPlainText:
       break;
@@ -129,7 +143,7 @@ absl::StatusOr<std::vector<std::string>> DocumentBatch::Rebuild(
     };
     try {
       entries.push_back(documents_[entry]->Rebuild(slice(run_translations), slice(run_links)));
-    } catch (const std::runtime_error& error) {  // a file format's writer (DocxText)
+    } catch (const std::runtime_error& error) {  // a file format's writer (OfficeText)
       return absl::ResourceExhaustedError(error.what());
     }
   }

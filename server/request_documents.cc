@@ -14,11 +14,11 @@ grpc::Status expand_documents(xlate::v1::TranslateRequest& request, bool streami
                               std::optional<DocumentBatch>& documents) {
   auto format = entry_format(request.mime_type(), "mime_type");
   if (!format.ok()) return to_grpc(format.status());
-  if (*format == EntryFormat::kDocx) {
+  if (is_file_format(*format)) {
     return grpc::Status(grpc::INVALID_ARGUMENT,
-                        absl::StrCat("mime_type \"", kDocxMimeType,
-                                     "\" is a file, which contents (text) cannot hold; translate "
-                                     "it with `xlate translate --input FILE.docx --output ...`"));
+                        absl::StrCat("mime_type \"", request.mime_type(),
+                                     "\" is a file's, which contents (text) cannot hold; translate "
+                                     "the file with `xlate translate --input FILE --output ...`"));
   }
   const bool placeholders = request.options().keep_placeholders();
   if (!is_document(*format, placeholders)) return grpc::Status::OK;

@@ -70,12 +70,12 @@ ABSL_FLAG(int, constrained_beam_size, 0,
           "the beam of each sentence that holds --glossary terms (0: --beam_size); a wider beam "
           "than plain text's translates them better (docs/benchmarks.md, terminology)");
 ABSL_FLAG(std::string, mime_type, "",
-          "text/plain (each line translated as text), or text/html, text/xml or "
-          "application/vnd.openxmlformats-officedocument.wordprocessingml.document (.docx): the "
-          "whole input is one document whose paragraphs are translated whole, their inline tags "
-          "or formatting put back on the aligned words (as the server's mime_type); not with "
-          "--n_best > 1, --scores, --target_prefix or --attention_png. Default: from --input's "
-          "extension (.html, .htm, .xhtml, .xml, .docx), else text/plain");
+          "text/plain (each line translated as text), or text/html, text/xml or the Office Open "
+          "XML type of a .docx, .pptx or .xlsx file: the whole input is one document whose "
+          "paragraphs are translated whole, their inline tags or formatting put back on the "
+          "aligned words (as the server's mime_type); not with --n_best > 1, --scores, "
+          "--target_prefix or --attention_png. Default: from --input's extension (.html, .htm, "
+          ".xhtml, .xml, .docx, .pptx, .xlsx), else text/plain");
 ABSL_FLAG(int, n_best, 1, "hypotheses per sentence; > 1 writes `index ||| text ||| score`");
 ABSL_FLAG(bool, scores, false, "prefix each translation with its score and a tab");
 ABSL_FLAG(int, batch_size, 32,

@@ -1,8 +1,8 @@
-// DocxText (document/docx_text.h) and ZipArchive (document/zip_archive.h): which text of a Word
+// OfficeText (document/office_text.h) and ZipArchive (document/zip_archive.h): which text of a Word
 // document is translated, the runs' formatting on the aligned words, and an archive that comes
 // back with every other entry as it was. tests/cli/test_docx.py translates a document that
 // python-docx wrote, with the shipped model.
-#include "document/docx_text.h"
+#include "document/office_text.h"
 
 #include <gtest/gtest.h>
 #include <zip.h>
@@ -64,7 +64,7 @@ std::string upper(std::string text) {
 }
 
 // The document translated by upper-casing each paragraph, word for word.
-std::string rebuild_upper(const DocxText& docx) {
+std::string rebuild_upper(const OfficeText& docx) {
   std::vector<std::string> translations;
   std::vector<WordLinks> links;
   for (const std::string& text : docx.texts()) {
@@ -82,7 +82,7 @@ std::string read_entry(const std::string& archive, const std::string& name) {
   return data.ok() ? *data : "";
 }
 
-TEST(DocxText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {
+TEST(OfficeText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {
   const std::string body =
       "<w:p><w:pPr><w:jc w:val=\"center\"/></w:pPr>"
       "<w:r><w:t xml:space=\"preserve\">The </w:t></w:r>"
@@ -97,7 +97,7 @@ TEST(DocxText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {
       "<w:bookmarkStart w:id=\"0\" w:name=\"x\"/><w:bookmarkEnd w:id=\"0\"/></w:p></w:tc></w:tr>"
       "</w:tbl>";
   const std::map<std::string, std::string> entries = docx_entries(body);
-  auto docx = DocxText::Parse(make_archive(entries));
+  auto docx = OfficeText::Parse(make_archive(entries), OfficeFormat::kDocx);
   ASSERT_TRUE(docx.ok()) << docx.status();
   // A tab parts words as a space does; the empty paragraph is no text.
   EXPECT_EQ(docx->texts(), (std::vector<std::string>{"The dog runs.", "Visit our site.",
@@ -135,7 +135,7 @@ TEST(DocxText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {
   }
 }
 
-TEST(DocxText, HeadersFootersAndNotesAreTranslatedToo) {
+TEST(OfficeText, HeadersFootersAndNotesAreTranslatedToo) {
   std::map<std::string, std::string> entries =
       docx_entries("<w:p><w:r><w:t>Body text</w:t></w:r></w:p>");
   const std::string part = absl::StrCat("<w:hdr ", kWordNamespace,
@@ -144,7 +144,7 @@ TEST(DocxText, HeadersFootersAndNotesAreTranslatedToo) {
   entries["word/footnotes.xml"] =
       absl::StrReplaceAll(part, {{"hdr", "footnotes"}, {"Page header", "A note"}});
   entries["word/theme/header9.xml"] = part;  // not a part with paragraphs of the document
-  auto docx = DocxText::Parse(make_archive(entries));
+  auto docx = OfficeText::Parse(make_archive(entries), OfficeFormat::kDocx);
   ASSERT_TRUE(docx.ok()) << docx.status();
   EXPECT_EQ(docx->texts(), (std::vector<std::string>{"Body text", "A note", "Page header"}));
   const std::string rebuilt = rebuild_upper(*docx);
@@ -153,22 +153,99 @@ TEST(DocxText, HeadersFootersAndNotesAreTranslatedToo) {
   EXPECT_EQ(read_entry(rebuilt, "word/theme/header9.xml"), part);
 }
 
-TEST(DocxText, WhatIsNotADocumentIsRefusedByName) {
-  EXPECT_TRUE(absl::StartsWith(DocxText::Parse("plain text").status().message(),
-                               "not a ZIP archive"));
-  auto no_document = DocxText::Parse(make_archive({{"content.xml", "<a/>"}}));
+TEST(OfficeText, SlidesAndTheirNotesAreTranslatedInSlideOrder) {
+  const auto slide = [](const std::string& paragraphs) {
+    return absl::StrCat(
+        "<p:sld xmlns:a=\"http://schemas.openxmlformats.org/drawingml/2006/main\" "
+        "xmlns:p=\"http://schemas.openxmlformats.org/presentationml/2006/main\"><p:cSld><p:spTree>"
+        "<p:sp><p:txBody><a:bodyPr/>",
+        paragraphs, "</p:txBody></p:sp></p:spTree></p:cSld></p:sld>");
+  };
+  const std::map<std::string, std::string> entries = {
+      {"ppt/presentation.xml", "<p:presentation/>"},
+      {"ppt/slides/slide10.xml", slide("<a:p><a:r><a:t>Last slide</a:t></a:r></a:p>")},
+      {"ppt/slides/slide2.xml",
+       slide("<a:p><a:pPr algn=\"ctr\"/><a:r><a:rPr lang=\"en-US\" b=\"1\"/><a:t>Big</a:t>"
+             "</a:r><a:r><a:rPr lang=\"en-US\"/><a:t xml:space=\"preserve\"> news</a:t></a:r>"
+             "<a:br><a:rPr lang=\"en-US\"/></a:br><a:r><a:rPr lang=\"en-US\"/><a:t>today</a:t>"
+             "</a:r><a:endParaRPr lang=\"en-US\"/></a:p>")},
+      {"ppt/notesSlides/notesSlide2.xml", slide("<a:p><a:r><a:t>Say hello</a:t></a:r></a:p>")},
+      {"ppt/slideLayouts/slideLayout1.xml", slide("<a:p><a:r><a:t>Click to edit</a:t></a:r></a:p>")},
+      {"ppt/media/image1.png", "\x89PNG"}};
+  auto pptx = OfficeText::Parse(make_archive(entries), OfficeFormat::kPptx);
+  ASSERT_TRUE(pptx.ok()) << pptx.status();
+  // Slide 2 before slide 10, notes after the slides; layouts' prompts are not the user's text.
+  EXPECT_EQ(pptx->parts(), (std::vector<std::string>{"ppt/slides/slide2.xml",
+                                                      "ppt/slides/slide10.xml",
+                                                      "ppt/notesSlides/notesSlide2.xml"}));
+  EXPECT_EQ(pptx->texts(),
+            (std::vector<std::string>{"Big news today", "Last slide", "Say hello"}));
+  const std::string rebuilt = rebuild_upper(*pptx);
+  const std::string xml = read_entry(rebuilt, "ppt/slides/slide2.xml");
+  // The bold run's formatting on its word, the line break between its words, the paragraph's
+  // properties first and its end properties last.
+  EXPECT_NE(xml.find("<a:p><a:pPr algn=\"ctr\"/><a:r><a:rPr lang=\"en-US\" b=\"1\"/><a:t "
+                     "xml:space=\"preserve\">BIG</a:t></a:r><a:r><a:rPr lang=\"en-US\"/><a:t "
+                     "xml:space=\"preserve\"> NEWS</a:t></a:r><a:br><a:rPr lang=\"en-US\"/>"
+                     "</a:br><a:r><a:rPr lang=\"en-US\"/><a:t xml:space=\"preserve\">TODAY</a:t>"
+                     "</a:r><a:endParaRPr lang=\"en-US\"/></a:p>"),
+            std::string::npos)
+      << xml;
+  EXPECT_EQ(read_entry(rebuilt, "ppt/slideLayouts/slideLayout1.xml"),
+            entries.at("ppt/slideLayouts/slideLayout1.xml"));
+  EXPECT_NE(read_entry(rebuilt, "ppt/notesSlides/notesSlide2.xml").find("SAY HELLO"),
+            std::string::npos);
+}
+
+TEST(OfficeText, AWorkbooksSharedStringsAreItsCellText) {
+  const std::map<std::string, std::string> entries = {
+      {"xl/workbook.xml", "<workbook/>"},
+      {"xl/worksheets/sheet1.xml", "<worksheet><c t=\"s\"><v>0</v></c></worksheet>"},
+      {"xl/sharedStrings.xml",
+       "<sst xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\" count=\"3\">"
+       "<si><t>Total sales</t></si><si><r><rPr><b/></rPr><t>Net</t></r><r><t "
+       "xml:space=\"preserve\"> income</t></r></si><si><t>2024</t></si></sst>"}};
+  auto xlsx = OfficeText::Parse(make_archive(entries), OfficeFormat::kXlsx);
+  ASSERT_TRUE(xlsx.ok()) << xlsx.status();
+  EXPECT_EQ(xlsx->texts(), (std::vector<std::string>{"Total sales", "Net income", "2024"}));
+  const std::string rebuilt = rebuild_upper(*xlsx);
+  const std::string xml = read_entry(rebuilt, "xl/sharedStrings.xml");
+  // Every string keeps its index (cells refer to them by it), plain or rich.
+  EXPECT_NE(xml.find("<si><r><t xml:space=\"preserve\">TOTAL SALES</t></r></si><si><r><rPr><b/>"
+                     "</rPr><t xml:space=\"preserve\">NET</t></r><r><t xml:space=\"preserve\"> "
+                     "INCOME</t></r></si><si><r><t xml:space=\"preserve\">2024</t></r></si></sst>"),
+            std::string::npos)
+      << xml;
+  EXPECT_EQ(read_entry(rebuilt, "xl/worksheets/sheet1.xml"),
+            entries.at("xl/worksheets/sheet1.xml"));
+  // A workbook without shared strings has no text to translate.
+  auto numbers = OfficeText::Parse(make_archive({{"xl/workbook.xml", "<workbook/>"}}),
+                                   OfficeFormat::kXlsx);
+  ASSERT_TRUE(numbers.ok()) << numbers.status();
+  EXPECT_TRUE(numbers->texts().empty());
+}
+
+TEST(OfficeText, WhatIsNotADocumentIsRefusedByName) {
+  EXPECT_TRUE(absl::StartsWith(
+      OfficeText::Parse("plain text", OfficeFormat::kDocx).status().message(),
+      "not a ZIP archive"));
+  auto no_document = OfficeText::Parse(make_archive({{"content.xml", "<a/>"}}), OfficeFormat::kDocx);
   EXPECT_EQ(no_document.status().message(),
             "not a Word document (.docx): the archive has no word/document.xml");
-  auto malformed = DocxText::Parse(make_archive({{"word/document.xml", "<w:document>"}}));
+  EXPECT_EQ(OfficeText::Parse(make_archive({{"word/document.xml", "<a/>"}}), OfficeFormat::kPptx)
+                .status()
+                .message(),
+            "not a PowerPoint presentation (.pptx): the archive has no ppt/presentation.xml");
+  auto malformed = OfficeText::Parse(make_archive({{"word/document.xml", "<w:document>"}}), OfficeFormat::kDocx);
   ASSERT_FALSE(malformed.ok());
   EXPECT_TRUE(absl::StartsWith(malformed.status().message(), "word/document.xml: not well-formed"))
       << malformed.status();
 }
 
-TEST(DocxText, APartThatInflatesPastTheLimitIsRefused) {
+TEST(OfficeText, APartThatInflatesPastTheLimitIsRefused) {
   // 65 MiB of zeros deflate to about 64 KB: a ZIP bomb in miniature.
   const std::string huge(ZipArchive::kMaxPartBytes + (1 << 20), ' ');
-  auto bomb = DocxText::Parse(make_archive({{"word/document.xml", huge}}));
+  auto bomb = OfficeText::Parse(make_archive({{"word/document.xml", huge}}), OfficeFormat::kDocx);
   ASSERT_FALSE(bomb.ok());
   EXPECT_EQ(bomb.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bomb.status().message().find("the limit for one part"), absl::string_view::npos)

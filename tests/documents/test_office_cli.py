@@ -2,7 +2,8 @@
 document as python-docx writes it (styles, a header, a table, a picture, a hyperlink, bold and
 italic runs, a tab): every paragraph translated, the runs' formatting on translated words, and
 every entry of the archive but the translated parts byte for byte. A file that is not a .docx is
-refused by name.
+refused by name. A presentation as python-pptx writes it and a workbook as openpyxl writes it
+come back the same way, and open in the library that wrote them.
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
@@ -16,6 +17,8 @@ import zipfile
 import zlib
 
 import docx
+import openpyxl
+import pptx
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 
@@ -151,6 +154,76 @@ class DocxThroughTheCli(unittest.TestCase):
         self.assertEqual(named.returncode, 0, named.stderr)
         self.assertEqual(len(docx.Document(renamed + ".out").paragraphs),
                          len(docx.Document(self.source).paragraphs))
+
+
+def translate(source, output):
+    return subprocess.run([XLATE, "translate", "--model_dir", DEFAULT_MODEL, "--input", source,
+                           "--output", output], capture_output=True, text=True, timeout=300)
+
+
+def changed_entries(source, output):
+    """The entries whose bytes differ; the names must be the same, in the same order."""
+    with zipfile.ZipFile(source) as a, zipfile.ZipFile(output) as b:
+        assert a.namelist() == b.namelist()
+        return {name for name in a.namelist() if a.read(name) != b.read(name)}
+
+
+class PresentationsAndWorkbooks(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_a_presentations_slides_and_notes(self):
+        source = os.path.join(self.dir.name, "talk.pptx")
+        output = os.path.join(self.dir.name, "vortrag.pptx")
+        deck = pptx.Presentation()
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = "A day in the park"
+        body = slide.placeholders[1].text_frame
+        body.text = "The dog runs in the park."
+        run = body.add_paragraph().add_run()
+        run.text = "A man is reading a newspaper."
+        run.font.bold = True
+        slide.notes_slide.notes_text_frame.text = "Two children are playing."
+        deck.slides.add_slide(deck.slide_layouts[1]).shapes.title.text = "A woman is singing."
+        deck.save(source)
+        result = translate(source, output)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(changed_entries(source, output),
+                         {"ppt/slides/slide1.xml", "ppt/slides/slide2.xml",
+                          "ppt/notesSlides/notesSlide1.xml"})
+        translated = pptx.Presentation(output)
+        first = translated.slides[0]
+        self.assertNotEqual(first.shapes.title.text, "A day in the park")
+        paragraphs = first.placeholders[1].text_frame.paragraphs
+        self.assertEqual(len(paragraphs), 2)
+        self.assertTrue(all(p.text.strip() for p in paragraphs))
+        self.assertTrue(all(r.font.bold for r in paragraphs[1].runs if r.text.strip()))
+        self.assertNotEqual(first.notes_slide.notes_text_frame.text, "Two children are playing.")
+        self.assertNotEqual(translated.slides[1].shapes.title.text, "A woman is singing.")
+
+    def test_a_workbooks_cell_text(self):
+        source = os.path.join(self.dir.name, "sales.xlsx")
+        output = os.path.join(self.dir.name, "umsatz.xlsx")
+        book = openpyxl.Workbook()
+        sheet = book.active
+        sheet.title = "Sales"
+        sheet["A1"] = "The dog runs in the park."
+        sheet["A2"] = 42
+        sheet["A3"] = "=A2*2"
+        sheet["B1"] = "A woman is singing."
+        book.save(source)
+        result = translate(source, output)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # openpyxl writes each cell's text inline, in the sheet (Excel shares it).
+        self.assertEqual(changed_entries(source, output), {"xl/worksheets/sheet1.xml"})
+        translated = openpyxl.load_workbook(output)["Sales"]
+        self.assertNotIn(translated["A1"].value, (None, "The dog runs in the park."))
+        self.assertNotIn(translated["B1"].value, (None, "A woman is singing."))
+        self.assertEqual(translated["A2"].value, 42)
+        self.assertEqual(translated["A3"].value, "=A2*2")
 
 
 if __name__ == "__main__":
