@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "document/office_text.h"
+#include "document/epub_text.h"
 #include "document/html_text.h"
 #include "document/placeholder_text.h"
 #include "document/xml_text.h"
@@ -24,10 +25,11 @@ absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::stri
   if (absl::EqualsIgnoreCase(mime_type, kDocxMimeType)) return EntryFormat::kDocx;
   if (absl::EqualsIgnoreCase(mime_type, kPptxMimeType)) return EntryFormat::kPptx;
   if (absl::EqualsIgnoreCase(mime_type, kXlsxMimeType)) return EntryFormat::kXlsx;
+  if (absl::EqualsIgnoreCase(mime_type, kEpubMimeType)) return EntryFormat::kEpub;
   return absl::InvalidArgumentError(
       absl::StrCat(what, " \"", excerpt(std::string_view(mime_type.data(), mime_type.size())),
-                   "\" is not supported; it must be text/plain (or empty), text/html, text/xml, or the "
-                   "Office Open XML type of a .docx, .pptx or .xlsx file"));
+                   "\" is not supported; it must be text/plain (or empty), text/html, text/xml, "
+                   "the Office Open XML type of a .docx, .pptx or .xlsx file, or ", kEpubMimeType));
 }
 
 std::string mime_type_of_file(absl::string_view file_name) {
@@ -42,12 +44,13 @@ std::string mime_type_of_file(absl::string_view file_name) {
   if (extension == "docx") return kDocxMimeType;
   if (extension == "pptx") return kPptxMimeType;
   if (extension == "xlsx") return kXlsxMimeType;
+  if (extension == "epub") return kEpubMimeType;
   return "text/plain";
 }
 
 bool is_file_format(EntryFormat format) {
   return format == EntryFormat::kDocx || format == EntryFormat::kPptx ||
-         format == EntryFormat::kXlsx;
+         format == EntryFormat::kXlsx || format == EntryFormat::kEpub;
 }
 
 bool is_document(EntryFormat format, bool keep_placeholders) {
@@ -68,6 +71,14 @@ absl::StatusOr<std::unique_ptr<const TextRuns>> parse_entry(std::string entry, E
       auto parsed = XmlText::Parse(std::move(entry), keep_placeholders);
       if (!parsed.ok()) return parsed.status();
       return std::make_unique<const XmlText>(*std::move(parsed));
+    }
+    case EntryFormat::kEpub: {
+      if (keep_placeholders) {
+        return absl::InvalidArgumentError("keep_placeholders applies to text, not to a file");
+      }
+      auto parsed = EpubText::Parse(std::move(entry));
+      if (!parsed.ok()) return parsed.status();
+      return std::make_unique<const EpubText>(*std::move(parsed));
     }
     case EntryFormat::kDocx:
     case EntryFormat::kPptx:

@@ -27,7 +27,7 @@
 
 namespace xlate {
 
-enum class EntryFormat { kPlainText, kHtml, kXml, kDocx, kPptx, kXlsx };
+enum class EntryFormat { kPlainText, kHtml, kXml, kDocx, kPptx, kXlsx, kEpub };
 
 // The MIME types of Office Open XML files (document/office_text.h).
 inline constexpr char kDocxMimeType[] =
@@ -36,18 +36,20 @@ inline constexpr char kPptxMimeType[] =
     "application/vnd.openxmlformats-officedocument.presentationml.presentation";
 inline constexpr char kXlsxMimeType[] =
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+// An e-book (document/epub_text.h).
+inline constexpr char kEpubMimeType[] = "application/epub+zip";
 
 // Whether entries of `format` are files (bytes of an archive), not text.
 bool is_file_format(EntryFormat format);
 
 // The format a MIME type names, case-insensitively (RFC 2045): "" and "text/plain" are plain
-// text; anything but text/html, text/xml and the Office Open XML types is INVALID_ARGUMENT
-// naming what it may be. `what` names the field in the message ("mime_type", "--mime_type").
+// text; anything but text/html, text/xml, the Office Open XML types and kEpubMimeType is
+// INVALID_ARGUMENT naming what it may be. `what` names the field in the message ("mime_type", "--mime_type").
 absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::string_view what);
 
 // The MIME type a file's name implies by its extension, case-insensitively: text/html for .html,
 // .htm and .xhtml, text/xml for .xml, the Office Open XML types for .docx, .pptx and .xlsx,
-// text/plain for any other.
+// kEpubMimeType for .epub, text/plain for any other.
 std::string mime_type_of_file(absl::string_view file_name);
 
 // Whether entries of `format` are rebuilt from their runs (DocumentBatch) rather than
@@ -57,7 +59,8 @@ bool is_document(EntryFormat format, bool keep_placeholders);
 class DocumentBatch {
  public:
   // Each entry parsed as `format` (document/html_text.h, document/xml_text.h,
-  // document/office_text.h, or document/placeholder_text.h for plain text), keep_placeholders
+  // document/office_text.h, document/epub_text.h, or document/placeholder_text.h for plain
+  // text), keep_placeholders
   // for HTML and XML too (a file format refuses it).
   // INVALID_ARGUMENT naming the entry as `entries_name`[i] when a parser refuses it (depth,
   // tags, size: each parser's bounds), or by the parser's message alone when `entries_name`

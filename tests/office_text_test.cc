@@ -5,7 +5,6 @@
 #include "document/office_text.h"
 
 #include <gtest/gtest.h>
-#include <zip.h>
 
 #include <algorithm>
 #include <map>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "tests/one_to_one_links.h"
+#include "tests/zip_entries.h"
 
 namespace xlate {
 namespace {
@@ -21,28 +21,6 @@ namespace {
 constexpr char kWordNamespace[] =
     "xmlns:w=\"http://schemas.openxmlformats.org/wordprocessingml/2006/main\" "
     "xmlns:r=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships\"";
-
-// A ZIP archive of `entries` (deflated), written by libzip.
-std::string make_archive(const std::map<std::string, std::string>& entries) {
-  zip_error_t error;
-  zip_error_init(&error);
-  zip_source_t* target = zip_source_buffer_create(nullptr, 0, 0, &error);
-  zip_source_keep(target);
-  zip_t* archive = zip_open_from_source(target, ZIP_TRUNCATE, &error);
-  for (const auto& [name, data] : entries) {
-    zip_source_t* source = zip_source_buffer(archive, data.data(), data.size(), 0);
-    zip_file_add(archive, name.c_str(), source, 0);
-  }
-  zip_close(archive);
-  zip_stat_t stat;
-  zip_source_open(target);
-  zip_source_stat(target, &stat);
-  std::string out(stat.size, '\0');
-  zip_source_read(target, out.data(), out.size());
-  zip_source_close(target);
-  zip_source_free(target);
-  return out;
-}
 
 std::string document_xml(const std::string& body) {
   return absl::StrCat(
@@ -72,14 +50,6 @@ std::string rebuild_upper(const OfficeText& docx) {
     links.push_back(one_to_one(text, translations.back()));
   }
   return docx.Rebuild(translations, links);
-}
-
-std::string read_entry(const std::string& archive, const std::string& name) {
-  auto zip = ZipArchive::Open(archive);
-  EXPECT_TRUE(zip.ok()) << zip.status();
-  auto data = zip->Read(name);
-  EXPECT_TRUE(data.ok()) << data.status();
-  return data.ok() ? *data : "";
 }
 
 TEST(OfficeText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {

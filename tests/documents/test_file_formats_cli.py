@@ -3,7 +3,8 @@ document as python-docx writes it (styles, a header, a table, a picture, a hyper
 italic runs, a tab): every paragraph translated, the runs' formatting on translated words, and
 every entry of the archive but the translated parts byte for byte. A file that is not a .docx is
 refused by name. A presentation as python-pptx writes it and a workbook as openpyxl writes it
-come back the same way, and open in the library that wrote them.
+come back the same way, and open in the library that wrote them; an EPUB's chapters come back
+as well-formed XHTML.
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import xml.etree.ElementTree as ElementTree
 import zipfile
 import zlib
 
@@ -224,6 +226,44 @@ class PresentationsAndWorkbooks(unittest.TestCase):
         self.assertNotIn(translated["B1"].value, (None, "A woman is singing."))
         self.assertEqual(translated["A2"].value, 42)
         self.assertEqual(translated["A3"].value, "=A2*2")
+
+
+    def test_an_ebooks_chapters(self):
+        source = os.path.join(self.dir.name, "book.epub")
+        output = os.path.join(self.dir.name, "buch.epub")
+        chapter = ('<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/'
+                   'xhtml"><head><title>Chapter one</title></head><body><h1>A day in the park'
+                   '</h1><p>The <em>dog</em> runs in the park &amp; the man is reading.</p>'
+                   '<p>Two children are playing.<br/>A woman is singing.</p></body></html>')
+        with zipfile.ZipFile(source, "w") as book:
+            book.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+            book.writestr("META-INF/container.xml",
+                          '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:'
+                          'tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="'
+                          'OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+                          '</rootfiles></container>', compress_type=zipfile.ZIP_DEFLATED)
+            book.writestr("OEBPS/content.opf",
+                          '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" '
+                          'version="3.0" unique-identifier="id"><metadata/><manifest><item '
+                          'id="c1" href="chapter1.xhtml" media-type="application/xhtml+xml"/>'
+                          '</manifest><spine><itemref idref="c1"/></spine></package>',
+                          compress_type=zipfile.ZIP_DEFLATED)
+            book.writestr("OEBPS/chapter1.xhtml", chapter, compress_type=zipfile.ZIP_DEFLATED)
+        result = translate(source, output)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(changed_entries(source, output), {"OEBPS/chapter1.xhtml"})
+        with zipfile.ZipFile(output) as book:
+            # The mimetype entry stays first and stored, as EPUB readers require.
+            first = book.infolist()[0]
+            self.assertEqual((first.filename, first.compress_type),
+                             ("mimetype", zipfile.ZIP_STORED))
+            translated = ElementTree.fromstring(book.read("OEBPS/chapter1.xhtml"))
+        namespace = {"x": "http://www.w3.org/1999/xhtml"}
+        paragraphs = translated.findall(".//x:p", namespace)
+        self.assertEqual(len(paragraphs), 2)
+        self.assertEqual(len(paragraphs[0].findall("x:em", namespace)), 1)
+        self.assertEqual(len(paragraphs[1].findall("x:br", namespace)), 1)
+        self.assertNotIn("park", "".join(translated.itertext()))
 
 
 if __name__ == "__main__":
