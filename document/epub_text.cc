@@ -29,24 +29,12 @@ std::string attribute(const xmlNode* node, const char* name) {
   return out;
 }
 
-// The elements of a tree named `name` in `namespace_uri`, in document order (iterative).
-std::vector<const xmlNode*> elements_named(const XmlTree& tree, const char* namespace_uri,
-                                           const char* name) {
-  std::vector<const xmlNode*> found;
-  const xmlNode* node = xmlDocGetRootElement(tree.get());
-  while (node != nullptr) {
-    if (is_element(node, namespace_uri, name)) found.push_back(node);
-    if (node->children != nullptr && node->type == XML_ELEMENT_NODE) {
-      node = node->children;
-      continue;
-    }
-    while (node != nullptr && node->next == nullptr) {
-      node = node->parent;
-      if (node != nullptr && node->type == XML_DOCUMENT_NODE) node = nullptr;
-    }
-    if (node != nullptr) node = node->next;
-  }
-  return found;
+// The elements of a tree named `name` in `namespace_uri`, in document order.
+std::vector<xmlNode*> elements_named(const XmlTree& tree, const char* namespace_uri,
+                                     const char* name) {
+  return elements_in_order(tree.get(), [&](const xmlNode* node) {
+    return is_element(node, namespace_uri, name);
+  });
 }
 
 absl::StatusOr<XmlTree> read_xml(const ZipArchive& archive, const std::string& name) {
@@ -136,7 +124,7 @@ absl::StatusOr<EpubText> EpubText::Parse(std::string archive) {
   if (!zip.ok()) return zip.status();
   auto container = read_xml(*zip, kContainer);
   if (!container.ok()) return container.status();
-  const std::vector<const xmlNode*> roots =
+  const std::vector<xmlNode*> roots =
       elements_named(*container, kContainerNamespace, "rootfile");
   if (roots.empty() || attribute(roots.front(), "full-path").empty()) {
     return absl::InvalidArgumentError(

@@ -129,23 +129,11 @@ std::vector<std::string> parts_with_text(const ZipArchive& archive, OfficeFormat
 }
 
 // Every paragraph of a tree, in document order (a text box's paragraphs after the paragraph whose
-// drawing holds them). Iterative: the tree's depth is libxml2's to bound, not the stack's.
+// drawing holds them).
 std::vector<xmlNode*> paragraphs_of(xmlDoc* document, const Vocabulary& vocabulary) {
-  std::vector<xmlNode*> paragraphs;
-  xmlNode* node = xmlDocGetRootElement(document);
-  while (node != nullptr) {
-    if (is_one_of(node, vocabulary, vocabulary.paragraphs)) paragraphs.push_back(node);
-    if (node->children != nullptr && node->type == XML_ELEMENT_NODE) {
-      node = node->children;
-      continue;
-    }
-    while (node != nullptr && node->next == nullptr) {
-      node = node->parent;
-      if (node != nullptr && node->type == XML_DOCUMENT_NODE) node = nullptr;
-    }
-    if (node != nullptr) node = node->next;
-  }
-  return paragraphs;
+  return elements_in_order(document, [&](const xmlNode* node) {
+    return is_one_of(node, vocabulary, vocabulary.paragraphs);
+  });
 }
 
 // A paragraph as one text, its runs, run containers and kept nodes as inline elements whose

@@ -57,6 +57,25 @@ std::string serialize_xml(const XmlTree& tree) {
   return out;
 }
 
+std::vector<xmlNode*> elements_in_order(xmlDoc* document,
+                                        const std::function<bool(const xmlNode*)>& wanted) {
+  std::vector<xmlNode*> found;
+  xmlNode* node = xmlDocGetRootElement(document);
+  while (node != nullptr) {
+    if (node->type == XML_ELEMENT_NODE && wanted(node)) found.push_back(node);
+    if (node->children != nullptr && node->type == XML_ELEMENT_NODE) {
+      node = node->children;
+      continue;
+    }
+    while (node != nullptr && node->next == nullptr) {
+      node = node->parent;
+      if (node != nullptr && node->type == XML_DOCUMENT_NODE) node = nullptr;
+    }
+    if (node != nullptr) node = node->next;
+  }
+  return found;
+}
+
 namespace {
 constexpr char kMarkerBegin = '\x01', kMarkerEnd = '\x02';
 }  // namespace

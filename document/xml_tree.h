@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -27,6 +28,11 @@ absl::StatusOr<XmlTree> parse_xml(const std::string& source);
 
 // The document as UTF-8, with the XML declaration libxml2 writes (standalone kept).
 std::string serialize_xml(const XmlTree& tree);
+
+// The elements of `document` that `wanted` picks, in document order (an element before the
+// elements inside it). Iterative: a tree's depth is libxml2's to bound, not the stack's.
+std::vector<xmlNode*> elements_in_order(xmlDoc* document,
+                                        const std::function<bool(const xmlNode*)>& wanted);
 
 // Markers of a block's nodes in a translation placed by place_inline_markup
 // (document/inline_markup.h), which writes them where the nodes go; the translation's own text
