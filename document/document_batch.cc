@@ -11,6 +11,7 @@
 #include "document/epub_text.h"
 #include "document/html_text.h"
 #include "document/placeholder_text.h"
+#include "document/text_lines.h"
 #include "document/xml_text.h"
 #include "text/utf8.h"
 
@@ -96,6 +97,7 @@ absl::StatusOr<std::unique_ptr<const TextRuns>> parse_entry(std::string entry, E
     case EntryFormat::kPlainText:
       break;
   }
+  if (!keep_placeholders) return std::make_unique<const TextLines>(entry);
   return std::make_unique<const PlaceholderText>(std::move(entry));
 }
 

@@ -59,8 +59,9 @@ bool is_document(EntryFormat format, bool keep_placeholders);
 class DocumentBatch {
  public:
   // Each entry parsed as `format` (document/html_text.h, document/xml_text.h,
-  // document/office_text.h, document/epub_text.h, or document/placeholder_text.h for plain
-  // text), keep_placeholders
+  // document/office_text.h, document/epub_text.h; plain text as document/placeholder_text.h,
+  // or without keep_placeholders as a text file's lines, document/text_lines.h),
+  // keep_placeholders
   // for HTML and XML too (a file format refuses it).
   // INVALID_ARGUMENT naming the entry as `entries_name`[i] when a parser refuses it (depth,
   // tags, size: each parser's bounds), or by the parser's message alone when `entries_name`

@@ -17,8 +17,8 @@ grpc::Status expand_documents(xlate::v1::TranslateRequest& request, bool streami
   if (is_file_format(*format)) {
     return grpc::Status(grpc::INVALID_ARGUMENT,
                         absl::StrCat("mime_type \"", request.mime_type(),
-                                     "\" is a file's, which contents (text) cannot hold; translate "
-                                     "the file with `xlate translate --input FILE --output ...`"));
+                                     "\" is a file's, which contents (text) cannot hold; send "
+                                     "the file to TranslateDocument"));
   }
   const bool placeholders = request.options().keep_placeholders();
   if (!is_document(*format, placeholders)) return grpc::Status::OK;

@@ -65,7 +65,8 @@ grpc::Status scan_request(const grpc::ByteBuffer& bytes, int64_t max_entries,
     }
   }
   if (!input.ConsumedEntireMessage()) return not_a_request(bytes, descriptor);
-  const int64_t entries = occurrences[descriptor->FindFieldByName("contents")->number()];
+  const FieldDescriptor* contents = descriptor->FindFieldByName("contents");
+  const int64_t entries = contents != nullptr ? occurrences[contents->number()] : 0;
   if (entries > max_entries) {
     return invalid(absl::StrCat("contents has ", entries, " entries; the limit is ", max_entries,
                                 " (--max_entries_per_request; blank entries count too)"));

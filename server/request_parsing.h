@@ -9,8 +9,8 @@
 
 namespace xlate::server {
 
-// Parses `bytes` into `request` (a TranslateRequest or DetectLanguageRequest: a message with a
-// repeated string `contents`); INVALID_ARGUMENT naming the field and byte offset when a string
+// Parses `bytes` into `request` (a TranslateRequest or DetectLanguageRequest, whose repeated
+// string `contents` is counted; a TranslateDocumentRequest); INVALID_ARGUMENT naming the field and byte offset when a string
 // field is not UTF-8 ("contents[1] is not valid UTF-8 (bad byte sequence at offset 1)"), saying
 // that the bytes are not such a message, or, before anything is parsed, naming the limit when
 // `contents` has more than `max_entries` entries, blank or not.

@@ -111,6 +111,12 @@ ABSL_FLAG(int64_t, max_request_code_points, 30000,
           "most Unicode code points in all the contents of one request");
 ABSL_FLAG(int, max_sentences_per_request, 256,
           "most sentences in one request, after its texts are cut into sentences");
+ABSL_FLAG(int64_t, max_document_code_points, 200000,
+          "most Unicode code points in the text of one TranslateDocument file (each paragraph "
+          "also within --max_entry_code_points)");
+ABSL_FLAG(int, max_document_sentences, 2000,
+          "most sentences in one TranslateDocument file (<= --max_queued_sentences_per_client, "
+          "which its sentences queue under)");
 ABSL_FLAG(int64_t, max_entries_per_request, 256,
           "most entries in a request's contents, blank ones included (counted before the "
           "request is parsed)");
@@ -219,6 +225,8 @@ absl::Status check_flags() {
       {"--max_receive_message_bytes", absl::GetFlag(FLAGS_max_receive_message_bytes)},
       {"--max_sentences_per_request", absl::GetFlag(FLAGS_max_sentences_per_request)},
       {"--max_entries_per_request", absl::GetFlag(FLAGS_max_entries_per_request)},
+      {"--max_document_code_points", absl::GetFlag(FLAGS_max_document_code_points)},
+      {"--max_document_sentences", absl::GetFlag(FLAGS_max_document_sentences)},
       {"--max_beam_size", absl::GetFlag(FLAGS_max_beam_size)}};
   for (const auto& [name, value] : positive) {
     if (value < 1) return absl::InvalidArgumentError(absl::StrCat(name, " must be >= 1"));
@@ -437,6 +445,8 @@ int serve(const std::vector<std::string>& model_flags) {
   limits.max_entry_code_points = absl::GetFlag(FLAGS_max_entry_code_points);
   limits.max_request_code_points = absl::GetFlag(FLAGS_max_request_code_points);
   limits.max_beam_size = absl::GetFlag(FLAGS_max_beam_size);
+  limits.max_document_code_points = absl::GetFlag(FLAGS_max_document_code_points);
+  limits.max_document_sentences = absl::GetFlag(FLAGS_max_document_sentences);
   std::unique_ptr<ApiKeys> api_keys;
   if (const std::string keys_file = absl::GetFlag(FLAGS_api_keys_file); !keys_file.empty()) {
     auto loaded = ApiKeys::Load(keys_file);

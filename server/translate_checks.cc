@@ -26,13 +26,20 @@ grpc::Status check_contents(const google::protobuf::RepeatedPtrField<std::string
   for (int i = 0; i < contents.size(); ++i) {
     const int64_t code_points = count_code_points(contents[i]);
     if (code_points > limits.max_entry_code_points) {
-      return invalid(absl::StrCat("contents[", i, "] has ", code_points,
-                                  " code points; the limit is ", limits.max_entry_code_points,
-                                  " (--max_entry_code_points)"));
+      return invalid(absl::StrCat(
+          limits.document ? absl::StrCat("the file's paragraph ", i + 1)
+                          : absl::StrCat("contents[", i, "]"),
+          " has ", code_points, " code points; the limit is ", limits.max_entry_code_points,
+          " (--max_entry_code_points)"));
     }
     request_code_points += code_points;
   }
-  if (request_code_points > limits.max_request_code_points) {
+  if (limits.document && request_code_points > limits.max_document_code_points) {
+    return invalid(absl::StrCat("the file's text has ", request_code_points,
+                                " code points; the limit is ", limits.max_document_code_points,
+                                " (--max_document_code_points)"));
+  }
+  if (!limits.document && request_code_points > limits.max_request_code_points) {
     return invalid(absl::StrCat("contents has ", request_code_points,
                                 " code points in all; the limit is ",
                                 limits.max_request_code_points, " (--max_request_code_points)"));
@@ -94,7 +101,12 @@ grpc::Status check_request_text(const xlate::v1::TranslateRequest& request,
   if (!split.ok()) return to_grpc(split.status());
   texts = *std::move(split);
   const int64_t sentence_count = static_cast<int64_t>(texts->sentences().size());
-  if (sentence_count > limits.max_sentences_per_request) {
+  if (limits.document && sentence_count > limits.max_document_sentences) {
+    return invalid(absl::StrCat("the file's text holds ", sentence_count,
+                                " sentences; the limit is ", limits.max_document_sentences,
+                                " (--max_document_sentences)"));
+  }
+  if (!limits.document && sentence_count > limits.max_sentences_per_request) {
     return invalid(absl::StrCat("contents holds ", sentence_count, " sentences; the limit is ",
                                 limits.max_sentences_per_request,
                                 " (--max_sentences_per_request)"));

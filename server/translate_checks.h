@@ -35,6 +35,12 @@ struct RequestLimits {
   int64_t max_entries_per_request = 256;
   // <= kMaxDeviceBeam: the server's continuous decoder searches with the device beam step.
   int max_beam_size = kDefaultMaxBeamSize;
+  // A file's text (TranslateDocument): its paragraphs are the request's entries, each within
+  // max_entry_code_points, all of them within these instead of the two per-request limits.
+  int64_t max_document_code_points = 200000;
+  int max_document_sentences = 2000;
+  // Whether the request is a file's (the limits and messages above apply).
+  bool document = false;
 };
 
 // A request's contents (Translate's, DetectLanguage's): at least one entry, each and all of them

@@ -20,6 +20,7 @@
 #include "server/grpc_status.h"
 #include "server/request_documents.h"
 #include "server/request_parsing.h"
+#include "document/inline_markup.h"
 #include "server/source_detection.h"
 #include "server/translate_response.h"
 
@@ -167,6 +168,21 @@ class TranslationService::Call : public GrpcReactor {
   }
   // Whether the request arrived as no bytes at all (see End).
   void set_read_empty(bool empty) { read_empty_ = empty; }
+  // Reads a TranslateRequest from the call's bytes (TranslateDocument's call reads its own).
+  grpc::Status ReadRequest(const grpc::ByteBuffer& bytes, const RequestLimits& limits) {
+    grpc::Status status = parse_request(bytes, limits.max_entries_per_request, request_);
+    characters_ = status.ok() ? characters_of(request_.contents()) : 0;
+    return status;
+  }
+  // The request's documents in place of its entries (server/request_documents.h), once its
+  // caller is known.
+  grpc::Status Expand(bool streaming) {
+    return expand_documents(request_, streaming, documents_);
+  }
+  // The limits the request is checked against.
+  RequestLimits limits(const RequestLimits& service_limits) const { return service_limits; }
+  // The characters the request charges to its API key's quota.
+  int64_t characters() const { return characters_; }
   void Release() {
     if (owners_.fetch_sub(1) == 1) delete this;
   }
@@ -208,6 +224,7 @@ class TranslationService::Call : public GrpcReactor {
   TranslationService* const service_;
   grpc::CallbackServerContext* const context_;
   bool read_empty_ = false;
+  int64_t characters_ = 0;
   // What End() sent, and when, when OnDone counts it.
   bool count_when_done_ = false;
   grpc::StatusCode outcome_ = grpc::OK;
@@ -215,15 +232,19 @@ class TranslationService::Call : public GrpcReactor {
 
  private:
   std::atomic<int> owners_{2};
+
+ protected:
+  xlate::v1::TranslateRequest request_;
+  std::optional<DocumentBatch> documents_;
+
+ private:
   const absl::Time deadline_;
   const absl::Time start_;
   bool entered_ = false;
   absl::Mutex mutex_;
   std::shared_ptr<TranslationJob> job_ ABSL_GUARDED_BY(mutex_);
   absl::Status cancelled_ ABSL_GUARDED_BY(mutex_);  // why, once gRPC has cancelled the call
-  xlate::v1::TranslateRequest request_;
   std::optional<xlate::v1::DetectedLanguage> detected_;
-  std::optional<DocumentBatch> documents_;
   std::shared_ptr<const ServedModel> model_;
   std::optional<SegmentedTexts> texts_;
   std::vector<std::vector<int32_t>> aligned_sources_;
@@ -256,6 +277,77 @@ class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
 
  private:
   grpc::ByteBuffer* const response_;
+};
+
+// TranslateDocument: the file's paragraphs translated as a Translate request's entries, and the
+// file rebuilt from them (one response, or a status).
+class TranslationService::DocumentCall : public Call<grpc::ServerUnaryReactor> {
+ public:
+  DocumentCall(TranslationService* service, grpc::CallbackServerContext* context,
+               grpc::ByteBuffer* response)
+      : Call(service, context), response_(response) {}
+  void EndWith(const grpc::Status& status) {
+    End(status, [&](const grpc::Status& sent) { Finish(sent); });
+  }
+  grpc::Status ReadRequest(const grpc::ByteBuffer& bytes, const RequestLimits& limits) {
+    return parse_request(bytes, limits.max_entries_per_request, file_);
+  }
+  // The file parsed (only for a caller the key check admitted) into the runs that become the
+  // request's entries, and the request around them.
+  grpc::Status Expand(bool /*streaming*/) {
+    std::string mime_type = file_.mime_type();
+    if (mime_type.empty()) mime_type = mime_type_of_file(file_.file_name());
+    auto format = entry_format(mime_type, "mime_type");
+    if (!format.ok()) return to_grpc(format.status());
+    mime_type_ = mime_type;
+    auto batch = DocumentBatch::Parse({std::move(*file_.mutable_content())}, *format,
+                                      file_.options().keep_placeholders(), "");
+    if (!batch.ok()) return to_grpc(batch.status());
+    request_.set_source_language_code(file_.source_language_code());
+    request_.set_target_language_code(file_.target_language_code());
+    request_.set_model(file_.model());
+    *request_.mutable_options() = file_.options();
+    request_.mutable_options()->clear_keep_placeholders();  // taken out by the batch already
+    if (file_.has_glossary_config()) *request_.mutable_glossary_config() = file_.glossary_config();
+    for (const std::string& run : batch->runs()) *request_.add_contents() = run;
+    if (request_.contents().empty()) request_.add_contents();
+    if (batch->needs_word_links()) {
+      request_.mutable_alignment()->set_layer(kMarkupAlignment.layer);
+      request_.mutable_alignment()->set_head(kMarkupAlignment.head);
+    }
+    characters_ = characters_of(request_.contents());
+    documents_ = *std::move(batch);
+    return grpc::Status::OK;
+  }
+  RequestLimits limits(const RequestLimits& service_limits) const {
+    RequestLimits limits = service_limits;
+    limits.document = true;
+    return limits;
+  }
+  // The job's DoneCallback.
+  void Answer(absl::Status status, int /*n_best*/, std::vector<std::vector<Hypothesis>> results) {
+    if (!status.ok()) return EndWith(to_grpc(status));
+    xlate::v1::TranslateResponse response;
+    grpc::Status answered = respond_documents(model(), *documents(), texts(), aligned_sources(),
+                                              results, terms(), response);
+    if (answered.ok()) {
+      xlate::v1::TranslateDocumentResponse reply;
+      xlate::v1::Translation& file = *response.mutable_translations(0);
+      reply.set_content(std::move(*file.mutable_translated_text()));
+      reply.set_mime_type(mime_type_);
+      reply.set_model(response.model());
+      if (detected()) *reply.mutable_detected_source_language() = *detected();
+      *reply.mutable_glossary_terms() = file.glossary_terms();
+      answered = serialize_reply(reply, *response_);
+    }
+    EndWith(answered);
+  }
+  TranslationJob::ProgressCallback progress_callback() { return nullptr; }
+
+ private:
+  grpc::ByteBuffer* const response_;
+  xlate::v1::TranslateDocumentRequest file_;
+  std::string mime_type_;
 };
 
 // TranslateStream: partial translations while the job runs, then the response (or a status).
@@ -437,16 +529,12 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   } else if (static_cast<int64_t>(request_bytes.Length()) > limits_.max_request_bytes) {
     status = oversized(request_bytes.Length(), limits_);
   } else {
-    status = parse_request(request_bytes, limits_.max_entries_per_request, call->request());
+    status = call->ReadRequest(request_bytes, limits_);
   }
   // The key first (a caller without one costs no more work), its quota last: a request refused
   // for what it holds uses none of it.
   if (status.ok()) status = verify_caller(keys_, *call->context());
-  const int64_t characters = status.ok() ? characters_of(call->request().contents()) : 0;
-  if (status.ok()) {
-    status = expand_documents(call->request(), std::is_same_v<CallType, StreamCall>,
-                              call->documents());
-  }
+  if (status.ok()) status = call->Expand(std::is_same_v<CallType, StreamCall>);
   if (status.ok() && absl::EqualsIgnoreCase(call->request().source_language_code(), "auto")) {
     status = detect_source(call->request(), call->detected().emplace());
   }
@@ -461,8 +549,8 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
     }
   }
   if (status.ok()) {
-    status = check_translate_request(call->model(), call->request(), limits_, glossaries_,
-                                     checked);
+    status = check_translate_request(call->model(), call->request(), call->limits(limits_),
+                                     glossaries_, checked);
   }
   if (!status.ok() && call->detected() && status.error_code() == grpc::INVALID_ARGUMENT &&
       absl::StartsWith(status.error_message(), "source_language_code")) {
@@ -483,7 +571,7 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   std::string sharing_client = client;
   if (status.ok()) {
     std::string key_name;
-    status = admit_caller(keys_, *call->context(), characters, &key_name);
+    status = admit_caller(keys_, *call->context(), call->characters(), &key_name);
     if (!key_name.empty()) sharing_client = "key:" + key_name;
   }
   if (!status.ok()) return call->EndWith(status);
@@ -511,6 +599,15 @@ grpc::ServerUnaryReactor* TranslationService::Translate(grpc::CallbackServerCont
                                                         const grpc::ByteBuffer* request_bytes,
                                                         grpc::ByteBuffer* response_bytes) {
   auto* call = new UnaryCall(this, context, response_bytes);
+  Start(call, *request_bytes, client_of(*context));
+  call->Release();
+  return call;
+}
+
+grpc::ServerUnaryReactor* TranslationService::TranslateDocument(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
+    grpc::ByteBuffer* response_bytes) {
+  auto* call = new DocumentCall(this, context, response_bytes);
   Start(call, *request_bytes, client_of(*context));
   call->Release();
   return call;

@@ -41,8 +41,9 @@ class TranslationService final
     : public xlate::v1::Translator::WithRawCallbackMethod_Translate<
           xlate::v1::Translator::WithRawCallbackMethod_TranslateStream<
               xlate::v1::Translator::WithRawCallbackMethod_DetectLanguage<
-                  xlate::v1::Translator::WithCallbackMethod_ListModels<
-                      xlate::v1::Translator::Service>>>> {
+                  xlate::v1::Translator::WithRawCallbackMethod_TranslateDocument<
+                      xlate::v1::Translator::WithCallbackMethod_ListModels<
+                          xlate::v1::Translator::Service>>>>> {
  public:
   // Calls go to a model of `models` (ModelRegistry::Route). Both pointers must outlive the
   // service.
@@ -58,6 +59,12 @@ class TranslationService final
                                       grpc::ByteBuffer* response) override;
   grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslateStream(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
+  // One file (document/document_batch.h's formats): its paragraphs are checked and translated
+  // as a Translate request's entries, under RequestLimits' document limits, and the file is
+  // rebuilt around their translations.
+  grpc::ServerUnaryReactor* TranslateDocument(grpc::CallbackServerContext* context,
+                                              const grpc::ByteBuffer* request,
+                                              grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const xlate::v1::ListModelsRequest* request,
                                        xlate::v1::ListModelsResponse* response) override;
@@ -77,6 +84,7 @@ class TranslationService final
   class Call;
   class UnaryCall;
   class StreamCall;
+  class DocumentCall;
   // Takes a call's request: refuses it while draining, routes it to a model, checks it and
   // submits its sentences to that model's scheduler (the call's Answer, and its progress
   // callback if any, get the results); a call refused, or with nothing to decode, is answered at

@@ -1,0 +1,125 @@
+"""Files through the server on the default model: TranslateDocument (gRPC) translates a .docx as
+`xlate translate --input` does, part for part, and a text file line by line; Translate's
+text/html entries match the command line's; a file over the document limits, or not of its
+type, is refused by name.
+
+Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
+"""
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+
+import docx
+import grpc
+
+from harness import XLATE_BIN, Server, pb2
+
+DEFAULT_MODEL = os.environ["XLATE_DEFAULT_MODEL"]
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def make_docx():
+    document = docx.Document()
+    document.sections[0].header.paragraphs[0].text = "The annual report"
+    first = document.add_paragraph()
+    first.add_run("The ")
+    first.add_run("dog").bold = True
+    first.add_run(" runs in the park.")
+    document.add_paragraph("A man is reading a newspaper. Two children are playing.")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def entries(archive):
+    with zipfile.ZipFile(io.BytesIO(archive)) as z:
+        return {name: z.read(name) for name in z.namelist()}
+
+
+def command_line(data, suffix, *flags):
+    """What `xlate translate --input FILE --output FILE` writes for `data`."""
+    with tempfile.TemporaryDirectory() as directory:
+        source, output = (os.path.join(directory, name + suffix) for name in ("in", "out"))
+        with open(source, "wb") as f:
+            f.write(data)
+        subprocess.run([XLATE_BIN, "translate", "--model_dir", DEFAULT_MODEL, "--threads=1",
+                        "--input", source, "--output", output, *flags], check=True,
+                       capture_output=True)
+        with open(output, "rb") as f:
+            return f.read()
+
+
+class Documents(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--max_document_code_points=400", model_dir=DEFAULT_MODEL)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def translate_document(self, content, **fields):
+        return self.server.stub.TranslateDocument(
+            pb2.TranslateDocumentRequest(content=content, **fields), timeout=120)
+
+    def test_a_docx_is_translated_as_the_command_line_translates_it(self):
+        source = make_docx()
+        reply = self.translate_document(source, file_name="report.docx")
+        self.assertEqual(reply.mime_type, DOCX)
+        self.assertTrue(reply.model)
+        served, offline = entries(reply.content), entries(command_line(source, ".docx"))
+        self.assertEqual(served.keys(), entries(source).keys())
+        # One pipeline: every part the same as the command line's (the archive's timestamps
+        # of the rewritten parts aside).
+        self.assertEqual(served, offline)
+        self.assertNotEqual(served["word/document.xml"], entries(source)["word/document.xml"])
+        translated = docx.Document(io.BytesIO(reply.content))
+        bold = [r.text for p in translated.paragraphs for r in p.runs if r.bold]
+        self.assertEqual(len(bold), 1)
+        self.assertTrue(bold[0].strip())
+
+    def test_html_entries_are_translated_as_the_command_line_translates_them(self):
+        page = "<p>The <b>dog</b> runs in the park.</p><p>A man is reading.</p>"
+        served = self.server.stub.Translate(
+            pb2.TranslateRequest(contents=[page], mime_type="text/html"), timeout=120)
+        self.assertEqual(served.translations[0].translated_text.encode(),
+                         command_line(page.encode(), ".html"))
+
+    def test_a_text_file_is_translated_line_by_line(self):
+        text = "The dog runs.\r\n\r\nA man is reading a newspaper.\r\nTwo children play."
+        reply = self.translate_document(text.encode(), mime_type="text/plain")
+        lines = reply.content.decode().split("\r\n")
+        self.assertEqual(len(lines), 4)
+        self.assertEqual(lines[1], "")
+        self.assertTrue(all(lines[i] and lines[i] != text.split("\r\n")[i] for i in (0, 2, 3)))
+
+    def test_files_over_the_limits_or_not_of_their_type_are_refused_by_name(self):
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.translate_document(("The dog runs in the park. " * 20).encode(),
+                                    file_name="long.txt")
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("the limit is 400 (--max_document_code_points)",
+                      caught.exception.details())
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.translate_document(b"PK\x03\x04 not really", file_name="report.docx")
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("not a ZIP archive", caught.exception.details())
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.translate_document(b"%PDF-1.7", mime_type="application/pdf")
+        self.assertIn('mime_type "application/pdf" is not supported', caught.exception.details())
+        # Translate's entries are text: a file's type there is refused, naming the way to send it.
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.server.stub.Translate(pb2.TranslateRequest(contents=["x"], mime_type=DOCX),
+                                       timeout=60)
+        self.assertIn("TranslateDocument", caught.exception.details())
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed, skipped = len(result.failures) + len(result.errors), len(result.skipped)
+    print(f"{result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
+    sys.exit(1 if failed or not result.wasSuccessful() else 0)
