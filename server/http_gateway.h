@@ -17,6 +17,12 @@
 //   POST /detect                LibreTranslate's: q -> [{language, confidence (percent)}]
 //   GET  /                      a page to try it (server/web/index.html)
 //   GET  /languages             LibreTranslate's: [{code, name, targets}] from the served models
+//   POST /v1/translateDocument  TranslateDocumentRequest JSON (content in base64) ->
+//                               TranslateDocumentResponse JSON
+//   POST /translate_file        LibreTranslate's: a multipart form of file, source, target,
+//                               api_key -> {translatedFileUrl}, by TranslateDocument
+//   GET  /download_file/<id>/<name>  that file, while the server keeps it
+//                               (server/translated_files.h)
 // A gRPC status becomes its HTTP status (INVALID_ARGUMENT 400, NOT_FOUND 404,
 // RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, ...); a v1 error body is
 // {"code": <gRPC code>, "message": ...}. The header X-Request-Timeout (seconds) sets the call's
@@ -61,6 +67,10 @@ struct HttpGatewayOptions {
   int threads = 64;
   // HTTPS with this PEM certificate chain and key (--tls_cert, --tls_key), when both are set.
   std::string tls_cert, tls_key;
+  // Translated files kept for /download_file: bytes in all (the oldest go first) and for how
+  // long (--translated_files_mib, --translated_files_minutes).
+  int64_t translated_files_bytes = int64_t{256} << 20;
+  absl::Duration translated_files_kept_for = absl::Minutes(30);
   // Origins whose pages may call the API from a browser (CORS): exact origins such as
   // "https://example.org", or "*" for any; empty: none but the server's own page.
   std::vector<std::string> cors_origins;

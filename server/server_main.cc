@@ -77,6 +77,11 @@ ABSL_FLAG(std::vector<std::string>, http_cors_origins, {},
 ABSL_FLAG(int, http_threads, 64,
           "HTTP connections served at once (each holds a thread while open, keep-alive "
           "included); more wait to be accepted");
+ABSL_FLAG(int64_t, translated_files_mib, 256,
+          "MiB of translated files (LibreTranslate's /translate_file) kept for /download_file; "
+          "the oldest go first");
+ABSL_FLAG(int64_t, translated_files_minutes, 30,
+          "minutes a translated file stays downloadable");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port, printed)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto picks CUDA when present)");
 ABSL_FLAG(std::string, compute_type, "auto",
@@ -227,6 +232,8 @@ absl::Status check_flags() {
       {"--max_entries_per_request", absl::GetFlag(FLAGS_max_entries_per_request)},
       {"--max_document_code_points", absl::GetFlag(FLAGS_max_document_code_points)},
       {"--max_document_sentences", absl::GetFlag(FLAGS_max_document_sentences)},
+      {"--translated_files_mib", absl::GetFlag(FLAGS_translated_files_mib)},
+      {"--translated_files_minutes", absl::GetFlag(FLAGS_translated_files_minutes)},
       {"--max_beam_size", absl::GetFlag(FLAGS_max_beam_size)}};
   for (const auto& [name, value] : positive) {
     if (value < 1) return absl::InvalidArgumentError(absl::StrCat(name, " must be >= 1"));
@@ -244,6 +251,11 @@ absl::Status check_flags() {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max_beam_size must be <= ", kMaxDeviceBeam, " (the server's beam search runs on the "
         "model's device, up to 15 beams; `xlate translate` takes wider ones)"));
+  }
+  if (absl::GetFlag(FLAGS_translated_files_mib) > (int64_t{1} << 30) ||
+      absl::GetFlag(FLAGS_translated_files_minutes) > 1440 * 365) {
+    return absl::InvalidArgumentError(
+        "--translated_files_mib must be <= 2^30 and --translated_files_minutes <= a year");
   }
   return absl::OkStatus();
 }
@@ -523,6 +535,9 @@ int serve(const std::vector<std::string>& model_flags) {
     http_options.max_texts = limits.max_entries_per_request;
     http_options.api_keys = api_keys.get();
     http_options.threads = absl::GetFlag(FLAGS_http_threads);
+    http_options.translated_files_bytes = absl::GetFlag(FLAGS_translated_files_mib) << 20;
+    http_options.translated_files_kept_for =
+        absl::Minutes(absl::GetFlag(FLAGS_translated_files_minutes));
     if (http_options.threads < 1 || http_options.threads > 4096) {
       server->Shutdown(std::chrono::system_clock::now());
       return fail(absl::StrCat("--http_threads ", http_options.threads,

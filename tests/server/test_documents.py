@@ -1,10 +1,12 @@
 """Files through the server on the default model: TranslateDocument (gRPC) translates a .docx as
 `xlate translate --input` does, part for part, and a text file line by line; Translate's
 text/html entries match the command line's; a file over the document limits, or not of its
-type, is refused by name.
+type, is refused by name. Over HTTP, LibreTranslate's /translate_file answers with a URL the
+client downloads the same file from, and /v1/translateDocument carries it in JSON.
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
+import base64
 import io
 import os
 import subprocess
@@ -15,8 +17,9 @@ import zipfile
 
 import docx
 import grpc
+import requests
 
-from harness import XLATE_BIN, Server, pb2
+from harness import XLATE_BIN, Server, free_port, pb2
 
 DEFAULT_MODEL = os.environ["XLATE_DEFAULT_MODEL"]
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -56,7 +59,9 @@ def command_line(data, suffix, *flags):
 class Documents(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = Server("--max_document_code_points=400", model_dir=DEFAULT_MODEL)
+        cls.server = Server("--max_document_code_points=400", f"--http_port={free_port()}",
+                            model_dir=DEFAULT_MODEL)
+        cls.http = f"http://127.0.0.1:{cls.server.http_port}"
 
     @classmethod
     def tearDownClass(cls):
@@ -116,6 +121,43 @@ class Documents(unittest.TestCase):
             self.server.stub.Translate(pb2.TranslateRequest(contents=["x"], mime_type=DOCX),
                                        timeout=60)
         self.assertIn("TranslateDocument", caught.exception.details())
+
+    def test_libretranslate_translate_file_answers_a_url_to_download_the_file_from(self):
+        source = make_docx()
+        answer = requests.post(f"{self.http}/translate_file",
+                               files={"file": ("my report.docx", source)},
+                               data={"source": "en", "target": "de"}, timeout=120)
+        self.assertEqual(answer.status_code, 200, answer.text)
+        url = answer.json()["translatedFileUrl"]
+        self.assertRegex(url, r"^http://127\.0\.0\.1:\d+/download_file/[0-9a-f]{32}/"
+                              r"my%20report\.docx$")
+        download = requests.get(url, timeout=60)
+        self.assertEqual(download.status_code, 200)
+        self.assertEqual(download.headers["Content-Type"], DOCX)
+        self.assertIn("filename*=UTF-8''my%20report.docx", download.headers["Content-Disposition"])
+        grpc_reply = self.translate_document(source, file_name="report.docx")
+        self.assertEqual(entries(download.content), entries(grpc_reply.content))
+        # An id that was never given out, and a form without a file.
+        missing = requests.get(url.replace(url.split("/")[-2], "0" * 32), timeout=60)
+        self.assertEqual(missing.status_code, 404)
+        refused = requests.post(f"{self.http}/translate_file", data={"target": "de"}, timeout=60)
+        self.assertEqual(refused.status_code, 400)
+        self.assertEqual(refused.json(), {"error": "Invalid request: missing file parameter"})
+        broken = requests.post(f"{self.http}/translate_file", files={"file": ("a.docx", b"PK")},
+                               data={"target": "de"}, timeout=60)
+        self.assertEqual(broken.status_code, 400)
+        self.assertIn("not a ZIP archive", broken.json()["error"])
+
+    def test_v1_translate_document_carries_the_file_in_json(self):
+        source = make_docx()
+        answer = requests.post(f"{self.http}/v1/translateDocument",
+                               json={"content": base64.b64encode(source).decode(),
+                                     "fileName": "report.docx"}, timeout=120)
+        self.assertEqual(answer.status_code, 200, answer.text)
+        body = answer.json()
+        self.assertEqual(body["mimeType"], DOCX)
+        grpc_reply = self.translate_document(source, file_name="report.docx")
+        self.assertEqual(entries(base64.b64decode(body["content"])), entries(grpc_reply.content))
 
 
 if __name__ == "__main__":
