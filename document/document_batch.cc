@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "document/office_text.h"
+#include "document/open_document_text.h"
 #include "document/epub_text.h"
 #include "document/html_text.h"
 #include "document/placeholder_text.h"
@@ -27,10 +28,14 @@ absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::stri
   if (absl::EqualsIgnoreCase(mime_type, kPptxMimeType)) return EntryFormat::kPptx;
   if (absl::EqualsIgnoreCase(mime_type, kXlsxMimeType)) return EntryFormat::kXlsx;
   if (absl::EqualsIgnoreCase(mime_type, kEpubMimeType)) return EntryFormat::kEpub;
+  for (const char* open_document : {kOdtMimeType, kOdpMimeType, kOdsMimeType}) {
+    if (absl::EqualsIgnoreCase(mime_type, open_document)) return EntryFormat::kOpenDocument;
+  }
   return absl::InvalidArgumentError(
       absl::StrCat(what, " \"", excerpt(std::string_view(mime_type.data(), mime_type.size())),
                    "\" is not supported; it must be text/plain (or empty), text/html, text/xml, "
-                   "the Office Open XML type of a .docx, .pptx or .xlsx file, or ", kEpubMimeType));
+                   "the type of a .docx, .pptx, .xlsx, .odt, .odp or .ods file, or ",
+                   kEpubMimeType));
 }
 
 std::string mime_type_of_file(absl::string_view file_name) {
@@ -46,12 +51,16 @@ std::string mime_type_of_file(absl::string_view file_name) {
   if (extension == "pptx") return kPptxMimeType;
   if (extension == "xlsx") return kXlsxMimeType;
   if (extension == "epub") return kEpubMimeType;
+  if (extension == "odt") return kOdtMimeType;
+  if (extension == "odp") return kOdpMimeType;
+  if (extension == "ods") return kOdsMimeType;
   return "text/plain";
 }
 
 bool is_file_format(EntryFormat format) {
   return format == EntryFormat::kDocx || format == EntryFormat::kPptx ||
-         format == EntryFormat::kXlsx || format == EntryFormat::kEpub;
+         format == EntryFormat::kXlsx || format == EntryFormat::kOpenDocument ||
+         format == EntryFormat::kEpub;
 }
 
 bool is_document(EntryFormat format, bool keep_placeholders) {
@@ -60,39 +69,34 @@ bool is_document(EntryFormat format, bool keep_placeholders) {
 
 namespace {
 
+// A parsed document, or its parser's refusal.
+template <typename Document>
+absl::StatusOr<std::unique_ptr<const TextRuns>> owned(absl::StatusOr<Document> parsed) {
+  if (!parsed.ok()) return parsed.status();
+  return std::make_unique<const Document>(*std::move(parsed));
+}
+
 absl::StatusOr<std::unique_ptr<const TextRuns>> parse_entry(std::string entry, EntryFormat format,
                                                             bool keep_placeholders) {
+  if (keep_placeholders && is_file_format(format)) {
+    return absl::InvalidArgumentError("keep_placeholders applies to text, not to a file");
+  }
   switch (format) {
-    case EntryFormat::kHtml: {
-      auto parsed = HtmlText::Parse(std::move(entry), keep_placeholders);
-      if (!parsed.ok()) return parsed.status();
-      return std::make_unique<const HtmlText>(*std::move(parsed));
-    }
-    case EntryFormat::kXml: {
-      auto parsed = XmlText::Parse(std::move(entry), keep_placeholders);
-      if (!parsed.ok()) return parsed.status();
-      return std::make_unique<const XmlText>(*std::move(parsed));
-    }
-    case EntryFormat::kEpub: {
-      if (keep_placeholders) {
-        return absl::InvalidArgumentError("keep_placeholders applies to text, not to a file");
-      }
-      auto parsed = EpubText::Parse(std::move(entry));
-      if (!parsed.ok()) return parsed.status();
-      return std::make_unique<const EpubText>(*std::move(parsed));
-    }
+    case EntryFormat::kHtml:
+      return owned(HtmlText::Parse(std::move(entry), keep_placeholders));
+    case EntryFormat::kXml:
+      return owned(XmlText::Parse(std::move(entry), keep_placeholders));
+    case EntryFormat::kOpenDocument:
+      return owned(OpenDocumentText::Parse(std::move(entry)));
+    case EntryFormat::kEpub:
+      return owned(EpubText::Parse(std::move(entry)));
     case EntryFormat::kDocx:
     case EntryFormat::kPptx:
     case EntryFormat::kXlsx: {
-      if (keep_placeholders) {
-        return absl::InvalidArgumentError("keep_placeholders applies to text, not to a file");
-      }
       const OfficeFormat office = format == EntryFormat::kDocx   ? OfficeFormat::kDocx
                                   : format == EntryFormat::kPptx ? OfficeFormat::kPptx
                                                                  : OfficeFormat::kXlsx;
-      auto parsed = OfficeText::Parse(std::move(entry), office);
-      if (!parsed.ok()) return parsed.status();
-      return std::make_unique<const OfficeText>(*std::move(parsed));
+      return owned(OfficeText::Parse(std::move(entry), office));
     }
     case EntryFormat::kPlainText:
       break;

@@ -27,7 +27,7 @@
 
 namespace xlate {
 
-enum class EntryFormat { kPlainText, kHtml, kXml, kDocx, kPptx, kXlsx, kEpub };
+enum class EntryFormat { kPlainText, kHtml, kXml, kDocx, kPptx, kXlsx, kOpenDocument, kEpub };
 
 // The MIME types of Office Open XML files (document/office_text.h).
 inline constexpr char kDocxMimeType[] =
@@ -36,6 +36,10 @@ inline constexpr char kPptxMimeType[] =
     "application/vnd.openxmlformats-officedocument.presentationml.presentation";
 inline constexpr char kXlsxMimeType[] =
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+// The MIME types of OpenDocument files (document/open_document_text.h).
+inline constexpr char kOdtMimeType[] = "application/vnd.oasis.opendocument.text";
+inline constexpr char kOdpMimeType[] = "application/vnd.oasis.opendocument.presentation";
+inline constexpr char kOdsMimeType[] = "application/vnd.oasis.opendocument.spreadsheet";
 // An e-book (document/epub_text.h).
 inline constexpr char kEpubMimeType[] = "application/epub+zip";
 
@@ -43,13 +47,14 @@ inline constexpr char kEpubMimeType[] = "application/epub+zip";
 bool is_file_format(EntryFormat format);
 
 // The format a MIME type names, case-insensitively (RFC 2045): "" and "text/plain" are plain
-// text; anything but text/html, text/xml, the Office Open XML types and kEpubMimeType is
-// INVALID_ARGUMENT naming what it may be. `what` names the field in the message ("mime_type", "--mime_type").
+// text; anything but text/html, text/xml, the Office Open XML and OpenDocument types and
+// kEpubMimeType is INVALID_ARGUMENT naming what it may be. `what` names the field in the message ("mime_type", "--mime_type").
 absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::string_view what);
 
 // The MIME type a file's name implies by its extension, case-insensitively: text/html for .html,
 // .htm and .xhtml, text/xml for .xml, the Office Open XML types for .docx, .pptx and .xlsx,
-// kEpubMimeType for .epub, text/plain for any other.
+// the OpenDocument types for .odt, .odp and .ods, kEpubMimeType for .epub, text/plain for any
+// other.
 std::string mime_type_of_file(absl::string_view file_name);
 
 // Whether entries of `format` are rebuilt from their runs (DocumentBatch) rather than
@@ -59,7 +64,7 @@ bool is_document(EntryFormat format, bool keep_placeholders);
 class DocumentBatch {
  public:
   // Each entry parsed as `format` (document/html_text.h, document/xml_text.h,
-  // document/office_text.h, document/epub_text.h; plain text as document/placeholder_text.h,
+  // document/office_text.h, document/open_document_text.h, document/epub_text.h; plain text as document/placeholder_text.h,
   // or without keep_placeholders as a text file's lines, document/text_lines.h),
   // keep_placeholders
   // for HTML and XML too (a file format refuses it).

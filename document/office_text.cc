@@ -173,7 +173,7 @@ class ParagraphReader {
         // Text without a run (a shared string's plain text): a run of no formatting.
         const int index = Add(child, parent_index, 'o', nullptr, true);
         paragraph_.elements[index].close = node_marker('c');
-        append_content(child, paragraph_.text);
+        AppendText(child);
         paragraph_.elements[index].span.end = paragraph_.text.size();
       } else if (is_one_of(child, vocabulary_, vocabulary_.run_containers) &&
                  has_words(TextOf(child))) {
@@ -227,7 +227,7 @@ class ParagraphReader {
     for (xmlNode* item = run->children; item != nullptr; item = item->next) {
       if (item->type != XML_ELEMENT_NODE || Is(item, vocabulary_.run_properties)) continue;
       if (Is(item, vocabulary_.text)) {
-        append_content(item, paragraph_.text);
+        AppendText(item);
       } else {
         Keep(item, index, properties);
       }
@@ -238,8 +238,26 @@ class ParagraphReader {
   // A node kept as it is, in place of no words; a tab or break parts the words around it as a
   // space does.
   void Keep(xmlNode* node, int parent_index, xmlNode* run_properties) {
-    Add(node, parent_index, 'k', run_properties, false);
-    if (is_one_of(node, vocabulary_, vocabulary_.spacing)) paragraph_.text += ' ';
+    const int index = Add(node, parent_index, 'k', run_properties, false);
+    if (is_one_of(node, vocabulary_, vocabulary_.spacing)) {
+      paragraph_.text += ' ';
+      return;
+    }
+    // A field or drawing between words keeps the spaces around it (document/inline_markup.h).
+    paragraph_.elements[index].space_before =
+        !paragraph_.text.empty() && paragraph_.text.back() == ' ';
+    space_after_ = index;
+  }
+
+  // A text element's content; its first character tells whether the kept node before it had
+  // a space after it.
+  void AppendText(const xmlNode* node) {
+    const size_t before = paragraph_.text.size();
+    append_content(node, paragraph_.text);
+    if (space_after_ >= 0 && paragraph_.text.size() > before) {
+      paragraph_.elements[space_after_].space_after = paragraph_.text[before] == ' ';
+      space_after_ = -1;
+    }
   }
 
   int Add(xmlNode* node, int parent_index, char kind, xmlNode* run_properties, bool is_run) {
@@ -254,6 +272,7 @@ class ParagraphReader {
 
   Paragraph& paragraph_;
   const Vocabulary& vocabulary_;
+  int space_after_ = -1;  // the kept node whose next text tells its space_after
 };
 
 // The paragraphs of a part with words, in document order.
@@ -354,11 +373,7 @@ void replace_runs(const Paragraph& paragraph, const std::string& placed,
       if (is_one_of(origin.node, vocabulary, vocabulary.spacing)) {
         after_spacing = true;
         if (last_text != nullptr && last_text->parent->parent == containers.back()->last) {
-          xmlChar* content = xmlNodeGetContent(last_text);
-          std::string kept(reinterpret_cast<const char*>(content));
-          xmlFree(content);
-          kept.erase(kept.find_last_not_of(' ') + 1);
-          xmlNodeSetContentLen(last_text, BAD_CAST kept.data(), static_cast<int>(kept.size()));
+          strip_trailing_spaces(last_text);
         }
       }
       last_text = nullptr;
@@ -369,27 +384,10 @@ void replace_runs(const Paragraph& paragraph, const std::string& placed,
       xmlAddChild(parent, xmlDocCopyNode(origin.node, p->doc, 1));
     }
   });
-  // Out with the old content (the paragraph's properties stay first), in with the new.
-  for (xmlNode* child = p->children; child != nullptr;) {
-    xmlNode* next = child->next;
-    if (!is_named(child, vocabulary, vocabulary.paragraph_properties)) {
-      xmlUnlinkNode(child);
-      xmlFreeNode(child);
-    }
-    child = next;
-  }
-  for (xmlNode* child = holder->children; child != nullptr;) {
-    xmlNode* next = child->next;
-    xmlUnlinkNode(child);
-    xmlAddChild(p, child);
-    child = next;
-  }
-  xmlFreeNode(holder);
-  // The copies declared the namespaces they use (a copy is made outside the tree); the
-  // paragraph's ancestors declare them already. libxml2's option to remove such redundant
-  // declarations (XML_DOM_RECONNS_REMOVEREDUND) is 1; its enum is not in the headers.
-  constexpr int kRemoveRedundantDeclarations = 1;
-  xmlDOMWrapReconcileNamespaces(nullptr, p, kRemoveRedundantDeclarations);
+  // The paragraph's properties stay first.
+  replace_children(p, holder, [&vocabulary](const xmlNode* child) {
+    return is_named(child, vocabulary, vocabulary.paragraph_properties);
+  });
 }
 
 const char* format_name(OfficeFormat format) {

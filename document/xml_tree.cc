@@ -76,6 +76,38 @@ std::vector<xmlNode*> elements_in_order(xmlDoc* document,
   return found;
 }
 
+void replace_children(xmlNode* element, xmlNode* holder,
+                      const std::function<bool(const xmlNode*)>& keep) {
+  for (xmlNode* child = element->children; child != nullptr;) {
+    xmlNode* next = child->next;
+    if (!keep(child)) {
+      xmlUnlinkNode(child);
+      xmlFreeNode(child);
+    }
+    child = next;
+  }
+  for (xmlNode* child = holder->children; child != nullptr;) {
+    xmlNode* next = child->next;
+    xmlUnlinkNode(child);
+    xmlAddChild(element, child);
+    child = next;
+  }
+  xmlFreeNode(holder);
+  // A copy made outside the tree declares the namespaces it uses; the element's ancestors
+  // declare them already. libxml2's option to remove such redundant declarations
+  // (XML_DOM_RECONNS_REMOVEREDUND) is 1; its enum is not in the headers.
+  constexpr int kRemoveRedundantDeclarations = 1;
+  xmlDOMWrapReconcileNamespaces(nullptr, element, kRemoveRedundantDeclarations);
+}
+
+void strip_trailing_spaces(xmlNode* text) {
+  xmlChar* content = xmlNodeGetContent(text);
+  std::string kept(content != nullptr ? reinterpret_cast<const char*>(content) : "");
+  xmlFree(content);
+  kept.erase(kept.find_last_not_of(' ') + 1);
+  xmlNodeSetContentLen(text, BAD_CAST kept.data(), static_cast<int>(kept.size()));
+}
+
 namespace {
 constexpr char kMarkerBegin = '\x01', kMarkerEnd = '\x02';
 }  // namespace

@@ -34,6 +34,16 @@ std::string serialize_xml(const XmlTree& tree);
 std::vector<xmlNode*> elements_in_order(xmlDoc* document,
                                         const std::function<bool(const xmlNode*)>& wanted);
 
+// Gives `element` the children built in `holder` (a detached element of the same document,
+// built while the old children were still in the tree, where copies find their attributes'
+// namespaces) in place of its own, but for those `keep` picks, which stay first; frees `holder`
+// and the old children, and drops the namespace declarations the copies repeat.
+void replace_children(xmlNode* element, xmlNode* holder,
+                      const std::function<bool(const xmlNode*)>& keep);
+
+// Takes the spaces off the end of a text node (before a tab or break that stands for them).
+void strip_trailing_spaces(xmlNode* text);
+
 // Markers of a block's nodes in a translation placed by place_inline_markup
 // (document/inline_markup.h), which writes them where the nodes go; the translation's own text
 // never holds their control characters (without_node_markers, the placement's escape, drops

@@ -36,9 +36,14 @@ std::map<std::string, std::string> docx_entries(const std::string& body) {
           {"docProps/core.xml", "<coreProperties/>"}};
 }
 
-std::string upper(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return text;
+// A "translation": the text upper-cased, its runs of spaces one space (as a model writes it).
+std::string upper(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == ' ' && !out.empty() && out.back() == ' ') continue;
+    out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
 }
 
 // The document translated by upper-casing each paragraph, word for word.
@@ -62,6 +67,9 @@ TEST(OfficeText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {
       "<w:hyperlink r:id=\"rId9\"><w:r><w:rPr><w:u/></w:rPr><w:t>site</w:t></w:r></w:hyperlink>"
       "<w:r><w:t>.</w:t></w:r></w:p>"
       "<w:p><w:r><w:t>Name:</w:t><w:tab/><w:t>John</w:t></w:r></w:p>"
+      "<w:p><w:r><w:t xml:space=\"preserve\">Page </w:t></w:r><w:fldSimple "
+      "w:instr=\"PAGE\"><w:r><w:t>4</w:t></w:r></w:fldSimple><w:r><w:t xml:space=\"preserve\"> "
+      "of the book</w:t></w:r></w:p>"
       "<w:p><w:pPr><w:pStyle w:val=\"Empty\"/></w:pPr></w:p>"
       "<w:tbl><w:tr><w:tc><w:p><w:r><w:t>A cell</w:t></w:r>"
       "<w:bookmarkStart w:id=\"0\" w:name=\"x\"/><w:bookmarkEnd w:id=\"0\"/></w:p></w:tc></w:tr>"
@@ -71,7 +79,8 @@ TEST(OfficeText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {
   ASSERT_TRUE(docx.ok()) << docx.status();
   // A tab parts words as a space does; the empty paragraph is no text.
   EXPECT_EQ(docx->texts(), (std::vector<std::string>{"The dog runs.", "Visit our site.",
-                                                     "Name: John", "A cell"}));
+                                                     "Name: John", "Page  of the book",
+                                                     "A cell"}));
   EXPECT_EQ(docx->parts(), std::vector<std::string>{"word/document.xml"});
   const std::string rebuilt = rebuild_upper(*docx);
   const std::string xml = read_entry(rebuilt, "word/document.xml");
@@ -93,6 +102,11 @@ TEST(OfficeText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {
   EXPECT_NE(xml.find("/></w:r><w:r><w:t xml:space=\"preserve\">JOHN</w:t>"), std::string::npos)
       << xml;
   EXPECT_NE(xml.find("<w:p><w:pPr><w:pStyle w:val=\"Empty\"/></w:pPr></w:p>"), std::string::npos);
+  // A field between words keeps a space on either side.
+  EXPECT_NE(xml.find(">PAGE </w:t></w:r><w:fldSimple w:instr=\"PAGE\"><w:r><w:t>4</w:t></w:r>"
+                     "</w:fldSimple><w:r><w:t xml:space=\"preserve\"> OF THE BOOK</w:t>"),
+            std::string::npos)
+      << xml;
   EXPECT_NE(xml.find("A CELL"), std::string::npos);
   EXPECT_NE(xml.find("w:bookmarkStart"), std::string::npos);
   // Every other entry byte for byte, in the same order.

@@ -3,8 +3,8 @@ document as python-docx writes it (styles, a header, a table, a picture, a hyper
 italic runs, a tab): every paragraph translated, the runs' formatting on translated words, and
 every entry of the archive but the translated parts byte for byte. A file that is not a .docx is
 refused by name. A presentation as python-pptx writes it and a workbook as openpyxl writes it
-come back the same way, and open in the library that wrote them; an EPUB's chapters come back
-as well-formed XHTML.
+come back the same way, and open in the library that wrote them, and so does an OpenDocument
+text odfpy writes; an EPUB's chapters come back as well-formed XHTML.
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
@@ -21,6 +21,7 @@ import zlib
 import docx
 import openpyxl
 import pptx
+from odf import opendocument, style, teletype, text as odf_text
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 
@@ -227,6 +228,33 @@ class PresentationsAndWorkbooks(unittest.TestCase):
         self.assertEqual(translated["A2"].value, 42)
         self.assertEqual(translated["A3"].value, "=A2*2")
 
+
+    def test_an_open_document_texts_paragraphs_and_spans(self):
+        source = os.path.join(self.dir.name, "report.odt")
+        output = os.path.join(self.dir.name, "bericht.odt")
+        document = opendocument.OpenDocumentText()
+        bold = style.Style(name="Bold", family="text")
+        bold.addElement(style.TextProperties(fontweight="bold"))
+        document.automaticstyles.addElement(bold)
+        document.text.addElement(odf_text.H(outlinelevel=1, text="A day in the park"))
+        paragraph = odf_text.P(text="The ")
+        paragraph.addElement(odf_text.Span(stylename=bold, text="dog"))
+        paragraph.addText(" runs in the park.")
+        document.text.addElement(paragraph)
+        document.text.addElement(odf_text.P(text="A man is reading a newspaper."))
+        document.save(source)
+        result = translate(source, output)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(changed_entries(source, output), {"content.xml"})
+        translated = opendocument.load(output)
+        paragraphs = translated.getElementsByType(odf_text.P)
+        heading = teletype.extractText(translated.getElementsByType(odf_text.H)[0])
+        self.assertNotEqual(heading, "A day in the park")
+        self.assertTrue(all(teletype.extractText(p).strip() for p in paragraphs))
+        spans = paragraphs[0].getElementsByType(odf_text.Span)
+        self.assertEqual(len(spans), 1)
+        self.assertEqual(spans[0].getAttribute("stylename"), "Bold")
+        self.assertTrue(teletype.extractText(spans[0]).strip())
 
     def test_an_ebooks_chapters(self):
         source = os.path.join(self.dir.name, "book.epub")
