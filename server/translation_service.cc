@@ -279,22 +279,105 @@ class TranslationService::UnaryCall : public Call<grpc::ServerUnaryReactor> {
   grpc::ByteBuffer* const response_;
 };
 
-// TranslateDocument: the file's paragraphs translated as a Translate request's entries, and the
-// file rebuilt from them (one response, or a status).
-class TranslationService::DocumentCall : public Call<grpc::ServerUnaryReactor> {
+// A call that streams messages while its job runs, then its last message and status. One write
+// at a time: what comes meanwhile waits in the derived call's queue (TakeWaitingLocked), and the
+// end waits for the write in flight, the messages still waiting dropped (the last one holds the
+// whole answer).
+class TranslationService::WritingCall : public Call<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
  public:
-  DocumentCall(TranslationService* service, grpc::CallbackServerContext* context,
-               grpc::ByteBuffer* response)
-      : Call(service, context), response_(response) {}
-  void EndWith(const grpc::Status& status) {
-    End(status, [&](const grpc::Status& sent) { Finish(sent); });
+  using Call::Call;
+  void EndWith(const grpc::Status& status) { EndAfterWrites(std::nullopt, status); }
+
+  void OnWriteDone(bool ok) override {
+    bool write = false;
+    {
+      absl::MutexLock lock(&mutex_);
+      writing_ = false;
+      if (!ok) DropWaitingLocked();  // the stream is broken: the end alone is left to do
+      write = NextWriteLocked();
+      if (!write && !(ending_ && !ended_)) return;
+      if (!write) ended_ = true;
+    }
+    if (write) return StartWrite(&writing_bytes_);
+    EndNow();
   }
+
+ protected:
+  // The next waiting message, moved into `next` (false: none waits).
+  virtual bool TakeWaitingLocked(grpc::ByteBuffer& next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) = 0;
+  virtual void DropWaitingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) = 0;
+
+  // Queues a message with `wait` (which adds it to the waiting ones, under the lock) and writes
+  // the next one when no write is in flight; nothing once the call is ending.
+  template <typename Wait>
+  void Offer(Wait wait) {
+    bool write = false;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (ending_) return;
+      wait();
+      write = NextWriteLocked();
+    }
+    if (write) StartWrite(&writing_bytes_);
+  }
+
+  // Ends the stream with `last` (a message) and `status` once the write in flight is done.
+  void EndAfterWrites(std::optional<grpc::ByteBuffer> last, const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mutex_);
+      if (ending_) return;
+      ending_ = true;
+      last_ = std::move(last);
+      status_ = status;
+      DropWaitingLocked();
+      if (writing_) return;  // OnWriteDone ends it
+      ended_ = true;
+    }
+    EndNow();
+  }
+
+  absl::Mutex mutex_;
+
+ private:
+  bool NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (writing_ || !TakeWaitingLocked(writing_bytes_)) return false;
+    writing_ = true;
+    return true;
+  }
+
+  void EndNow() {
+    const grpc::Status status = status_;
+    End(status, [&](const grpc::Status& sent) {
+      if (last_) {
+        StartWriteAndFinish(&*last_, grpc::WriteOptions(), sent);
+      } else {
+        Finish(sent);
+      }
+    });
+  }
+
+  bool writing_ ABSL_GUARDED_BY(mutex_) = false;
+  grpc::ByteBuffer writing_bytes_;  // the write in flight's message; set under mutex_
+  bool ending_ ABSL_GUARDED_BY(mutex_) = false;  // EndAfterWrites was called
+  bool ended_ ABSL_GUARDED_BY(mutex_) = false;   // EndNow was (or is about to be) called
+  // Set once, with ending_, before EndNow reads them.
+  std::optional<grpc::ByteBuffer> last_;
+  grpc::Status status_;
+};
+
+// What TranslateDocument and TranslateDocumentStream share, over their kind of call (`Base`):
+// the file's request, read from the call's bytes, parsed (only for a caller the key check
+// admitted) into the runs that become the call's entries, checked against the document limits,
+// and the reply rebuilt from their translations.
+template <typename Base>
+class TranslationService::FileCall : public Base {
+ public:
+  using Base::Base;
   grpc::Status ReadRequest(const grpc::ByteBuffer& bytes, const RequestLimits& limits) {
     return parse_request(bytes, limits.max_entries_per_request, file_);
   }
-  // The file parsed (only for a caller the key check admitted) into the runs that become the
-  // request's entries, and the request around them.
   grpc::Status Expand(bool /*streaming*/) {
+    xlate::v1::TranslateRequest& request = this->request_;
     std::string mime_type = file_.mime_type();
     if (mime_type.empty()) mime_type = mime_type_of_file(file_.file_name());
     auto format = entry_format(mime_type, "mime_type");
@@ -303,20 +386,20 @@ class TranslationService::DocumentCall : public Call<grpc::ServerUnaryReactor> {
     auto batch = DocumentBatch::Parse({std::move(*file_.mutable_content())}, *format,
                                       file_.options().keep_placeholders(), "");
     if (!batch.ok()) return to_grpc(batch.status());
-    request_.set_source_language_code(file_.source_language_code());
-    request_.set_target_language_code(file_.target_language_code());
-    request_.set_model(file_.model());
-    *request_.mutable_options() = file_.options();
-    request_.mutable_options()->clear_keep_placeholders();  // taken out by the batch already
-    if (file_.has_glossary_config()) *request_.mutable_glossary_config() = file_.glossary_config();
-    for (const std::string& run : batch->runs()) *request_.add_contents() = run;
-    if (request_.contents().empty()) request_.add_contents();
+    request.set_source_language_code(file_.source_language_code());
+    request.set_target_language_code(file_.target_language_code());
+    request.set_model(file_.model());
+    *request.mutable_options() = file_.options();
+    request.mutable_options()->clear_keep_placeholders();  // taken out by the batch already
+    if (file_.has_glossary_config()) *request.mutable_glossary_config() = file_.glossary_config();
+    for (const std::string& run : batch->runs()) *request.add_contents() = run;
+    if (request.contents().empty()) request.add_contents();
     if (batch->needs_word_links()) {
-      request_.mutable_alignment()->set_layer(kMarkupAlignment.layer);
-      request_.mutable_alignment()->set_head(kMarkupAlignment.head);
+      request.mutable_alignment()->set_layer(kMarkupAlignment.layer);
+      request.mutable_alignment()->set_head(kMarkupAlignment.head);
     }
-    characters_ = characters_of(request_.contents());
-    documents_ = *std::move(batch);
+    this->characters_ = characters_of(request.contents());
+    this->documents_ = *std::move(batch);
     return grpc::Status::OK;
   }
   RequestLimits limits(const RequestLimits& service_limits) const {
@@ -324,46 +407,107 @@ class TranslationService::DocumentCall : public Call<grpc::ServerUnaryReactor> {
     limits.document = true;
     return limits;
   }
+
+ protected:
+  grpc::Status Reply(const std::vector<std::vector<Hypothesis>>& results,
+                     xlate::v1::TranslateDocumentResponse& reply) {
+    xlate::v1::TranslateResponse response;
+    grpc::Status status =
+        respond_documents(this->model(), *this->documents(), this->texts(),
+                          this->aligned_sources(), results, this->terms(), response);
+    if (!status.ok()) return status;
+    xlate::v1::Translation& file = *response.mutable_translations(0);
+    reply.set_content(std::move(*file.mutable_translated_text()));
+    reply.set_mime_type(mime_type_);
+    reply.set_model(response.model());
+    if (this->detected()) *reply.mutable_detected_source_language() = *this->detected();
+    *reply.mutable_glossary_terms() = file.glossary_terms();
+    return grpc::Status::OK;
+  }
+
+ private:
+  xlate::v1::TranslateDocumentRequest file_;
+  std::string mime_type_;
+};
+
+// TranslateDocument: the file's paragraphs translated as a Translate request's entries, and the
+// file rebuilt from them (one response, or a status).
+class TranslationService::DocumentCall : public FileCall<Call<grpc::ServerUnaryReactor>> {
+ public:
+  DocumentCall(TranslationService* service, grpc::CallbackServerContext* context,
+               grpc::ByteBuffer* response)
+      : FileCall(service, context), response_(response) {}
+  void EndWith(const grpc::Status& status) {
+    End(status, [&](const grpc::Status& sent) { Finish(sent); });
+  }
   // The job's DoneCallback.
   void Answer(absl::Status status, int /*n_best*/, std::vector<std::vector<Hypothesis>> results) {
     if (!status.ok()) return EndWith(to_grpc(status));
-    xlate::v1::TranslateResponse response;
-    grpc::Status answered = respond_documents(model(), *documents(), texts(), aligned_sources(),
-                                              results, terms(), response);
-    if (answered.ok()) {
-      xlate::v1::TranslateDocumentResponse reply;
-      xlate::v1::Translation& file = *response.mutable_translations(0);
-      reply.set_content(std::move(*file.mutable_translated_text()));
-      reply.set_mime_type(mime_type_);
-      reply.set_model(response.model());
-      if (detected()) *reply.mutable_detected_source_language() = *detected();
-      *reply.mutable_glossary_terms() = file.glossary_terms();
-      answered = serialize_reply(reply, *response_);
-    }
+    xlate::v1::TranslateDocumentResponse reply;
+    grpc::Status answered = Reply(results, reply);
+    if (answered.ok()) answered = serialize_reply(reply, *response_);
     EndWith(answered);
   }
   TranslationJob::ProgressCallback progress_callback() { return nullptr; }
 
  private:
   grpc::ByteBuffer* const response_;
-  xlate::v1::TranslateDocumentRequest file_;
-  std::string mime_type_;
+};
+
+// TranslateDocumentStream: the file's progress (sentences done of all) while the job runs, then
+// the response (or a status); a newer progress message replaces one still waiting.
+class TranslationService::DocumentStreamCall : public FileCall<WritingCall> {
+ public:
+  using FileCall::FileCall;
+  void Answer(absl::Status status, int /*n_best*/, std::vector<std::vector<Hypothesis>> results) {
+    if (!status.ok()) return EndWith(to_grpc(status));
+    xlate::v1::TranslateDocumentStreamResponse last;
+    grpc::Status answered = Reply(results, *last.mutable_response());
+    grpc::ByteBuffer bytes;
+    if (answered.ok()) answered = serialize_reply(last, bytes);
+    if (!answered.ok()) return EndWith(answered);
+    EndAfterWrites(std::move(bytes), grpc::Status::OK);
+  }
+  // The job's ProgressCallback (on the completion thread, as Answer): a sentence done.
+  TranslationJob::ProgressCallback progress_callback() {
+    return [this](size_t /*sentence*/, std::vector<int32_t> /*tokens*/, bool complete) {
+      if (!complete) return;
+      xlate::v1::TranslateDocumentStreamResponse update;
+      update.mutable_progress()->set_sentences_done(++sentences_done_);
+      update.mutable_progress()->set_sentences_total(
+          static_cast<int32_t>(texts().sentences().size()));
+      grpc::ByteBuffer bytes;
+      if (!serialize_reply(update, bytes).ok()) return;
+      Offer([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { waiting_ = std::move(bytes); });
+    };
+  }
+
+ private:
+  bool TakeWaitingLocked(grpc::ByteBuffer& next) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (!waiting_) return false;
+    next = *std::move(waiting_);
+    waiting_.reset();
+    return true;
+  }
+  void DropWaitingLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { waiting_.reset(); }
+
+  int32_t sentences_done_ = 0;  // the completion thread's alone
+  // The newest progress not written yet.
+  std::optional<grpc::ByteBuffer> waiting_ ABSL_GUARDED_BY(mutex_);
 };
 
 // TranslateStream: partial translations while the job runs, then the response (or a status).
-// One write at a time: what comes meanwhile waits, an entry's newer partial replacing its
-// older one (so a slow reader holds at most one partial per entry), and the end waits for the
-// write in flight.
-class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
+// An entry's newer partial replaces its older one (so a slow reader holds at most one partial
+// per entry).
+class TranslationService::StreamCall : public WritingCall {
  public:
-  using Call::Call;
+  using WritingCall::WritingCall;
   void set_texts(SegmentedTexts texts) {
     settled_.assign(texts.sentences().size(), std::string());
     sentence_done_.assign(texts.sentences().size(), false);
     shown_.assign(texts.text_count(), Shown());
     Call::set_texts(std::move(texts));
   }
-  void EndWith(const grpc::Status& status) { EndAfterWrites(std::nullopt, status); }
   void Answer(absl::Status status, int n_best, std::vector<std::vector<Hypothesis>> results) {
     if (!status.ok()) return EndWith(to_grpc(status));
     xlate::v1::TranslateStreamResponse last;
@@ -383,23 +527,6 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
     return [this](size_t sentence, std::vector<int32_t> tokens, bool complete) {
       OnProgress(sentence, std::move(tokens), complete);
     };
-  }
-
-  void OnWriteDone(bool ok) override {
-    bool write = false;
-    {
-      absl::MutexLock lock(&mutex_);
-      writing_ = false;
-      if (!ok) {  // the stream is broken: the end alone is left to do
-        waiting_.clear();
-        order_.clear();
-      }
-      write = NextWriteLocked();
-      if (!write && !(ending_ && !ended_)) return;
-      if (!write) ended_ = true;
-    }
-    if (write) return StartWrite(&writing_bytes_);
-    EndNow();
   }
 
  private:
@@ -436,59 +563,29 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
     partial->set_complete(entry_done);
     grpc::ByteBuffer bytes;
     if (!serialize_reply(update, bytes).ok()) return;
-    bool write = false;
-    {
-      absl::MutexLock lock(&mutex_);
-      if (ending_) return;
+    Offer([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
       auto [waiting, inserted] = waiting_.try_emplace(entry, std::move(bytes));
       if (inserted) {
         order_.push_back(entry);
       } else {
         waiting->second = std::move(bytes);
       }
-      write = NextWriteLocked();
-    }
-    if (write) StartWrite(&writing_bytes_);
+    });
   }
 
-  // Takes the next waiting partial into writing_bytes_ when no write is in flight; returns
-  // whether the caller is to start writing it.
-  bool NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
-    if (writing_ || order_.empty()) return false;
+  // An entry's partials wait in the order the entries first waited, a newer one in place of an
+  // older one.
+  bool TakeWaitingLocked(grpc::ByteBuffer& next) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (order_.empty()) return false;
     const size_t entry = order_.front();
     order_.pop_front();
-    writing_bytes_ = std::move(waiting_.at(entry));
+    next = std::move(waiting_.at(entry));
     waiting_.erase(entry);
-    writing_ = true;
     return true;
   }
-
-  // Ends the stream with `last` (a message) and `status` once the write in flight is done;
-  // partials still waiting are dropped (the last message holds the whole answer).
-  void EndAfterWrites(std::optional<grpc::ByteBuffer> last, const grpc::Status& status) {
-    {
-      absl::MutexLock lock(&mutex_);
-      if (ending_) return;
-      ending_ = true;
-      last_ = std::move(last);
-      status_ = status;
-      waiting_.clear();
-      order_.clear();
-      if (writing_) return;  // OnWriteDone ends it
-      ended_ = true;
-    }
-    EndNow();
-  }
-
-  void EndNow() {
-    const grpc::Status status = status_;
-    End(status, [&](const grpc::Status& sent) {
-      if (last_) {
-        StartWriteAndFinish(&*last_, grpc::WriteOptions(), sent);
-      } else {
-        Finish(sent);
-      }
-    });
+  void DropWaitingLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    waiting_.clear();
+    order_.clear();
   }
 
   // The completion thread's alone (progress and the answer run there, in order).
@@ -496,16 +593,8 @@ class TranslationService::StreamCall : public Call<grpc::ServerWriteReactor<grpc
   std::vector<bool> sentence_done_;
   std::vector<Shown> shown_;           // per entry: what its last partial showed
 
-  absl::Mutex mutex_;
-  bool writing_ ABSL_GUARDED_BY(mutex_) = false;
-  grpc::ByteBuffer writing_bytes_;  // the write in flight's message; set under mutex_
   std::map<size_t, grpc::ByteBuffer> waiting_ ABSL_GUARDED_BY(mutex_);  // by entry
   std::deque<size_t> order_ ABSL_GUARDED_BY(mutex_);  // entries, in the order they first waited
-  bool ending_ ABSL_GUARDED_BY(mutex_) = false;  // EndAfterWrites was called
-  bool ended_ ABSL_GUARDED_BY(mutex_) = false;   // EndNow was (or is about to be) called
-  // Set once, with ending_, before EndNow reads them.
-  std::optional<grpc::ByteBuffer> last_;
-  grpc::Status status_;
 };
 
 template <typename CallType>
@@ -608,6 +697,14 @@ grpc::ServerUnaryReactor* TranslationService::TranslateDocument(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
     grpc::ByteBuffer* response_bytes) {
   auto* call = new DocumentCall(this, context, response_bytes);
+  Start(call, *request_bytes, client_of(*context));
+  call->Release();
+  return call;
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslationService::TranslateDocumentStream(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes) {
+  auto* call = new DocumentStreamCall(this, context);
   Start(call, *request_bytes, client_of(*context));
   call->Release();
   return call;

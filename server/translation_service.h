@@ -42,8 +42,9 @@ class TranslationService final
           xlate::v1::Translator::WithRawCallbackMethod_TranslateStream<
               xlate::v1::Translator::WithRawCallbackMethod_DetectLanguage<
                   xlate::v1::Translator::WithRawCallbackMethod_TranslateDocument<
-                      xlate::v1::Translator::WithCallbackMethod_ListModels<
-                          xlate::v1::Translator::Service>>>>> {
+                      xlate::v1::Translator::WithRawCallbackMethod_TranslateDocumentStream<
+                          xlate::v1::Translator::WithCallbackMethod_ListModels<
+                              xlate::v1::Translator::Service>>>>>> {
  public:
   // Calls go to a model of `models` (ModelRegistry::Route). Both pointers must outlive the
   // service.
@@ -65,6 +66,9 @@ class TranslationService final
   grpc::ServerUnaryReactor* TranslateDocument(grpc::CallbackServerContext* context,
                                               const grpc::ByteBuffer* request,
                                               grpc::ByteBuffer* response) override;
+  // TranslateDocument with the file's progress while it translates.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* TranslateDocumentStream(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const xlate::v1::ListModelsRequest* request,
                                        xlate::v1::ListModelsResponse* response) override;
@@ -83,8 +87,12 @@ class TranslationService final
   template <typename GrpcReactor>
   class Call;
   class UnaryCall;
+  class WritingCall;
+  template <typename Base>
+  class FileCall;
   class StreamCall;
   class DocumentCall;
+  class DocumentStreamCall;
   // Takes a call's request: refuses it while draining, routes it to a model, checks it and
   // submits its sentences to that model's scheduler (the call's Answer, and its progress
   // callback if any, get the results); a call refused, or with nothing to decode, is answered at

@@ -94,6 +94,21 @@ class Documents(unittest.TestCase):
         self.assertEqual(served.translations[0].translated_text.encode(),
                          command_line(page.encode(), ".html"))
 
+    def test_the_stream_counts_the_sentences_done_then_answers_as_the_call_does(self):
+        source = make_docx()
+        messages = list(self.server.stub.TranslateDocumentStream(
+            pb2.TranslateDocumentRequest(content=source, file_name="report.docx"), timeout=120))
+        progress = [m.progress for m in messages if m.HasField("progress")]
+        self.assertTrue(messages[-1].HasField("response"))
+        # "The dog runs in the park.", two sentences, and the header: 4 in all.
+        self.assertTrue(progress)
+        self.assertTrue(all(p.sentences_total == 4 for p in progress), progress)
+        done = [p.sentences_done for p in progress]
+        self.assertEqual(done, sorted(done))
+        self.assertLessEqual(done[-1], 4)
+        unary = self.translate_document(source, file_name="report.docx")
+        self.assertEqual(entries(messages[-1].response.content), entries(unary.content))
+
     def test_a_text_file_is_translated_line_by_line(self):
         text = "The dog runs.\r\n\r\nA man is reading a newspaper.\r\nTwo children play."
         reply = self.translate_document(text.encode(), mime_type="text/plain")

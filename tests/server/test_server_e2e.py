@@ -584,7 +584,8 @@ class SharedServer(unittest.TestCase):
                  responses[1].file_descriptor_response.file_descriptor_proto]
         self.assertEqual(files[0].name, "proto/translator.proto")
         self.assertEqual([m.name for m in files[0].service[0].method],
-                         ["Translate", "TranslateStream", "ListModels", "DetectLanguage"])
+                         ["Translate", "TranslateStream", "ListModels", "DetectLanguage",
+                          "TranslateDocument", "TranslateDocumentStream"])
         self.assertEqual(responses[2].error_response.error_code, grpc.StatusCode.NOT_FOUND.value[0])
         self.assertEqual(responses[3].all_extension_numbers_response.base_type_name,
                          "xlate.v1.TranslateRequest")
