@@ -15,10 +15,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/translator.grpc.pb.h"
 #include "server/caller_admission.h"
+#include "server/document_jobs.h"
 #include "server/grpc_status.h"
 #include "server/libre_request.h"
 #include "server/translated_files.h"
@@ -114,6 +116,22 @@ grpc::Status prepare_call(const httplib::Request& request, grpc::ClientContext& 
   return grpc::Status::OK;
 }
 
+// The API key of the request's headers (Authorization's bearer token, else X-API-Key; empty for
+// a header without one); nullopt without either header.
+std::optional<std::string> header_key(const httplib::Request& request) {
+  const auto header = [&request](const char* name) -> std::optional<std::string> {
+    if (!request.has_header(name)) return std::nullopt;
+    return request.get_header_value(name);
+  };
+  const std::optional<std::string> authorization = header("Authorization");
+  const std::optional<std::string> x_api_key = header("X-API-Key");
+  if (!authorization && !x_api_key) return std::nullopt;
+  const auto view = [](const std::optional<std::string>& value) {
+    return value ? std::optional<absl::string_view>(*value) : std::nullopt;
+  };
+  return presented_api_key(view(authorization), view(x_api_key));
+}
+
 // The API key of the request's headers, checked before its body is read, so that a caller
 // without a valid key costs no parse (the service admits it again, with its quotas). A
 // LibreTranslate body may carry the key itself (api_key): `key_may_be_in_body` lets a request
@@ -121,17 +139,9 @@ grpc::Status prepare_call(const httplib::Request& request, grpc::ClientContext& 
 absl::Status verify_key_first(ApiKeys* keys, const httplib::Request& request,
                               bool key_may_be_in_body) {
   if (keys == nullptr) return absl::OkStatus();
-  const auto header = [&request](const char* name) -> std::optional<std::string> {
-    if (!request.has_header(name)) return std::nullopt;
-    return request.get_header_value(name);
-  };
-  const std::optional<std::string> authorization = header("Authorization");
-  const std::optional<std::string> x_api_key = header("X-API-Key");
-  if (!authorization && !x_api_key && key_may_be_in_body) return absl::OkStatus();
-  const auto view = [](const std::optional<std::string>& value) {
-    return value ? std::optional<absl::string_view>(*value) : std::nullopt;
-  };
-  return keys->Verify(presented_api_key(view(authorization), view(x_api_key)));
+  const std::optional<std::string> key = header_key(request);
+  if (!key && key_may_be_in_body) return absl::OkStatus();
+  return keys->Verify(key.value_or(std::string()));
 }
 
 // A v1 request body: the message's JSON mapping, unknown fields refused.
@@ -500,6 +510,90 @@ void serve_libretranslate_files(httplib::Server& http, std::shared_ptr<Stub> stu
            });
 }
 
+// A document job's status as JSON.
+Struct job_json(const DocumentJobs::Status& status) {
+  Struct out;
+  auto& fields = *out.mutable_fields();
+  fields["id"] = string_value(status.id);
+  fields["state"] = string_value(status.state);
+  fields["sentencesDone"].set_number_value(status.sentences_done);
+  fields["sentencesTotal"].set_number_value(status.sentences_total);
+  if (!status.error.empty()) fields["error"] = string_value(status.error);
+  if (!status.file_name.empty()) fields["fileName"] = string_value(status.file_name);
+  if (!status.mime_type.empty()) fields["mimeType"] = string_value(status.mime_type);
+  fields["createTime"] = string_value(absl::FormatTime(absl::RFC3339_sec, status.created,
+                                                       absl::UTCTimeZone()));
+  return out;
+}
+
+// Asynchronous files (server/document_jobs.h): POST /v1/documents (a TranslateDocumentRequest
+// in JSON) creates a job, answered 202 with its status; GET /v1/documents/{id} is its status,
+// GET /v1/documents/{id}/content its file once DONE, DELETE /v1/documents/{id} (or POST
+// /v1/documents/{id}:cancel) cancels it.
+void serve_document_jobs(httplib::Server& http, std::shared_ptr<DocumentJobs> jobs,
+                         ApiKeys* keys) {
+  // The caller, once its key (if keys are in use) is valid; else the refusal, answered.
+  const auto caller_of = [keys](const httplib::Request& request, httplib::Response& response)
+      -> std::optional<DocumentJobs::Caller> {
+    if (absl::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/false);
+        !key.ok()) {
+      v1_error(response, static_cast<grpc::StatusCode>(key.code()), std::string(key.message()));
+      return std::nullopt;
+    }
+    return DocumentJobs::Caller{header_key(request).value_or(std::string()), request.remote_addr};
+  };
+  const auto answer = [](httplib::Response& response,
+                         const absl::StatusOr<DocumentJobs::Status>& status, int ok_code) {
+    if (!status.ok()) {
+      return v1_error(response, static_cast<grpc::StatusCode>(status.status().code()),
+                      std::string(status.status().message()));
+    }
+    response.status = ok_code;
+    response.set_content(to_json(job_json(*status)), kJson);
+  };
+  http.Post("/v1/documents", [jobs, caller_of, answer](const httplib::Request& request,
+                                                        httplib::Response& response) {
+    const std::optional<DocumentJobs::Caller> caller = caller_of(request, response);
+    if (!caller) return;
+    xlate::v1::TranslateDocumentRequest message;
+    if (grpc::Status parsed = parse_body(request, message); !parsed.ok()) {
+      return v1_error(response, parsed.error_code(), parsed.error_message());
+    }
+    answer(response, jobs->Create(std::move(message), *caller), 202);
+  });
+  http.Get(R"(/v1/documents/([^/:]+))", [jobs, caller_of, answer](const httplib::Request& request,
+                                                                  httplib::Response& response) {
+    const std::optional<DocumentJobs::Caller> caller = caller_of(request, response);
+    if (!caller) return;
+    answer(response, jobs->Get(request.matches[1], *caller), 200);
+  });
+  http.Get(R"(/v1/documents/([^/:]+)/content)", [jobs, caller_of](const httplib::Request& request,
+                                                                   httplib::Response& response) {
+    const std::optional<DocumentJobs::Caller> caller = caller_of(request, response);
+    if (!caller) return;
+    auto file = jobs->Content(request.matches[1], *caller);
+    if (!file.ok()) {
+      return v1_error(response, static_cast<grpc::StatusCode>(file.status().code()),
+                      std::string(file.status().message()));
+    }
+    if (!file->file_name.empty()) {
+      response.set_header("Content-Disposition",
+                          absl::StrCat("attachment; filename*=UTF-8''",
+                                       percent_encoded(file->file_name)));
+    }
+    response.set_content(file->content, file->mime_type.empty() ? "application/octet-stream"
+                                                                : file->mime_type);
+  });
+  const auto cancel = [jobs, caller_of, answer](const httplib::Request& request,
+                                                httplib::Response& response) {
+    const std::optional<DocumentJobs::Caller> caller = caller_of(request, response);
+    if (!caller) return;
+    answer(response, jobs->Cancel(request.matches[1], *caller), 200);
+  };
+  http.Delete(R"(/v1/documents/([^/:]+))", cancel);
+  http.Post(R"(/v1/documents/([^/:]+):cancel)", cancel);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
@@ -550,6 +644,11 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   std::shared_ptr<Stub> stub = xlate::v1::Translator::NewStub(channel);
   serve_v1(http, stub, options.api_keys);
   serve_libretranslate(http, stub, options.api_keys, options.max_texts);
+  auto jobs = DocumentJobs::Start(channel, options.document_jobs_dir,
+                                  options.document_jobs_kept_for);
+  if (!jobs.ok()) return jobs.status();
+  gateway->jobs_ = std::shared_ptr<DocumentJobs>(*std::move(jobs));
+  serve_document_jobs(http, gateway->jobs_, options.api_keys);
   serve_libretranslate_files(
       http, stub, options.api_keys,
       std::make_shared<TranslatedFiles>(options.translated_files_bytes,
@@ -645,7 +744,12 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   return gateway;
 }
 
+void HttpGateway::StopJobs() {
+  if (jobs_) jobs_->Stop();
+}
+
 bool HttpGateway::Stop(absl::Time deadline) {
+  StopJobs();
   if (!http_) return true;
   http_->stop();
   if (!listening_ended_->WaitForNotificationWithDeadline(deadline)) return false;

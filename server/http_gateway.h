@@ -23,6 +23,11 @@
 //                               api_key -> {translatedFileUrl}, by TranslateDocument
 //   GET  /download_file/<id>/<name>  that file, while the server keeps it
 //                               (server/translated_files.h)
+//   POST /v1/documents          TranslateDocumentRequest JSON -> 202 and the new job's status
+//                               (server/document_jobs.h): {id, state, sentencesDone,
+//                               sentencesTotal, error?, fileName?, mimeType?, createTime}
+//   GET  /v1/documents/{id}     its status; GET /v1/documents/{id}/content its file once DONE;
+//                               DELETE /v1/documents/{id} (or POST .../{id}:cancel) cancels it
 // A gRPC status becomes its HTTP status (INVALID_ARGUMENT 400, NOT_FOUND 404,
 // RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, ...); a v1 error body is
 // {"code": <gRPC code>, "message": ...}. The header X-Request-Timeout (seconds) sets the call's
@@ -47,6 +52,7 @@ class Server;
 namespace xlate::server {
 
 class ApiKeys;
+class DocumentJobs;
 
 struct HttpGatewayOptions {
   std::string host = "0.0.0.0";
@@ -71,6 +77,10 @@ struct HttpGatewayOptions {
   // long (--translated_files_mib, --translated_files_minutes).
   int64_t translated_files_bytes = int64_t{256} << 20;
   absl::Duration translated_files_kept_for = absl::Minutes(30);
+  // Document jobs (server/document_jobs.h): kept in this directory across restarts (empty: in
+  // memory), each for this long (--document_jobs_dir, --document_jobs_hours).
+  std::string document_jobs_dir;
+  absl::Duration document_jobs_kept_for = absl::Hours(24);
   // Origins whose pages may call the API from a browser (CORS): exact origins such as
   // "https://example.org", or "*" for any; empty: none but the server's own page.
   std::vector<std::string> cors_origins;
@@ -91,10 +101,14 @@ class HttpGateway {
   // long as it goes on, and cpp-httplib cannot cut it off; the caller bounds its shutdown by
   // exiting (the object must then not be destroyed, which waits for them).
   bool Stop(absl::Time deadline = absl::InfiniteFuture());
+  // Stops the document jobs' worker (the running job stays unfinished, to be taken up again on
+  // the next start), so that no job holds the server's drain up.
+  void StopJobs();
 
  private:
   HttpGateway() = default;
   std::unique_ptr<httplib::Server> http_;
+  std::shared_ptr<DocumentJobs> jobs_;
   std::thread listener_;
   // Notified once the listener has returned (every worker joined).
   std::shared_ptr<absl::Notification> listening_ended_ = std::make_shared<absl::Notification>();

@@ -1,10 +1,6 @@
 #include "server/translated_files.h"
 
-#include <openssl/rand.h>
-
-#include <stdexcept>
-
-#include "absl/strings/escaping.h"
+#include "server/random_id.h"
 
 namespace xlate::server {
 
@@ -15,12 +11,7 @@ TranslatedFiles::TranslatedFiles(int64_t max_bytes, absl::Duration keep_for,
 std::optional<std::string> TranslatedFiles::Put(File file) {
   const int64_t size = static_cast<int64_t>(file.content.size());
   if (size > max_bytes_) return std::nullopt;
-  unsigned char random[16];
-  if (RAND_bytes(random, sizeof random) != 1) {
-    throw std::runtime_error("TranslatedFiles: OpenSSL has no random bytes");
-  }
-  std::string id = absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(random), sizeof random));
+  std::string id = random_id();
   absl::MutexLock lock(&mutex_);
   const absl::Time now = clock_();
   DropExpiredLocked(now);

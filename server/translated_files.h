@@ -1,6 +1,6 @@
 // Translated files kept for download: LibreTranslate's /translate_file answers with the URL of
 // its result (translatedFileUrl), which its clients then fetch (/download_file/...). Each file
-// is kept under an unguessable id (128 random bits from OpenSSL: a file is its owner's) for a
+// is kept under an unguessable id (server/random_id.h: a file is its owner's) for a
 // while, within a byte budget; the oldest goes first when a new one needs room, and an expired
 // one is never served.
 #pragma once

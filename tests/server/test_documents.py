@@ -2,7 +2,9 @@
 `xlate translate --input` does, part for part, and a text file line by line; Translate's
 text/html entries match the command line's; a file over the document limits, or not of its
 type, is refused by name. Over HTTP, LibreTranslate's /translate_file answers with a URL the
-client downloads the same file from, and /v1/translateDocument carries it in JSON.
+client downloads the same file from, and /v1/translateDocument carries it in JSON. A document
+job (POST /v1/documents) reports its progress, survives the server being killed while it runs,
+and can be cancelled.
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
@@ -19,7 +21,7 @@ import docx
 import grpc
 import requests
 
-from harness import XLATE_BIN, Server, free_port, pb2
+from harness import XLATE_BIN, Server, free_port, pb2, sample_sentences, wait_until
 
 DEFAULT_MODEL = os.environ["XLATE_DEFAULT_MODEL"]
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -33,6 +35,16 @@ def make_docx():
     first.add_run("dog").bold = True
     first.add_run(" runs in the park.")
     document.add_paragraph("A man is reading a newspaper. Two children are playing.")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def make_long_docx(paragraphs):
+    """A document of `paragraphs` real sentences, a few seconds' work for the default model."""
+    document = docx.Document()
+    for sentence in sample_sentences(paragraphs):
+        document.add_paragraph(sentence)
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
@@ -173,6 +185,97 @@ class Documents(unittest.TestCase):
         self.assertEqual(body["mimeType"], DOCX)
         grpc_reply = self.translate_document(source, file_name="report.docx")
         self.assertEqual(entries(base64.b64decode(body["content"])), entries(grpc_reply.content))
+
+
+class DocumentJobs(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.servers = []
+
+    def tearDown(self):
+        for server in self.servers:
+            server.close()
+        self.dir.cleanup()
+
+    def start(self, *flags):
+        server = Server(f"--http_port={free_port()}", f"--document_jobs_dir={self.dir.name}",
+                        *flags, model_dir=DEFAULT_MODEL)
+        self.servers.append(server)
+        return server, f"http://127.0.0.1:{server.http_port}/v1/documents"
+
+    def status(self, url, job):
+        return requests.get(f"{url}/{job}", timeout=60).json()
+
+    def test_a_job_goes_on_after_the_server_is_killed_while_it_runs(self):
+        source = make_long_docx(120)
+        server, url = self.start()
+        created = requests.post(url, json={"content": base64.b64encode(source).decode(),
+                                           "fileName": "long.docx"}, timeout=60)
+        self.assertEqual(created.status_code, 202, created.text)
+        job = created.json()["id"]
+        self.assertEqual(created.json()["state"], "QUEUED")
+        self.assertTrue(wait_until(lambda: self.status(url, job)["sentencesDone"] > 0, 120))
+        running = self.status(url, job)
+        self.assertEqual(running["state"], "RUNNING")
+        self.assertGreaterEqual(running["sentencesTotal"], 120)
+        self.assertLess(running["sentencesDone"], running["sentencesTotal"])
+        server.kill()
+        server, url = self.start()
+        self.assertTrue(wait_until(lambda: self.status(url, job)["state"] == "DONE", 300),
+                        self.status(url, job))
+        done = self.status(url, job)
+        self.assertEqual(done["sentencesDone"], done["sentencesTotal"])
+        content = requests.get(f"{url}/{job}/content", timeout=60)
+        self.assertEqual(content.status_code, 200)
+        self.assertIn("long.docx", content.headers["Content-Disposition"])
+        direct = server.stub.TranslateDocument(
+            pb2.TranslateDocumentRequest(content=source, file_name="long.docx"), timeout=300)
+        self.assertEqual(entries(content.content), entries(direct.content))
+
+    def test_a_job_can_be_cancelled_and_unknown_ones_are_not_found(self):
+        server, url = self.start()
+        created = requests.post(url, json={"content": base64.b64encode(make_long_docx(120)).decode(),
+                                           "fileName": "long.docx"}, timeout=60)
+        job = created.json()["id"]
+        cancelled = requests.delete(f"{url}/{job}", timeout=60)
+        self.assertEqual(cancelled.status_code, 200)
+        self.assertTrue(wait_until(lambda: self.status(url, job)["state"] == "CANCELLED", 60),
+                        self.status(url, job))
+        content = requests.get(f"{url}/{job}/content", timeout=60)
+        self.assertEqual(content.status_code, 400)
+        self.assertIn("is CANCELLED", content.json()["message"])
+        self.assertEqual(requests.get(f"{url}/{'0' * 32}", timeout=60).status_code, 404)
+        broken = requests.post(url, json={"content": base64.b64encode(b"not a zip").decode(),
+                                          "fileName": "x.docx"}, timeout=60).json()["id"]
+        self.assertTrue(wait_until(lambda: self.status(url, broken)["state"] == "FAILED", 60))
+        self.assertIn("not a ZIP archive", self.status(url, broken)["error"])
+
+    def test_a_job_is_its_keys_alone(self):
+        keys = os.path.join(self.dir.name, "keys.txt")
+        alice, bob = "alice-key-0123456789abcdef", "bob-key-0123456789abcdef"
+        with open(keys, "w", encoding="utf-8") as f:
+            f.write(f"{alice}\n{bob}\n")
+        server, url = self.start(f"--api_keys_file={keys}")
+        body = {"content": base64.b64encode(make_docx()).decode(), "fileName": "a.docx"}
+        self.assertEqual(requests.post(url, json=body, timeout=60).status_code, 401)
+        created = requests.post(url, json=body, headers={"X-API-Key": alice}, timeout=60)
+        self.assertEqual(created.status_code, 202, created.text)
+        job = created.json()["id"]
+        as_alice = {"X-API-Key": alice}
+        self.assertTrue(wait_until(lambda: requests.get(f"{url}/{job}", headers=as_alice,
+                                                        timeout=60).json()["state"] == "DONE",
+                                   120))
+        for headers in ({"X-API-Key": bob}, {}):
+            answer = requests.get(f"{url}/{job}/content", headers=headers, timeout=60)
+            self.assertIn(answer.status_code, (401, 404), answer.text)
+        self.assertEqual(requests.get(f"{url}/{job}/content", headers=as_alice,
+                                      timeout=60).status_code, 200)
+        # The key is never written down, only its name.
+        for root, _, files in os.walk(self.dir.name):
+            for name in files:
+                if name != "keys.txt":
+                    with open(os.path.join(root, name), "rb") as f:
+                        self.assertNotIn(alice.encode(), f.read())
 
 
 if __name__ == "__main__":
