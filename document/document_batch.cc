@@ -7,11 +7,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "document/markdown_text.h"
 #include "document/office_text.h"
 #include "document/open_document_text.h"
 #include "document/epub_text.h"
 #include "document/html_text.h"
 #include "document/placeholder_text.h"
+#include "document/subtitle_text.h"
 #include "document/text_lines.h"
 #include "document/xml_text.h"
 #include "text/utf8.h"
@@ -24,6 +26,9 @@ absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::stri
   }
   if (absl::EqualsIgnoreCase(mime_type, "text/html")) return EntryFormat::kHtml;
   if (absl::EqualsIgnoreCase(mime_type, "text/xml")) return EntryFormat::kXml;
+  if (absl::EqualsIgnoreCase(mime_type, kMarkdownMimeType)) return EntryFormat::kMarkdown;
+  if (absl::EqualsIgnoreCase(mime_type, kSubRipMimeType)) return EntryFormat::kSubRip;
+  if (absl::EqualsIgnoreCase(mime_type, kWebVttMimeType)) return EntryFormat::kWebVtt;
   if (absl::EqualsIgnoreCase(mime_type, kDocxMimeType)) return EntryFormat::kDocx;
   if (absl::EqualsIgnoreCase(mime_type, kPptxMimeType)) return EntryFormat::kPptx;
   if (absl::EqualsIgnoreCase(mime_type, kXlsxMimeType)) return EntryFormat::kXlsx;
@@ -33,8 +38,10 @@ absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::stri
   }
   return absl::InvalidArgumentError(
       absl::StrCat(what, " \"", excerpt(std::string_view(mime_type.data(), mime_type.size())),
-                   "\" is not supported; it must be text/plain (or empty), text/html, text/xml, "
-                   "the type of a .docx, .pptx, .xlsx, .odt, .odp or .ods file, or ",
+                   "\" is not supported; it must be text/plain (or empty), text/html, text/xml, ",
+                   kMarkdownMimeType, ", ",
+                   kSubRipMimeType, ", ", kWebVttMimeType,
+                   ", the type of a .docx, .pptx, .xlsx, .odt, .odp or .ods file, or ",
                    kEpubMimeType));
 }
 
@@ -47,6 +54,9 @@ std::string mime_type_of_file(absl::string_view file_name) {
   const std::string extension = absl::AsciiStrToLower(file_name.substr(dot + 1));
   if (extension == "html" || extension == "htm" || extension == "xhtml") return "text/html";
   if (extension == "xml") return "text/xml";
+  if (extension == "md" || extension == "markdown") return kMarkdownMimeType;
+  if (extension == "srt") return kSubRipMimeType;
+  if (extension == "vtt") return kWebVttMimeType;
   if (extension == "docx") return kDocxMimeType;
   if (extension == "pptx") return kPptxMimeType;
   if (extension == "xlsx") return kXlsxMimeType;
@@ -86,6 +96,19 @@ absl::StatusOr<std::unique_ptr<const TextRuns>> parse_entry(std::string entry, E
       return owned(HtmlText::Parse(std::move(entry), keep_placeholders));
     case EntryFormat::kXml:
       return owned(XmlText::Parse(std::move(entry), keep_placeholders));
+    case EntryFormat::kMarkdown:
+      if (keep_placeholders) {
+        return absl::InvalidArgumentError("keep_placeholders does not apply to Markdown");
+      }
+      return owned(MarkdownText::Parse(std::move(entry)));
+    case EntryFormat::kSubRip:
+    case EntryFormat::kWebVtt:
+      if (keep_placeholders) {
+        return absl::InvalidArgumentError("keep_placeholders does not apply to subtitles");
+      }
+      return owned(SubtitleText::Parse(std::move(entry), format == EntryFormat::kSubRip
+                                                             ? SubtitleFormat::kSubRip
+                                                             : SubtitleFormat::kWebVtt));
     case EntryFormat::kOpenDocument:
       return owned(OpenDocumentText::Parse(std::move(entry)));
     case EntryFormat::kEpub:

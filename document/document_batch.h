@@ -27,7 +27,26 @@
 
 namespace xlate {
 
-enum class EntryFormat { kPlainText, kHtml, kXml, kDocx, kPptx, kXlsx, kOpenDocument, kEpub };
+enum class EntryFormat {
+  kPlainText,
+  kHtml,
+  kXml,
+  kMarkdown,
+  kSubRip,
+  kWebVtt,
+  kDocx,
+  kPptx,
+  kXlsx,
+  kOpenDocument,
+  kEpub
+};
+
+// The MIME types of subtitles (document/subtitle_text.h): SubRip has no registered one; this is
+// the one most tools send.
+inline constexpr char kSubRipMimeType[] = "application/x-subrip";
+inline constexpr char kWebVttMimeType[] = "text/vtt";
+// Markdown (document/markdown_text.h).
+inline constexpr char kMarkdownMimeType[] = "text/markdown";
 
 // The MIME types of Office Open XML files (document/office_text.h).
 inline constexpr char kDocxMimeType[] =
@@ -47,12 +66,14 @@ inline constexpr char kEpubMimeType[] = "application/epub+zip";
 bool is_file_format(EntryFormat format);
 
 // The format a MIME type names, case-insensitively (RFC 2045): "" and "text/plain" are plain
-// text; anything but text/html, text/xml, the Office Open XML and OpenDocument types and
-// kEpubMimeType is INVALID_ARGUMENT naming what it may be. `what` names the field in the message ("mime_type", "--mime_type").
+// text; anything but text/html, text/xml, text/markdown, the subtitles', Office Open XML and
+// OpenDocument types and kEpubMimeType is INVALID_ARGUMENT naming what it may be. `what` names the field in the message ("mime_type", "--mime_type").
 absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::string_view what);
 
 // The MIME type a file's name implies by its extension, case-insensitively: text/html for .html,
-// .htm and .xhtml, text/xml for .xml, the Office Open XML types for .docx, .pptx and .xlsx,
+// .htm and .xhtml, text/xml for .xml, text/markdown for .md and .markdown, the subtitles' for
+// .srt and .vtt, the Office Open XML
+// types for .docx, .pptx and .xlsx,
 // the OpenDocument types for .odt, .odp and .ods, kEpubMimeType for .epub, text/plain for any
 // other.
 std::string mime_type_of_file(absl::string_view file_name);
@@ -64,7 +85,8 @@ bool is_document(EntryFormat format, bool keep_placeholders);
 class DocumentBatch {
  public:
   // Each entry parsed as `format` (document/html_text.h, document/xml_text.h,
-  // document/office_text.h, document/open_document_text.h, document/epub_text.h; plain text as document/placeholder_text.h,
+  // document/markdown_text.h, document/subtitle_text.h, document/office_text.h, document/open_document_text.h,
+  // document/epub_text.h; plain text as document/placeholder_text.h,
   // or without keep_placeholders as a text file's lines, document/text_lines.h),
   // keep_placeholders
   // for HTML and XML too (a file format refuses it).

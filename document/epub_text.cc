@@ -162,10 +162,7 @@ std::vector<std::string> EpubText::parts() const {
 
 std::string EpubText::Rebuild(const std::vector<std::string>& translations,
                               const std::vector<WordLinks>& links) const {
-  const bool linked = needs_word_links();
-  if (translations.size() != texts_.size() || (linked && links.size() != texts_.size())) {
-    throw std::logic_error("EpubText::Rebuild: one translation (and word links) per paragraph");
-  }
+  CheckRebuild("EpubText", translations, links);
   std::map<std::string, std::string> replaced;
   size_t first = 0;
   for (const Part& part : parts_) {

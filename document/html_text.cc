@@ -502,12 +502,7 @@ bool HtmlText::needs_word_links() const {
 
 std::string HtmlText::Rebuild(const std::vector<std::string>& translations,
                               const std::vector<WordLinks>& links) const {
-  if (translations.size() != blocks_.size()) {
-    throw std::logic_error("HtmlText::Rebuild: one translation per block");
-  }
-  if (needs_word_links() && links.size() != blocks_.size()) {
-    throw std::logic_error("HtmlText::Rebuild: one word links per block");
-  }
+  CheckRebuild("HtmlText", translations, links);
   std::string out;
   out.reserve(source_.size() + source_.size() / 4);
   size_t copied = 0;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace xlate {
 namespace {
@@ -354,6 +355,50 @@ std::string place_inline_markup(const std::string& source, const std::string& tr
   MarkupWriter writer(translation, elements, words, escape);
   writer.Write(roots, placer.placements(), children_of, targets);
   return writer.Finish();  // the words after the last element, and what follows them
+}
+
+namespace {
+constexpr char kMarkerBegin = '\x01', kMarkerEnd = '\x02';
+}  // namespace
+
+std::string node_marker(char kind, size_t node) {
+  return kind == 'c' ? std::string{kMarkerBegin, 'c', kMarkerEnd}
+                     : absl::StrCat(std::string(1, kMarkerBegin), std::string(1, kind), node,
+                                    std::string(1, kMarkerEnd));
+}
+
+std::string without_node_markers(absl::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c != kMarkerBegin && c != kMarkerEnd) out += c;
+  }
+  return out;
+}
+
+void for_each_placed_piece(const std::string& placed,
+                           const std::function<void(absl::string_view)>& on_text,
+                           const std::function<void(char kind, size_t node)>& on_marker) {
+  size_t at = 0;
+  while (at < placed.size()) {
+    const size_t begin = placed.find(kMarkerBegin, at);
+    const absl::string_view text = absl::string_view(placed).substr(
+        at, begin == std::string::npos ? std::string::npos : begin - at);
+    if (!text.empty()) on_text(text);
+    if (begin == std::string::npos) break;
+    const size_t end = placed.find(kMarkerEnd, begin);
+    if (end == std::string::npos) break;  // markers are whole; nothing follows a cut one
+    size_t node = 0;
+    for (size_t i = begin + 2; i < end; ++i) node = node * 10 + (placed[i] - '0');
+    on_marker(placed[begin + 1], node);
+    at = end + 1;
+  }
+}
+
+std::string place_node_markers(const std::string& source, const std::string& translation,
+                               const std::vector<InlineElement>& elements,
+                               const WordLinks& links) {
+  if (elements.empty()) return without_node_markers(translation);
+  return place_inline_markup(source, translation, elements, links, without_node_markers);
 }
 
 }  // namespace xlate

@@ -18,6 +18,8 @@
 // word encloses every target word.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,5 +66,25 @@ std::string place_inline_markup(const std::string& source, const std::string& tr
                                 const std::vector<InlineElement>& elements,
                                 const WordLinks& links,
                                 std::string (*escape)(absl::string_view));
+
+// Markers of a block's nodes in a translation placed by place_inline_markup
+// (below), which writes them where the nodes go; the translation's own text
+// never holds their control characters (without_node_markers, the placement's escape, drops
+// them). 'o' N opens a copy of node N (the element and its attributes), 'c' closes the
+// innermost, 'k' N is a copy of node N with all it holds.
+std::string node_marker(char kind, size_t node = 0);
+std::string without_node_markers(absl::string_view text);
+
+// place_inline_markup for a block whose elements' markup is node markers (none: the translation
+// alone), escaping nothing but the markers' characters.
+std::string place_node_markers(const std::string& source, const std::string& translation,
+                               const std::vector<InlineElement>& elements,
+                               const WordLinks& links);
+
+// Walks a placed translation in order: the text between markers, and each marker's kind and
+// node.
+void for_each_placed_piece(const std::string& placed,
+                           const std::function<void(absl::string_view)>& on_text,
+                           const std::function<void(char kind, size_t node)>& on_marker);
 
 }  // namespace xlate

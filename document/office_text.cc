@@ -137,7 +137,7 @@ std::vector<xmlNode*> paragraphs_of(xmlDoc* document, const Vocabulary& vocabula
 }
 
 // A paragraph as one text, its runs, run containers and kept nodes as inline elements whose
-// markers (document/xml_tree.h) stand for them.
+// markers (document/inline_markup.h) stand for them.
 struct Paragraph {
   xmlNode* node = nullptr;
   std::string text;
@@ -443,9 +443,7 @@ absl::StatusOr<OfficeText> OfficeText::Parse(std::string archive, OfficeFormat f
 
 std::string OfficeText::Rebuild(const std::vector<std::string>& translations,
                                 const std::vector<WordLinks>& links) const {
-  if (translations.size() != texts_.size() || links.size() != texts_.size()) {
-    throw std::logic_error("OfficeText::Rebuild: one translation and word links per paragraph");
-  }
+  CheckRebuild("OfficeText", translations, links);
   const Vocabulary& vocabulary = vocabulary_of(format_);
   std::map<std::string, std::string> replaced;
   size_t text = 0;
@@ -457,8 +455,8 @@ std::string OfficeText::Rebuild(const std::vector<std::string>& translations,
     if (paragraphs.empty()) continue;
     std::vector<std::string> placed;
     for (const Paragraph& paragraph : paragraphs) {
-      placed.push_back(place_inline_markup(paragraph.text, translations[text], paragraph.elements,
-                                           links[text], without_node_markers));
+      placed.push_back(
+          place_node_markers(paragraph.text, translations[text], paragraph.elements, links[text]));
       ++text;
     }
     // Text boxes' paragraphs (inside a drawing of an earlier paragraph) first, so that the

@@ -57,7 +57,7 @@ bool has_words(const std::string& text) {
 }
 
 // A paragraph as one text, its spans, links and kept nodes as inline elements whose markers
-// (document/xml_tree.h) stand for them.
+// (document/inline_markup.h) stand for them.
 struct Paragraph {
   xmlNode* node = nullptr;
   std::string text;
@@ -218,10 +218,7 @@ absl::StatusOr<OpenDocumentText> OpenDocumentText::Parse(std::string archive) {
 
 std::string OpenDocumentText::Rebuild(const std::vector<std::string>& translations,
                                       const std::vector<WordLinks>& links) const {
-  if (translations.size() != texts_.size() || links.size() != texts_.size()) {
-    throw std::logic_error("OpenDocumentText::Rebuild: one translation and word links per "
-                           "paragraph");
-  }
+  CheckRebuild("OpenDocumentText", translations, links);
   std::map<std::string, std::string> replaced;
   size_t text = 0;
   for (const std::string& part : parts_) {
@@ -231,8 +228,8 @@ std::string OpenDocumentText::Rebuild(const std::vector<std::string>& translatio
     std::vector<Paragraph> paragraphs = paragraphs_with_words(tree->get(), part == "styles.xml");
     std::vector<std::string> placed;
     for (const Paragraph& paragraph : paragraphs) {
-      placed.push_back(place_inline_markup(paragraph.text, translations[text], paragraph.elements,
-                                           links[text], without_node_markers));
+      placed.push_back(
+          place_node_markers(paragraph.text, translations[text], paragraph.elements, links[text]));
       ++text;
     }
     // Notes' and text boxes' paragraphs (inside a kept node of an earlier paragraph) first, so

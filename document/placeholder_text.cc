@@ -152,10 +152,7 @@ PlaceholderText::PlaceholderText(std::string source) : source_(std::move(source)
 
 std::string PlaceholderText::Rebuild(const std::vector<std::string>& translations,
                                      const std::vector<WordLinks>& links) const {
-  if (translations.size() != texts_.size() ||
-      (needs_word_links() && links.size() != texts_.size())) {
-    throw std::logic_error("PlaceholderText::Rebuild: one translation (and word links) per text");
-  }
+  CheckRebuild("PlaceholderText", translations, links);
   if (texts_.empty()) return leading_;
   return leading_ +
          (elements_.empty() ? translations[0]

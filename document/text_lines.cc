@@ -4,24 +4,30 @@
 
 namespace xlate {
 
-TextLines::TextLines(const std::string& source) {
+std::vector<LineSpan> line_spans(const std::string& text) {
+  std::vector<LineSpan> lines;
   size_t start = 0;
-  while (start < source.size()) {
-    size_t end = source.find('\n', start);
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
     const bool last = end == std::string::npos;
-    if (last) end = source.size();
-    const bool crlf = !last && end > start && source[end - 1] == '\r';
-    lines_.push_back(source.substr(start, end - start - (crlf ? 1 : 0)));
-    endings_.push_back(last ? "" : crlf ? "\r\n" : "\n");
+    if (last) end = text.size();
+    const bool crlf = !last && end > start && text[end - 1] == '\r';
+    lines.push_back({start, end - (crlf ? 1 : 0), last ? "" : crlf ? "\r\n" : "\n"});
     start = end + 1;
+  }
+  return lines;
+}
+
+TextLines::TextLines(const std::string& source) {
+  for (LineSpan& line : line_spans(source)) {
+    lines_.push_back(source.substr(line.begin, line.end - line.begin));
+    endings_.push_back(std::move(line.ending));
   }
 }
 
 std::string TextLines::Rebuild(const std::vector<std::string>& translations,
-                               const std::vector<WordLinks>& /*links*/) const {
-  if (translations.size() != lines_.size()) {
-    throw std::logic_error("TextLines::Rebuild: one translation per line");
-  }
+                               const std::vector<WordLinks>& links) const {
+  CheckRebuild("TextLines", translations, links);
   std::string out;
   for (size_t i = 0; i < lines_.size(); ++i) out += translations[i] + endings_[i];
   return out;

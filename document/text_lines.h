@@ -11,6 +11,14 @@
 
 namespace xlate {
 
+// A line of a text: its bytes without the line ending, and the ending ("\n", "\r\n", or "" for
+// a last line without one).
+struct LineSpan {
+  size_t begin, end;
+  std::string ending;
+};
+std::vector<LineSpan> line_spans(const std::string& text);
+
 class TextLines : public TextRuns {
  public:
   explicit TextLines(const std::string& source);

@@ -6,6 +6,7 @@
 // inline markup.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,18 @@ class TextRuns {
   // many links when needs_word_links() (else none: links is empty).
   virtual std::string Rebuild(const std::vector<std::string>& translations,
                               const std::vector<WordLinks>& links) const = 0;
+
+ protected:
+  // Rebuild's arguments as its callers must give them; else std::logic_error naming `kind`
+  // (a programming error, not the user's).
+  void CheckRebuild(const char* kind, const std::vector<std::string>& translations,
+                    const std::vector<WordLinks>& links) const {
+    const size_t count = texts().size();
+    if (translations.size() != count || (needs_word_links() && links.size() != count)) {
+      throw std::logic_error(std::string(kind) +
+                             "::Rebuild: one translation (and word links) per text");
+    }
+  }
 };
 
 }  // namespace xlate

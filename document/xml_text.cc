@@ -215,10 +215,7 @@ absl::StatusOr<XmlText> XmlText::Parse(std::string source, bool keep_placeholder
 
 std::string XmlText::Rebuild(const std::vector<std::string>& translations,
                              const std::vector<WordLinks>& links) const {
-  if (translations.size() != texts_.size() ||
-      (needs_word_links_ && links.size() != texts_.size())) {
-    throw std::logic_error("XmlText::Rebuild: one translation (and word links) per block");
-  }
+  CheckRebuild("XmlText", translations, links);
   absl::StatusOr<XmlTree> document = parse_xml(source_);  // parsed once already
   if (!document.ok()) throw std::logic_error("XmlText::Rebuild: the source no longer parses");
   // The blocks are collected first: replacing a container's content while walking would walk
@@ -227,11 +224,9 @@ std::string XmlText::Rebuild(const std::vector<std::string>& translations,
   for_each_block(reinterpret_cast<xmlNode*>(document->get()), keep_placeholders_,
                  [&](Block& block) { blocks.push_back(std::move(block)); });
   for (size_t i = 0; i < blocks.size(); ++i) {
-    const std::string placed =
-        blocks[i].elements.empty()
-            ? without_node_markers(translations[i])
-            : place_inline_markup(texts_[i], translations[i], blocks[i].elements, links[i],
-                                  without_node_markers);
+    const std::string placed = place_node_markers(
+        texts_[i], translations[i], blocks[i].elements,
+        blocks[i].elements.empty() ? WordLinks() : links[i]);
     replace_content(blocks[i], placed);
   }
   std::string out = serialize_xml(*document);

@@ -1,5 +1,6 @@
 // An XML document as libxml2's tree, parsed safely and written back: the one place the document
-// floor's XML formats (document/xml_text.h, document/docx_text.h) read and write XML.
+// floor's XML formats (document/xml_text.h, document/office_text.h, document/open_document_text.h,
+// document/epub_text.h) read and write XML.
 #pragma once
 
 #include <libxml/tree.h>
@@ -43,19 +44,5 @@ void replace_children(xmlNode* element, xmlNode* holder,
 
 // Takes the spaces off the end of a text node (before a tab or break that stands for them).
 void strip_trailing_spaces(xmlNode* text);
-
-// Markers of a block's nodes in a translation placed by place_inline_markup
-// (document/inline_markup.h), which writes them where the nodes go; the translation's own text
-// never holds their control characters (without_node_markers, the placement's escape, drops
-// them). 'o' N opens a copy of node N (the element and its attributes), 'c' closes the
-// innermost, 'k' N is a copy of node N with all it holds.
-std::string node_marker(char kind, size_t node = 0);
-std::string without_node_markers(absl::string_view text);
-
-// Walks a placed translation in order: the text between markers, and each marker's kind and
-// node.
-void for_each_placed_piece(const std::string& placed,
-                           const std::function<void(absl::string_view)>& on_text,
-                           const std::function<void(char kind, size_t node)>& on_marker);
 
 }  // namespace xlate

@@ -62,8 +62,8 @@ TEST(DocumentBatch, FormatsAreNamedByMimeTypeAndOthersRefusedByName) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(refused.status().message(),
             "--mime_type \"application/pdf\" is not supported; it must be text/plain (or "
-            "empty), text/html, text/xml, the type of a .docx, .pptx, .xlsx, .odt, .odp or "
-            ".ods file, or application/epub+zip");
+            "empty), text/html, text/xml, text/markdown, application/x-subrip, text/vtt, the "
+            "type of a .docx, .pptx, .xlsx, .odt, .odp or .ods file, or application/epub+zip");
   // A client's long value is quoted by its start.
   auto long_value = entry_format(std::string(5000, 'x'), "mime_type");
   EXPECT_LT(long_value.status().message().size(), 300u);

@@ -115,7 +115,9 @@ TEST(OfficeText, ParagraphsAreTranslatedWholeAndRunsKeepTheirFormatting) {
   auto in = ZipArchive::Open(make_archive(entries));
   EXPECT_EQ(out->names(), in->names());
   for (const auto& [name, data] : entries) {
-    if (name != "word/document.xml") EXPECT_EQ(read_entry(rebuilt, name), data) << name;
+    if (name != "word/document.xml") {
+      EXPECT_EQ(read_entry(rebuilt, name), data) << name;
+    }
   }
 }
 

@@ -4,7 +4,8 @@ italic runs, a tab): every paragraph translated, the runs' formatting on transla
 every entry of the archive but the translated parts byte for byte. A file that is not a .docx is
 refused by name. A presentation as python-pptx writes it and a workbook as openpyxl writes it
 come back the same way, and open in the library that wrote them, and so does an OpenDocument
-text odfpy writes; an EPUB's chapters come back as well-formed XHTML.
+text odfpy writes; an EPUB's chapters come back as well-formed XHTML; subtitles keep their cues'
+numbers and timings, and Markdown its structure.
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
@@ -171,7 +172,7 @@ def changed_entries(source, output):
         return {name for name in a.namelist() if a.read(name) != b.read(name)}
 
 
-class PresentationsAndWorkbooks(unittest.TestCase):
+class OtherFormats(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
 
@@ -255,6 +256,51 @@ class PresentationsAndWorkbooks(unittest.TestCase):
         self.assertEqual(len(spans), 1)
         self.assertEqual(spans[0].getAttribute("stylename"), "Bold")
         self.assertTrue(teletype.extractText(spans[0]).strip())
+
+    def test_subtitles_keep_their_cues_and_timings(self):
+        srt = ("1\n00:00:01,000 --> 00:00:04,000\nThe dog runs in the park\nand the man reads.\n\n"
+               "2\n00:00:05,000 --> 00:00:06,500\n<i>Two children are playing.</i>\n")
+        vtt = ("WEBVTT\n\nNOTE a comment\n\n00:01.000 --> 00:04.000 align:start\n"
+               "<v Anna>A woman is singing &amp; dancing.\n")
+        outputs = {}
+        for name, text in (("talk.srt", srt), ("talk.vtt", vtt)):
+            source = os.path.join(self.dir.name, name)
+            output = source + ".de" + os.path.splitext(name)[1]
+            with open(source, "w", encoding="utf-8") as f:
+                f.write(text)
+            result = translate(source, output)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(output, encoding="utf-8") as f:
+                translated = f.read()
+            # Every line that is not a cue's text comes back as it was, in its place.
+            kept = [line for line in text.split("\n") if "-->" in line or line.isdigit()
+                    or line.startswith(("WEBVTT", "NOTE")) or not line]
+            self.assertEqual([line for line in translated.split("\n") if line in kept], kept)
+            self.assertNotIn("children", translated)
+            self.assertNotIn("singing", translated)
+            outputs[name] = translated
+        # The SubRip cue's two lines stay two; the tags stay around the words.
+        self.assertEqual(len(outputs["talk.srt"].split("\n\n")[0].split("\n")), 4)
+        self.assertRegex(outputs["talk.srt"], r"<i>[^<]+</i>")
+        self.assertIn("<v Anna>", outputs["talk.vtt"])
+
+    def test_markdown_keeps_its_structure(self):
+        source = os.path.join(self.dir.name, "readme.md")
+        output = os.path.join(self.dir.name, "liesmich.md")
+        with open(source, "w", encoding="utf-8") as f:
+            f.write("# A day in the park\n\nThe *dog* runs to the [tree](https://example.com).\n\n"
+                    "- Two children are playing.\n- A woman is singing.\n\n```sh\nmake all\n```\n")
+        result = translate(source, output)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(output, encoding="utf-8") as f:
+            translated = f.read()
+        self.assertTrue(translated.startswith("# "), translated)
+        self.assertIn("](https://example.com)", translated)
+        self.assertEqual(translated.count("*"), 2, translated)
+        self.assertEqual(translated.count("\n  - "), 2, translated)
+        # cmark's own spelling of the fence, its code untouched.
+        self.assertRegex(translated, r"```\s*sh\nmake all\n```")
+        self.assertNotIn("children", translated)
 
     def test_an_ebooks_chapters(self):
         source = os.path.join(self.dir.name, "book.epub")
