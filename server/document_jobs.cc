@@ -64,7 +64,7 @@ absl::StatusOr<std::unique_ptr<DocumentJobs>> DocumentJobs::Start(
     std::filesystem::create_directories(dir, error);
     if (error || !std::filesystem::is_directory(dir)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--document_jobs_dir ", dir, " is not a directory that can be made: ", error.message()));
+          "--jobs_dir ", dir, " is not a directory that can be made: ", error.message()));
     }
   }
   std::unique_ptr<DocumentJobs> jobs(new DocumentJobs(std::move(channel), std::move(dir), keep_for));
@@ -287,7 +287,7 @@ void DocumentJobs::RunJob(const std::string& id) {
     }
     if (!read) {
       job.status.state = kFailed;
-      job.status.error = "the job's request could not be read back from --document_jobs_dir";
+      job.status.error = "the job's request could not be read back from --jobs_dir";
       (void)SaveLocked(job);
       return;
     }

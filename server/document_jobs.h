@@ -4,7 +4,7 @@
 // metrics of any call), counting the sentences done. Its owner polls it, fetches the result
 // once it is done, or cancels it.
 //
-// With a jobs directory (--document_jobs_dir) every job is kept on disk as it changes: its
+// With a jobs directory (--jobs_dir) every job is kept on disk as it changes: its
 // request, its state and its result, each written whole (a file renamed into place). A server
 // that restarts, or stopped while a job ran, takes its unfinished jobs up again from the start;
 // finished ones stay downloadable. Without one, jobs live as long as the process. Jobs are

@@ -644,8 +644,8 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   std::shared_ptr<Stub> stub = xlate::v1::Translator::NewStub(channel);
   serve_v1(http, stub, options.api_keys);
   serve_libretranslate(http, stub, options.api_keys, options.max_texts);
-  auto jobs = DocumentJobs::Start(channel, options.document_jobs_dir,
-                                  options.document_jobs_kept_for);
+  auto jobs = DocumentJobs::Start(channel, options.jobs_dir,
+                                  options.jobs_kept_for);
   if (!jobs.ok()) return jobs.status();
   gateway->jobs_ = std::shared_ptr<DocumentJobs>(*std::move(jobs));
   serve_document_jobs(http, gateway->jobs_, options.api_keys);

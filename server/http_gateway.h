@@ -78,9 +78,9 @@ struct HttpGatewayOptions {
   int64_t translated_files_bytes = int64_t{256} << 20;
   absl::Duration translated_files_kept_for = absl::Minutes(30);
   // Document jobs (server/document_jobs.h): kept in this directory across restarts (empty: in
-  // memory), each for this long (--document_jobs_dir, --document_jobs_hours).
-  std::string document_jobs_dir;
-  absl::Duration document_jobs_kept_for = absl::Hours(24);
+  // memory), each for this long (--jobs_dir, --jobs_hours).
+  std::string jobs_dir;
+  absl::Duration jobs_kept_for = absl::Hours(24);
   // Origins whose pages may call the API from a browser (CORS): exact origins such as
   // "https://example.org", or "*" for any; empty: none but the server's own page.
   std::vector<std::string> cors_origins;

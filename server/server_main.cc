@@ -82,10 +82,10 @@ ABSL_FLAG(int64_t, translated_files_mib, 256,
           "the oldest go first");
 ABSL_FLAG(int64_t, translated_files_minutes, 30,
           "minutes a translated file stays downloadable");
-ABSL_FLAG(std::string, document_jobs_dir, "",
+ABSL_FLAG(std::string, jobs_dir, "",
           "directory where document jobs (POST /v1/documents) are kept, so that they survive a "
           "restart (created if missing); empty: in memory");
-ABSL_FLAG(int64_t, document_jobs_hours, 24,
+ABSL_FLAG(int64_t, jobs_hours, 24,
           "hours a document job (its file and result) is kept after it was created");
 ABSL_FLAG(int, metrics_port, 9464, "Prometheus /metrics port (0 = any free port, printed)");
 ABSL_FLAG(std::string, device, "auto", "auto, cpu or cuda (auto picks CUDA when present)");
@@ -239,7 +239,7 @@ absl::Status check_flags() {
       {"--max_document_sentences", absl::GetFlag(FLAGS_max_document_sentences)},
       {"--translated_files_mib", absl::GetFlag(FLAGS_translated_files_mib)},
       {"--translated_files_minutes", absl::GetFlag(FLAGS_translated_files_minutes)},
-      {"--document_jobs_hours", absl::GetFlag(FLAGS_document_jobs_hours)},
+      {"--jobs_hours", absl::GetFlag(FLAGS_jobs_hours)},
       {"--max_beam_size", absl::GetFlag(FLAGS_max_beam_size)}};
   for (const auto& [name, value] : positive) {
     if (value < 1) return absl::InvalidArgumentError(absl::StrCat(name, " must be >= 1"));
@@ -544,8 +544,8 @@ int serve(const std::vector<std::string>& model_flags) {
     http_options.translated_files_bytes = absl::GetFlag(FLAGS_translated_files_mib) << 20;
     http_options.translated_files_kept_for =
         absl::Minutes(absl::GetFlag(FLAGS_translated_files_minutes));
-    http_options.document_jobs_dir = absl::GetFlag(FLAGS_document_jobs_dir);
-    http_options.document_jobs_kept_for = absl::Hours(absl::GetFlag(FLAGS_document_jobs_hours));
+    http_options.jobs_dir = absl::GetFlag(FLAGS_jobs_dir);
+    http_options.jobs_kept_for = absl::Hours(absl::GetFlag(FLAGS_jobs_hours));
     if (http_options.threads < 1 || http_options.threads > 4096) {
       server->Shutdown(std::chrono::system_clock::now());
       return fail(absl::StrCat("--http_threads ", http_options.threads,

@@ -198,7 +198,7 @@ class DocumentJobs(unittest.TestCase):
         self.dir.cleanup()
 
     def start(self, *flags):
-        server = Server(f"--http_port={free_port()}", f"--document_jobs_dir={self.dir.name}",
+        server = Server(f"--http_port={free_port()}", f"--jobs_dir={self.dir.name}",
                         *flags, model_dir=DEFAULT_MODEL)
         self.servers.append(server)
         return server, f"http://127.0.0.1:{server.http_port}/v1/documents"
