@@ -85,7 +85,11 @@ int64_t ContinuousDecoder::cache_blocks_for(int64_t source_tokens,
   return beam * KvCachePool::blocks_for(max_length) + KvCachePool::blocks_for(source_tokens + 1);
 }
 
-int ContinuousDecoder::live_sentences() const { return search_.live_sentences(); }
+int ContinuousDecoder::live_sentences() const {
+  // Sentences waiting for their alignment are still to be answered: the caller goes on
+  // stepping until they are.
+  return search_.live_sentences() + static_cast<int>(waiting_alignment_.size());
+}
 
 absl::Status ContinuousDecoder::Check(int64_t count,
                                       const std::vector<TranslationOptions>& options) const {
@@ -256,10 +260,20 @@ int ContinuousDecoder::Drop(const std::vector<int64_t>& handles) {
       slots.push_back(static_cast<int>(slot - handles_.begin()));
     }
   }
-  if (slots.empty()) return 0;
+  // A dropped sentence waiting for its alignment is not answered either.
+  const size_t waiting = waiting_alignment_.size();
+  waiting_alignment_.erase(
+      std::remove_if(waiting_alignment_.begin(), waiting_alignment_.end(),
+                     [&handles](const WaitingAlignment& sentence) {
+                       return std::find(handles.begin(), handles.end(),
+                                        sentence.finished.handle) != handles.end();
+                     }),
+      waiting_alignment_.end());
+  const int dropped_waiting = static_cast<int>(waiting - waiting_alignment_.size());
+  if (slots.empty()) return dropped_waiting;
   const std::vector<int> dropped = search_.drop(slots);
   for (int slot : dropped) FreeSlot(slot);
-  return static_cast<int>(dropped.size());
+  return static_cast<int>(dropped.size()) + dropped_waiting;
 }
 
 void ContinuousDecoder::FreeSlot(int slot) {
@@ -283,7 +297,8 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
   std::vector<DeviceBeamSearch::Finished> done;
   absl::Status failure;
   try {
-    done = search_.step();
+    // Nothing left to decode (only sentences waiting for their alignment): no step.
+    if (search_.live_sentences() > 0) done = search_.step();
   } catch (const std::bad_alloc&) {
     failure = absl::ResourceExhaustedError(absl::StrCat(
         "out of ", memory_name(model_.placement().device),
@@ -304,38 +319,57 @@ std::vector<ContinuousDecoder::Finished> ContinuousDecoder::Step() {
     finished.push_back({handles_[sentence.slot], std::move(sentence.hypotheses), failure});
     slots.push_back(sentence.slot);
   }
-  Align(finished, slots);
+  WaitForAlignment(finished, slots);
   for (int slot : slots) FreeSlot(slot);
+  AlignWaiting(finished);
   return finished;
 }
 
-void ContinuousDecoder::Align(std::vector<Finished>& finished, const std::vector<int>& slots) {
-  std::vector<size_t> aligned;  // indices into `finished`
-  std::vector<const std::vector<int32_t>*> sources;
-  std::vector<Hypothesis*> best;
-  std::vector<const AlignmentOptions*> options;
+void ContinuousDecoder::WaitForAlignment(std::vector<Finished>& finished,
+                                         const std::vector<int>& slots) {
+  std::vector<Finished> now;
   for (size_t i = 0; i < finished.size(); ++i) {
     if (!alignments_[slots[i]].has_value() || !finished[i].status.ok() ||
         finished[i].hypotheses.empty()) {
+      now.push_back(std::move(finished[i]));
       continue;
     }
-    aligned.push_back(i);
-    sources.push_back(&aligned_sources_[slots[i]]);
-    best.push_back(&finished[i].hypotheses.front());
-    options.push_back(&*alignments_[slots[i]]);
+    waiting_alignment_.push_back({std::move(finished[i]), std::move(aligned_sources_[slots[i]]),
+                                  *alignments_[slots[i]], 0});
   }
-  if (aligned.empty()) return;
+  finished = std::move(now);
+}
+
+void ContinuousDecoder::AlignWaiting(std::vector<Finished>& finished) {
+  if (waiting_alignment_.empty()) return;
+  for (WaitingAlignment& waiting : waiting_alignment_) ++waiting.steps;
+  if (waiting_alignment_.size() < kAlignBatch && search_.live_sentences() > 0 &&
+      waiting_alignment_.front().steps < kMaxAlignWaitSteps) {
+    return;
+  }
+  std::vector<const std::vector<int32_t>*> sources;
+  std::vector<Hypothesis*> best;
+  std::vector<const AlignmentOptions*> options;
+  for (WaitingAlignment& waiting : waiting_alignment_) {
+    sources.push_back(&waiting.source);
+    best.push_back(&waiting.finished.hypotheses.front());
+    options.push_back(&waiting.options);
+  }
   try {
     align(model_, sources, best, options);
   } catch (const std::bad_alloc&) {
     const absl::Status failure = absl::ResourceExhaustedError(absl::StrCat(
-        "out of ", memory_name(model_.placement().device), " memory aligning ", aligned.size(),
-        " finished sentences; each of them failed"));
-    for (size_t i : aligned) {
-      finished[i].hypotheses.clear();
-      finished[i].status = failure;
+        "out of ", memory_name(model_.placement().device), " memory aligning ",
+        waiting_alignment_.size(), " finished sentences; each of them failed"));
+    for (WaitingAlignment& waiting : waiting_alignment_) {
+      waiting.finished.hypotheses.clear();
+      waiting.finished.status = failure;
     }
   }
+  for (WaitingAlignment& waiting : waiting_alignment_) {
+    finished.push_back(std::move(waiting.finished));
+  }
+  waiting_alignment_.clear();
 }
 
 }  // namespace xlate

@@ -59,6 +59,7 @@ class ContinuousDecoder {
   const KvCachePool& kv_cache() const { return *pool_; }
 
   int free_slots() const { return static_cast<int>(free_.size()); }
+  // Sentences decoding, and finished ones waiting for their alignment (see Step).
   int live_sentences() const;
 
   // Sentences through the encoder, not yet admitted: one pass over many sentences makes larger
@@ -108,7 +109,10 @@ class ContinuousDecoder {
   };
   // Decodes one token for every live sentence; returns the sentences found finished (on a GPU
   // the search looks every few steps, so a sentence may come a few steps after its last token),
-  // aligned in one pass where their options asked. A step that runs out of memory fails every
+  // aligned where their options asked. Sentences that ask wait to be aligned together: a
+  // teacher-forced pass over one or two sentences (what a step finishes) makes matrix products
+  // too small to be cheap, so they come once kAlignBatch of them wait, one of them has waited
+  // kMaxAlignWaitSteps steps, or no sentence is left decoding. A step that runs out of memory fails every
   // live sentence (ResourceExhausted) and frees their slots, as does one that meets another
   // device error (Internal); an alignment pass that runs out of memory, the sentences it
   // aligns. The decoder stays usable.
@@ -124,15 +128,29 @@ class ContinuousDecoder {
   // none here.
   std::vector<Progress> TakeProgress();
 
-  // Drops the live sentences of `handles` (their requests were cancelled or timed out): they
-  // leave the decode before the next step and free their slots. Handles that are not live
-  // (finished, dropped, unknown) are ignored. Returns how many sentences were dropped.
+  // Drops the live sentences of `handles` (their requests were cancelled or timed out), those
+  // waiting for their alignment included: they leave the decode before the next step and free
+  // their slots. Handles that are not live (finished, dropped, unknown) are ignored. Returns how
+  // many sentences were dropped.
   int Drop(const std::vector<int64_t>& handles);
 
+  static constexpr size_t kAlignBatch = 16;
+  static constexpr int kMaxAlignWaitSteps = 8;
+
  private:
+  // A finished sentence waiting for its alignment.
+  struct WaitingAlignment {
+    Finished finished;
+    std::vector<int32_t> source;
+    AlignmentOptions options;
+    int steps = 0;  // steps waited
+  };
   absl::Status Check(int64_t count, const std::vector<TranslationOptions>& options) const;
-  // Fills the alignments of the finished sentences whose slots asked for one.
-  void Align(std::vector<Finished>& finished, const std::vector<int>& slots);
+  // Moves the finished sentences whose slots asked for an alignment to waiting_alignment_.
+  void WaitForAlignment(std::vector<Finished>& finished, const std::vector<int>& slots);
+  // Aligns the waiting sentences in one pass when it is time (see Step), adding them to
+  // `finished`.
+  void AlignWaiting(std::vector<Finished>& finished);
   // The slot's sentence has left the decode: its slot and reservation are free.
   void FreeSlot(int slot);
 
@@ -147,6 +165,7 @@ class ContinuousDecoder {
   // By slot, for sentences admitted with options.alignment: what to align, and how.
   std::vector<std::optional<AlignmentOptions>> alignments_;
   std::vector<std::vector<int32_t>> aligned_sources_;
+  std::vector<WaitingAlignment> waiting_alignment_;
   int64_t next_handle_ = 0;
 };
 

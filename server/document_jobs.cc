@@ -294,6 +294,7 @@ void DocumentJobs::RunJob(const std::string& id) {
     // The job's call is its owner's: its key for admission and quota, its client's queue share.
     if (!job.key.empty()) context.AddMetadata("x-api-key", job.key);
     context.AddMetadata(kHttpClientMetadata, job.client.empty() ? "document-job" : job.client);
+    context.AddMetadata(kDocumentJobMetadata, id);
     job.status.state = kRunning;
     (void)SaveLocked(job);
     running_ = &context;

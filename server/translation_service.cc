@@ -54,6 +54,9 @@ std::string client_of(const grpc::CallbackServerContext& context) {
   std::string peer = context.peer();
   if (!absl::StartsWith(peer, "inproc")) return peer;
   const auto& metadata = context.client_metadata();
+  if (const auto job = metadata.find(kDocumentJobMetadata); job != metadata.end()) {
+    return absl::StrCat("job:", absl::string_view(job->second.data(), job->second.size()));
+  }
   const auto forwarded = metadata.find(kHttpClientMetadata);
   if (forwarded == metadata.end()) return peer;
   return absl::StrCat("http:", absl::string_view(forwarded->second.data(),
@@ -661,7 +664,10 @@ void TranslationService::Start(CallType* call, const grpc::ByteBuffer& request_b
   if (status.ok()) {
     std::string key_name;
     status = admit_caller(keys_, *call->context(), call->characters(), &key_name);
-    if (!key_name.empty()) sharing_client = "key:" + key_name;
+    // A document job stays a client of its own (client_of), its key's calls another.
+    if (!key_name.empty() && !absl::StartsWith(client, "job:")) {
+      sharing_client = "key:" + key_name;
+    }
   }
   if (!status.ok()) return call->EndWith(status);
   call->set_texts(*std::move(checked.texts));

@@ -36,6 +36,11 @@ constexpr char kTranslatorServiceName[] = "xlate.v1.Translator";
 // in-process call is for: the client whose share of the queue the call's sentences count
 // against. Taken from in-process calls only, so a remote gRPC client cannot claim another's.
 constexpr char kHttpClientMetadata[] = "x-xlate-http-client";
+// The metadata under which a document job's in-process call (server/document_jobs.h) names its
+// job: the job is a client of its own for the scheduler's fair share, so that its owner's
+// interactive calls decode beside it as a light client's do (the express decoder), not behind
+// it. Taken from in-process calls only.
+constexpr char kDocumentJobMetadata[] = "x-xlate-document-job";
 
 class TranslationService final
     : public xlate::v1::Translator::WithRawCallbackMethod_Translate<
