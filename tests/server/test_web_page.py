@@ -1,14 +1,23 @@
 """The page at GET / on the HTTP port, driven in a real browser (Debian's headless Chromium
 through Selenium and chromedriver): it lists the served languages, and text typed into it comes
-back translated as the gRPC service translates it, with the alignment shown on hover. With
-XLATE_SCREENSHOT=PATH it saves a screenshot there (docs/screenshots/web_page.png is one).
+back translated as the gRPC service translates it, with the alignment shown on hover; a file
+chosen in it goes through a document job, its progress shown, and comes back as a download of
+the file TranslateDocument gives. With XLATE_SCREENSHOT=PATH it saves screenshots there
+(PATH, and PATH with "-file" before its extension: docs/screenshots/web_page.png and
+docs/screenshots/web_page-file.png are such).
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
+import io
 import os
 import shutil
 import sys
+import tempfile
 import unittest
+import urllib.request
+import zipfile
+
+import docx
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -83,6 +92,47 @@ class WebPage(unittest.TestCase):
         wait.until(lambda d: d.find_element(By.ID, "output").text == "")
         wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#alignment .token"))
         self.assertEqual(driver.find_element(By.ID, "status").text, "")
+
+    def test_a_file_is_translated_through_a_job_and_downloaded(self):
+        driver = self.driver
+        driver.get(f"http://127.0.0.1:{self.server.http_port}/")
+        wait = WebDriverWait(driver, 60)
+        wait.until(lambda d: d.find_element(By.ID, "translate").get_attribute("data-ready"))
+        document = docx.Document()
+        first = document.add_paragraph("The ")
+        first.add_run("dog").bold = True
+        first.add_run(" runs in the park.")
+        document.add_paragraph("A man is reading a newspaper. Two children are playing.")
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "report.docx")
+            document.save(path)
+            with open(path, "rb") as f:
+                source = f.read()
+            driver.find_element(By.ID, "file").send_keys(path)
+            driver.find_element(By.ID, "translate-file").click()
+            link = driver.find_element(By.ID, "file-download")
+            wait.until(lambda d: link.is_displayed())
+        self.assertEqual(link.get_attribute("download"), "report.de.docx")
+        self.assertEqual(driver.find_element(By.ID, "file-status").text, "Done: 3 sentences.")
+        # The link's file (the job's content, which the page fetched) is TranslateDocument's.
+        self.assertTrue(link.get_attribute("href").startswith("blob:"))
+        job = link.get_attribute("data-job")
+        downloaded = urllib.request.urlopen(
+            f"http://127.0.0.1:{self.server.http_port}/v1/documents/{job}/content",
+            timeout=60).read()
+        expected = self.server.stub.TranslateDocument(
+            pb2.TranslateDocumentRequest(content=source, file_name="report.docx",
+                                         source_language_code="en", target_language_code="de"),
+            timeout=60)
+
+        def parts(archive):
+            with zipfile.ZipFile(io.BytesIO(archive)) as z:
+                return {name: z.read(name) for name in z.namelist()}
+        self.assertEqual(parts(downloaded), parts(expected.content))
+        screenshot = os.environ.get("XLATE_SCREENSHOT")
+        if screenshot:
+            stem, extension = os.path.splitext(screenshot)
+            driver.save_screenshot(stem + "-file" + extension)
 
 
 if __name__ == "__main__":
