@@ -90,6 +90,14 @@ absl::StatusOr<std::string> ZipArchive::Read(const std::string& name) const {
   if (!archive.ok()) return archive.status();
   const zip_int64_t index = zip_name_locate(archive->get(), name.c_str(), 0);
   if (index < 0) return absl::NotFoundError(absl::StrCat("the archive has no ", name));
+  zip_stat_t stat;
+  zip_stat_init(&stat);
+  if (zip_stat_index(archive->get(), static_cast<zip_uint64_t>(index), 0, &stat) == 0 &&
+      (stat.valid & ZIP_STAT_ENCRYPTION_METHOD) && stat.encryption_method != ZIP_EM_NONE) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " is encrypted: send the file without a password (it cannot be read, nor "
+              "written back)"));
+  }
   std::unique_ptr<zip_file_t, FileCloser> file(
       zip_fopen_index(archive->get(), static_cast<zip_uint64_t>(index), 0));
   if (file == nullptr) {

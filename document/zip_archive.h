@@ -30,8 +30,9 @@ class ZipArchive {
   // The entries' names, in the archive's order.
   const std::vector<std::string>& names() const { return names_; }
   bool contains(const std::string& name) const;
-  // Entry `name` inflated: NOT_FOUND without it, INVALID_ARGUMENT when it is over kMaxPartBytes
-  // or its data is damaged (libzip's reason: a CRC that does not match, a bad deflate stream).
+  // Entry `name` inflated: NOT_FOUND without it, INVALID_ARGUMENT when it is encrypted, over
+  // kMaxPartBytes or its data is damaged (libzip's reason: a CRC that does not match, a bad
+  // deflate stream).
   absl::StatusOr<std::string> Read(const std::string& name) const;
   // The archive with each entry named in `replaced` holding the new bytes instead (names the
   // archive lacks are a programming error: std::logic_error), every other entry as it was;

@@ -228,6 +228,30 @@ TEST(OfficeText, WhatIsNotADocumentIsRefusedByName) {
       << malformed.status();
 }
 
+TEST(OfficeText, AnEncryptedOrDamagedPartIsRefusedByName) {
+  std::string archive = make_archive(docx_entries("<w:p><w:r><w:t>Hello</w:t></w:r></w:p>"));
+  // Marks every entry encrypted (bit 0 of the general-purpose flags, in the local and the
+  // central headers), as a password-protected archive has it.
+  std::string encrypted = archive;
+  const std::string local("PK\x03\x04", 4), central("PK\x01\x02", 4);
+  for (const std::string& signature : {local, central}) {
+    const size_t flags_at = signature[2] == '\x03' ? 6 : 8;
+    for (size_t at = encrypted.find(signature); at != std::string::npos;
+         at = encrypted.find(signature, at + 4)) {
+      encrypted[at + flags_at] = static_cast<char>(encrypted[at + flags_at] | 1);
+    }
+  }
+  auto refused = OfficeText::Parse(encrypted, OfficeFormat::kDocx);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("is encrypted"), absl::string_view::npos)
+      << refused.status();
+  // A damaged deflate stream: the bytes of the document's entry overwritten.
+  std::string damaged = archive;
+  const size_t entry = damaged.find("word/document.xml");
+  for (size_t i = entry + 17; i < entry + 57 && i < damaged.size(); ++i) damaged[i] = '\x55';
+  EXPECT_FALSE(OfficeText::Parse(damaged, OfficeFormat::kDocx).ok());
+}
+
 TEST(OfficeText, APartThatInflatesPastTheLimitIsRefused) {
   // 65 MiB of zeros deflate to about 64 KB: a ZIP bomb in miniature.
   const std::string huge(ZipArchive::kMaxPartBytes + (1 << 20), ' ');

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -144,6 +145,26 @@ void write_translations(std::ostream& out, const SegmentedTexts& lines,
   }
   out.flush();
 }
+
+// A file written under a temporary name beside `path` (empty: none) and renamed to `path` by
+// Commit; removed unless committed.
+class PartialFile {
+ public:
+  explicit PartialFile(const std::string& path)
+      : final_(path), path_(path.empty() ? path : path + ".xlate-partial") {}
+  ~PartialFile() {
+    if (!committed_ && !path_.empty()) std::remove(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  bool Commit() {
+    committed_ = std::rename(path_.c_str(), final_.c_str()) == 0;
+    return committed_;
+  }
+
+ private:
+  const std::string final_, path_;
+  bool committed_ = false;
+};
 
 // The sentences of `texts` translated under --glossary's terms, if any (each term left out named
 // on stderr, with `where(sentence)` saying where its sentence came from); `terms` receives each
@@ -294,15 +315,27 @@ int run_translate() {
       return 1;
     }
   }
+  // --output is written beside itself and renamed into place once all of it is: a failure
+  // leaves no half-written file, and an existing one as it was.
+  PartialFile partial(absl::GetFlag(FLAGS_output));
   std::ofstream output_file;
-  if (!absl::GetFlag(FLAGS_output).empty()) {
-    output_file.open(absl::GetFlag(FLAGS_output), std::ios::binary);
+  if (!partial.path().empty()) {
+    output_file.open(partial.path(), std::ios::binary);
     if (!output_file) {
+      std::cerr << "xlate translate: cannot write --output " << absl::GetFlag(FLAGS_output)
+                << " (nor " << partial.path() << " beside it)\n";
+      return 1;
+    }
+  }
+  const auto finish = [&]() {
+    if (output_file.is_open()) output_file.close();
+    if (!partial.path().empty() && (!output_file || !partial.Commit())) {
       std::cerr << "xlate translate: cannot write --output " << absl::GetFlag(FLAGS_output)
                 << "\n";
       return 1;
     }
-  }
+    return 0;
+  };
   std::istream& in = from_file ? input_file : std::cin;
   std::ostream& out = output_file.is_open() ? output_file : std::cout;
   options->return_scores = true;
@@ -383,7 +416,8 @@ int run_translate() {
     }
     out << rebuilt->front();
     out.flush();
-    return out ? 0 : 1;
+    if (!out) return 1;
+    return finish();
   }
   const Segmentation segmentation =
       absl::GetFlag(FLAGS_split_sentences) ? Segmentation::kSentences : Segmentation::kWholeText;
@@ -452,7 +486,7 @@ int run_translate() {
                 << " sentences/s\n";
     }
   }
-  return 0;
+  return finish();
 }
 
 }  // namespace xlate::tools

@@ -148,6 +148,16 @@ class DocxThroughTheCli(unittest.TestCase):
                              capture_output=True, text=True, timeout=300)
         self.assertEqual(run.returncode, 1)
         self.assertIn("not a ZIP archive", run.stderr)
+        # Nothing half-written: an existing --output stays as it was, and nothing is left beside.
+        existing = os.path.join(self.dir.name, "existing.docx")
+        with open(existing, "wb") as f:
+            f.write(b"keep me")
+        run = subprocess.run([XLATE, "translate", "--model_dir", DEFAULT_MODEL, "--input", broken,
+                              "--output", existing], capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 1)
+        with open(existing, "rb") as f:
+            self.assertEqual(f.read(), b"keep me")
+        self.assertFalse([name for name in os.listdir(self.dir.name) if "partial" in name])
         # An explicit --mime_type says what a file of another name is.
         renamed = os.path.join(self.dir.name, "report.bin")
         with open(renamed, "wb") as f:
