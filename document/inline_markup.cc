@@ -96,8 +96,8 @@ WordSpan place(const InlineElement& e, const std::string& source, const WordLink
   while (first < sources.size() && sources[first].end <= e.span.begin) ++first;
   size_t last = first;  // one past the span's last word
   while (last < sources.size() && sources[last].begin < e.span.end) ++last;
-  if (first == 0 && last == sources.size() && e.span.begin <= sources.front().begin &&
-      e.span.end >= sources.back().end) {
+  if (!sources.empty() && first == 0 && last == sources.size() &&
+      e.span.begin <= sources.front().begin && e.span.end >= sources.back().end) {
     return {0, targets};
   }
   int lo = targets, hi = -1;

@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "document/text_lines.h"
 
 namespace xlate {
@@ -180,6 +181,11 @@ absl::StatusOr<SubtitleText> SubtitleText::Parse(std::string source, SubtitleFor
         }
       }
       for (const int o : open) cue.elements[o].span.end = cue_text.size();
+      // A cue of tags and white space alone has nothing to translate: it stays as it is.
+      if (absl::StripAsciiWhitespace(cue_text).empty()) {
+        i = end;
+        continue;
+      }
       subtitles.needs_word_links_ = subtitles.needs_word_links_ || !cue.elements.empty();
       subtitles.texts_.push_back(std::move(cue_text));
       subtitles.cues_.push_back(std::move(cue));

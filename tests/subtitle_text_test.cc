@@ -51,6 +51,15 @@ TEST(SubtitleText, WebVttKeepsItsHeaderNotesAndEscapes) {
             "00:05.000 --> 00:06.000\nTWO <c.yellow>MEN</c> TALK.\n");
 }
 
+TEST(SubtitleText, ACueOfTagsAndSpacesAloneStaysAsItIs) {
+  // The fuzzer's find: a cue whose tags hold white space alone once crashed the placement.
+  const std::string source = "WEBVTT\n\n00:01.000 --> 00:02.000\n<v Bob></b></c></v> <00:01.000>\n";
+  auto vtt = SubtitleText::Parse(source, SubtitleFormat::kWebVtt);
+  ASSERT_TRUE(vtt.ok()) << vtt.status();
+  EXPECT_TRUE(vtt->texts().empty());
+  EXPECT_EQ(vtt->Rebuild({}, {}), source);
+}
+
 TEST(SubtitleText, FilesOfAnotherKindAreRefusedByName) {
   EXPECT_EQ(SubtitleText::Parse("1\n00:00:01,000\nHello\n", SubtitleFormat::kSubRip)
                 .status()

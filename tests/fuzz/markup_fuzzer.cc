@@ -12,8 +12,8 @@
 
 #include "document/html_text.h"
 #include "document/placeholder_text.h"
-#include "document/word_links.h"
 #include "document/xml_text.h"
+#include "tests/fuzz/reversed_translation.h"
 
 namespace {
 
@@ -47,26 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     document = std::make_unique<xlate::PlaceholderText>(source);
   }
-  std::vector<std::string> translations;
-  std::vector<xlate::WordLinks> links;
-  for (const std::string& text : document->texts()) {
-    const std::vector<xlate::ByteRange> words = xlate::words_of(text);
-    std::string reversed;
-    for (size_t i = words.size(); i-- > 0;) {
-      reversed += text.substr(words[i].begin, words[i].end - words[i].begin);
-      if (i > 0) reversed += ' ';
-    }
-    xlate::WordLinks link;
-    link.source_words = words;
-    link.target_words = xlate::words_of(reversed);
-    const int n = static_cast<int>(std::min(words.size(), link.target_words.size()));
-    for (int i = 0; i < n; ++i) link.links.emplace_back(i, n - 1 - i);
-    std::sort(link.links.begin(), link.links.end());
-    translations.push_back(std::move(reversed));
-    links.push_back(std::move(link));
-  }
-  if (!document->needs_word_links()) links.clear();
-  const std::string rebuilt = document->Rebuild(translations, links);
+  const std::string rebuilt = xlate::fuzz::rebuild_reversed(*document);
   if (kind == 1 && !xlate::XmlText::Parse(rebuilt).ok()) __builtin_trap();
   if (kind == 2) {
     // Each placeholder is written verbatim once: at least as many occurrences as it was found.

@@ -17,7 +17,7 @@ work=$1 runs=$2 jobs=${3:-1}
   || { echo "run_fuzzers.sh: RUNS and JOBS must be positive integers" >&2; exit 2; }
 shift $(( $# < 3 ? $# : 3 ))
 targets=("$@")
-(( ${#targets[@]} )) || targets=(safetensors model_config text request token_corpus checkpoint markup)
+(( ${#targets[@]} )) || targets=(safetensors model_config text request token_corpus checkpoint markup document)
 declare -A target_runs
 for i in "${!targets[@]}"; do
   name=${targets[$i]%%=*}
