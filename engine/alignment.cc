@@ -16,8 +16,9 @@ constexpr int64_t kMaxPassWeights = int64_t{16} << 20;
 // The maps of pairs [begin, end) in one encoder and one teacher-forced decoder pass.
 void maps_of_pass(const TransformerModel& model,
                   const std::vector<const std::vector<int32_t>*>& sources,
-                  const std::vector<const std::vector<int32_t>*>& targets, size_t begin,
-                  size_t end, std::vector<AttentionMaps>& maps) {
+                  const std::vector<const std::vector<int32_t>*>& targets,
+                  const std::vector<const Tensor*>& encodings, size_t begin, size_t end,
+                  std::vector<AttentionMaps>& maps) {
   const ModelConfig& config = model.config();
   const int64_t count = static_cast<int64_t>(end - begin);
   int64_t source_width = 0, target_width = 0;
@@ -42,8 +43,21 @@ void maps_of_pass(const TransformerModel& model,
     std::copy(target.begin(), target.end() - 1, target_inputs.begin() + r * target_width + 1);
   }
   const Tensor lengths = Tensor::from_vector(source_lengths, {count});
-  const Tensor encoded =
-      model.encode(Tensor::from_vector(source_tokens, {count, source_width}), lengths);
+  Tensor encoded;
+  if (encodings.empty()) {
+    encoded = model.encode(Tensor::from_vector(source_tokens, {count, source_width}), lengths);
+  } else {
+    // The search's encodings, each in its row of the pass (the padding after a source is
+    // masked by its length).
+    const Tensor& first = *encodings[begin];
+    const int64_t width = first.dim(1);
+    encoded = Tensor::zeros({count, source_width, width}, first.dtype(), first.device());
+    for (int64_t r = 0; r < count; ++r) {
+      const Tensor& encoding = *encodings[begin + r];
+      Tensor row = encoded.view(r * source_width * width, {encoding.dim(0), width});
+      row.copy_from(encoding);
+    }
+  }
   DecoderState state = model.start_decoding(encoded, lengths, count, target_width);
   const std::vector<Tensor> layers =
       model.cross_attention(state, Tensor::from_vector(target_inputs, {count, target_width}));
@@ -100,7 +114,8 @@ absl::Status check_alignment_options(const AlignmentOptions& options, const Mode
 
 std::vector<AttentionMaps> cross_attention_maps(
     const TransformerModel& model, const std::vector<const std::vector<int32_t>*>& sources,
-    const std::vector<const std::vector<int32_t>*>& targets) {
+    const std::vector<const std::vector<int32_t>*>& targets,
+    const std::vector<const Tensor*>& encodings) {
   const ModelConfig& config = model.config();
   const int64_t per_position = int64_t{config.decoder_layers} * config.decoder_heads;
   std::vector<AttentionMaps> maps(sources.size());
@@ -127,7 +142,7 @@ std::vector<AttentionMaps> cross_attention_maps(
         maps[i].source_tokens = static_cast<int64_t>(sources[i]->size() + 1);
       }
     } else {
-      maps_of_pass(model, sources, targets, begin, end, maps);
+      maps_of_pass(model, sources, targets, encodings, begin, end, maps);
     }
     begin = end;
   }
@@ -152,10 +167,12 @@ std::vector<float> alignment_of(const AttentionMaps& maps, const AlignmentOption
 
 void align(const TransformerModel& model, const std::vector<const std::vector<int32_t>*>& sources,
            const std::vector<Hypothesis*>& hypotheses,
-           const std::vector<const AlignmentOptions*>& options) {
+           const std::vector<const AlignmentOptions*>& options,
+           const std::vector<const Tensor*>& encodings) {
   std::vector<const std::vector<int32_t>*> targets;
   for (const Hypothesis* hypothesis : hypotheses) targets.push_back(&hypothesis->tokens);
-  const std::vector<AttentionMaps> maps = cross_attention_maps(model, sources, targets);
+  const std::vector<AttentionMaps> maps =
+      cross_attention_maps(model, sources, targets, encodings);
   for (size_t i = 0; i < hypotheses.size(); ++i) {
     hypotheses[i]->alignment = alignment_of(maps[i], *options[i]);
   }

@@ -47,20 +47,24 @@ struct AttentionMaps {
 // For each pair (token ids without end tokens): row t of every layer and head is the attention
 // of the decoder position that chose targets[i][t] (the one fed the start token and the targets
 // before t) over the source tokens and the source's end token. Pairs are batched, a few
-// megabytes of weights at a time. Throws std::bad_alloc when the model's device runs out of
-// memory.
+// megabytes of weights at a time. `encodings`: empty, or per pair the encoder's output for its
+// source ([source tokens + 1, d_model], on the model's device), which the search computed
+// already; the pass then runs the decoder alone. Throws std::bad_alloc when the model's device
+// runs out of memory.
 std::vector<AttentionMaps> cross_attention_maps(
     const TransformerModel& model, const std::vector<const std::vector<int32_t>*>& sources,
-    const std::vector<const std::vector<int32_t>*>& targets);
+    const std::vector<const std::vector<int32_t>*>& targets,
+    const std::vector<const Tensor*>& encodings = {});
 
 // One layer's weights [target_tokens, source_tokens]: one head's, or the heads' average.
 // `options` must be valid for the maps' model (check_alignment_options).
 std::vector<float> alignment_of(const AttentionMaps& maps, const AlignmentOptions& options);
 
 // Sets hypotheses[i]->alignment to alignment_of(the maps of (sources[i], hypotheses[i]->tokens),
-// *options[i]), all pairs in as few passes as cross_attention_maps takes.
+// *options[i]), all pairs in as few passes as cross_attention_maps takes (`encodings` as there).
 void align(const TransformerModel& model, const std::vector<const std::vector<int32_t>*>& sources,
            const std::vector<Hypothesis*>& hypotheses,
-           const std::vector<const AlignmentOptions*>& options);
+           const std::vector<const AlignmentOptions*>& options,
+           const std::vector<const Tensor*>& encodings = {});
 
 }  // namespace xlate

@@ -34,7 +34,8 @@ ContinuousDecoder::ContinuousDecoder(const TransformerModel& model,
       handles_(static_cast<size_t>(options.max_sentences), -1),
       reserved_blocks_(static_cast<size_t>(options.max_sentences), 0),
       alignments_(static_cast<size_t>(options.max_sentences)),
-      aligned_sources_(static_cast<size_t>(options.max_sentences)) {
+      aligned_sources_(static_cast<size_t>(options.max_sentences)),
+      aligned_encodings_(static_cast<size_t>(options.max_sentences)) {
   for (int slot = options.max_sentences - 1; slot >= 0; --slot) free_.push_back(slot);
   // The tables were written on this thread's stream; the server decodes on another thread's.
   op_backend(model.placement().device).synchronize();
@@ -247,7 +248,13 @@ absl::StatusOr<std::vector<int64_t>> ContinuousDecoder::Admit(
     handles_[slot] = next_handle_++;
     handles.push_back(handles_[slot]);
     alignments_[slot] = options[n].alignment;
-    if (options[n].alignment.has_value()) aligned_sources_[slot] = encoded.sources[first + n];
+    if (options[n].alignment.has_value()) {
+      aligned_sources_[slot] = encoded.sources[first + n];
+      aligned_encodings_[slot] =
+          encoded.output.view((first + static_cast<int64_t>(n)) * padded * width,
+                              {lengths[n], width})
+              .clone();
+    }
   }
   return handles;
 }
@@ -280,6 +287,7 @@ void ContinuousDecoder::FreeSlot(int slot) {
   handles_[slot] = -1;
   alignments_[slot].reset();
   aligned_sources_[slot] = {};
+  aligned_encodings_[slot] = Tensor();
   pool_->unreserve(reserved_blocks_[slot]);
   reserved_blocks_[slot] = 0;
   free_.push_back(slot);
@@ -335,7 +343,8 @@ void ContinuousDecoder::WaitForAlignment(std::vector<Finished>& finished,
       continue;
     }
     waiting_alignment_.push_back({std::move(finished[i]), std::move(aligned_sources_[slots[i]]),
-                                  *alignments_[slots[i]], 0});
+                                  std::move(aligned_encodings_[slots[i]]), *alignments_[slots[i]],
+                                  0});
   }
   finished = std::move(now);
 }
@@ -350,13 +359,15 @@ void ContinuousDecoder::AlignWaiting(std::vector<Finished>& finished) {
   std::vector<const std::vector<int32_t>*> sources;
   std::vector<Hypothesis*> best;
   std::vector<const AlignmentOptions*> options;
+  std::vector<const Tensor*> encodings;
   for (WaitingAlignment& waiting : waiting_alignment_) {
     sources.push_back(&waiting.source);
     best.push_back(&waiting.finished.hypotheses.front());
     options.push_back(&waiting.options);
+    encodings.push_back(&waiting.encoding);
   }
   try {
-    align(model_, sources, best, options);
+    align(model_, sources, best, options, encodings);
   } catch (const std::bad_alloc&) {
     const absl::Status failure = absl::ResourceExhaustedError(absl::StrCat(
         "out of ", memory_name(model_.placement().device), " memory aligning ",

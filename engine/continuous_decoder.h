@@ -142,6 +142,7 @@ class ContinuousDecoder {
   struct WaitingAlignment {
     Finished finished;
     std::vector<int32_t> source;
+    Tensor encoding;  // the encoder's output for `source`: the alignment pass runs no encoder
     AlignmentOptions options;
     int steps = 0;  // steps waited
   };
@@ -165,6 +166,9 @@ class ContinuousDecoder {
   // By slot, for sentences admitted with options.alignment: what to align, and how.
   std::vector<std::optional<AlignmentOptions>> alignments_;
   std::vector<std::vector<int32_t>> aligned_sources_;
+  // By slot, for those: the encoder's output [source tokens + 1, d_model] (a copy, kept until
+  // the sentence is aligned).
+  std::vector<Tensor> aligned_encodings_;
   std::vector<WaitingAlignment> waiting_alignment_;
   int64_t next_handle_ = 0;
 };

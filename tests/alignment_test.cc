@@ -126,6 +126,36 @@ TEST_F(AlignmentTest, BatchedPairsEqualEachPairAlone) {
   EXPECT_TRUE(together[1].weights.empty());
 }
 
+TEST_F(AlignmentTest, TheSearchsEncodingsGiveTheMapsTheEncoderWould) {
+  // ContinuousDecoder keeps each aligned sentence's encoder output from its search and hands
+  // it to the alignment pass, which then runs no encoder.
+  const std::vector<std::vector<int32_t>> source = sources(4);
+  const std::vector<std::vector<int32_t>> targets = targets_for(source);
+  std::vector<Tensor> encodings;
+  for (const std::vector<int32_t>& ids : source) {
+    std::vector<int32_t> tokens = ids;
+    tokens.push_back(model().config().eos_id);
+    const int64_t length = static_cast<int64_t>(tokens.size());
+    const Tensor lengths =
+        Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(length)}, {1});
+    encodings.push_back(model()
+                            .encode(Tensor::from_vector(tokens, {1, length}), lengths)
+                            .reshape({length, model().config().d_model}));
+  }
+  std::vector<const Tensor*> given;
+  for (const Tensor& encoding : encodings) given.push_back(&encoding);
+  const std::vector<AttentionMaps> encoded =
+      cross_attention_maps(model(), pointers(source), pointers(targets));
+  const std::vector<AttentionMaps> reused =
+      cross_attention_maps(model(), pointers(source), pointers(targets), given);
+  for (size_t i = 0; i < source.size(); ++i) {
+    ASSERT_EQ(reused[i].weights.size(), encoded[i].weights.size()) << "pair " << i;
+    for (size_t k = 0; k < encoded[i].weights.size(); ++k) {
+      ASSERT_NEAR(reused[i].weights[k], encoded[i].weights[k], 1e-5) << "pair " << i;
+    }
+  }
+}
+
 TEST_F(AlignmentTest, LayerAndHeadChooseTheWeights) {
   AttentionMaps maps;
   maps.layers = 2;
