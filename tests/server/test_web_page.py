@@ -3,8 +3,8 @@ through Selenium and chromedriver): it lists the served languages, and text type
 back translated as the gRPC service translates it, with the alignment shown on hover; a file
 chosen in it goes through a document job, its progress shown, and comes back as a download of
 the file TranslateDocument gives. With XLATE_SCREENSHOT=PATH it saves screenshots there
-(PATH, and PATH with "-file" before its extension: docs/screenshots/web_page.png and
-docs/screenshots/web_page-file.png are such).
+(PATH, and PATH with "_file" before its extension: docs/screenshots/web_page.png and
+docs/screenshots/web_page_file.png are such).
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
@@ -132,7 +132,7 @@ class WebPage(unittest.TestCase):
         screenshot = os.environ.get("XLATE_SCREENSHOT")
         if screenshot:
             stem, extension = os.path.splitext(screenshot)
-            driver.save_screenshot(stem + "-file" + extension)
+            driver.save_screenshot(stem + "_file" + extension)
 
 
 if __name__ == "__main__":
