@@ -394,6 +394,15 @@ void for_each_placed_piece(const std::string& placed,
   }
 }
 
+int add_marked_element(std::vector<InlineElement>& elements, size_t at, char kind, int parent) {
+  const int index = static_cast<int>(elements.size());
+  InlineElement& element = elements.emplace_back();
+  element.span = {at, at};
+  element.open = node_marker(kind, static_cast<size_t>(index));
+  element.parent = parent;
+  return index;
+}
+
 std::string place_node_markers(const std::string& source, const std::string& translation,
                                const std::vector<InlineElement>& elements,
                                const WordLinks& links) {

@@ -75,6 +75,11 @@ std::string place_inline_markup(const std::string& source, const std::string& tr
 std::string node_marker(char kind, size_t node = 0);
 std::string without_node_markers(absl::string_view text);
 
+// Appends an element whose markup is the node marker of kind `kind` for node number
+// elements.size() (a reader keeps its nodes in the same order), its span empty at `at` (the
+// block text's end so far), inside element `parent` (-1: none); returns its index.
+int add_marked_element(std::vector<InlineElement>& elements, size_t at, char kind, int parent);
+
 // place_inline_markup for a block whose elements' markup is node markers (none: the translation
 // alone), escaping nothing but the markers' characters.
 std::string place_node_markers(const std::string& source, const std::string& translation,

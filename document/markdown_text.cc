@@ -94,13 +94,8 @@ class BlockReader {
 
  private:
   int Add(cmark_node* node, int parent_index, char kind) {
-    const int index = static_cast<int>(block_.elements.size());
-    InlineElement& element = block_.elements.emplace_back();
-    element.span = {block_.text.size(), block_.text.size()};
-    element.open = node_marker(kind, static_cast<size_t>(index));
-    element.parent = parent_index;
     block_.nodes.push_back(node);
-    return index;
+    return add_marked_element(block_.elements, block_.text.size(), kind, parent_index);
   }
 
   Block& block_;

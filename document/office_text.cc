@@ -261,13 +261,8 @@ class ParagraphReader {
   }
 
   int Add(xmlNode* node, int parent_index, char kind, xmlNode* run_properties, bool is_run) {
-    const int index = static_cast<int>(paragraph_.elements.size());
-    InlineElement& element = paragraph_.elements.emplace_back();
-    element.span = {paragraph_.text.size(), paragraph_.text.size()};
-    element.open = node_marker(kind, static_cast<size_t>(index));
-    element.parent = parent_index;
     paragraph_.origins.push_back({node, run_properties, is_run});
-    return index;
+    return add_marked_element(paragraph_.elements, paragraph_.text.size(), kind, parent_index);
   }
 
   Paragraph& paragraph_;

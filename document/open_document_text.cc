@@ -119,13 +119,8 @@ class ParagraphReader {
   }
 
   int Add(xmlNode* node, int parent_index, char kind) {
-    const int index = static_cast<int>(paragraph_.elements.size());
-    InlineElement& element = paragraph_.elements.emplace_back();
-    element.span = {paragraph_.text.size(), paragraph_.text.size()};
-    element.open = node_marker(kind, static_cast<size_t>(index));
-    element.parent = parent_index;
     paragraph_.nodes.push_back(node);
-    return index;
+    return add_marked_element(paragraph_.elements, paragraph_.text.size(), kind, parent_index);
   }
 
   Paragraph& paragraph_;

@@ -106,13 +106,8 @@ class BlockBuilder {
 
  private:
   int NewElement(xmlNode* node, int parent_index, char kind) {
-    InlineElement e;
-    e.span = {block_.text.size(), block_.text.size()};
-    e.open = node_marker(kind, block_.nodes.size());
-    e.parent = parent_index;
-    block_.elements.push_back(std::move(e));
     block_.nodes.push_back(node);
-    return static_cast<int>(block_.elements.size()) - 1;
+    return add_marked_element(block_.elements, block_.text.size(), kind, parent_index);
   }
 
   // Text with its white space collapsed.

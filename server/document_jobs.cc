@@ -1,6 +1,5 @@
 #include "server/document_jobs.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "engine/safetensors.h"
 #include "nlohmann/json.hpp"
 #include "server/api_keys.h"
 #include "server/random_id.h"
@@ -24,21 +24,6 @@ constexpr char kCancelled[] = "CANCELLED";
 
 bool finished(const std::string& state) {
   return state == kDone || state == kFailed || state == kCancelled;
-}
-
-// Writes `bytes` to `path` whole: a reader (or a restart) sees the old file or the new one.
-absl::Status write_whole(const std::string& path, const std::string& bytes) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", temporary));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", temporary, " to ", path));
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> read_whole(const std::string& path) {
@@ -100,7 +85,7 @@ absl::Status DocumentJobs::SaveLocked(const Job& job) {
                                 {"created", absl::ToUnixSeconds(status.created)},
                                 {"owner", job.owner},
                                 {"client", job.client}};
-  return write_whole(PathOf(status.id, "job.json"), saved.dump());
+  return write_file_atomically(PathOf(status.id, "job.json"), saved.dump());
 }
 
 void DocumentJobs::Recover() {
@@ -165,7 +150,7 @@ absl::StatusOr<DocumentJobs::Status> DocumentJobs::Create(
     absl::Status saved =
         error ? absl::InternalError(absl::StrCat("cannot make ", dir_, "/", id, ": ",
                                                  error.message()))
-              : write_whole(PathOf(id, "request.pb"), request.SerializeAsString());
+              : write_file_atomically(PathOf(id, "request.pb"), request.SerializeAsString());
     if (saved.ok()) saved = SaveLocked(job);
     if (!saved.ok()) {
       std::filesystem::remove_all(absl::StrCat(dir_, "/", id), error);
@@ -336,7 +321,7 @@ void DocumentJobs::RunJob(const std::string& id) {
       results_[id] = std::move(result);
       requests_.erase(id);
     } else {
-      kept = write_whole(PathOf(id, "result"), result.content);
+      kept = write_file_atomically(PathOf(id, "result"), result.content);
     }
     status.state = kept.ok() ? kDone : kFailed;
     status.error = kept.ok() ? std::string() : std::string(kept.message());
