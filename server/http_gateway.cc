@@ -1,11 +1,12 @@
 #include "server/http_gateway.h"
 
-#include <httplib.h>
 #include <unicode/locid.h>
 #include <unicode/unistr.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,6 +23,7 @@
 #include "server/caller_admission.h"
 #include "server/document_jobs.h"
 #include "server/grpc_status.h"
+#include "server/http_server.h"
 #include "server/libre_request.h"
 #include "server/translated_files.h"
 #include "server/translation_service.h"
@@ -73,7 +75,7 @@ Value string_value(const std::string& text) {
 }
 
 // A v1 error body: {"code": <gRPC code>, "message": ...}, google.rpc.Status's JSON shape.
-void v1_error(httplib::Response& response, grpc::StatusCode code, const std::string& message) {
+void v1_error(HttpResponse& response, grpc::StatusCode code, const std::string& message) {
   Struct body;
   (*body.mutable_fields())["code"].set_number_value(static_cast<int>(code));
   (*body.mutable_fields())["message"] = string_value(message);
@@ -82,7 +84,7 @@ void v1_error(httplib::Response& response, grpc::StatusCode code, const std::str
 }
 
 // LibreTranslate's error body: {"error": message}.
-void libre_error(httplib::Response& response, int status, const std::string& message) {
+void libre_error(HttpResponse& response, int status, const std::string& message) {
   Struct body;
   (*body.mutable_fields())["error"] = string_value(message);
   response.status = status;
@@ -92,18 +94,18 @@ void libre_error(httplib::Response& response, int status, const std::string& mes
 // The call's deadline from X-Request-Timeout (seconds, > 0), the HTTP client's address, and
 // its API key (the Authorization or X-API-Key header, else `form_key`: LibreTranslate's
 // api_key field) as the metadata the service reads (server/caller_admission.h).
-grpc::Status prepare_call(const httplib::Request& request, grpc::ClientContext& context,
+grpc::Status prepare_call(const HttpRequest& request, grpc::ClientContext& context,
                           const std::string& form_key = std::string()) {
   context.AddMetadata(kHttpClientMetadata, request.remote_addr);
   if (request.has_header("Authorization")) {
-    context.AddMetadata("authorization", request.get_header_value("Authorization"));
+    context.AddMetadata("authorization", request.header_value("Authorization"));
   } else if (request.has_header("X-API-Key")) {
-    context.AddMetadata("x-api-key", request.get_header_value("X-API-Key"));
+    context.AddMetadata("x-api-key", request.header_value("X-API-Key"));
   } else if (!form_key.empty()) {
     context.AddMetadata("x-api-key", form_key);
   }
   if (!request.has_header("X-Request-Timeout")) return grpc::Status::OK;
-  const std::string text = request.get_header_value("X-Request-Timeout");
+  const std::string text = request.header_value("X-Request-Timeout");
   double seconds = 0;
   if (!absl::SimpleAtod(text, &seconds) || !std::isfinite(seconds) || seconds <= 0 ||
       seconds > 86400) {
@@ -118,10 +120,10 @@ grpc::Status prepare_call(const httplib::Request& request, grpc::ClientContext& 
 
 // The API key of the request's headers (Authorization's bearer token, else X-API-Key; empty for
 // a header without one); nullopt without either header.
-std::optional<std::string> header_key(const httplib::Request& request) {
+std::optional<std::string> header_key(const HttpRequest& request) {
   const auto header = [&request](const char* name) -> std::optional<std::string> {
     if (!request.has_header(name)) return std::nullopt;
-    return request.get_header_value(name);
+    return request.header_value(name);
   };
   const std::optional<std::string> authorization = header("Authorization");
   const std::optional<std::string> x_api_key = header("X-API-Key");
@@ -136,16 +138,70 @@ std::optional<std::string> header_key(const httplib::Request& request) {
 // without a valid key costs no parse (the service admits it again, with its quotas). A
 // LibreTranslate body may carry the key itself (api_key): `key_may_be_in_body` lets a request
 // without the headers through to its bounded parse.
-absl::Status verify_key_first(ApiKeys* keys, const httplib::Request& request,
-                              bool key_may_be_in_body) {
+absl::Status verify_key_first(ApiKeys* keys, const HttpRequest& request, bool key_may_be_in_body) {
   if (keys == nullptr) return absl::OkStatus();
   const std::optional<std::string> key = header_key(request);
   if (!key && key_may_be_in_body) return absl::OkStatus();
   return keys->Verify(key.value_or(std::string()));
 }
 
+// Refuses a LibreTranslate request: 400, or 403 for its key, as LibreTranslate does.
+void libre_refusal(HttpResponse& response, const absl::Status& status) {
+  libre_error(response, status.code() == absl::StatusCode::kUnauthenticated ? 403 : 400,
+              std::string(status.message()));
+}
+
+// The key check of the v1 routes (a key in the headers, refused as a v1 error) and of
+// LibreTranslate's (the headers' key if any, else the body's api_key, which the service checks),
+// run when the headers have come; none without keys.
+HttpHeadCheck v1_key_check(ApiKeys* keys) {
+  if (keys == nullptr) return HttpHeadCheck();
+  return [keys](const HttpRequest& request, HttpResponse& response) {
+    const absl::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/false);
+    if (!key.ok()) {
+      v1_error(response, static_cast<grpc::StatusCode>(key.code()), std::string(key.message()));
+    }
+    return key.ok();
+  };
+}
+
+HttpHeadCheck libre_key_check(ApiKeys* keys) {
+  if (keys == nullptr) return HttpHeadCheck();
+  return [keys](const HttpRequest& request, HttpResponse& response) {
+    const absl::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/true);
+    if (!key.ok()) libre_refusal(response, key);
+    return key.ok();
+  };
+}
+
+// The gateway's routes, in the order they are matched (server/http_server.h).
+class Routes {
+ public:
+  void Get(const std::string& pattern, HttpHandler handler, HttpHeadCheck check = {}) {
+    Add("GET", pattern, std::move(handler), std::move(check));
+  }
+  void Post(const std::string& pattern, HttpHandler handler, HttpHeadCheck check = {}) {
+    Add("POST", pattern, std::move(handler), std::move(check));
+  }
+  void Put(const std::string& pattern, HttpHandler handler) { Add("PUT", pattern, handler, {}); }
+  void Delete(const std::string& pattern, HttpHandler handler, HttpHeadCheck check = {}) {
+    Add("DELETE", pattern, std::move(handler), std::move(check));
+  }
+  void Options(const std::string& pattern, HttpHandler handler) {
+    Add("OPTIONS", pattern, std::move(handler), {});
+  }
+  std::vector<HttpServer::Route> Take() { return std::move(routes_); }
+
+ private:
+  void Add(const char* method, const std::string& pattern, HttpHandler handler,
+           HttpHeadCheck check) {
+    routes_.push_back({method, std::regex(pattern), std::move(handler), std::move(check)});
+  }
+  std::vector<HttpServer::Route> routes_;
+};
+
 // A v1 request body: the message's JSON mapping, unknown fields refused.
-grpc::Status parse_body(const httplib::Request& request, google::protobuf::Message& message) {
+grpc::Status parse_body(const HttpRequest& request, google::protobuf::Message& message) {
   // Protobuf's parser would log an ERROR line for each such body before refusing it.
   if (size_t bad = 0; !is_valid_utf8(request.body, &bad)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -182,16 +238,14 @@ struct StreamCall {
 // A v1 unary route: the body (none for a GET) as the request's JSON, the in-process call, its
 // reply as JSON or its status as a v1 error.
 template <typename Request, typename Reply>
-httplib::Server::Handler v1_unary(std::shared_ptr<Stub> stub, ApiKeys* keys,
-                                  grpc::Status (Stub::*method)(grpc::ClientContext*,
-                                                               const Request&, Reply*),
-                                  bool has_body) {
-  return [stub, keys, method, has_body](const httplib::Request& request,
-                                        httplib::Response& response) {
+HttpHandler v1_unary(std::shared_ptr<Stub> stub,
+                     grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Reply*),
+                     bool has_body) {
+  return [stub, method, has_body](const HttpRequest& request, HttpResponse& response) {
     Request message;
     grpc::ClientContext context;
-    grpc::Status status = to_grpc(verify_key_first(keys, request, /*key_may_be_in_body=*/false));
-    if (status.ok() && has_body) status = parse_body(request, message);
+    grpc::Status status;
+    if (has_body) status = parse_body(request, message);
     if (status.ok()) status = prepare_call(request, context);
     Reply reply;
     if (status.ok()) status = ((*stub).*method)(&context, message, &reply);
@@ -200,17 +254,15 @@ httplib::Server::Handler v1_unary(std::shared_ptr<Stub> stub, ApiKeys* keys,
   };
 }
 
-void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub, ApiKeys* keys) {
-  http.Post("/v1/translate", v1_unary(stub, keys, &Stub::Translate, /*has_body=*/true));
-  http.Post("/v1/translateDocument",
-            v1_unary(stub, keys, &Stub::TranslateDocument, /*has_body=*/true));
-
-  http.Post("/v1/translate:stream",
-            [stub, keys](const httplib::Request& request, httplib::Response& response) {
+void serve_v1(Routes& http, std::shared_ptr<Stub> stub, ApiKeys* keys) {
+  const HttpHeadCheck key_check = v1_key_check(keys);
+  http.Post("/v1/translate", v1_unary(stub, &Stub::Translate, /*has_body=*/true), key_check);
+  http.Post("/v1/translateDocument", v1_unary(stub, &Stub::TranslateDocument, /*has_body=*/true),
+            key_check);
+  http.Post("/v1/translate:stream", [stub](const HttpRequest& request, HttpResponse& response) {
     xlate::v1::TranslateRequest message;
     auto call = std::make_shared<StreamCall>();
-    grpc::Status status = to_grpc(verify_key_first(keys, request, /*key_may_be_in_body=*/false));
-    if (status.ok()) status = parse_body(request, message);
+    grpc::Status status = parse_body(request, message);
     if (status.ok()) status = prepare_call(request, call->context);
     if (!status.ok()) return v1_error(response, status.error_code(), status.error_message());
     call->reader = stub->TranslateStream(&call->context, message);
@@ -224,38 +276,30 @@ void serve_v1(httplib::Server& http, std::shared_ptr<Stub> stub, ApiKeys* keys) 
       }
       return v1_error(response, status.error_code(), status.error_message());
     }
-    response.set_chunked_content_provider(
-        "application/x-ndjson",
-        [call](size_t, httplib::DataSink& sink) {
-          std::string line = to_json(call->first) + "\n";
-          xlate::v1::TranslateStreamResponse next;
-          for (;;) {
-            if (!sink.write(line.data(), line.size())) {
-              call->Abandon();
-              return false;
-            }
-            if (!call->reader->Read(&next)) break;
-            line = to_json(next) + "\n";
-          }
-          const grpc::Status ended = call->reader->Finish();
-          call->finished = true;
-          if (!ended.ok()) {
-            // Past the headers, an error can only be the stream's last line.
-            Struct error, body;
-            (*error.mutable_fields())["code"].set_number_value(ended.error_code());
-            (*error.mutable_fields())["message"] = string_value(ended.error_message());
-            *(*body.mutable_fields())["error"].mutable_struct_value() = error;
-            line = to_json(body) + "\n";
-            sink.write(line.data(), line.size());
-          }
-          sink.done();
-          return true;
-        },
-        [call](bool) { call->Abandon(); });
-  });
+    response.set_header("Content-Type", "application/x-ndjson");
+    response.stream = [call](HttpStreamWriter& writer) {
+      std::string line = to_json(call->first) + "\n";
+      xlate::v1::TranslateStreamResponse next;
+      for (;;) {
+        if (!writer.Write(line)) return call->Abandon();
+        if (!call->reader->Read(&next)) break;
+        line = to_json(next) + "\n";
+      }
+      const grpc::Status ended = call->reader->Finish();
+      call->finished = true;
+      if (!ended.ok()) {
+        // Past the headers, an error can only be the stream's last line.
+        Struct error, body;
+        (*error.mutable_fields())["code"].set_number_value(ended.error_code());
+        (*error.mutable_fields())["message"] = string_value(ended.error_message());
+        *(*body.mutable_fields())["error"].mutable_struct_value() = error;
+        writer.Write(to_json(body) + "\n");
+      }
+    };
+  }, key_check);
 
-  http.Post("/v1/detect", v1_unary(stub, keys, &Stub::DetectLanguage, /*has_body=*/true));
-  http.Get("/v1/models", v1_unary(stub, keys, &Stub::ListModels, /*has_body=*/false));
+  http.Post("/v1/detect", v1_unary(stub, &Stub::DetectLanguage, /*has_body=*/true), key_check);
+  http.Get("/v1/models", v1_unary(stub, &Stub::ListModels, /*has_body=*/false), key_check);
 }
 
 // English names of language codes (ICU's display names), for /languages.
@@ -272,7 +316,7 @@ std::string language_name(const std::string& code) {
 
 // A failed call in LibreTranslate's terms: it answers 400, 403 (a missing or wrong key), 429
 // and 500 only.
-void libre_status(httplib::Response& response, const grpc::Status& status) {
+void libre_status(HttpResponse& response, const grpc::Status& status) {
   const int code = http_status(status.error_code());
   libre_error(response,
               code == 401   ? 403
@@ -292,35 +336,25 @@ Struct libre_detection(const xlate::v1::DetectedLanguage& detected) {
   return out;
 }
 
-// The LibreTranslate request of an HTTP one whose headers' key, if any, is valid.
-absl::StatusOr<LibreRequest> read_libre(const httplib::Request& request, ApiKeys* keys,
-                                        int64_t max_texts, bool with_languages) {
-  if (absl::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/true);
-      !key.ok()) {
-    return key;
-  }
-  if (request.get_header_value("Content-Type").find("application/json") != std::string::npos) {
+// The LibreTranslate request of an HTTP one: a JSON body, or a form's fields (URL-encoded or
+// multipart).
+absl::StatusOr<LibreRequest> read_libre(const HttpRequest& request, int64_t max_texts,
+                                        bool with_languages) {
+  if (request.header_value("Content-Type").find("application/json") != std::string::npos) {
     return read_libre_json(request.body, max_texts, with_languages);
   }
-  // A URL-encoded form's fields are params; a multipart form's are "files" without a file name.
   std::vector<std::pair<absl::string_view, absl::string_view>> pairs;
-  for (const auto& [name, value] : request.params) pairs.emplace_back(name, value);
-  for (const auto& [name, part] : request.files) pairs.emplace_back(name, part.content);
+  for (const auto& [name, field] : request.fields) pairs.emplace_back(name, field.value);
   return read_libre_form(pairs, max_texts, with_languages);
 }
 
-// Refuses a request read_libre could not read: 400, or 403 for its key, as LibreTranslate does.
-void libre_refusal(httplib::Response& response, const absl::Status& status) {
-  libre_error(response, status.code() == absl::StatusCode::kUnauthenticated ? 403 : 400,
-              std::string(status.message()));
-}
 
-void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub, ApiKeys* keys,
+void serve_libretranslate(Routes& http, std::shared_ptr<Stub> stub, ApiKeys* keys,
                           int64_t max_texts) {
-  http.Post("/detect", [stub, keys, max_texts](const httplib::Request& request,
-                                               httplib::Response& response) {
+  const HttpHeadCheck key_check = libre_key_check(keys);
+  http.Post("/detect", [stub, max_texts](const HttpRequest& request, HttpResponse& response) {
     // /detect takes q alone: source and target are not asked for here.
-    auto libre = read_libre(request, keys, max_texts, /*with_languages=*/false);
+    auto libre = read_libre(request, max_texts, /*with_languages=*/false);
     if (!libre.ok()) return libre_refusal(response, libre.status());
     xlate::v1::DetectLanguageRequest message;
     for (const std::string& text : libre->texts) message.add_contents(text);
@@ -339,12 +373,11 @@ void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub, Api
     }
     response.set_content(to_json(libre->q_is_list ? per_text : per_text.values(0).list_value()),
                          kJson);
-  });
+   }, key_check);
 
 
-  http.Post("/translate", [stub, keys, max_texts](const httplib::Request& request,
-                                                  httplib::Response& response) {
-    auto libre = read_libre(request, keys, max_texts, /*with_languages=*/true);
+  http.Post("/translate", [stub, max_texts](const HttpRequest& request, HttpResponse& response) {
+    auto libre = read_libre(request, max_texts, /*with_languages=*/true);
     if (!libre.ok()) return libre_refusal(response, libre.status());
     xlate::v1::TranslateRequest message;
     for (const std::string& text : libre->texts) message.add_contents(text);
@@ -393,9 +426,9 @@ void serve_libretranslate(httplib::Server& http, std::shared_ptr<Stub> stub, Api
       }
     }
     response.set_content(to_json(body), kJson);
-  });
+  }, key_check);
 
-  http.Get("/languages", [stub](const httplib::Request& request, httplib::Response& response) {
+  http.Get("/languages", [stub](const HttpRequest& request, HttpResponse& response) {
     grpc::ClientContext context;
     grpc::Status status = prepare_call(request, context);
     xlate::v1::ListModelsResponse models;
@@ -454,28 +487,23 @@ std::string percent_encoded(absl::string_view text) {
 // LibreTranslate's files: POST /translate_file (a multipart form: file, source, target,
 // api_key) translates the file by TranslateDocument and answers {translatedFileUrl}, where GET
 // /download_file/<id>/<name> serves it while `files` keeps it.
-void serve_libretranslate_files(httplib::Server& http, std::shared_ptr<Stub> stub, ApiKeys* keys,
+void serve_libretranslate_files(Routes& http, std::shared_ptr<Stub> stub, ApiKeys* keys,
                                 std::shared_ptr<TranslatedFiles> files, bool https) {
-  http.Post("/translate_file", [stub, keys, files, https](const httplib::Request& request,
-                                                          httplib::Response& response) {
-    if (absl::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/true);
-        !key.ok()) {
-      return libre_refusal(response, key);
-    }
-    if (!request.is_multipart_form_data() || !request.has_file("file") ||
-        request.get_file_value("file").filename.empty()) {
+  http.Post("/translate_file", [stub, files, https](const HttpRequest& request,
+                                                    HttpResponse& response) {
+    const HttpField* upload = request.field("file");
+    if (upload == nullptr || upload->file_name.empty()) {
       return libre_error(response, 400, "Invalid request: missing file parameter");
     }
     const auto field = [&request](const char* name) {
-      return request.has_file(name) ? request.get_file_value(name).content
-                                    : request.get_param_value(name);
+      const HttpField* found = request.field(name);
+      return found == nullptr ? std::string() : found->value;
     };
     const std::string target = field("target");
     if (target.empty()) return libre_error(response, 400, "Invalid request: missing target parameter");
-    const httplib::MultipartFormData& upload = request.get_file_value("file");
     xlate::v1::TranslateDocumentRequest message;
-    message.set_content(upload.content);
-    message.set_file_name(upload.filename);
+    message.set_content(upload->value);
+    message.set_file_name(upload->file_name);
     message.set_source_language_code(field("source"));
     message.set_target_language_code(target);
     grpc::ClientContext context;
@@ -484,7 +512,7 @@ void serve_libretranslate_files(httplib::Server& http, std::shared_ptr<Stub> stu
     if (status.ok()) status = stub->TranslateDocument(&context, message, &translated);
     if (!status.ok()) return libre_status(response, status);
     // The file's own name, without a folder a client may have sent with it.
-    std::string name = upload.filename.substr(upload.filename.find_last_of("/\\") + 1);
+    std::string name = upload->file_name.substr(upload->file_name.find_last_of("/\\") + 1);
     const std::optional<std::string> id =
         files->Put({name, translated.mime_type(), std::move(*translated.mutable_content())});
     if (!id) {
@@ -492,12 +520,13 @@ void serve_libretranslate_files(httplib::Server& http, std::shared_ptr<Stub> stu
     }
     Struct body;
     (*body.mutable_fields())["translatedFileUrl"] = string_value(absl::StrCat(
-        https ? "https://" : "http://", request.get_header_value("Host"), "/download_file/", *id,
+        https ? "https://" : "http://", request.header_value("Host"), "/download_file/", *id,
         "/", percent_encoded(name)));
     response.set_content(to_json(body), kJson);
-  });
-  http.Get(R"(/download_file/([0-9a-f]{32})/[^/]*)",
-           [files](const httplib::Request& request, httplib::Response& response) {
+  }, libre_key_check(keys));
+  // The name is percent-decoded by then, and may hold anything.
+  http.Get(R"(/download_file/([0-9a-f]{32})/.*)",
+           [files](const HttpRequest& request, HttpResponse& response) {
              const std::optional<TranslatedFiles::File> file = files->Get(request.matches[1]);
              if (!file) {
                return libre_error(response, 404,
@@ -530,19 +559,13 @@ Struct job_json(const DocumentJobs::Status& status) {
 // in JSON) creates a job, answered 202 with its status; GET /v1/documents/{id} is its status,
 // GET /v1/documents/{id}/content its file once DONE, DELETE /v1/documents/{id} (or POST
 // /v1/documents/{id}:cancel) cancels it.
-void serve_document_jobs(httplib::Server& http, std::shared_ptr<DocumentJobs> jobs,
-                         ApiKeys* keys) {
-  // The caller, once its key (if keys are in use) is valid; else the refusal, answered.
-  const auto caller_of = [keys](const httplib::Request& request, httplib::Response& response)
-      -> std::optional<DocumentJobs::Caller> {
-    if (absl::Status key = verify_key_first(keys, request, /*key_may_be_in_body=*/false);
-        !key.ok()) {
-      v1_error(response, static_cast<grpc::StatusCode>(key.code()), std::string(key.message()));
-      return std::nullopt;
-    }
+void serve_document_jobs(Routes& http, std::shared_ptr<DocumentJobs> jobs, ApiKeys* keys) {
+  // The caller, whose key (if keys are in use) the routes' key check has found valid.
+  const HttpHeadCheck key_check = v1_key_check(keys);
+  const auto caller_of = [](const HttpRequest& request) {
     return DocumentJobs::Caller{header_key(request).value_or(std::string()), request.remote_addr};
   };
-  const auto answer = [](httplib::Response& response,
+  const auto answer = [](HttpResponse& response,
                          const absl::StatusOr<DocumentJobs::Status>& status, int ok_code) {
     if (!status.ok()) {
       return v1_error(response, static_cast<grpc::StatusCode>(status.status().code()),
@@ -551,27 +574,24 @@ void serve_document_jobs(httplib::Server& http, std::shared_ptr<DocumentJobs> jo
     response.status = ok_code;
     response.set_content(to_json(job_json(*status)), kJson);
   };
-  http.Post("/v1/documents", [jobs, caller_of, answer](const httplib::Request& request,
-                                                        httplib::Response& response) {
-    const std::optional<DocumentJobs::Caller> caller = caller_of(request, response);
-    if (!caller) return;
+  http.Post("/v1/documents", [jobs, caller_of, answer](const HttpRequest& request,
+                                                        HttpResponse& response) {
+    const DocumentJobs::Caller caller = caller_of(request);
     xlate::v1::TranslateDocumentRequest message;
     if (grpc::Status parsed = parse_body(request, message); !parsed.ok()) {
       return v1_error(response, parsed.error_code(), parsed.error_message());
     }
-    answer(response, jobs->Create(std::move(message), *caller), 202);
-  });
-  http.Get(R"(/v1/documents/([^/:]+))", [jobs, caller_of, answer](const httplib::Request& request,
-                                                                  httplib::Response& response) {
-    const std::optional<DocumentJobs::Caller> caller = caller_of(request, response);
-    if (!caller) return;
-    answer(response, jobs->Get(request.matches[1], *caller), 200);
-  });
-  http.Get(R"(/v1/documents/([^/:]+)/content)", [jobs, caller_of](const httplib::Request& request,
-                                                                   httplib::Response& response) {
-    const std::optional<DocumentJobs::Caller> caller = caller_of(request, response);
-    if (!caller) return;
-    auto file = jobs->Content(request.matches[1], *caller);
+    answer(response, jobs->Create(std::move(message), caller), 202);
+  }, key_check);
+  http.Get(R"(/v1/documents/([^/:]+))", [jobs, caller_of, answer](const HttpRequest& request,
+                                                                  HttpResponse& response) {
+    const DocumentJobs::Caller caller = caller_of(request);
+    answer(response, jobs->Get(request.matches[1], caller), 200);
+  }, key_check);
+  http.Get(R"(/v1/documents/([^/:]+)/content)", [jobs, caller_of](const HttpRequest& request,
+                                                                   HttpResponse& response) {
+    const DocumentJobs::Caller caller = caller_of(request);
+    auto file = jobs->Content(request.matches[1], caller);
     if (!file.ok()) {
       return v1_error(response, static_cast<grpc::StatusCode>(file.status().code()),
                       std::string(file.status().message()));
@@ -583,15 +603,27 @@ void serve_document_jobs(httplib::Server& http, std::shared_ptr<DocumentJobs> jo
     }
     response.set_content(file->content, file->mime_type.empty() ? "application/octet-stream"
                                                                 : file->mime_type);
-  });
-  const auto cancel = [jobs, caller_of, answer](const httplib::Request& request,
-                                                httplib::Response& response) {
-    const std::optional<DocumentJobs::Caller> caller = caller_of(request, response);
-    if (!caller) return;
-    answer(response, jobs->Cancel(request.matches[1], *caller), 200);
+  }, key_check);
+  const auto cancel = [jobs, caller_of, answer](const HttpRequest& request,
+                                                HttpResponse& response) {
+    const DocumentJobs::Caller caller = caller_of(request);
+    answer(response, jobs->Cancel(request.matches[1], caller), 200);
   };
-  http.Delete(R"(/v1/documents/([^/:]+))", cancel);
-  http.Post(R"(/v1/documents/([^/:]+):cancel)", cancel);
+  http.Delete(R"(/v1/documents/([^/:]+))", cancel, key_check);
+  http.Post(R"(/v1/documents/([^/:]+):cancel)", cancel, key_check);
+}
+
+// A file's text, for the TLS pair.
+absl::StatusOr<std::string> read_pem(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", flag, " ", path));
+  }
+  if (text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, " is missing or empty"));
+  }
+  return text;
 }
 
 }  // namespace
@@ -602,38 +634,44 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   if (options.tls_cert.empty() != options.tls_key.empty()) {
     return absl::InvalidArgumentError("HTTPS needs both --tls_cert and --tls_key");
   }
+  HttpServerOptions server_options;
+  server_options.host = options.host;
+  server_options.port = options.port;
+  server_options.workers = options.threads;
+  server_options.max_body_bytes = options.max_body_bytes;
+  server_options.request_seconds = options.read_timeout_seconds;
+  server_options.idle_seconds = options.idle_seconds;
+  server_options.max_connections = options.max_connections;
   if (!options.tls_cert.empty()) {
-    auto https = std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(),
-                                                      options.tls_key.c_str());
-    if (!https->is_valid()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot serve HTTPS with --tls_cert ", options.tls_cert, " and --tls_key ",
-                       options.tls_key, " (OpenSSL refused the pair)"));
-    }
-    gateway->http_ = std::move(https);
-  } else {
-    gateway->http_ = std::make_unique<httplib::Server>();
+    auto cert = read_pem(options.tls_cert, "--tls_cert");
+    if (!cert.ok()) return cert.status();
+    auto key = read_pem(options.tls_key, "--tls_key");
+    if (!key.ok()) return key.status();
+    server_options.tls_cert_pem = *std::move(cert);
+    server_options.tls_key_pem = *std::move(key);
   }
-  httplib::Server& http = *gateway->http_;
+  server_options.error = [](int status, const std::string& message, HttpResponse& response) {
+    libre_error(response, status, message);
+  };
   // CORS: a listed origin (or any, with "*") gets the headers that let its page read the answer;
   // a preflight (OPTIONS) is answered 204 with the methods and headers the routes take.
   const std::vector<std::string> origins = options.cors_origins;
-  const auto allowed = [origins](const httplib::Request& request) -> std::string {
+  const auto allowed = [origins](const HttpRequest& request) -> std::string {
     if (!request.has_header("Origin")) return std::string();
-    const std::string origin = request.get_header_value("Origin");
+    const std::string origin = request.header_value("Origin");
     for (const std::string& listed : origins) {
       if (listed == "*" || listed == origin) return origin;
     }
     return std::string();
   };
-  http.set_post_routing_handler([allowed](const httplib::Request& request,
-                                          httplib::Response& response) {
+  server_options.decorate = [allowed](const HttpRequest& request, HttpResponse& response) {
     if (const std::string origin = allowed(request); !origin.empty()) {
       response.set_header("Access-Control-Allow-Origin", origin);
       response.set_header("Vary", "Origin");
     }
-  });
-  http.Options(".*", [allowed](const httplib::Request& request, httplib::Response& response) {
+  };
+  Routes http;
+  http.Options(".*", [allowed](const HttpRequest& request, HttpResponse& response) {
     response.status = 204;
     if (allowed(request).empty()) return;
     response.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
@@ -644,8 +682,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   std::shared_ptr<Stub> stub = xlate::v1::Translator::NewStub(channel);
   serve_v1(http, stub, options.api_keys);
   serve_libretranslate(http, stub, options.api_keys, options.max_texts);
-  auto jobs = DocumentJobs::Start(channel, options.jobs_dir,
-                                  options.jobs_kept_for);
+  auto jobs = DocumentJobs::Start(channel, options.jobs_dir, options.jobs_kept_for);
   if (!jobs.ok()) return jobs.status();
   gateway->jobs_ = std::shared_ptr<DocumentJobs>(*std::move(jobs));
   serve_document_jobs(http, gateway->jobs_, options.api_keys);
@@ -654,7 +691,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
       std::make_shared<TranslatedFiles>(options.translated_files_bytes,
                                         options.translated_files_kept_for),
       !options.tls_cert.empty());
-  http.Get("/", [](const httplib::Request&, httplib::Response& response) {
+  http.Get("/", [](const HttpRequest&, HttpResponse& response) {
     // Its script and style are inline, and it talks to this server alone.
     // Never inside another site's frame (clickjacking with the key the page holds), and the
     // key in sessionStorage, gone with the tab, not localStorage.
@@ -671,7 +708,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
       {"/languages", "GET"},    {"/translate_file", "POST"},      {"/v1/translateDocument", "POST"}};
   for (const auto& [path, method] : routes) {
     const auto refuse = [path = std::string(path), method = std::string(method)](
-                            const httplib::Request& request, httplib::Response& response) {
+                            const HttpRequest& request, HttpResponse& response) {
       response.set_header("Allow", method);
       libre_error(response, 405,
                   absl::StrCat(request.method, " ", path, ": this route takes ", method));
@@ -684,65 +721,21 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     http.Put(path, refuse);
     http.Delete(path, refuse);
   }
-  const int64_t max_body = options.max_body_bytes;
-  const int read_timeout = options.read_timeout_seconds;
-  http.set_error_handler([max_body, read_timeout](const httplib::Request& request,
-                                                  httplib::Response& response) {
-    if (!response.body.empty()) return;
-    if (response.status == 400) {  // cpp-httplib could not read the request
-      return libre_error(response, 400,
-                         absl::StrCat("the request could not be read: malformed HTTP, or not "
-                                      "sent in full within ", read_timeout, " s"));
+  auto server = HttpServer::Start(std::move(server_options), http.Take());
+  if (!server.ok()) {
+    if (!options.tls_cert.empty() && server.status().code() == absl::StatusCode::kUnavailable) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot serve HTTPS with --tls_cert ", options.tls_cert, " and --tls_key ",
+          options.tls_key, " on ", options.host, ":", options.port, ": ",
+          server.status().message()));
     }
-    if (response.status == 413) {
-      return libre_error(response, 413,
-                         absl::StrCat("the body is larger than --max_receive_message_bytes (",
-                                      max_body, " bytes)"));
-    }
-    if (response.status == 404) {
-      return libre_error(response, 404, absl::StrCat("no route ", request.method, " ",
-                                                     request.path.substr(0, 200)));
-    }
-    libre_error(response, response.status, absl::StrCat("HTTP ", response.status));
-  });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& response,
-                                std::exception_ptr error) {
-    std::string what = "internal error";
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& exception) {
-      what = exception.what();
-    } catch (...) {
-    }
-    libre_error(response, 500, what);
-  });
-  http.set_payload_max_length(static_cast<size_t>(max_body));
-  // Keep-alive connections stay open across requests (cpp-httplib closes one after 5 by default,
-  // and a client pays a new connection every fifth request).
-  http.set_keep_alive_max_count(100000);
-  // A response goes out as headers then body: without TCP_NODELAY, Nagle's algorithm holds the
-  // body until the client's delayed ACK of the headers (~40 ms a request, measured by
-  // bench/rest_vs_grpc.py with one client).
-  http.set_tcp_nodelay(true);
-  const int threads = std::max(1, options.threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http.set_read_timeout(options.read_timeout_seconds, 0);
-  http.set_write_timeout(options.read_timeout_seconds, 0);
-  const int port = options.port == 0 ? http.bind_to_any_port(options.host)
-                                     : (http.bind_to_port(options.host, options.port)
-                                            ? options.port
-                                            : -1);
-  if (port <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen for HTTP on ", options.host, ":", options.port));
+    return server.status();
   }
-  gateway->port_ = port;
-  gateway->listener_ = std::thread([&http, ended = gateway->listening_ended_] {
-    http.listen_after_bind();
-    ended->Notify();
-  });
+  gateway->http_ = *std::move(server);
   return gateway;
 }
+
+int HttpGateway::port() const { return http_->port(); }
 
 void HttpGateway::StopJobs() {
   if (jobs_) jobs_->Stop();
@@ -750,11 +743,7 @@ void HttpGateway::StopJobs() {
 
 bool HttpGateway::Stop(absl::Time deadline) {
   StopJobs();
-  if (!http_) return true;
-  http_->stop();
-  if (!listening_ended_->WaitForNotificationWithDeadline(deadline)) return false;
-  if (listener_.joinable()) listener_.join();
-  return true;
+  return http_ == nullptr || http_->Stop(deadline);
 }
 
 HttpGateway::~HttpGateway() { Stop(); }

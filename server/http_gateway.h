@@ -3,7 +3,7 @@
 // gets the limits, batching, deadlines, metrics (counted under the gRPC code it ends with) and
 // drain of a gRPC one, and nothing about a request is checked twice.
 //
-// Routes (cpp-httplib; bodies through Protobuf's JSON mapping):
+// Routes (server/http_server.h, on libmicrohttpd; bodies through Protobuf's JSON mapping):
 //   POST /v1/translate          TranslateRequest JSON -> TranslateResponse JSON
 //   POST /v1/translate:stream   the same request -> TranslateStreamResponse messages as
 //                               newline-delimited JSON (application/x-ndjson), one per line
@@ -37,22 +37,17 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace xlate::server {
 
 class ApiKeys;
 class DocumentJobs;
+class HttpServer;
 
 struct HttpGatewayOptions {
   std::string host = "0.0.0.0";
@@ -65,12 +60,17 @@ struct HttpGatewayOptions {
   // The server's keys (--api_keys_file; null: none): a request's header key is checked before
   // its body is read.
   ApiKeys* api_keys = nullptr;
-  // Seconds a connection may take to send its request (slow clients are cut off).
+  // Seconds a request may take to arrive in full after its request line (slow clients are cut
+  // off with 408), and seconds a connection may wait for its next request line
+  // (--http_request_seconds, --http_idle_seconds).
   int read_timeout_seconds = 10;
-  // Connections served at once (--http_threads): each holds a thread while it is open (a
-  // keep-alive connection between requests too, up to 5 s), and a request's thread waits for
-  // its in-process gRPC call.
+  int idle_seconds = 30;
+  // Requests handled at once (--http_threads): a request's worker waits for its in-process gRPC
+  // call. Connections, idle or sending, hold no worker.
   int threads = 64;
+  // Connections open at once (--http_max_connections), within the open-file limit: past it a new
+  // one is closed at once.
+  int max_connections = 16384;
   // HTTPS with this PEM certificate chain and key (--tls_cert, --tls_key), when both are set.
   std::string tls_cert, tls_key;
   // Translated files kept for /download_file: bytes in all (the oldest go first) and for how
@@ -94,12 +94,11 @@ class HttpGateway {
       std::shared_ptr<grpc::Channel> channel, const HttpGatewayOptions& options);
   ~HttpGateway();
 
-  int port() const { return port_; }
-  // Stops listening and waits until `deadline` for the connections still open to end (their
-  // requests' gRPC calls end with the service's own drain or deadline). False when some are
-  // still open then: a client trickling its request a byte at a time holds its worker for as
-  // long as it goes on, and cpp-httplib cannot cut it off; the caller bounds its shutdown by
-  // exiting (the object must then not be destroyed, which waits for them).
+  int port() const;
+  // Stops listening, waits until `deadline` for the requests being handled to be answered (their
+  // gRPC calls end with the service's own drain or deadline), then closes every connection,
+  // idle or still sending. False when requests were still being handled then: the caller bounds
+  // its shutdown by exiting (the object must then not be destroyed).
   bool Stop(absl::Time deadline = absl::InfiniteFuture());
   // Stops the document jobs' worker (the running job stays unfinished, to be taken up again on
   // the next start), so that no job holds the server's drain up.
@@ -107,12 +106,8 @@ class HttpGateway {
 
  private:
   HttpGateway() = default;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpServer> http_;
   std::shared_ptr<DocumentJobs> jobs_;
-  std::thread listener_;
-  // Notified once the listener has returned (every worker joined).
-  std::shared_ptr<absl::Notification> listening_ended_ = std::make_shared<absl::Notification>();
-  int port_ = 0;
 };
 
 }  // namespace xlate::server

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/served_model.h"
-#include "server/task_thread.h"
+#include "server/task_threads.h"
 
 namespace xlate::server {
 
@@ -105,7 +105,7 @@ class ModelRegistry {
   int64_t alive_ ABSL_GUARDED_BY(alive_mutex_) = 0;  // models shared and not yet destroyed
   bool stopping_ ABSL_GUARDED_BY(alive_mutex_) = false;
   // Destroyed first, once no model is left: it runs what was posted to it, then joins.
-  TaskThread background_;
+  TaskThreads background_;
 };
 
 }  // namespace xlate::server

@@ -2,7 +2,7 @@
 // one bounded queue; one scheduler thread owns the engine, forms batches with decide_batch()
 // (server/batching_policy.h) and routes each result back to its request and position. That
 // thread only decodes: a request's completion callback (detokenising, answering the RPC) runs on
-// the scheduler's completion thread (server/task_thread.h).
+// the scheduler's completion thread (server/task_threads.h).
 //
 // Batching is iteration-level: the engine decodes all admitted sentences together one token per
 // step, and between two steps the scheduler admits a new batch into the engine's free slots, so
@@ -28,7 +28,7 @@
 #include "engine/decoding/search.h"
 #include "engine/translator.h"
 #include "server/batching_policy.h"
-#include "server/task_thread.h"
+#include "server/task_threads.h"
 #include "server/translation_cache.h"
 
 namespace xlate::server {
@@ -316,7 +316,7 @@ class Scheduler {
   std::vector<std::shared_ptr<TranslationJob>> cancelled_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   // Destroyed after thread_ has joined (in ~Scheduler), so it runs every completion posted.
-  TaskThread completions_;
+  TaskThreads completions_;
   std::thread thread_;
 };
 

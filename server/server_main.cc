@@ -75,8 +75,17 @@ ABSL_FLAG(std::vector<std::string>, http_cors_origins, {},
           "origins whose pages may call the HTTP API from a browser (CORS), comma-separated "
           "(e.g. https://example.org), or * for any; default none but the server's own page");
 ABSL_FLAG(int, http_threads, 64,
-          "HTTP connections served at once (each holds a thread while open, keep-alive "
-          "included); more wait to be accepted");
+          "HTTP requests handled at once (each holds a worker thread while its call runs; "
+          "connections idle or still sending hold none); more wait for a worker");
+ABSL_FLAG(int, http_max_connections, 16384,
+          "HTTP connections open at once (within the open-file limit, less 512); past it a new "
+          "one is closed at once");
+ABSL_FLAG(int, http_request_seconds, 10,
+          "seconds an HTTP request may take to arrive in full after its request line; past it "
+          "the connection gets 408 and is closed");
+ABSL_FLAG(int, http_idle_seconds, 30,
+          "seconds an HTTP connection may wait for its next request (keep-alive) before it is "
+          "closed");
 ABSL_FLAG(int64_t, translated_files_mib, 256,
           "MiB of translated files (LibreTranslate's /translate_file) kept for /download_file; "
           "the oldest go first");
@@ -546,10 +555,21 @@ int serve(const std::vector<std::string>& model_flags) {
         absl::Minutes(absl::GetFlag(FLAGS_translated_files_minutes));
     http_options.jobs_dir = absl::GetFlag(FLAGS_jobs_dir);
     http_options.jobs_kept_for = absl::Hours(absl::GetFlag(FLAGS_jobs_hours));
-    if (http_options.threads < 1 || http_options.threads > 4096) {
-      server->Shutdown(std::chrono::system_clock::now());
-      return fail(absl::StrCat("--http_threads ", http_options.threads,
-                               " must be in 1..4096"), 2);
+    http_options.max_connections = absl::GetFlag(FLAGS_http_max_connections);
+    http_options.read_timeout_seconds = absl::GetFlag(FLAGS_http_request_seconds);
+    http_options.idle_seconds = absl::GetFlag(FLAGS_http_idle_seconds);
+    const std::pair<const char*, std::pair<int, std::pair<int, int>>> http_bounds[] = {
+        {"--http_threads", {http_options.threads, {1, 4096}}},
+        {"--http_max_connections", {http_options.max_connections, {1, 1 << 20}}},
+        {"--http_request_seconds", {http_options.read_timeout_seconds, {1, 3600}}},
+        {"--http_idle_seconds", {http_options.idle_seconds, {1, 86400}}}};
+    for (const auto& [flag, bound] : http_bounds) {
+      const auto& [value, range] = bound;
+      if (value < range.first || value > range.second) {
+        server->Shutdown(std::chrono::system_clock::now());
+        return fail(absl::StrCat(flag, " ", value, " must be in ", range.first, "..",
+                                 range.second), 2);
+      }
     }
     http_options.tls_cert = absl::GetFlag(FLAGS_tls_cert);
     http_options.tls_key = absl::GetFlag(FLAGS_tls_key);
@@ -617,13 +637,12 @@ int serve(const std::vector<std::string>& model_flags) {
   // runs), so that no call holds a model afterwards.
   server->Shutdown(std::chrono::system_clock::now());
   // Then HTTP, whose requests still in flight were in-process calls just cancelled (a later
-  // one finds the server shut down): its workers are free to be joined, but for connections
-  // still sending their request (slow or trickling clients), which the grace period bounds
-  // too: past it (and a second for the workers to see the stop), the process exits with them
-  // open rather than wait for as long as a client cares to trickle.
+  // one finds the server shut down): their workers end, and the connections left (idle, or
+  // clients still sending) are closed. A worker still busy a second past the grace period is
+  // not waited for: the process exits.
   if (http_gateway && !http_gateway->Stop(std::max(grace_end, absl::Now()) + absl::Seconds(1))) {
-    std::cerr << "xlate-server: HTTP connections still sending their requests after the grace "
-                 "period; exiting with them open"
+    std::cerr << "xlate-server: HTTP requests still being handled after the grace period; "
+                 "exiting with them open"
               << std::endl;
     if (admin_server) admin_server->Shutdown(std::chrono::system_clock::now());
     std::cerr << "xlate-server: stopped" << std::endl;

@@ -217,7 +217,7 @@ class HttpGateway(unittest.TestCase):
                 break
         answer = received.decode(errors="replace")
         slow.close()
-        self.assertTrue(answer.startswith("HTTP/1.1 400"), answer)
+        self.assertTrue(answer.startswith("HTTP/1.1 408"), answer)
         self.assertIn("not sent in full within 10 s", answer)
         self.assertLess(time.monotonic() - started, 30)  # the 10 s read limit, not forever
 
@@ -445,12 +445,14 @@ class HttpGateway(unittest.TestCase):
 
 class ShutdownWithTricklingClients(unittest.TestCase):
     """The QA round: SIGTERM with clients trickling their requests a byte at a time (each read
-    within the 10 s limit) and --grace_period_seconds 10 still ran after 90 s. The grace period
-    bounds the HTTP side too."""
+    within the 10 s limit) and --grace_period_seconds 10 still ran after 90 s. Connections still
+    sending hold no worker now, and the server closes them when it stops."""
 
     def test_sigterm_ends_the_server_though_clients_trickle(self):
-        server = Server(f"--http_port={free_port()}", "--grace_period_seconds=2")
+        server = Server(f"--http_port={free_port()}", "--grace_period_seconds=2",
+                        "--http_request_seconds=600")
         stop = threading.Event()
+        closed_by_server = []
 
         def trickle():
             connection = socket.create_connection(("127.0.0.1", server.http_port))
@@ -461,6 +463,7 @@ class ShutdownWithTricklingClients(unittest.TestCase):
                 try:
                     connection.sendall(bytes([byte]))
                 except OSError:
+                    closed_by_server.append(True)
                     break
                 time.sleep(0.5)
             connection.close()
@@ -470,9 +473,17 @@ class ShutdownWithTricklingClients(unittest.TestCase):
             for client in clients:
                 client.start()
             time.sleep(2)
+            started = time.monotonic()
             self.assertEqual(server.terminate(timeout=60), 0, "".join(server.stderr_lines))
+            # The grace period (2 s) and the drain's second, not the trickle's 4 minutes.
+            self.assertLess(time.monotonic() - started, 10)
             server.reader.join(30)  # the log's last lines
-            self.assertIn("exiting with them open", "".join(server.stderr_lines))
+            log = "".join(server.stderr_lines)
+            self.assertIn("xlate-server: stopped", log)
+            self.assertNotIn("exiting with them open", log)
+            for client in clients:
+                client.join(10)
+            self.assertEqual(len(closed_by_server), 3)
         finally:
             stop.set()
             for client in clients:
