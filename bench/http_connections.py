@@ -129,9 +129,9 @@ def still_open(sockets):
     """How many of `sockets` the server has not closed."""
     open_count = 0
     for sock in sockets:
+        sock.setblocking(False)
         try:
-            data = sock.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK)
-            if data:
+            if sock.recv(1, socket.MSG_PEEK):
                 open_count += 1
         except BlockingIOError:
             open_count += 1

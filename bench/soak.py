@@ -19,6 +19,12 @@ stops serving, or when the RSS grows by more than --max_rss_growth.
 server: HTML nested 20,000 deep (60 KB), formatting elements that HTML reopens in thousands of
 paragraphs (53 KB that made a 2.9 GB tree), and 25,000 start tags. Each must be refused
 INVALID_ARGUMENT, and the normal clients must see no code other than by design.
+
+--idle_sockets N and --slow_sockets M (with --http_clients K, default 2) serve HTTP too and hold
+N connections that send nothing and M that trickle a request a byte a second, each replaced as
+soon as the server cuts it off (idle after --http_idle_seconds, trickling after
+--http_request_seconds), while K clients call /v1/translate over HTTP; each of their calls must
+end 200, or 429/504 (RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED) by design.
 """
 import argparse
 import collections
@@ -27,6 +33,7 @@ import os
 import random
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -77,6 +84,9 @@ def main():
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--max_rss_growth", type=float, default=0.05)
     parser.add_argument("--hostile_clients", type=int, default=0)
+    parser.add_argument("--idle_sockets", type=int, default=0)
+    parser.add_argument("--slow_sockets", type=int, default=0)
+    parser.add_argument("--http_clients", type=int, default=2)
     parser.add_argument("--server_flag", action="append", default=[],
                         help="a flag for xlate-server (repeatable), e.g. --server_flag="
                              "--translation_cache_mib=1")
@@ -85,6 +95,12 @@ def main():
     pb2, pb2_grpc = import_stubs()
     sentences = source_sentences(args.source)
 
+    hostile_sockets = args.idle_sockets + args.slow_sockets > 0
+    if hostile_sockets:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            http_port = probe.getsockname()[1]
+        args.server_flag.append(f"--http_port={http_port}")
     server, port = start_multi30k_server(args, *args.server_flag)
     metrics_port = next(int(m[1]) for line in server.startup_lines
                         for m in [re.search(r"metrics on port (\d+)", line)] if m)
@@ -157,7 +173,75 @@ def main():
             with lock:
                 hostile_codes[code] += 1
 
+    http_codes = collections.Counter()
+    sockets_cut_off = collections.Counter()
+
+    def http_client(seed):
+        rng = random.Random(seed)
+        while not stop.is_set():
+            body = json.dumps({"contents": [rng.choice(sentences)]}).encode()
+            request = urllib.request.Request(f"http://127.0.0.1:{http_port}/v1/translate",
+                                             data=body, method="POST",
+                                             headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=120) as response:
+                    response.read()
+                    code = response.status
+            except urllib.error.HTTPError as error:
+                code = error.code
+            except OSError as error:
+                code = f"{type(error).__name__}"
+            with lock:
+                http_codes[code] += 1
+
+    def hostile_connections():
+        """Keeps --idle_sockets and --slow_sockets open, replacing those the server cuts off."""
+        trickle = (b"POST /v1/translate HTTP/1.1\r\nHost: soak\r\n"
+                   + b"X-Pad: aaaaaaaaaaaaaaaaaaaa\r\n" * 10000)
+
+        def connect():
+            sock = socket.create_connection(("127.0.0.1", http_port))
+            sock.setblocking(False)
+            return sock
+
+        idle = [connect() for _ in range(args.idle_sockets)]
+        slow = [[connect(), 0] for _ in range(args.slow_sockets)]
+        while not stop.wait(1.0):
+            for i, sock in enumerate(idle):
+                try:
+                    closed = sock.recv(1, socket.MSG_PEEK) == b""
+                except BlockingIOError:
+                    closed = False
+                except OSError:
+                    closed = True
+                if closed:
+                    sock.close()
+                    idle[i] = connect()
+                    sockets_cut_off["idle"] += 1
+            for entry in slow:
+                sock, sent = entry
+                try:
+                    sock.send(trickle[sent:sent + 1])
+                    entry[1] = (sent + 1) % len(trickle)
+                    try:
+                        sock.recv(4096)  # the 408 or the end: cut off either way
+                        cut = True
+                    except BlockingIOError:
+                        cut = False
+                except OSError:
+                    cut = True
+                if cut:
+                    sock.close()
+                    entry[0], entry[1] = connect(), 0
+                    sockets_cut_off["slow"] += 1
+        for sock in idle + [entry[0] for entry in slow]:
+            sock.close()
+
     threads = [threading.Thread(target=client, args=(seed,)) for seed in range(args.clients)]
+    if hostile_sockets:
+        threads.append(threading.Thread(target=hostile_connections))
+        threads += [threading.Thread(target=http_client, args=(2000 + seed,))
+                    for seed in range(args.http_clients)]
     threads += [threading.Thread(target=hostile_client, args=(1000 + seed,))
                 for seed in range(args.hostile_clients)]
     start = time.monotonic()
@@ -199,6 +283,9 @@ def main():
     unexpected = {code: n for code, n in codes.items() if code not in BY_DESIGN}
     summary = {"duration_s": args.duration_s, "clients": args.clients, "codes": dict(codes),
                "hostile_clients": args.hostile_clients, "hostile_codes": dict(hostile_codes),
+               "idle_sockets": args.idle_sockets, "slow_sockets": args.slow_sockets,
+               "sockets_cut_off": dict(sockets_cut_off),
+               "http_codes": {str(code): n for code, n in http_codes.items()},
                "sentences": done_sentences[0], "rss_after_warmup_mib": round(warm_rss / 2**20, 1)
                if warm_rss else None, "rss_final_mib": round(final_rss / 2**20, 1),
                "rss_growth": round(growth, 4), "rss_idle_mib": round(idle_rss / 2**20, 1),
@@ -217,6 +304,9 @@ def main():
                           if code != "INVALID_ARGUMENT"}
     if hostile_unexpected:
         problems.append(f"hostile calls not refused as INVALID_ARGUMENT: {hostile_unexpected}")
+    http_unexpected = {code: n for code, n in http_codes.items() if code not in (200, 429, 504)}
+    if http_unexpected:
+        problems.append(f"HTTP calls beside the idle and slow sockets failed: {http_unexpected}")
     if not serving or exit_code != 0:
         problems.append(f"the server stopped serving (exit {exit_code})")
     if growth > args.max_rss_growth:

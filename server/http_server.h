@@ -112,8 +112,8 @@ class HttpServer {
     HttpHeadCheck head_check;  // may be empty
   };
 
-  // Listens and serves `routes` (the first that matches a request's method and path) until
-  // Stop(). A path no route matches gets 404.
+  // Listens and serves `routes` (the first that matches a request's method and path; HEAD takes
+  // GET's) until Stop(). A request no route matches gets 404.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options,
                                                            std::vector<Route> routes);
   ~HttpServer();

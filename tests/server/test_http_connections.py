@@ -154,6 +154,30 @@ class ConnectionDeadlines(unittest.TestCase):
         self.assertTrue(answer.startswith(b"HTTP/1.1 413"), answer)
         self.assertIn(b"--max_receive_message_bytes", answer)
 
+    def test_a_chunked_body_over_the_limit_is_refused(self):
+        sock = socket.create_connection(("127.0.0.1", self.port))
+        sock.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                     b"\r\nTransfer-Encoding: chunked\r\n\r\n")
+        chunk = b"x" * (1 << 20)
+        try:
+            for _ in range(5):  # 5 MiB, past the 4 MiB default
+                sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+            sock.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass
+        sock.settimeout(10)
+        answer = sock.recv(4096)
+        sock.close()
+        self.assertTrue(answer.startswith(b"HTTP/1.1 413"), answer)
+
+    def test_head_answers_a_get_route_without_its_body(self):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        connection.request("HEAD", "/v1/models")
+        response = connection.getresponse()
+        self.assertEqual(response.status, 200)
+        self.assertEqual(response.read(), b"")
+        connection.close()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
