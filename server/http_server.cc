@@ -77,7 +77,7 @@ struct Exchange {
   const HttpServer::Route* route = nullptr;
   MHD_PostProcessor* form = nullptr;
   bool body_too_large = false;
-  bool form_unreadable = false;
+  bool form_unreadable = false;  // labelled a form, but not one
   int64_t body_bytes = 0;
   HttpResponse response;
 
@@ -423,14 +423,15 @@ MHD_Result on_body_complete(const std::shared_ptr<State>& state, const ExchangeR
     if (MHD_destroy_post_processor(exchange->form) != MHD_YES) exchange->form_unreadable = true;
     exchange->form = nullptr;
   }
+  // A body labelled a form that does not parse as one has no fields (the route finds what it
+  // lacks, or reads the body as what it is).
+  if (exchange->form_unreadable) request.fields.clear();
   MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &on_query_argument, &request);
   std::optional<HttpResponse> refusal;
   if (exchange->body_too_large) {
     refusal =
         state->Error(413, absl::StrCat("the body is larger than --max_receive_message_bytes (",
                                        state->options.max_body_bytes, " bytes)"));
-  } else if (exchange->form_unreadable) {
-    refusal = state->Error(400, "the form body is malformed or incomplete");
   }
   if (!refusal) {
     absl::MutexLock lock(&state->mutex);
@@ -488,12 +489,13 @@ MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, co
       exchange.body_bytes += static_cast<int64_t>(*upload_size);
       if (exchange.body_bytes > state.options.max_body_bytes) {
         exchange.body_too_large = true;
-      } else if (exchange.form != nullptr) {
-        if (MHD_post_process(exchange.form, upload_data, *upload_size) != MHD_YES) {
+      } else {
+        // A form's raw body is kept too: clients such as curl -d label JSON as a form.
+        exchange.request.body.append(upload_data, *upload_size);
+        if (exchange.form != nullptr &&
+            MHD_post_process(exchange.form, upload_data, *upload_size) != MHD_YES) {
           exchange.form_unreadable = true;
         }
-      } else {
-        exchange.request.body.append(upload_data, *upload_size);
       }
       if (exchange.body_too_large || exchange.form_unreadable) {
         exchange.request.body.clear();

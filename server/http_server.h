@@ -44,7 +44,7 @@ struct HttpRequest {
   std::string remote_addr;  // the client's IP address
   // Header names lower-cased; a repeated header keeps its first value.
   std::map<std::string, std::string> headers;
-  std::string body;  // empty for a form body, which is in `fields`
+  std::string body;  // as sent (a form's too, whose fields are also in `fields`)
   // Form fields (of the body, then of the query string) in the order they came.
   std::vector<std::pair<std::string, HttpField>> fields;
   // The route pattern's groups: matches[1] is the first.

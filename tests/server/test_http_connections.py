@@ -170,6 +170,17 @@ class ConnectionDeadlines(unittest.TestCase):
         sock.close()
         self.assertTrue(answer.startswith(b"HTTP/1.1 413"), answer)
 
+    def test_json_sent_as_curl_sends_it_is_read_as_json(self):
+        # curl -d labels its body application/x-www-form-urlencoded.
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        connection.request("POST", "/v1/translate", json.dumps({"contents": ["A dog runs."]}),
+                           {"Content-Type": "application/x-www-form-urlencoded"})
+        response = connection.getresponse()
+        body = json.loads(response.read())
+        connection.close()
+        self.assertEqual(response.status, 200, body)
+        self.assertEqual(len(body["translations"]), 1)
+
     def test_head_answers_a_get_route_without_its_body(self):
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         connection.request("HEAD", "/v1/models")
