@@ -59,10 +59,25 @@ void BM_PackedLinear(benchmark::State& state) {
 }
 BENCHMARK(BM_PackedLinear)
     ->ArgsProduct({{128, 64, 16, 4}, {768}, {256}})
+    // Tied output projections (the default model's 10,000 x 256, NLLB-200's 256,206 x 1,024),
+    // which the model multiplies by as plain tables: BM_OutputTable.
+    ->ArgsProduct({{64, 16, 4}, {10000}, {256}})
+    ->ArgsProduct({{64, 16, 4}, {256206}, {1024}})
     ->ArgsProduct({{128, 64, 16, 4}, {256}, {256}})
     ->ArgsProduct({{128, 64, 16, 4}, {1024}, {256}})
     ->ArgsProduct({{128, 64, 16, 4}, {256}, {1024}})
     ->ArgsProduct({{128, 64, 16, 4}, {8000}, {256}})
+    ->Unit(benchmark::kMicrosecond);
+
+// A tied output projection read as the embedding table it is ([V, C], not packed).
+void BM_OutputTable(benchmark::State& state) {
+  time_product(state, [](Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    linear_forward(out, x, weight, bias, Activation::kNone);
+  });
+}
+BENCHMARK(BM_OutputTable)
+    ->ArgsProduct({{64, 16, 4}, {10000}, {256}})
+    ->ArgsProduct({{64, 16, 4}, {256206}, {1024}})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_LogSoftmax(benchmark::State& state) {

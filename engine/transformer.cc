@@ -191,6 +191,16 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
   if (placement_.weights != DType::kFloat32 ||
       op_backend(placement_.device).pack_linear_weight != nullptr) {
     pack_weights();
+    // A tied output projection packed in float32 holds the target embedding table's values:
+    // lookups read their rows from it (packed_weight_rows), and the table is dropped, so that
+    // it is held once (NLLB-200's 256k x 1024 table: a GB).
+    if (!weights_.output_weight.defined() && output_projection_.packed.defined() &&
+        !output_projection_.packed.quantized() &&
+        output_projection_.packed.packed.dtype() == DType::kFloat32 &&
+        op_backend(placement_.device).packed_weight_rows != nullptr) {
+      (weights_.decoder_embedding.defined() ? weights_.decoder_embedding
+                                            : weights_.shared_embedding) = Tensor();
+    }
   }
   // The uploads ran on this thread's stream; the model is used from other workers' streams.
   op_backend(placement_.device).synchronize();
@@ -232,6 +242,24 @@ void TransformerModel::pack_weights() {
     linear_weights->packed = pack_linear_weight(linear_weights->weight, placement_.weights);
     linear_weights->weight = Tensor();
   }
+}
+
+void TransformerModel::embed(Tensor& x, const Tensor& tokens, const Tensor& table,
+                             const Tensor& positions, int64_t position_offset,
+                             const Tensor& row_positions) const {
+  const float scale = embedding_scale(config_);
+  if (table.defined()) {
+    embedding_forward(x, tokens, table, positions, scale, position_offset, row_positions);
+    return;
+  }
+  // The table lives only in the packed output projection: its rows for these tokens, then
+  // the same lookup over them (token i is row i).
+  Tensor rows = Tensor::empty({tokens.numel(), config_.d_model}, DType::kFloat32,
+                              placement_.device);
+  packed_weight_rows(rows, tokens, output_projection_.packed);
+  Tensor order = Tensor::empty(tokens.shape(), DType::kInt32, Device::kCPU);
+  for (int64_t i = 0; i < order.numel(); ++i) order.data<int32_t>()[i] = static_cast<int32_t>(i);
+  embedding_forward(x, on_device(order), rows, positions, scale, position_offset, row_positions);
 }
 
 Tensor TransformerModel::activations(std::vector<int64_t> shape) const {
@@ -310,8 +338,7 @@ void TransformerModel::encoder_layer(size_t index, Residual& stream, const Tenso
 Tensor TransformerModel::encode(const Tensor& source, const Tensor& source_lengths) const {
   const int64_t batch = source.dim(0), steps = source.dim(1);
   Tensor x = activations({batch, steps, config_.d_model});
-  embedding_forward(x, on_device(source), weights_.shared_embedding, weights_.encoder_positions,
-                    embedding_scale(config_), 0);
+  embed(x, on_device(source), weights_.shared_embedding, weights_.encoder_positions, 0, Tensor());
   const Tensor key_rows = on_device(batch_major_key_rows(batch, steps));
   const Tensor lengths = on_device(source_lengths);
   Residual stream = start_stack(std::move(x), weights_.encoder.front().self_attention_norm);
@@ -449,9 +476,8 @@ Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& token
   const Tensor device_tokens = on_device(tokens);
   const DecoderState::StepTables tables = state.advance(device_tokens);
   Tensor x = activations({rows, steps, config_.d_model});
-  embedding_forward(x, device_tokens, weights_.target_embedding(),
-                    weights_.decoder_positions, embedding_scale(config_), tables.length,
-                    tables.row_positions);
+  embed(x, device_tokens, weights_.target_embedding(), weights_.decoder_positions, tables.length,
+        tables.row_positions);
   Residual stream = start_stack(std::move(x), weights_.decoder.front().self_attention_norm);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     Tensor layer_weights;

@@ -104,6 +104,11 @@ class TransformerModel {
   // every linear layer the model multiplies by, the output projection included, as float32 or
   // int8, dropping the plain copies (the embedding table stays).
   void pack_weights();
+  // x[N, T, C] = the embedding of tokens [N, T] (scaled) plus their positions' (as
+  // embedding_forward), from `table`, or, when the model holds the table only as its packed
+  // output projection (`table` undefined), from that.
+  void embed(Tensor& x, const Tensor& tokens, const Tensor& table, const Tensor& positions,
+             int64_t position_offset, const Tensor& row_positions) const;
   // A stack's activations [rows, T, C] between sub-layers. Each sub-layer k has one layer norm
   // N_k. Post-norm (the paper's, Marian's): x = N_k(x + F_k(x)), and F_k reads x. Pre-norm
   // (config.pre_norm, M2M100): x = x + F_k(N_k(x)), and the stack's output is N_final(x); the

@@ -99,7 +99,71 @@ TEST(PackedFloatLinear, AModelOnTheCpuMultipliesByPackedWeights) {
   EXPECT_TRUE(ffn.packed.defined());
   EXPECT_FALSE(ffn.packed.quantized());
   EXPECT_FALSE(ffn.weight.defined()) << "the plain copy is dropped";
-  EXPECT_TRUE(model.weights().shared_embedding.defined()) << "embeddings read the plain table";
+}
+
+// Rows read back from a float32 packed weight are the plain weight's, bit for bit: shapes whose
+// sides are and are not multiples of a block, and the first and last rows.
+TEST(PackedFloatLinear, RowsReadBackAsThePlainWeightHadThem) {
+  std::mt19937 generator(21);
+  struct Shape {
+    int64_t outputs, inputs;
+  };
+  for (const Shape& shape : {Shape{67, 30}, Shape{37, 19}, Shape{96, 64}, Shape{300, 100},
+                             Shape{1024, 256}, Shape{10000, 256}, Shape{2000, 1024}}) {
+    const Tensor weight = random_tensor({shape.outputs, shape.inputs}, generator);
+    const PackedWeight packed = pack_linear_weight(weight, DType::kFloat32);
+    std::uniform_int_distribution<int32_t> row(0, static_cast<int32_t>(shape.outputs - 1));
+    std::vector<int32_t> tokens = {0, static_cast<int32_t>(shape.outputs - 1)};
+    for (int i = 0; i < 40; ++i) tokens.push_back(row(generator));
+    Tensor out = Tensor::empty({static_cast<int64_t>(tokens.size()), shape.inputs},
+                               DType::kFloat32);
+    packed_weight_rows(out, Tensor::from_vector(tokens, {static_cast<int64_t>(tokens.size())}),
+                       packed);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      for (int64_t k = 0; k < shape.inputs; ++k) {
+        ASSERT_EQ(out.data<float>()[i * shape.inputs + k],
+                  weight.data<float>()[tokens[i] * shape.inputs + k])
+            << shape.outputs << "x" << shape.inputs << " row " << tokens[i] << " column " << k;
+      }
+    }
+  }
+}
+
+ModelConfig small_model_config();
+
+// A tied output projection in float32 is packed once and is the embedding table too: the model
+// drops the plain table, and its logits are those of a model that keeps a copy of the table as
+// an untied output projection, exactly.
+TEST(PackedFloatLinear, ATiedModelHoldsItsEmbeddingTableOnce) {
+  const ModelConfig tied = small_model_config();
+  ASSERT_TRUE(tied.tie_output);
+  const TransformerWeights weights = random_weights(tied, 8);
+  ModelConfig untied = tied;
+  untied.tie_output = false;
+  TransformerWeights with_copy = weights;
+  with_copy.output_weight = weights.shared_embedding.clone();
+  const TransformerModel model(tied, weights);
+  EXPECT_FALSE(model.weights().shared_embedding.defined()) << "the table is held once";
+  const TransformerModel twin(untied, with_copy);
+  EXPECT_TRUE(twin.weights().shared_embedding.defined());
+  const int64_t sentences = 2, steps = 6;
+  const Tensor source = Tensor::from_vector(std::vector<int32_t>{5, 9, 4, 7, 3, 2, 8, 6, 5, 3,
+                                                                 0, 0},
+                                            {sentences, steps});
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{6, 4}, {sentences});
+  const Tensor target = Tensor::from_vector(std::vector<int32_t>{2, 7, 4, 2, 9, 5, 6, 8, 2, 3,
+                                                                 4, 5},
+                                            {sentences, steps});
+  const auto logits_of = [&](const TransformerModel& m) {
+    DecoderState state =
+        m.start_decoding(m.encode(source, lengths), lengths, sentences, steps);
+    return m.decode(state, target);
+  };
+  const Tensor expected = logits_of(twin), got = logits_of(model);
+  ASSERT_EQ(got.shape(), expected.shape());
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    ASSERT_EQ(got.data<float>()[i], expected.data<float>()[i]) << "logit " << i;
+  }
 }
 
 // Compute type bfloat16 on the CPU: a weight packed in bfloat16 multiplies a bfloat16 copy of

@@ -55,10 +55,11 @@
   X(adam_update)
 
 // Ops a backend may lack (entry null): products with weights packed for inference, float32 and
-// the int8 of compute type int8.
+// the int8 of compute type int8, and rows read back from a float32 packed weight.
 #define XLATE_FOR_EACH_OPTIONAL_OP(X) \
   X(pack_linear_weight)               \
-  X(packed_linear_forward)
+  X(packed_linear_forward)            \
+  X(packed_weight_rows)
 
 // Declares a backend namespace's body of `op`, with the signature of xlate::op.
 #define XLATE_DECLARE_OP_BODY(op) decltype(::xlate::op) op;

@@ -129,6 +129,25 @@ void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& w
   packing_backend(out.device(), op).packed_linear_forward(out, inp, weight, bias, activation);
 }
 
+void packed_weight_rows(Tensor& out, const Tensor& tokens, const PackedWeight& weight) {
+  ScopedOpTimer timer(OpCategory::kOther);
+  const char* op = "packed_weight_rows";
+  require(weight.defined() && weight.packed.dtype() == DType::kFloat32, op,
+          "weight must be packed with float32 elements");
+  require(tokens.defined() && tokens.dtype() == DType::kInt32 &&
+              tokens.device() == weight.packed.device(),
+          op, "tokens must be int32 on the weight's device");
+  require(out.defined() && out.dtype() == DType::kFloat32 && out.rank() == 2 &&
+              out.dim(0) == tokens.numel() && out.dim(1) == weight.inputs &&
+              out.device() == weight.packed.device(),
+          op, "out must be float32 [tokens, " + std::to_string(weight.inputs) + "], not " +
+                  out.shape_string());
+  const OpBackend& backend = op_backend(out.device());
+  require(backend.packed_weight_rows != nullptr, op,
+          std::string("the ") + backend.name + " backend has no packed weights");
+  backend.packed_weight_rows(out, tokens, weight);
+}
+
 void add_layer_norm_forward(Tensor& out, const Tensor& inp, const Tensor& residual,
                             const Tensor& gamma, const Tensor& beta, float eps,
                             LayerNormTraining* training) {

@@ -49,6 +49,11 @@ PackedWeight pack_linear_weight(const Tensor& weight, DType element);
 void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
                            const Tensor& bias, Activation activation);
 
+// The rows `tokens` (int32, any shape, n elements) of a float32 packed weight as the weight
+// [N, K] had them: out[i, :] = weight[tokens[i], :], out float32 [n, K], exactly. A tied output
+// projection packed for the products is then the embedding table too, held once.
+void packed_weight_rows(Tensor& out, const Tensor& tokens, const PackedWeight& weight);
+
 // Training's residual sub-layer, LN(residual + Dropout(inp)), and what it keeps for
 // layer_norm_backward (engine/ops/training_ops.h), allocated by the caller on out's device: the
 // sum in out's dtype, the statistics in float32.
