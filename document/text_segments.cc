@@ -1,5 +1,6 @@
 #include "document/text_segments.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <unicode/brkiter.h>
@@ -101,6 +102,62 @@ absl::StatusOr<SegmentedTexts> SegmentedTexts::Split(std::vector<std::string> te
     result.AddText(std::move(texts[i]), boundaries);
   }
   return result;
+}
+
+void SegmentedTexts::SplitLongSentences(const std::function<int64_t(absl::string_view)>& tokens,
+                                        int64_t limit) {
+  std::vector<std::string> texts = std::move(texts_);
+  std::vector<std::vector<Piece>> pieces = std::move(pieces_);
+  *this = SegmentedTexts();
+  for (size_t t = 0; t < texts.size(); ++t) {
+    const std::string& text = texts[t];
+    // The ends of the text's pieces, with the cuts of the overlong sentences among them.
+    std::vector<size_t> boundaries;
+    for (const Piece& piece : pieces[t]) {
+      size_t begin = piece.begin;
+      const auto fits = [&](size_t end) {
+        return tokens(absl::string_view(text).substr(begin, end - begin)) <= limit;
+      };
+      // The last of `cuts` (ascending, after begin) whose prefix fits; 0 when none does.
+      const auto last_fitting = [&](const std::vector<size_t>& cuts) {
+        auto first = std::upper_bound(cuts.begin(), cuts.end(), begin);
+        size_t found = 0;
+        for (auto count = cuts.end() - first; count > 0;) {  // binary search: prefixes grow
+          const auto half = count / 2;
+          if (fits(*(first + half))) {
+            found = *(first + half);
+            first += half + 1;
+            count -= half + 1;
+          } else {
+            count = half;
+          }
+        }
+        return found;
+      };
+      if (!piece.sentence || fits(piece.end)) {
+        boundaries.push_back(piece.end);
+        continue;
+      }
+      std::vector<size_t> spaces, code_points;  // cut points: before a space run; any
+      for (size_t at = piece.begin + 1; at < piece.end; ++at) {
+        if (text[at] == ' ' && text[at - 1] != ' ') spaces.push_back(at);
+        if ((static_cast<unsigned char>(text[at]) & 0xC0) != 0x80) code_points.push_back(at);
+      }
+      while (!fits(piece.end)) {
+        size_t cut = last_fitting(spaces);
+        if (cut == 0) cut = last_fitting(code_points);  // one word longer than the limit
+        if (cut == 0) {  // not even one code point fits: cut after it all the same
+          const auto next = std::upper_bound(code_points.begin(), code_points.end(), begin);
+          cut = next == code_points.end() ? piece.end : *next;
+        }
+        boundaries.push_back(cut);
+        begin = skip_blank_forward(text, cut, piece.end);
+        if (begin >= piece.end) break;
+      }
+      boundaries.push_back(piece.end);
+    }
+    AddText(std::move(texts[t]), boundaries);
+  }
 }
 
 void SegmentedTexts::AddText(std::string text, const std::vector<size_t>& boundaries) {

@@ -19,10 +19,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace xlate {
 
@@ -47,6 +49,13 @@ class SegmentedTexts {
   size_t first_sentence(size_t text) const { return first_sentence_[text]; }
   size_t end_sentence(size_t text) const { return first_sentence_[text + 1]; }
   const std::string& text(size_t text) const { return texts_[text]; }
+
+  // Cuts each sentence whose `tokens` (what the model would read of it) exceed `limit` into
+  // consecutive sentences that fit, at spaces (the whitespace between them kept as given), and a
+  // word longer than the limit on its own between code points: a document's overlong sentence
+  // (a long list, a table row) is translated in parts rather than refusing the whole file.
+  // `limit` must be at least the tokens of one code point.
+  void SplitLongSentences(const std::function<int64_t(absl::string_view)>& tokens, int64_t limit);
 
   // Text `text` with its sentence s replaced by `translations[s - first_sentence(text)]` and
   // everything else as given. `translations` holds end_sentence - first_sentence entries.

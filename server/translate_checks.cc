@@ -139,6 +139,16 @@ grpc::Status check_sources(const ServedModel& model, const xlate::v1::TranslateR
   if (!status.ok()) return status;
   options.forced_start_tokens = languages->forced_target;
   const int token_limit = model.max_input_tokens();
+  if (limits.document) {
+    // A file's overlong sentence (a long list, a table row) is translated in parts.
+    const int64_t prefix = static_cast<int64_t>(languages->source_prefix.size());
+    texts->SplitLongSentences(
+        [&tokenizer, prefix](absl::string_view sentence) -> int64_t {
+          auto ids = tokenizer.encode(std::string(sentence));
+          return ids.ok() ? prefix + static_cast<int64_t>(ids->size()) + 1 : 0;
+        },
+        token_limit);
+  }
   for (size_t s = 0; s < texts->sentences().size(); ++s) {
     const std::string& sentence = texts->sentences()[s];
     auto ids = tokenizer.encode(sentence);

@@ -27,6 +27,54 @@ TEST(SegmentedTexts, SplitsSentencesAndKeepsEverySeparator) {
   EXPECT_EQ(split->Join(0, split->sentences()), text);
 }
 
+// Words, and code points, as a model's tokens in the tests of SplitLongSentences.
+int64_t word_count(absl::string_view text) {
+  int64_t words = 0;
+  bool in_word = false;
+  for (char c : text) {
+    if (c != ' ' && !in_word) ++words;
+    in_word = c != ' ';
+  }
+  return words;
+}
+
+int64_t code_point_count(absl::string_view text) {
+  int64_t count = 0;
+  for (unsigned char byte : text) count += (byte & 0xC0) != 0x80;
+  return count;
+}
+
+// A document's overlong sentence is cut at spaces into sentences that fit, the spaces kept as
+// given, and the texts around it keep theirs.
+TEST(SegmentedTexts, AnOverlongSentenceIsCutAtSpacesIntoSentencesThatFit) {
+  auto split = SegmentedTexts::Split(
+      {"Short one.", "one two three four  five six seven eight nine ten. Next one."}, "en",
+      Segmentation::kSentences);
+  ASSERT_TRUE(split.ok()) << split.status();
+  split->SplitLongSentences(&word_count, 4);
+  EXPECT_EQ(split->sentences(),
+            (std::vector<std::string>{"Short one.", "one two three four", "five six seven eight",
+                                      "nine ten.", "Next one."}));
+  EXPECT_EQ(split->first_sentence(1), 1u);
+  EXPECT_EQ(split->end_sentence(1), 5u);
+  EXPECT_EQ(split->text_of(4), 1u);
+  EXPECT_EQ(split->Join(1, {"<a>", "<b>", "<c>", "<d>"}), "<a>  <b> <c> <d>");
+  EXPECT_EQ(split->Join(0, {"<x>"}), "<x>");
+}
+
+// A word longer than the limit on its own is cut between code points, never inside one.
+TEST(SegmentedTexts, AWordLongerThanTheLimitIsCutBetweenCodePoints) {
+  auto split = SegmentedTexts::Split({"abcdefgh", "äöüßé x"}, "en", Segmentation::kWholeText);
+  ASSERT_TRUE(split.ok()) << split.status();
+  split->SplitLongSentences(&code_point_count, 3);
+  EXPECT_EQ(split->sentences(),
+            (std::vector<std::string>{"abc", "def", "gh", "äöü", "ßé", "x"}));
+  EXPECT_EQ(split->Join(1, split->sentences().size() == 6
+                               ? std::vector<std::string>{"1", "2", "3"}
+                               : std::vector<std::string>{}),
+            "12 3");
+}
+
 // A text's translation so far (streaming): through sentence `last`, whose translation may be
 // partial, with the separators before it; always a prefix of the whole Join.
 TEST(SegmentedTexts, JoinThroughASentenceIsAPrefixOfTheJoin) {

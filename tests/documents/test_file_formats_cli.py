@@ -314,6 +314,22 @@ class OtherFormats(unittest.TestCase):
         self.assertRegex(translated, r"```\s*sh\nmake all\n```")
         self.assertNotIn("children", translated)
 
+    def test_an_overlong_sentence_is_translated_in_parts(self):
+        # One sentence of some 400 tokens, past the model's 256: the file is translated, the
+        # sentence in parts, rather than refused.
+        source = os.path.join(self.dir.name, "list.md")
+        output = os.path.join(self.dir.name, "liste.md")
+        sentence = "We saw " + "the red car, the small dog, the old house, " * 30 + "and a tree."
+        with open(source, "w", encoding="utf-8") as f:
+            f.write(f"# Things\n\n{sentence}\n\nThe dog runs.\n")
+        result = translate(source, output)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with open(output, encoding="utf-8") as f:
+            paragraphs = f.read().split("\n\n")
+        self.assertEqual(len(paragraphs), 3, paragraphs)
+        self.assertGreater(len(paragraphs[1]), len(sentence) // 2)
+        self.assertNotIn("small dog", paragraphs[1])
+
     def test_an_ebook_ebooklib_writes_opens_in_ebooklib(self):
         source = os.path.join(self.dir.name, "story.epub")
         output = os.path.join(self.dir.name, "geschichte.epub")

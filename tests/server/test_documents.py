@@ -129,6 +129,24 @@ class Documents(unittest.TestCase):
         self.assertEqual(lines[1], "")
         self.assertTrue(all(lines[i] and lines[i] != text.split("\r\n")[i] for i in (0, 2, 3)))
 
+    def test_an_overlong_sentence_is_translated_in_parts(self):
+        # Some 80 tokens in one sentence, past --max_input_tokens 40: refused as a Translate
+        # call's sentence, translated in parts in a file.
+        sentence = "We saw " + "the red car, the small dog, the old house, " * 7 + "and a tree."
+        server = Server(f"--http_port={free_port()}", "--max_input_tokens=40",
+                        model_dir=DEFAULT_MODEL)
+        try:
+            page = f"<p>{sentence}</p><p>The dog runs.</p>".encode()
+            reply = server.stub.TranslateDocument(
+                pb2.TranslateDocumentRequest(content=page, mime_type="text/html"), timeout=120)
+            self.assertEqual(reply.content.count(b"<p>"), 2, reply.content)
+            self.assertNotIn(b"small dog", reply.content)
+            with self.assertRaises(grpc.RpcError) as refused:
+                server.stub.Translate(pb2.TranslateRequest(contents=[sentence]), timeout=120)
+            self.assertIn("--max_input_tokens", refused.exception.details())
+        finally:
+            server.close()
+
     def test_files_over_the_limits_or_not_of_their_type_are_refused_by_name(self):
         with self.assertRaises(grpc.RpcError) as caught:
             self.translate_document(("The dog runs in the park. " * 20).encode(),
