@@ -69,4 +69,11 @@ absl::StatusOr<LanguageTokens> language_tokens(const Tokenizer& tokenizer,
   return tokens;
 }
 
+int64_t source_token_count(const Tokenizer& tokenizer, const LanguageTokens& languages,
+                           absl::string_view sentence) {
+  auto ids = tokenizer.encode(std::string(sentence));
+  if (!ids.ok()) return 0;
+  return static_cast<int64_t>(languages.source_prefix.size() + ids->size()) + 1;
+}
+
 }  // namespace xlate

@@ -36,4 +36,10 @@ absl::StatusOr<LanguageTokens> language_tokens(
     absl::string_view source_field = "source_language_code",
     absl::string_view target_field = "target_language_code");
 
+// The tokens a model reads of `sentence` with `languages`: its source prefix, its pieces and
+// the end token (what --max_input_tokens bounds); 0 for text the tokenizer refuses (whose own
+// error comes when it is translated).
+int64_t source_token_count(const Tokenizer& tokenizer, const LanguageTokens& languages,
+                           absl::string_view sentence);
+
 }  // namespace xlate

@@ -141,11 +141,9 @@ grpc::Status check_sources(const ServedModel& model, const xlate::v1::TranslateR
   const int token_limit = model.max_input_tokens();
   if (limits.document) {
     // A file's overlong sentence (a long list, a table row) is translated in parts.
-    const int64_t prefix = static_cast<int64_t>(languages->source_prefix.size());
     texts->SplitLongSentences(
-        [&tokenizer, prefix](absl::string_view sentence) -> int64_t {
-          auto ids = tokenizer.encode(std::string(sentence));
-          return ids.ok() ? prefix + static_cast<int64_t>(ids->size()) + 1 : 0;
+        [&tokenizer, &languages](absl::string_view sentence) {
+          return source_token_count(tokenizer, *languages, sentence);
         },
         token_limit);
   }

@@ -202,11 +202,9 @@ absl::StatusOr<std::vector<std::string>> translate_documents(
   if (!split.ok()) return split.status();
   texts = *std::move(split);
   // A file's overlong sentence (a long list, a table row) is translated in parts.
-  const int64_t prefix = static_cast<int64_t>(languages.source_prefix.size());
   texts->SplitLongSentences(
-      [&translator, prefix](absl::string_view sentence) -> int64_t {
-        auto ids = translator.tokenizer().encode(std::string(sentence));
-        return ids.ok() ? prefix + static_cast<int64_t>(ids->size()) + 1 : 0;
+      [&translator, &languages](absl::string_view sentence) {
+        return source_token_count(translator.tokenizer(), languages, sentence);
       },
       translator.max_input_tokens());
   // Inline markup and placeholders are placed by the word links of each run's alignments.
