@@ -183,7 +183,9 @@ class Routes {
   void Post(const std::string& pattern, HttpHandler handler, HttpHeadCheck check = {}) {
     Add("POST", pattern, std::move(handler), std::move(check));
   }
-  void Put(const std::string& pattern, HttpHandler handler) { Add("PUT", pattern, handler, {}); }
+  void Put(const std::string& pattern, HttpHandler handler) {
+    Add("PUT", pattern, std::move(handler), {});
+  }
   void Delete(const std::string& pattern, HttpHandler handler, HttpHeadCheck check = {}) {
     Add("DELETE", pattern, std::move(handler), std::move(check));
   }

@@ -144,30 +144,32 @@ class ConnectionDeadlines(unittest.TestCase):
         self.assertTrue(received.startswith(b"HTTP/1.1 408"), received)
         self.assertIn(b"not sent in full within 2 s", received)
 
-    def test_a_body_over_the_limit_is_refused_before_it_is_sent(self):
+    def answer_to(self, header, *body_parts):
+        """The first bytes the server answers a /v1/translate POST with `header` (lines after
+        the request line) and `body_parts`; sending stops where the server closes."""
         sock = socket.create_connection(("127.0.0.1", self.port))
-        sock.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                     b"\r\nContent-Length: 1000000000\r\n\r\n")
-        sock.settimeout(10)
-        answer = sock.recv(4096)
-        sock.close()
-        self.assertTrue(answer.startswith(b"HTTP/1.1 413"), answer)
-        self.assertIn(b"--max_receive_message_bytes", answer)
-
-    def test_a_chunked_body_over_the_limit_is_refused(self):
-        sock = socket.create_connection(("127.0.0.1", self.port))
-        sock.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                     b"\r\nTransfer-Encoding: chunked\r\n\r\n")
-        chunk = b"x" * (1 << 20)
         try:
-            for _ in range(5):  # 5 MiB, past the 4 MiB default
-                sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
-            sock.sendall(b"0\r\n\r\n")
+            sock.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Type: application/json\r\n" + header + b"\r\n")
+            for part in body_parts:
+                sock.sendall(part)
         except OSError:
             pass
         sock.settimeout(10)
         answer = sock.recv(4096)
         sock.close()
+        return answer
+
+    def test_a_body_over_the_limit_is_refused_before_it_is_sent(self):
+        answer = self.answer_to(b"Content-Length: 1000000000\r\n")
+        self.assertTrue(answer.startswith(b"HTTP/1.1 413"), answer)
+        self.assertIn(b"--max_receive_message_bytes", answer)
+
+    def test_a_chunked_body_over_the_limit_is_refused(self):
+        chunk = b"x" * (1 << 20)
+        # 5 MiB, past the 4 MiB default.
+        answer = self.answer_to(b"Transfer-Encoding: chunked\r\n",
+                                *[b"%x\r\n" % len(chunk) + chunk + b"\r\n"] * 5, b"0\r\n\r\n")
         self.assertTrue(answer.startswith(b"HTTP/1.1 413"), answer)
 
     def test_json_sent_as_curl_sends_it_is_read_as_json(self):
