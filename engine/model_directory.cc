@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -47,14 +49,23 @@ absl::StatusOr<std::string> read_text(const std::string& path) {
   return text.str();
 }
 
-// Every tensor of the directory's weights: model.safetensors, or the shards that
-// model.safetensors.index.json names (as transformers writes a large model). A directory with
-// PyTorch's pickles only is pointed to the converter that ships with xlate.
-absl::StatusOr<TensorMap> read_weights(const fs::path& directory, std::string* described) {
+// The directory's weight files, open: model.safetensors, or the shards that
+// model.safetensors.index.json names (as transformers writes a large model).
+struct StoredWeights {
+  std::string described;  // the file named in messages
+  std::vector<std::unique_ptr<SafetensorsReader>> files;
+  std::map<std::string, const SafetensorsReader*> file_of;  // tensor name -> its file
+};
+
+// Opens the directory's weight files (reading their headers only). A directory with PyTorch's
+// pickles only is pointed to the converter that ships with xlate.
+absl::StatusOr<StoredWeights> open_weights(const fs::path& directory) {
+  StoredWeights stored;
   const fs::path single = directory / "model.safetensors";
   const fs::path index = directory / "model.safetensors.index.json";
+  std::set<std::string> shards;
   if (fs::exists(single) || !fs::exists(index)) {
-    *described = single.string();
+    stored.described = single.string();
     if (!fs::exists(single) && (fs::exists(directory / "pytorch_model.bin") ||
                                 fs::exists(directory / "pytorch_model.bin.index.json"))) {
       return absl::NotFoundError(absl::StrCat(
@@ -62,38 +73,48 @@ absl::StatusOr<TensorMap> read_weights(const fs::path& directory, std::string* d
           "xlate does not read (it is a pickle, which can run code): convert it once with "
           "`python3 scripts/convert_pytorch_to_safetensors.py ", directory.string(), "`"));
     }
-    return read_safetensors(single.string());
-  }
-  *described = index.string();
-  auto text = read_text(index.string());
-  if (!text.ok()) return text.status();
-  const nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object() || !json.contains("weight_map") ||
-      !json["weight_map"].is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(index.string(), ": not a JSON object with a \"weight_map\" object"));
-  }
-  std::set<std::string> shards;
-  for (const auto& [name, shard] : json["weight_map"].items()) {
-    if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          index.string(), ": tensor \"", name, "\" maps to ", json_excerpt(shard),
-          "; expected the file name of a shard in the same directory"));
+    shards.insert(single.filename().string());
+  } else {
+    stored.described = index.string();
+    auto text = read_text(index.string());
+    if (!text.ok()) return text.status();
+    const nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded() || !json.is_object() || !json.contains("weight_map") ||
+        !json["weight_map"].is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(index.string(), ": not a JSON object with a \"weight_map\" object"));
     }
-    shards.insert(shard.get<std::string>());
+    for (const auto& [name, shard] : json["weight_map"].items()) {
+      if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(index.string(), ": tensor \"", name, "\" maps to ", json_excerpt(shard),
+                         "; expected the file name of a shard in the same directory"));
+      }
+      shards.insert(shard.get<std::string>());
+    }
   }
-  TensorMap tensors;
   for (const std::string& shard : shards) {
-    auto part = read_safetensors((directory / shard).string());
-    if (!part.ok()) return part.status();
-    tensors.merge(*part);
+    auto file = SafetensorsReader::Open((directory / shard).string());
+    if (!file.ok()) return file.status();
+    for (const std::string& name : (*file)->names()) stored.file_of.emplace(name, file->get());
+    stored.files.push_back(*std::move(file));
   }
-  return tensors;
+  return stored;
 }
 
 }  // namespace
 
 absl::StatusOr<LoadedModel> load_model_directory(const std::string& directory) {
+  auto config = read_model_config(directory);
+  if (!config.ok()) return config.status();
+  LoadedModel model{*std::move(config), {}};
+  if (absl::Status read = read_model_weights(directory, model.config, model.weights); !read.ok()) {
+    return read;
+  }
+  return model;
+}
+
+absl::StatusOr<ModelConfig> read_model_config(const std::string& directory) {
   const std::string config_path = (fs::path(directory) / "config.json").string();
   auto config_text = read_text(config_path);
   if (!config_text.ok()) {
@@ -143,57 +164,66 @@ absl::StatusOr<LoadedModel> load_model_directory(const std::string& directory) {
     }
   }
 
-  std::string weights_path;
-  auto stored = read_weights(fs::path(directory), &weights_path);
-  if (!stored.ok()) return stored.status();
+  return *std::move(config);
+}
 
-  LoadedModel model{*config, {}};
-  for (NamedParameter& parameter : named_parameters(model.weights, model.config)) {
-    auto found = stored->find(parameter.name);
-    for (size_t a = 0; found == stored->end() && a < parameter.aliases.size(); ++a) {
-      found = stored->find(parameter.aliases[a]);
+absl::Status read_model_weights(const std::string& directory, const ModelConfig& config,
+                                TransformerWeights& weights, const ParameterReady& ready) {
+  auto stored = open_weights(fs::path(directory));
+  if (!stored.ok()) return stored.status();
+  const std::string& weights_path = stored->described;
+  for (NamedParameter& parameter : named_parameters(weights, config)) {
+    auto found = stored->file_of.find(parameter.name);
+    for (size_t a = 0; found == stored->file_of.end() && a < parameter.aliases.size(); ++a) {
+      found = stored->file_of.find(parameter.aliases[a]);
     }
-    if (found == stored->end()) {
+    if (found == stored->file_of.end()) {
       // What transformers does not store: Marian's sinusoids (computed at load since 2020),
       // M2M100's (never stored) and a zero logits bias (M2M100 has none).
       if (parameter.kind == ParameterKind::kPositions &&
-          model.config.positional != PositionalEncoding::kLearned) {
+          config.positional != PositionalEncoding::kLearned) {
         *parameter.tensor =
-            model.config.positional == PositionalEncoding::kFairseq
+            config.positional == PositionalEncoding::kFairseq
                 ? fairseq_sinusoidal_positions(parameter.shape[0], parameter.shape[1])
                 : marian_sinusoidal_positions(parameter.shape[0], parameter.shape[1]);
-        continue;
-      }
-      if (parameter.name == "final_logits_bias") {
+      } else if (parameter.name == "final_logits_bias") {
         *parameter.tensor = Tensor::zeros(parameter.shape, DType::kFloat32);
-        continue;
+      } else {
+        return absl::NotFoundError(absl::StrCat(weights_path, ": tensor \"", parameter.name,
+                                                "\" is missing (expected shape ",
+                                                shape_string(parameter.shape), ")"));
       }
-      return absl::NotFoundError(absl::StrCat(weights_path, ": tensor \"", parameter.name,
-                                              "\" is missing (expected shape ",
-                                              shape_string(parameter.shape), ")"));
+      if (ready) ready(parameter);
+      continue;
     }
-    Tensor& tensor = found->second;
-    if (tensor.shape() != parameter.shape) {
+    const std::string& name = found->first;
+    const SafetensorsReader& file = *found->second;
+    if (file.shape(name) != parameter.shape) {
       return absl::InvalidArgumentError(absl::StrCat(
-          weights_path, ": tensor \"", found->first, "\" has shape ", tensor.shape_string(),
+          file.path(), ": tensor \"", name, "\" has shape ", shape_string(file.shape(name)),
           " but config.json implies ", shape_string(parameter.shape)));
     }
-    if (!is_float(tensor.dtype())) {
-      return absl::InvalidArgumentError(absl::StrCat(weights_path, ": tensor \"", found->first,
-                                                     "\" is ", dtype_name(tensor.dtype()),
+    if (!is_float(file.dtype(name))) {
+      return absl::InvalidArgumentError(absl::StrCat(file.path(), ": tensor \"", name, "\" is ",
+                                                     dtype_name(file.dtype(name)),
                                                      "; expected F32, F16 or BF16"));
     }
-    *parameter.tensor = tensor.to_float32();
-    // The file's 16-bit tensor goes as soon as its float32 copy is made (a name read twice finds
-    // the copy), so that loading an F16 or BF16 file peaks near its float32 size, not 1.5x.
-    tensor = *parameter.tensor;
-    if (absl::Status usable = check_values(*parameter.tensor, parameter.kind);
-        !usable.ok()) {
+    // The stored bytes of one tensor at a time: an F16 or BF16 tensor goes once its float32
+    // copy is made.
+    absl::StatusOr<Tensor> tensor = file.Read(name);
+    if (!tensor.ok()) return tensor.status();
+    *parameter.tensor = tensor->to_float32();
+    *tensor = Tensor();
+    if (absl::Status usable = check_values(*parameter.tensor, parameter.kind); !usable.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(weights_path, ": tensor \"", found->first, "\" ", usable.message()));
+          absl::StrCat(file.path(), ": tensor \"", name, "\" ", usable.message()));
     }
+    if (ready) ready(parameter);
   }
-  return model;
+  for (const auto& file : stored->files) {
+    if (absl::Status unchanged = file->CheckUnchanged(); !unchanged.ok()) return unchanged;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status save_model_directory(const std::string& directory, const ModelConfig& config,

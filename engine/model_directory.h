@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,7 +17,23 @@ struct LoadedModel {
   TransformerWeights weights;  // float32, whatever the stored dtype
 };
 
+// read_model_config, then read_model_weights into the model's weights.
 absl::StatusOr<LoadedModel> load_model_directory(const std::string& directory);
+
+// The directory's config.json, with what generation_config.json (tokens never generated) and
+// tokenizer_config.json (the languages) add to it.
+absl::StatusOr<ModelConfig> read_model_config(const std::string& directory);
+
+// Called with each parameter once it is read, float32 and checked; it may take the tensor
+// (leave *parameter.tensor undefined) to hold it in another form.
+using ParameterReady = std::function<void(const NamedParameter& parameter)>;
+
+// Reads the parameters `config` names (named_parameters, in its order) from the directory's
+// weight files into `weights`, one tensor at a time, calling `ready` after each: a loader that
+// packs each as it comes holds the file's bytes of one tensor beside what it has made, not the
+// whole model. Errors name the file and the tensor; the file changing while read is one.
+absl::Status read_model_weights(const std::string& directory, const ModelConfig& config,
+                                TransformerWeights& weights, const ParameterReady& ready = {});
 
 // Creates `directory` if needed and writes config.json and model.safetensors, the weights
 // converted to `dtype` (F32, F16 or BF16). Each file is written atomically.

@@ -47,6 +47,8 @@ FileFacts facts_of(const struct stat& facts) {
   return {facts.st_dev, facts.st_ino, facts.st_size, facts.st_mtim};
 }
 
+}  // namespace
+
 // An open file read with pread(2) into buffers of the reader's: unlike a memory map (whose pages
 // past a shrunken end raise SIGBUS and end the process), a file that shrinks or is replaced
 // while read gives a short read or other facts, and an error.
@@ -110,9 +112,16 @@ class OpenFile {
   FileFacts opened_;
 };
 
-absl::StatusOr<Tensor> parse_entry(const std::string& path, const std::string& name,
-                                   const Json& entry, const OpenFile& file, uint64_t data_start,
-                                   uint64_t data_bytes) {
+namespace {
+
+struct CheckedEntry {
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin, end;  // within the data
+};
+
+absl::StatusOr<CheckedEntry> parse_entry(const std::string& path, const std::string& name,
+                                         const Json& entry, uint64_t data_bytes) {
   const std::string where = absl::StrCat("tensor \"", name, "\"");
   if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
       !entry.contains("data_offsets")) {
@@ -151,16 +160,18 @@ absl::StatusOr<Tensor> parse_entry(const std::string& path, const std::string& n
                                       shape_string(shape), " of ", dtype_name(dtype), " needs ",
                                       count * dtype_size(dtype)));
   }
-  Tensor tensor = Tensor::empty(shape, dtype);
-  if (auto read = file.Read(data_start + begin, end - begin, tensor.raw_data()); !read.ok()) {
-    return read;
-  }
-  return tensor;
+  return CheckedEntry{dtype, std::move(shape), begin, end};
 }
 
 }  // namespace
 
-absl::StatusOr<TensorMap> read_safetensors(const std::string& path) {
+SafetensorsReader::SafetensorsReader(std::string path, std::unique_ptr<OpenFile> file)
+    : path_(std::move(path)), file_(std::move(file)) {}
+
+SafetensorsReader::~SafetensorsReader() = default;
+
+absl::StatusOr<std::unique_ptr<SafetensorsReader>> SafetensorsReader::Open(
+    const std::string& path) {
   absl::StatusOr<std::unique_ptr<OpenFile>> opened = OpenFile::Open(path);
   if (!opened.ok()) return opened.status();
   const OpenFile& file = **opened;
@@ -185,14 +196,49 @@ absl::StatusOr<TensorMap> read_safetensors(const std::string& path) {
   }
   const uint64_t data_start = 8 + header_bytes;
   const uint64_t data_bytes = file.size() - data_start;
-  TensorMap tensors;
+  auto reader = std::unique_ptr<SafetensorsReader>(new SafetensorsReader(path, *std::move(opened)));
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
-    auto tensor = parse_entry(path, name, entry, file, data_start, data_bytes);
+    auto checked = parse_entry(path, name, entry, data_bytes);
+    if (!checked.ok()) return checked.status();
+    reader->entries_[name] = Entry{checked->dtype, std::move(checked->shape),
+                                   data_start + checked->begin, data_start + checked->end};
+  }
+  return reader;
+}
+
+std::vector<std::string> SafetensorsReader::names() const {
+  std::vector<std::string> names;
+  for (const auto& entry : entries_) names.push_back(entry.first);
+  return names;
+}
+
+absl::StatusOr<Tensor> SafetensorsReader::Read(const std::string& name) const {
+  const auto found = entries_.find(name);
+  if (found == entries_.end()) {
+    return absl::NotFoundError(absl::StrCat(path_, ": no tensor \"", name, "\""));
+  }
+  const Entry& entry = found->second;
+  Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
+  if (auto read = file_->Read(entry.begin, entry.end - entry.begin, tensor.raw_data());
+      !read.ok()) {
+    return read;
+  }
+  return tensor;
+}
+
+absl::Status SafetensorsReader::CheckUnchanged() const { return file_->CheckUnchanged(); }
+
+absl::StatusOr<TensorMap> read_safetensors(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<SafetensorsReader>> reader = SafetensorsReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  TensorMap tensors;
+  for (const std::string& name : (*reader)->names()) {
+    absl::StatusOr<Tensor> tensor = (*reader)->Read(name);
     if (!tensor.ok()) return tensor.status();
     tensors.emplace(name, *std::move(tensor));
   }
-  if (auto unchanged = file.CheckUnchanged(); !unchanged.ok()) return unchanged;
+  if (auto unchanged = (*reader)->CheckUnchanged(); !unchanged.ok()) return unchanged;
   return tensors;
 }
 

@@ -74,21 +74,6 @@ std::vector<int32_t> identity(int64_t count) {
   return values;
 }
 
-void convert_weights(TransformerWeights& weights, const ModelConfig& config,
-                     const Placement& placement) {
-  for (NamedParameter& parameter : named_parameters(weights, config)) {
-    Tensor& tensor = *parameter.tensor;
-    if (tensor.dtype() != placement.dtype) {
-      // Convert where the bytes are: on the host before an upload, on the device after.
-      tensor = tensor.device() == Device::kCPU
-                   ? tensor.to_dtype(placement.dtype).to(placement.device)
-                   : tensor.to(placement.device).to_dtype(placement.dtype);
-    } else if (tensor.device() != placement.device) {
-      tensor = tensor.to(placement.device);
-    }
-  }
-}
-
 // Copies `parts` (projections of one input) into one weight [Σ out, in] and one bias [Σ out] and
 // re-points each part to its rows of them.
 LinearWeights fuse(const std::vector<LinearWeights*>& parts) {
@@ -166,18 +151,117 @@ absl::Status check_placement(const Placement& placement) {
 absl::StatusOr<std::shared_ptr<const TransformerModel>> TransformerModel::Load(
     const std::string& dir, const Placement& placement) {
   if (absl::Status valid = check_placement(placement); !valid.ok()) return valid;
-  auto loaded = load_model_directory(dir);
-  if (!loaded.ok()) return loaded.status();
-  return std::make_shared<const TransformerModel>(loaded->config, std::move(loaded->weights),
-                                                  placement);
+  absl::StatusOr<ModelConfig> config = read_model_config(dir);
+  if (!config.ok()) return config.status();
+  std::shared_ptr<TransformerModel> model(new TransformerModel(*std::move(config), placement));
+  if (absl::Status read = read_model_weights(
+          dir, model->config_, model->weights_,
+          [&model](const NamedParameter& parameter) { model->prepare(parameter); });
+      !read.ok()) {
+    return read;
+  }
+  model->finish_preparing();
+  return model;
+}
+
+TransformerModel::TransformerModel(ModelConfig config, const Placement& placement)
+    : config_(std::move(config)), placement_(placement) {
+  plan_linears();
 }
 
 TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weights,
                                    const Placement& placement)
     : config_(std::move(config)), weights_(std::move(weights)), placement_(placement) {
-  convert_weights(weights_, config_, placement_);
-  fuse_projections();
-  output_projection_.weight = weights_.output_matrix();
+  plan_linears();
+  for (const NamedParameter& parameter : named_parameters(weights_, config_)) prepare(parameter);
+  finish_preparing();
+}
+
+void TransformerModel::plan_linears() {
+  named_parameters(weights_, config_);  // sizes the layer vectors, whose addresses then stay
+  packs_ = placement_.weights != DType::kFloat32 ||
+           op_backend(placement_.device).pack_linear_weight != nullptr;
+  output_source_ = !config_.tie_output         ? &weights_.output_weight
+                   : !config_.share_embeddings ? &weights_.decoder_embedding
+                                               : &weights_.shared_embedding;
+  auto plan = [this](std::vector<LinearWeights*> parts, LinearWeights* made) {
+    for (LinearWeights* part : parts) {
+      pending_of_[&part->weight] = pending_.size();
+      pending_of_[&part->bias] = pending_.size();
+    }
+    const size_t missing = 2 * parts.size();
+    pending_.push_back({std::move(parts), made, missing});
+  };
+  encoder_projections_.resize(weights_.encoder.size());
+  for (size_t i = 0; i < weights_.encoder.size(); ++i) {
+    EncoderLayerWeights& layer = weights_.encoder[i];
+    AttentionWeights& self = layer.self_attention;
+    plan({&self.query, &self.key, &self.value}, &encoder_projections_[i]);
+    for (LinearWeights* linear : {&self.output, &layer.ffn_inner, &layer.ffn_outer}) {
+      plan({linear}, linear);
+    }
+  }
+  decoder_projections_.resize(weights_.decoder.size());
+  cross_projections_.resize(weights_.decoder.size());
+  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
+    DecoderLayerWeights& layer = weights_.decoder[i];
+    AttentionWeights &self = layer.self_attention, &cross = layer.cross_attention;
+    plan({&self.query, &self.key, &self.value}, &decoder_projections_[i]);
+    plan({&cross.key, &cross.value}, &cross_projections_[i]);
+    for (LinearWeights* linear :
+         {&self.output, &cross.query, &cross.output, &layer.ffn_inner, &layer.ffn_outer}) {
+      plan({linear}, linear);
+    }
+  }
+}
+
+void TransformerModel::prepare(const NamedParameter& parameter) {
+  Tensor& tensor = *parameter.tensor;
+  if (tensor.dtype() != placement_.dtype) {
+    // Convert where the bytes are: on the host before an upload, on the device after.
+    tensor = tensor.device() == Device::kCPU
+                 ? tensor.to_dtype(placement_.dtype).to(placement_.device)
+                 : tensor.to(placement_.device).to_dtype(placement_.dtype);
+  } else if (tensor.device() != placement_.device) {
+    tensor = tensor.to(placement_.device);
+  }
+  if (parameter.tensor == output_source_) {
+    output_projection_.weight = tensor;
+    if (packs_) {
+      PackedWeight& packed = output_projection_.packed;
+      packed = pack_linear_weight(tensor, placement_.weights);
+      output_projection_.weight = Tensor();
+      if (config_.tie_output && packed.packed.dtype() == DType::kFloat32 &&
+          op_backend(placement_.device).packed_weight_rows != nullptr) {
+        tensor = Tensor();
+      }
+    }
+  }
+  const auto pending = pending_of_.find(parameter.tensor);
+  if (pending != pending_of_.end() && --pending_[pending->second].missing == 0) {
+    make_linear(pending_[pending->second]);
+  }
+}
+
+void TransformerModel::make_linear(PendingLinear& linear) {
+  if (linear.parts.size() > 1) *linear.made = fuse(linear.parts);
+  if (!packs_) return;
+  // The parts' weights are views of the fused one: dropped with it.
+  for (LinearWeights* part : linear.parts) {
+    if (part != linear.made) part->weight = Tensor();
+  }
+  linear.made->packed = pack_linear_weight(linear.made->weight, placement_.weights);
+  linear.made->weight = Tensor();
+}
+
+void TransformerModel::finish_preparing() {
+  for (const PendingLinear& linear : pending_) {
+    if (linear.missing != 0) {
+      throw std::logic_error("TransformerModel: a linear layer's parameters never arrived");
+    }
+  }
+  pending_.clear();
+  pending_of_.clear();
   output_projection_.bias = weights_.logits_bias;
   if (!config_.suppressed_tokens.empty()) {
     // A token never generated has logit -inf: the softmax gives it nothing, as transformers'
@@ -188,60 +272,8 @@ TransformerModel::TransformerModel(ModelConfig config, TransformerWeights weight
     }
     output_projection_.bias = bias.to_dtype(placement_.dtype).to(placement_.device);
   }
-  if (placement_.weights != DType::kFloat32 ||
-      op_backend(placement_.device).pack_linear_weight != nullptr) {
-    pack_weights();
-    // A tied output projection packed in float32 holds the target embedding table's values:
-    // lookups read their rows from it (packed_weight_rows), and the table is dropped, so that
-    // it is held once (NLLB-200's 256k x 1024 table: a GB).
-    if (!weights_.output_weight.defined() && output_projection_.packed.defined() &&
-        !output_projection_.packed.quantized() &&
-        output_projection_.packed.packed.dtype() == DType::kFloat32 &&
-        op_backend(placement_.device).packed_weight_rows != nullptr) {
-      (weights_.decoder_embedding.defined() ? weights_.decoder_embedding
-                                            : weights_.shared_embedding) = Tensor();
-    }
-  }
   // The uploads ran on this thread's stream; the model is used from other workers' streams.
   op_backend(placement_.device).synchronize();
-}
-
-void TransformerModel::fuse_projections() {
-  for (EncoderLayerWeights& layer : weights_.encoder) {
-    AttentionWeights& self = layer.self_attention;
-    encoder_projections_.push_back(fuse({&self.query, &self.key, &self.value}));
-  }
-  for (DecoderLayerWeights& layer : weights_.decoder) {
-    AttentionWeights& self = layer.self_attention;
-    decoder_projections_.push_back(fuse({&self.query, &self.key, &self.value}));
-    cross_projections_.push_back(
-        fuse({&layer.cross_attention.key, &layer.cross_attention.value}));
-  }
-}
-
-void TransformerModel::pack_weights() {
-  std::vector<LinearWeights*> used = {&output_projection_};  // what linear() multiplies by
-  std::vector<LinearWeights*> fused_parts;  // views of fused float weights, dropped with them
-  for (size_t i = 0; i < weights_.encoder.size(); ++i) {
-    EncoderLayerWeights& layer = weights_.encoder[i];
-    AttentionWeights& self = layer.self_attention;
-    used.insert(used.end(),
-                {&encoder_projections_[i], &self.output, &layer.ffn_inner, &layer.ffn_outer});
-    fused_parts.insert(fused_parts.end(), {&self.query, &self.key, &self.value});
-  }
-  for (size_t i = 0; i < weights_.decoder.size(); ++i) {
-    DecoderLayerWeights& layer = weights_.decoder[i];
-    AttentionWeights &self = layer.self_attention, &cross = layer.cross_attention;
-    used.insert(used.end(), {&decoder_projections_[i], &cross_projections_[i], &self.output,
-                             &cross.query, &cross.output, &layer.ffn_inner, &layer.ffn_outer});
-    fused_parts.insert(fused_parts.end(),
-                       {&self.query, &self.key, &self.value, &cross.key, &cross.value});
-  }
-  for (LinearWeights* part : fused_parts) part->weight = Tensor();
-  for (LinearWeights* linear_weights : used) {
-    linear_weights->packed = pack_linear_weight(linear_weights->weight, placement_.weights);
-    linear_weights->weight = Tensor();
-  }
 }
 
 void TransformerModel::embed(Tensor& x, const Tensor& tokens, const Tensor& table,

@@ -6,6 +6,7 @@
 // vocabulary; T new target positions per call.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,13 +98,29 @@ class TransformerModel {
                    const std::vector<int32_t>& sentence_slots) const;
 
  private:
-  // Copies each attention's projections of one input into one weight and one bias (weights_'s
-  // separate projections become views of them).
-  void fuse_projections();
-  // On a backend that packs weights (the CPU) or for compute type int8: packs the weight of
-  // every linear layer the model multiplies by, the output projection included, as float32 or
-  // int8, dropping the plain copies (the embedding table stays).
-  void pack_weights();
+  // Weights arrive one parameter at a time (from a file as it is read, or from weights given in
+  // memory), and each linear layer the model multiplies by is made as soon as its parts have
+  // all come: an attention's projections of one input fused into one weight and bias, then, on
+  // a backend that packs weights (the CPU) or for int8 or bfloat16 weights, packed as float32,
+  // bfloat16 or int8, with the plain copies dropped. So a load holds one tensor's staging beside
+  // what it has made, never the whole model twice.
+  struct PendingLinear {
+    std::vector<LinearWeights*> parts;  // fused, in order, into `made`, or `made` itself
+    LinearWeights* made;
+    size_t missing;  // the parts' weights and biases not yet arrived
+  };
+  // A model to be given its weights by prepare() (Load's path).
+  TransformerModel(ModelConfig config, const Placement& placement);
+  // Sizes weights_'s layers and lists the linear layers to make.
+  void plan_linears();
+  // Takes one parameter that has arrived in weights_ (float32 on the host): converts it to the
+  // placement and makes what it completes. The tied embedding table packed in float32 is the
+  // output projection too: lookups read their rows from it (packed_weight_rows), and the plain
+  // table is dropped, so that it is held once (NLLB-200's 256k x 1024 table: a GB).
+  void prepare(const NamedParameter& parameter);
+  void make_linear(PendingLinear& linear);
+  // Once every parameter has come: the output projection's bias, and the device in step.
+  void finish_preparing();
   // x[N, T, C] = the embedding of tokens [N, T] (scaled) plus their positions' (as
   // embedding_forward), from `table`, or, when the model holds the table only as its packed
   // output projection (`table` undefined), from that.
@@ -160,6 +177,10 @@ class TransformerModel {
   std::vector<LinearWeights> encoder_projections_, decoder_projections_, cross_projections_;
   // The output layer: the shared embedding (tied) and the logits bias; packed on the CPU.
   LinearWeights output_projection_;
+  bool packs_ = false;                          // the linear layers' weights are packed
+  const Tensor* output_source_ = nullptr;       // the parameter that is the output projection
+  std::vector<PendingLinear> pending_;          // emptied once every parameter has come
+  std::map<const Tensor*, size_t> pending_of_;  // a part's weight or bias -> its pending_ entry
 };
 
 // OK, or why `placement` cannot run in this build / on this machine ("--dtype F16 needs the

@@ -194,6 +194,58 @@ TEST_F(BrokenModelDirectory, Int8TensorIsRefusedNamingIt) {
   EXPECT_NE(error.find("model.encoder.layers.0.fc1.weight\" is I8"), std::string::npos) << error;
 }
 
+// A loader that packs each tensor as it comes (TransformerModel::Load) holds the model once only if
+// the reader keeps no tensor of its own: each comes alone, and once taken is gone.
+TEST_F(BrokenModelDirectory, EachTensorIsHandedOverAloneAndMayBeTaken) {
+  auto config = read_model_config(directory_.string());
+  ASSERT_TRUE(config.ok()) << config.status();
+  TransformerWeights read_into;
+  size_t handed = 0;
+  absl::Status read = read_model_weights(
+      directory_.string(), *config, read_into, [&handed](const NamedParameter& parameter) {
+        ASSERT_TRUE(parameter.tensor->defined());
+        EXPECT_FALSE(parameter.tensor->storage_shared()) << parameter.name;
+        *parameter.tensor = Tensor();
+        ++handed;
+      });
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(handed, named_parameters(read_into, *config).size());
+  EXPECT_FALSE(read_into.shared_embedding.defined());
+}
+
+// The tensors are read as the loader asks for them, so a deploy writing over the file in the
+// meantime is caught: nothing of a mixed model is used.
+TEST_F(BrokenModelDirectory, FileReplacedWhileReadIsRefused) {
+  auto config = read_model_config(directory_.string());
+  ASSERT_TRUE(config.ok()) << config.status();
+  TransformerWeights read_into;
+  bool replaced = false;
+  absl::Status read =
+      read_model_weights(directory_.string(), *config, read_into, [&](const NamedParameter&) {
+        if (replaced) return;
+        const fs::path copy = directory_ / "model.safetensors.new";
+        fs::copy_file(weights(), copy);
+        fs::rename(copy, weights());
+        replaced = true;
+      });
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(std::string(read.message()).find("changed while it was read"), std::string::npos)
+      << read;
+}
+
+TEST_F(BrokenModelDirectory, FileTruncatedWhileReadIsRefused) {
+  auto config = read_model_config(directory_.string());
+  ASSERT_TRUE(config.ok()) << config.status();
+  TransformerWeights read_into;
+  absl::Status read = read_model_weights(
+      directory_.string(), *config, read_into,
+      [&](const NamedParameter&) { fs::resize_file(weights(), fs::file_size(weights()) / 2); });
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(std::string(read.message()).find("truncated or replaced while being read"),
+            std::string::npos)
+      << read;
+}
+
 // The reader drops each tensor's file pages once it has copied them; tensors listed out of file
 // order, or sharing bytes, still read what the file holds.
 TEST(Safetensors, TensorsSharingBytesReadTheSameValues) {
