@@ -231,7 +231,7 @@ void TransformerModel::prepare(const NamedParameter& parameter) {
       PackedWeight& packed = output_projection_.packed;
       packed = pack_linear_weight(tensor, placement_.weights);
       output_projection_.weight = Tensor();
-      if (config_.tie_output && packed.packed.dtype() == DType::kFloat32 &&
+      if (config_.tie_output && (packed.packed.dtype() == DType::kFloat32 || packed.quantized()) &&
           op_backend(placement_.device).packed_weight_rows != nullptr) {
         tensor = Tensor();
       }
@@ -508,8 +508,11 @@ Tensor TransformerModel::decoder_layers(DecoderState& state, const Tensor& token
   const Tensor device_tokens = on_device(tokens);
   const DecoderState::StepTables tables = state.advance(device_tokens);
   Tensor x = activations({rows, steps, config_.d_model});
-  embed(x, device_tokens, weights_.target_embedding(), weights_.decoder_positions, tables.length,
-        tables.row_positions);
+  // The target table by the config: a separate one dropped for its packed copy (prepare) leaves
+  // the source table defined.
+  embed(x, device_tokens,
+        config_.share_embeddings ? weights_.shared_embedding : weights_.decoder_embedding,
+        weights_.decoder_positions, tables.length, tables.row_positions);
   Residual stream = start_stack(std::move(x), weights_.decoder.front().self_attention_norm);
   for (size_t i = 0; i < weights_.decoder.size(); ++i) {
     Tensor layer_weights;

@@ -114,9 +114,10 @@ class TransformerModel {
   // Sizes weights_'s layers and lists the linear layers to make.
   void plan_linears();
   // Takes one parameter that has arrived in weights_ (float32 on the host): converts it to the
-  // placement and makes what it completes. The tied embedding table packed in float32 is the
-  // output projection too: lookups read their rows from it (packed_weight_rows), and the plain
-  // table is dropped, so that it is held once (NLLB-200's 256k x 1024 table: a GB).
+  // placement and makes what it completes. The tied embedding table packed in float32 or int8 is
+  // the output projection too: lookups read their rows from it (packed_weight_rows; int8's are
+  // its quantised values, as CTranslate2's int8 embeddings are), and the plain table is dropped,
+  // so that it is held once (NLLB-200's 256k x 1024 table: a GB).
   void prepare(const NamedParameter& parameter);
   void make_linear(PendingLinear& linear);
   // Once every parameter has come: the output projection's bias, and the device in step.

@@ -129,40 +129,82 @@ TEST(PackedFloatLinear, RowsReadBackAsThePlainWeightHadThem) {
   }
 }
 
+// Rows read back from an int8 packed weight are its quantised values: an integer number of the
+// row's scale steps, within half a step of the float weight (a layout read wrong gives other
+// rows' values, or padding).
+TEST(PackedInt8Linear, RowsReadBackAsTheirQuantisedValues) {
+  if (absl::Status available = int8_available(Device::kCPU); !available.ok()) {
+    GTEST_SKIP() << available;
+  }
+  std::mt19937 generator(22);
+  for (const auto& [outputs, inputs] :
+       {std::pair<int64_t, int64_t>{67, 30}, {96, 64}, {300, 100}, {10000, 256}}) {
+    const Tensor weight = random_tensor({outputs, inputs}, generator);
+    const PackedWeight packed = pack_linear_weight(weight, DType::kInt8);
+    ASSERT_TRUE(packed.quantized());
+    std::vector<int32_t> tokens = {0, static_cast<int32_t>(outputs - 1), 5, 31, 66};
+    Tensor out = Tensor::empty({static_cast<int64_t>(tokens.size()), inputs}, DType::kFloat32);
+    packed_weight_rows(out, Tensor::from_vector(tokens, {static_cast<int64_t>(tokens.size())}),
+                       packed);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const float scale = packed.scales.data<float>()[tokens[i]];
+      for (int64_t k = 0; k < inputs; ++k) {
+        const float got = out.data<float>()[i * inputs + k];
+        const float plain = weight.data<float>()[tokens[i] * inputs + k];
+        const float steps = got / scale;
+        ASSERT_NEAR(steps, std::round(steps), 1e-3)
+            << outputs << "x" << inputs << " row " << tokens[i] << " column " << k;
+        ASSERT_LE(std::fabs(got - plain), 0.5f * scale * 1.001f)
+            << outputs << "x" << inputs << " row " << tokens[i] << " column " << k;
+      }
+    }
+  }
+}
+
 ModelConfig small_model_config();
+
+// The logits of two sentences' 6 target steps (token ids below 250).
+Tensor tied_model_logits(const TransformerModel& model) {
+  const int64_t sentences = 2, steps = 6;
+  const Tensor source = Tensor::from_vector(
+      std::vector<int32_t>{5, 9, 4, 7, 3, 2, 8, 6, 5, 3, 0, 0}, {sentences, steps});
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{6, 4}, {sentences});
+  const Tensor target = Tensor::from_vector(
+      std::vector<int32_t>{2, 7, 4, 2, 9, 5, 6, 8, 2, 3, 4, 5}, {sentences, steps});
+  DecoderState state =
+      model.start_decoding(model.encode(source, lengths), lengths, sentences, steps);
+  return model.decode(state, target);
+}
 
 // A tied output projection in float32 is packed once and is the embedding table too: the model
 // drops the plain table, and its logits are those of a model that keeps a copy of the table as
-// an untied output projection, exactly.
+// an untied output projection, exactly. With separate source and target tables (Marian's
+// share_encoder_decoder_embeddings false) the decoder reads the target table's rows, not the
+// source's.
 TEST(PackedFloatLinear, ATiedModelHoldsItsEmbeddingTableOnce) {
-  const ModelConfig tied = small_model_config();
-  ASSERT_TRUE(tied.tie_output);
-  const TransformerWeights weights = random_weights(tied, 8);
-  ModelConfig untied = tied;
-  untied.tie_output = false;
-  TransformerWeights with_copy = weights;
-  with_copy.output_weight = weights.shared_embedding.clone();
-  const TransformerModel model(tied, weights);
-  EXPECT_FALSE(model.weights().shared_embedding.defined()) << "the table is held once";
-  const TransformerModel twin(untied, with_copy);
-  EXPECT_TRUE(twin.weights().shared_embedding.defined());
-  const int64_t sentences = 2, steps = 6;
-  const Tensor source = Tensor::from_vector(std::vector<int32_t>{5, 9, 4, 7, 3, 2, 8, 6, 5, 3,
-                                                                 0, 0},
-                                            {sentences, steps});
-  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{6, 4}, {sentences});
-  const Tensor target = Tensor::from_vector(std::vector<int32_t>{2, 7, 4, 2, 9, 5, 6, 8, 2, 3,
-                                                                 4, 5},
-                                            {sentences, steps});
-  const auto logits_of = [&](const TransformerModel& m) {
-    DecoderState state =
-        m.start_decoding(m.encode(source, lengths), lengths, sentences, steps);
-    return m.decode(state, target);
-  };
-  const Tensor expected = logits_of(twin), got = logits_of(model);
-  ASSERT_EQ(got.shape(), expected.shape());
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    ASSERT_EQ(got.data<float>()[i], expected.data<float>()[i]) << "logit " << i;
+  for (const bool shared : {true, false}) {
+    ModelConfig tied = small_model_config();
+    ASSERT_TRUE(tied.tie_output);
+    tied.share_embeddings = shared;
+    if (!shared) tied.decoder_vocab_size = 250;
+    const TransformerWeights weights = random_weights(tied, 8);
+    ModelConfig untied = tied;
+    untied.tie_output = false;
+    TransformerWeights with_copy = weights;
+    with_copy.output_weight = weights.target_embedding().clone();
+    const TransformerModel model(tied, weights);
+    const TransformerWeights& held = model.weights();
+    EXPECT_FALSE((shared ? held.shared_embedding : held.decoder_embedding).defined())
+        << "the table is held once";
+    EXPECT_EQ(held.shared_embedding.defined(), !shared) << "the source table stays";
+    const TransformerModel twin(untied, with_copy);
+    EXPECT_TRUE(twin.weights().target_embedding().defined());
+    const Tensor expected = tied_model_logits(twin), got = tied_model_logits(model);
+    ASSERT_EQ(got.shape(), expected.shape());
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      ASSERT_EQ(got.data<float>()[i], expected.data<float>()[i])
+          << (shared ? "shared" : "separate") << " tables, logit " << i;
+    }
   }
 }
 

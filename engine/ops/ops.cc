@@ -132,8 +132,8 @@ void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& w
 void packed_weight_rows(Tensor& out, const Tensor& tokens, const PackedWeight& weight) {
   ScopedOpTimer timer(OpCategory::kOther);
   const char* op = "packed_weight_rows";
-  require(weight.defined() && weight.packed.dtype() == DType::kFloat32, op,
-          "weight must be packed with float32 elements");
+  require(weight.defined() && (weight.packed.dtype() == DType::kFloat32 || weight.quantized()), op,
+          "weight must be packed with float32 or int8 elements");
   require(tokens.defined() && tokens.dtype() == DType::kInt32 &&
               tokens.device() == weight.packed.device(),
           op, "tokens must be int32 on the weight's device");

@@ -49,8 +49,9 @@ PackedWeight pack_linear_weight(const Tensor& weight, DType element);
 void packed_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
                            const Tensor& bias, Activation activation);
 
-// The rows `tokens` (int32, any shape, n elements) of a float32 packed weight as the weight
-// [N, K] had them: out[i, :] = weight[tokens[i], :], out float32 [n, K], exactly. A tied output
+// The rows `tokens` (int32, any shape, n elements) of a packed weight [N, K], out float32 [n, K]:
+// a float32 weight's exactly as the weight had them, out[i, :] = weight[tokens[i], :]; an int8
+// one's int8 values times their row's scale (what its products multiply by). A tied output
 // projection packed for the products is then the embedding table too, held once.
 void packed_weight_rows(Tensor& out, const Tensor& tokens, const PackedWeight& weight);
 

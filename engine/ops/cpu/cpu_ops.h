@@ -4,6 +4,9 @@
 // bodies that read 16-bit tensors themselves (cpu_backend.cc names them).
 #pragma once
 
+#include <stdexcept>
+#include <string>
+
 #include "engine/ops/backend.h"
 
 namespace xlate::cpu {
@@ -26,4 +29,20 @@ float int8_weight_levels();
 PackedWeight quantize_linear_weight(const Tensor& weight);
 void quantized_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
                               const Tensor& bias, Activation activation);
+// packed_weight_rows of an int8 weight: each row's int8 values times its scale.
+void quantized_weight_rows(Tensor& out, const Tensor& tokens, const PackedWeight& weight);
+
+// Calls row(i, n) for each token i of `tokens` (int32) with its id n, which must lie in
+// [0, outputs): std::out_of_range naming it otherwise (packed_weight_rows' tokens).
+template <typename Row>
+void for_each_token_row(const Tensor& tokens, int64_t outputs, Row&& row) {
+  const int32_t* ids = tokens.data<int32_t>();
+  for (int64_t i = 0; i < tokens.numel(); ++i) {
+    if (ids[i] < 0 || ids[i] >= outputs) {
+      throw std::out_of_range("packed_weight_rows: token " + std::to_string(ids[i]) +
+                              " outside [0, " + std::to_string(outputs) + ")");
+    }
+    row(i, static_cast<int64_t>(ids[i]));
+  }
+}
 }  // namespace xlate::cpu

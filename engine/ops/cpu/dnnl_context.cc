@@ -78,4 +78,30 @@ void execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::mem
   stream.wait();
 }
 
+BlockedOffsets::BlockedOffsets(const dnnl::memory::desc& layout) : layout_(layout.data) {
+  if (layout_.format_kind != dnnl_blocked) {
+    throw std::runtime_error("a packed weight's layout is not a blocked one");
+  }
+  const dnnl_blocking_desc_t& blocking = layout_.format_desc.blocking;
+  for (int i = 0; i < blocking.inner_nblks; ++i) {
+    block_total_[blocking.inner_idxs[i]] *= blocking.inner_blks[i];
+  }
+}
+
+int64_t BlockedOffsets::operator()(int64_t n, int64_t k) const {
+  const dnnl_blocking_desc_t& blocking = layout_.format_desc.blocking;
+  const int64_t index[2] = {k, n};
+  int64_t at = layout_.offset0 + (k / block_total_[0]) * blocking.strides[0] +
+               (n / block_total_[1]) * blocking.strides[1];
+  int64_t divisor[2] = {1, 1}, step = 1;
+  for (int i = blocking.inner_nblks - 1; i >= 0; --i) {
+    const int dim = blocking.inner_idxs[i];
+    const int64_t size = blocking.inner_blks[i];
+    at += (index[dim] / divisor[dim]) % size * step;
+    divisor[dim] *= size;
+    step *= size;
+  }
+  return at;
+}
+
 }  // namespace xlate::cpu

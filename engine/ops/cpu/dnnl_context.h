@@ -53,6 +53,21 @@ dnnl::memory wrap_f32(const dnnl::memory::dims& dims, dnnl::memory::format_tag t
 Tensor packed_copy(const dnnl::memory::desc& source, const void* data,
                    const dnnl::memory::desc& packed, DType element);
 
+// Where the elements of a weight [N, K] packed in one of oneDNN's blocked layouts lie (the layout
+// of the weight as the product's [K, N] operand): each dimension's index splits into an outer
+// part, times that dimension's stride, and the inner blocks, outermost first, the last varying
+// fastest. Throws std::runtime_error for a layout that is not blocked.
+class BlockedOffsets {
+ public:
+  explicit BlockedOffsets(const dnnl::memory::desc& layout);
+  // The element offset of weight row n (an output), column k (an input).
+  int64_t operator()(int64_t n, int64_t k) const;
+
+ private:
+  dnnl_memory_desc_t layout_;
+  int64_t block_total_[2] = {1, 1};  // each dimension's inner blocks multiplied
+};
+
 // Runs a primitive on a fresh stream of the engine, with a scratchpad of this call, and waits.
 void execute(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory> arguments);
 

@@ -155,43 +155,16 @@ PackedWeight pack_linear_weight(const Tensor& weight, DType element) {
 }
 
 void packed_weight_rows(Tensor& out, const Tensor& tokens, const PackedWeight& weight) {
-  // The packed layout is oneDNN's blocked one for the weight as [K, N] (dimension 0 the inputs,
-  // 1 the outputs): each dimension's index splits into an outer part, times the dimension's
-  // stride, and inner blocks (outermost first), the last varying fastest.
-  const dnnl_memory_desc_t layout = packed_weight_desc(weight.outputs, weight.inputs, kF32).data;
-  if (layout.format_kind != dnnl_blocked) {
-    throw std::runtime_error("packed_weight_rows: the packed layout is not a blocked one");
+  if (weight.quantized()) {
+    quantized_weight_rows(out, tokens, weight);
+    return;
   }
-  const dnnl_blocking_desc_t& blocking = layout.format_desc.blocking;
-  int64_t block_total[2] = {1, 1};
-  for (int i = 0; i < blocking.inner_nblks; ++i) {
-    block_total[blocking.inner_idxs[i]] *= blocking.inner_blks[i];
-  }
-  const auto offset = [&](int64_t k, int64_t n) {
-    const int64_t index[2] = {k, n};
-    int64_t at = layout.offset0 + (k / block_total[0]) * blocking.strides[0] +
-                 (n / block_total[1]) * blocking.strides[1];
-    int64_t divisor[2] = {1, 1}, step = 1;
-    for (int i = blocking.inner_nblks - 1; i >= 0; --i) {
-      const int dim = blocking.inner_idxs[i];
-      const int64_t size = blocking.inner_blks[i];
-      at += (index[dim] / divisor[dim]) % size * step;
-      divisor[dim] *= size;
-      step *= size;
-    }
-    return at;
-  };
+  const BlockedOffsets offset(packed_weight_desc(weight.outputs, weight.inputs, kF32));
   const float* packed = weight.packed.data<float>();
-  const int32_t* ids = tokens.data<int32_t>();
   float* rows = out.data<float>();
-  const int64_t inputs = weight.inputs;
-  for (int64_t i = 0; i < tokens.numel(); ++i) {
-    if (ids[i] < 0 || ids[i] >= weight.outputs) {
-      throw std::out_of_range("packed_weight_rows: token " + std::to_string(ids[i]) +
-                              " outside [0, " + std::to_string(weight.outputs) + ")");
-    }
-    for (int64_t k = 0; k < inputs; ++k) rows[i * inputs + k] = packed[offset(k, ids[i])];
-  }
+  for_each_token_row(tokens, weight.outputs, [&](int64_t i, int64_t n) {
+    for (int64_t k = 0; k < weight.inputs; ++k) rows[i * weight.inputs + k] = packed[offset(n, k)];
+  });
 }
 
 absl::Status bfloat16_weights_available() {

@@ -112,6 +112,18 @@ PackedWeight quantize_linear_weight(const Tensor& weight) {
   return quantized;
 }
 
+void quantized_weight_rows(Tensor& out, const Tensor& tokens, const PackedWeight& weight) {
+  const BlockedOffsets offset(packed_weight_desc(weight.outputs, weight.inputs));
+  const int8_t* packed = weight.packed.data<int8_t>();
+  const float* scales = weight.scales.data<float>();
+  float* rows = out.data<float>();
+  for_each_token_row(tokens, weight.outputs, [&](int64_t i, int64_t n) {
+    for (int64_t k = 0; k < weight.inputs; ++k) {
+      rows[i * weight.inputs + k] = static_cast<float>(packed[offset(n, k)]) * scales[n];
+    }
+  });
+}
+
 void quantized_linear_forward(Tensor& out, const Tensor& inp, const PackedWeight& weight,
                               const Tensor& bias, Activation activation) {
   const int64_t outputs = weight.outputs, inputs = weight.inputs;
