@@ -74,7 +74,7 @@ def main():
     parser.add_argument("--sentences", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--extra", type=int, default=20)
-    parser.add_argument("--xlate", default=os.path.join(HERE, "..", "build", "engine", "xlate"))
+    parser.add_argument("--xlate", default=os.path.join(HERE, "..", "build", "cli", "xlate"))
     parser.add_argument("--json_out")
     parser.add_argument("--transformers_only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
