@@ -7,11 +7,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "document/epub_text.h"
+#include "document/gettext_text.h"
+#include "document/html_text.h"
 #include "document/markdown_text.h"
 #include "document/office_text.h"
 #include "document/open_document_text.h"
-#include "document/epub_text.h"
-#include "document/html_text.h"
 #include "document/placeholder_text.h"
 #include "document/subtitle_text.h"
 #include "document/text_lines.h"
@@ -33,16 +34,19 @@ absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::stri
   if (absl::EqualsIgnoreCase(mime_type, kPptxMimeType)) return EntryFormat::kPptx;
   if (absl::EqualsIgnoreCase(mime_type, kXlsxMimeType)) return EntryFormat::kXlsx;
   if (absl::EqualsIgnoreCase(mime_type, kEpubMimeType)) return EntryFormat::kEpub;
+  if (absl::EqualsIgnoreCase(mime_type, kGettextMimeType) ||
+      absl::EqualsIgnoreCase(mime_type, kGettextTemplateMimeType)) {
+    return EntryFormat::kGettext;
+  }
   for (const char* open_document : {kOdtMimeType, kOdpMimeType, kOdsMimeType}) {
     if (absl::EqualsIgnoreCase(mime_type, open_document)) return EntryFormat::kOpenDocument;
   }
   return absl::InvalidArgumentError(
       absl::StrCat(what, " \"", excerpt(std::string_view(mime_type.data(), mime_type.size())),
                    "\" is not supported; it must be text/plain (or empty), text/html, text/xml, ",
-                   kMarkdownMimeType, ", ",
-                   kSubRipMimeType, ", ", kWebVttMimeType,
-                   ", the type of a .docx, .pptx, .xlsx, .odt, .odp or .ods file, or ",
-                   kEpubMimeType));
+                   kMarkdownMimeType, ", ", kSubRipMimeType, ", ", kWebVttMimeType,
+                   ", the type of a .docx, .pptx, .xlsx, .odt, .odp or .ods file, ", kEpubMimeType,
+                   ", ", kGettextMimeType, " or ", kGettextTemplateMimeType));
 }
 
 std::string mime_type_of_file(absl::string_view file_name) {
@@ -64,6 +68,8 @@ std::string mime_type_of_file(absl::string_view file_name) {
   if (extension == "odt") return kOdtMimeType;
   if (extension == "odp") return kOdpMimeType;
   if (extension == "ods") return kOdsMimeType;
+  if (extension == "po") return kGettextMimeType;
+  if (extension == "pot") return kGettextTemplateMimeType;
   return "text/plain";
 }
 
@@ -113,6 +119,9 @@ absl::StatusOr<std::unique_ptr<const TextRuns>> parse_entry(std::string entry, E
       return owned(OpenDocumentText::Parse(std::move(entry)));
     case EntryFormat::kEpub:
       return owned(EpubText::Parse(std::move(entry)));
+    case EntryFormat::kGettext:
+      // A catalogue's placeholders are always kept: keep_placeholders asks for nothing more.
+      return owned(GettextText::Parse(std::move(entry)));
     case EntryFormat::kDocx:
     case EntryFormat::kPptx:
     case EntryFormat::kXlsx: {

@@ -38,7 +38,8 @@ enum class EntryFormat {
   kPptx,
   kXlsx,
   kOpenDocument,
-  kEpub
+  kEpub,
+  kGettext
 };
 
 // The MIME types of subtitles (document/subtitle_text.h): SubRip has no registered one; this is
@@ -61,21 +62,25 @@ inline constexpr char kOdpMimeType[] = "application/vnd.oasis.opendocument.prese
 inline constexpr char kOdsMimeType[] = "application/vnd.oasis.opendocument.spreadsheet";
 // An e-book (document/epub_text.h).
 inline constexpr char kEpubMimeType[] = "application/epub+zip";
+// gettext catalogues (document/gettext_text.h): shared-mime-info's types of a .po and a .pot.
+inline constexpr char kGettextMimeType[] = "text/x-gettext-translation";
+inline constexpr char kGettextTemplateMimeType[] = "text/x-gettext-translation-template";
 
 // Whether entries of `format` are files (bytes of an archive), not text.
 bool is_file_format(EntryFormat format);
 
 // The format a MIME type names, case-insensitively (RFC 2045): "" and "text/plain" are plain
 // text; anything but text/html, text/xml, text/markdown, the subtitles', Office Open XML and
-// OpenDocument types and kEpubMimeType is INVALID_ARGUMENT naming what it may be. `what` names the field in the message ("mime_type", "--mime_type").
+// OpenDocument types, kEpubMimeType and the gettext catalogues' is INVALID_ARGUMENT naming what it
+// may be. `what` names the field in the message ("mime_type", "--mime_type").
 absl::StatusOr<EntryFormat> entry_format(absl::string_view mime_type, absl::string_view what);
 
 // The MIME type a file's name implies by its extension, case-insensitively: text/html for .html,
 // .htm and .xhtml, text/xml for .xml, text/markdown for .md and .markdown, the subtitles' for
 // .srt and .vtt, the Office Open XML
 // types for .docx, .pptx and .xlsx,
-// the OpenDocument types for .odt, .odp and .ods, kEpubMimeType for .epub, text/plain for any
-// other.
+// the OpenDocument types for .odt, .odp and .ods, kEpubMimeType for .epub, the gettext ones for
+// .po and .pot, text/plain for any other.
 std::string mime_type_of_file(absl::string_view file_name);
 
 // Whether entries of `format` are rebuilt from their runs (DocumentBatch) rather than
@@ -85,11 +90,10 @@ bool is_document(EntryFormat format, bool keep_placeholders);
 class DocumentBatch {
  public:
   // Each entry parsed as `format` (document/html_text.h, document/xml_text.h,
-  // document/markdown_text.h, document/subtitle_text.h, document/office_text.h, document/open_document_text.h,
-  // document/epub_text.h; plain text as document/placeholder_text.h,
-  // or without keep_placeholders as a text file's lines, document/text_lines.h),
-  // keep_placeholders
-  // for HTML and XML too (a file format refuses it).
+  // document/markdown_text.h, document/subtitle_text.h, document/office_text.h,
+  // document/open_document_text.h, document/epub_text.h, document/gettext_text.h; plain text as
+  // document/placeholder_text.h, or without keep_placeholders as a text file's lines,
+  // document/text_lines.h), keep_placeholders for HTML and XML too (a file format refuses it).
   // INVALID_ARGUMENT naming the entry as `entries_name`[i] when a parser refuses it (depth,
   // tags, size: each parser's bounds), or by the parser's message alone when `entries_name`
   // is empty (a CLI's one document).

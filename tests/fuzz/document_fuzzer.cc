@@ -1,14 +1,15 @@
 // Files from a stranger through the file formats' readers and writers (document/office_text.h,
 // document/open_document_text.h, document/epub_text.h, document/subtitle_text.h,
-// document/markdown_text.h): the first byte picks the format, the rest is the file. A file is
-// read, or refused with INVALID_ARGUMENT (never another code, never a crash, never more than
-// the readers' bounds of memory); one that is read is rebuilt from its texts reversed, and an
-// archive rebuilt is an archive of the same entries again.
+// document/markdown_text.h, document/gettext_text.h): the first byte picks the format, the rest is
+// the file. A file is read, or refused with INVALID_ARGUMENT (never another code, never a crash,
+// never more than the readers' bounds of memory); one that is read is rebuilt from its texts
+// reversed, and an archive rebuilt is an archive of the same entries again.
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "document/epub_text.h"
+#include "document/gettext_text.h"
 #include "document/markdown_text.h"
 #include "document/office_text.h"
 #include "document/open_document_text.h"
@@ -31,7 +32,7 @@ std::unique_ptr<xlate::TextRuns> read(absl::StatusOr<Document> parsed) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int kind = data[0] % 8;
+  const int kind = data[0] % 9;
   std::string source(reinterpret_cast<const char*>(data + 1), size - 1);
   std::unique_ptr<xlate::TextRuns> document;
   switch (kind) {
@@ -55,6 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 6:
       document = read(xlate::SubtitleText::Parse(source, xlate::SubtitleFormat::kWebVtt));
+      break;
+    case 8:
+      document = read(xlate::GettextText::Parse(source));
       break;
     default:
       document = read(xlate::MarkdownText::Parse(source));

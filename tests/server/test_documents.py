@@ -19,6 +19,7 @@ import zipfile
 
 import docx
 import grpc
+import polib
 import requests
 
 from harness import XLATE_BIN, Server, free_port, pb2, sample_sentences, wait_until
@@ -192,6 +193,25 @@ class Documents(unittest.TestCase):
                                data={"target": "de"}, timeout=60)
         self.assertEqual(broken.status_code, 400)
         self.assertIn("not a ZIP archive", broken.json()["error"])
+
+    def test_a_gettext_template_comes_back_with_its_messages_filled_in(self):
+        template = ('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=CHARSET\\n"\n\n'
+                    '#: src/main.c:3\n#, c-format\nmsgid "The dog of %s runs in the park."\n'
+                    'msgstr ""\n\nmsgctxt "menu"\nmsgid "Open the file"\nmsgstr ""\n')
+        answer = requests.post(f"{self.http}/translate_file",
+                               files={"file": ("messages.pot", template.encode())},
+                               data={"source": "en", "target": "de"}, timeout=120)
+        self.assertEqual(answer.status_code, 200, answer.text)
+        download = requests.get(answer.json()["translatedFileUrl"], timeout=60)
+        self.assertEqual(download.status_code, 200)
+        self.assertEqual(download.headers["Content-Type"], "text/x-gettext-translation-template")
+        catalogue = polib.pofile(download.content.decode())
+        self.assertEqual([(e.msgctxt, e.msgid) for e in catalogue],
+                         [(None, "The dog of %s runs in the park."), ("menu", "Open the file")])
+        self.assertEqual(catalogue[0].occurrences, [("src/main.c", "3")])
+        self.assertIn("%s", catalogue[0].msgstr)
+        self.assertTrue(all(e.msgstr and e.msgstr != e.msgid for e in catalogue))
+        self.assertEqual(catalogue.metadata["Content-Type"], "text/plain; charset=UTF-8")
 
     def test_v1_translate_document_carries_the_file_in_json(self):
         source = make_docx()
