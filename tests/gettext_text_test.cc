@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "tests/one_to_one_links.h"
 
 namespace xlate {
