@@ -12,7 +12,7 @@ debian_packages=(
   libabsl-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   libsentencepiece-dev sentencepiece nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libicu-dev libmicrohttpd-dev libbrotli-dev libcld2-dev libgumbo-dev libcsv-dev libxml2-dev libzip-dev libcmark-dev libgettextpo-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
+  libicu-dev libmicrohttpd-dev libbrotli-dev libcld2-dev libgumbo-dev libcsv-dev libxml2-dev libzip-dev libcmark-dev libgettextpo-dev libjemalloc-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
   prometheus
   libopenmpi-dev openmpi-bin zlib1g-dev libssl-dev openssl
   debootstrap clang libclang-rt-14-dev libomp-dev

@@ -1,7 +1,6 @@
 #include "server/http_server.h"
 
 #include <arpa/inet.h>
-#include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -22,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "server/free_memory.h"
 #include "server/task_threads.h"
 
 namespace xlate::server {
@@ -170,13 +170,13 @@ struct HttpServer::State {
       mutex.AwaitWithTimeout(absl::Condition(&sweeper_stop), absl::Milliseconds(250));
       const absl::Time now = absl::Now();
       // Thousands of connections closed (a flood of idle or slow ones over): the heap gives back
-      // the pages their memory held, which glibc keeps otherwise, so that the process's RSS
-      // returns to its working set.
+      // the pages their memory held, which the allocator keeps otherwise, so that the
+      // process's RSS returns to its working set.
       if (closed_since_trim >= kClosedConnectionsPerTrim && now - last_trim > absl::Seconds(10)) {
         closed_since_trim = 0;
         last_trim = now;
         mutex.Unlock();
-        malloc_trim(0);
+        release_free_memory();
         mutex.Lock();
       }
       for (auto& [connection, open] : connections) {

@@ -1,13 +1,12 @@
 #include "server/model_registry.h"
 
-#include <malloc.h>
-
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "text/utf8.h"
 #include "absl/strings/str_join.h"
+#include "server/free_memory.h"
 #include "server/language_code.h"
+#include "text/utf8.h"
 
 namespace xlate::server {
 namespace {
@@ -50,10 +49,10 @@ std::shared_ptr<const ServedModel> ModelRegistry::Share(std::unique_ptr<ServedMo
   return std::shared_ptr<const ServedModel>(model.release(), [this](const ServedModel* retired) {
     background_.Post([this, retired] {
       delete retired;
-      // Gives the freed weights and caches back to the system (glibc keeps freed heap memory
-      // for reuse): without it, the resident size stays at its peak of two models after every
-      // reload.
-      malloc_trim(0);
+      // Gives the freed weights and caches back to the system (the allocator keeps freed heap
+      // memory for reuse): without it, the resident size stays at its peak of two models after
+      // every reload.
+      release_free_memory();
       absl::MutexLock lock(&alive_mutex_);
       --alive_;
     });
