@@ -84,7 +84,7 @@ def train_timed_steps(args, data, name, launcher=(), threads=None, extra=(), qui
 
 def add_training_arguments(parser, threads=2, steps=8):
     """The options every training benchmark shares: trainer, data, model and batch, step counts."""
-    parser.add_argument("--trainer", default=os.path.join(REPO, "build", "trainer", "xlate-trainer"))
+    parser.add_argument("--trainer", default=os.path.join(REPO, "build", "cli", "xlate-trainer"))
     parser.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data"))
     parser.add_argument("--workdir", default="/tmp/xlate-train-bench")
     parser.add_argument("--preset", default="base")
@@ -150,9 +150,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_training_arguments(parser)
     parser.add_argument("--torch_precisions", default="fp32",
-                        help="comma-separated PyTorch runs: fp32, fp16, bf16 (GPU for the last two)")
+                        help="comma-separated PyTorch runs: fp32, fp16 (GPU only), bf16")
     parser.add_argument("--xlate_precisions", default="fp32",
-                        help="comma-separated xlate-trainer --precision runs (GPU for fp16/bf16; "
+                        help="comma-separated xlate-trainer --precision runs (GPU for fp16; "
                              "fp16:16bit and bf16:16bit add --activations 16bit)")
     parser.add_argument("--torch_compile", default="",
                         help="comma-separated precisions to also run PyTorch under torch.compile "
