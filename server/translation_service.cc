@@ -27,6 +27,10 @@
 namespace xlate::server {
 namespace {
 
+// How much later than the client's the server's deadline of a call may be: the time its headers
+// took to arrive (Call::deadline_passed).
+constexpr absl::Duration kDeadlineArrivalAllowance = absl::Milliseconds(250);
+
 // The answer to a call that comes while the server drains.
 grpc::Status draining() {
   return grpc::Status(grpc::UNAVAILABLE, "the server is shutting down; retry on another replica");
@@ -143,10 +147,17 @@ class TranslationService::Call : public GrpcReactor {
     }
     if (!cancelled.ok()) model_->scheduler().Cancel(job, cancelled);
   }
+  // Whether the call's deadline has passed by the client's clock. The server's deadline is the
+  // client's timeout counted from when the headers arrived, so the client's comes first by the
+  // time they took to arrive (tens of ms on a loaded machine): a cancel that reaches the server
+  // that close to its deadline is the client's deadline firing, and the client sees
+  // DEADLINE_EXCEEDED. (A client that gives up of its own accord that close to its deadline is
+  // counted so too.)
+  bool deadline_passed() const { return absl::Now() >= deadline_ - kDeadlineArrivalAllowance; }
   // gRPC calls this when the client cancels and when the deadline passes.
   void OnCancel() override {
     const absl::Status why =
-        absl::Now() >= deadline_
+        deadline_passed()
             ? absl::DeadlineExceededError("the call's deadline passed before its translation")
             : absl::CancelledError("the client cancelled the call");
     std::shared_ptr<TranslationJob> job;
@@ -160,10 +171,9 @@ class TranslationService::Call : public GrpcReactor {
   void OnDone() override {
     if (count_when_done_) {
       // The client's deadline passed (by its clock) or it cancelled: what it saw.
-      const grpc::StatusCode code =
-          !context_->IsCancelled() ? outcome_
-          : context_->deadline() <= std::chrono::system_clock::now() ? grpc::DEADLINE_EXCEEDED
-                                                                     : grpc::CANCELLED;
+      const grpc::StatusCode code = !context_->IsCancelled() ? outcome_
+                                    : deadline_passed()      ? grpc::DEADLINE_EXCEEDED
+                                                             : grpc::CANCELLED;
       service_->metrics_->on_request_done(model_ ? model_->name() : std::string(), code,
                                           seconds_);
     }
